@@ -1,0 +1,339 @@
+package authz
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Config configures a Keyring. Every zero value has a working default.
+type Config struct {
+	// Redis is required (single node, sentinel or cluster).
+	Redis redis.UniversalClient
+	// Prefix starts every Redis key; zero means "authz:". It must not hold
+	// '{' or '}', which would change the hash slots.
+	Prefix string
+	// MaxActiveKeys per company; zero means 10.
+	MaxActiveKeys int
+	// CacheTTL is how long a verified key is trusted without asking Redis;
+	// zero means 1s, and larger values are clamped to 1s, because a
+	// revocation must be seen everywhere within one second.
+	CacheTTL time.Duration
+	// StaleTTL: while Redis fails, keys verified within this long keep
+	// working from memory; zero means 5m.
+	StaleTTL time.Duration
+	// CacheSize bounds the verified-key cache; zero means 100_000.
+	CacheSize int
+	// NegativeTTL is how long an unknown or revoked digest is remembered as
+	// invalid; zero means 1s.
+	NegativeTTL time.Duration
+	// NegativeSize bounds the invalid-digest cache; zero means 100_000.
+	NegativeSize int
+	// Timeout bounds each Redis call of Verify; zero means 250ms. Verify
+	// fails over to the stale cache or ErrUnavailable instead of waiting.
+	Timeout time.Duration
+	// TouchEvery throttles last-used writes per key and instance; zero
+	// means 1m.
+	TouchEvery time.Duration
+	// NoPubSub turns off instant cache invalidation over Redis pub/sub; the
+	// CacheTTL bound on revocation holds either way.
+	NoPubSub bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger; nil means slog.Default(). Secrets are never logged.
+	Logger *slog.Logger
+}
+
+const (
+	maxCacheTTL = time.Second
+	// mgmtTimeout bounds each management call, and so how long a Create can
+	// be half done; orphanGrace must exceed it by far.
+	mgmtTimeout = 10 * time.Second
+	orphanGrace = time.Minute
+)
+
+// Keyring creates, lists, revokes and verifies API keys. It is safe for
+// concurrent use. Close stops its background work.
+type Keyring struct {
+	rdb         redis.UniversalClient
+	l           layout
+	max         int
+	cacheTTL    int64 // nanoseconds, like every duration the hot path compares
+	staleTTL    int64
+	negTTL      int64
+	touchEvery  int64
+	timeout     time.Duration
+	now         func() time.Time
+	log         *slog.Logger
+	pos         *posCache
+	neg         *negCache
+	flight      flight
+	degraded    atomic.Bool
+	touches     chan touch
+	done        chan struct{}
+	wg          sync.WaitGroup
+	closeOnce   sync.Once
+	pubsubReady chan struct{} // closed once subscribed (or never subscribing)
+}
+
+type touch struct {
+	d  digest
+	at time.Time
+}
+
+// New returns a Keyring over cfg.Redis and starts its background goroutines
+// (last-used writer, revocation listener).
+func New(cfg Config) *Keyring {
+	if cfg.Redis == nil {
+		panic("authz: Config.Redis is required")
+	}
+	k := &Keyring{
+		rdb:         cfg.Redis,
+		l:           layout{p: or(cfg.Prefix, "authz:")},
+		max:         or(cfg.MaxActiveKeys, 10),
+		cacheTTL:    int64(min(or(cfg.CacheTTL, time.Second), maxCacheTTL)),
+		staleTTL:    int64(or(cfg.StaleTTL, 5*time.Minute)),
+		negTTL:      int64(or(cfg.NegativeTTL, time.Second)),
+		touchEvery:  int64(or(cfg.TouchEvery, time.Minute)),
+		timeout:     or(cfg.Timeout, 250*time.Millisecond),
+		now:         cfg.Now,
+		log:         cfg.Logger,
+		pos:         newPosCache(or(cfg.CacheSize, 100_000)),
+		neg:         newNegCache(or(cfg.NegativeSize, 100_000)),
+		touches:     make(chan touch, 1024),
+		done:        make(chan struct{}),
+		pubsubReady: make(chan struct{}),
+	}
+	if k.now == nil {
+		k.now = time.Now
+	}
+	if k.log == nil {
+		k.log = slog.Default()
+	}
+	k.wg.Add(1)
+	go k.touchLoop()
+	if cfg.NoPubSub {
+		close(k.pubsubReady)
+	} else {
+		k.wg.Add(1)
+		go k.listen()
+	}
+	return k
+}
+
+func or[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Close stops the background goroutines, flushing nothing more: last-used
+// times are best effort. It is safe to call more than once.
+func (k *Keyring) Close() error {
+	k.closeOnce.Do(func() { close(k.done) })
+	k.wg.Wait()
+	return nil
+}
+
+// Ping reports whether Redis answers.
+func (k *Keyring) Ping(ctx context.Context) error {
+	if err := k.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Verify returns the active key whose secret this is. Malformed, unknown and
+// revoked secrets are ErrInvalidKey; ErrUnavailable means the key could not
+// be checked (Redis fails and no copy verified within StaleTTL is cached).
+//
+// A cached key younger than CacheTTL is answered from memory without
+// allocating; otherwise one HGETALL asks Redis, shared by concurrent callers
+// of the same key. Unknown digests are remembered for NegativeTTL. A key
+// created a moment ago works at once on every instance: its digest comes
+// from 256 fresh random bits, so no negative cache can have seen it.
+func (k *Keyring) Verify(ctx context.Context, secret string) (Key, error) {
+	mode, ok := secretMode(secret)
+	if !ok {
+		return Key{}, ErrInvalidKey
+	}
+	d := sha256.Sum256([]byte(secret))
+	now := k.now().UnixNano()
+	if e := k.pos.get(&d); e != nil {
+		if now-e.verified < k.cacheTTL {
+			k.touch(e, &d, now)
+			return e.key, nil
+		}
+	} else if k.neg.has(&d, now) {
+		return Key{}, ErrInvalidKey
+	}
+	key, err := k.flight.do(ctx, &d, func() (Key, error) { return k.fetch(ctx, &d, mode, now) })
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return Key{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		return Key{}, err
+	}
+	return key, nil
+}
+
+// fetch asks Redis for the digest's record and updates the caches.
+func (k *Keyring) fetch(ctx context.Context, d *digest, mode Mode, now int64) (Key, error) {
+	// The caller's cancellation must not fail the other callers sharing
+	// this fetch; the timeout bounds it instead.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.timeout)
+	defer cancel()
+	m, err := k.rdb.HGetAll(ctx, k.l.record(hex.EncodeToString(d[:]))).Result()
+	if err != nil {
+		if k.degraded.CompareAndSwap(false, true) {
+			k.log.Warn("authz: Redis unavailable; serving recently verified keys from memory", "err", err)
+		}
+		if e := k.pos.get(d); e != nil && now-e.verified <= k.staleTTL {
+			k.touch(e, d, now)
+			return e.key, nil
+		}
+		return Key{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if k.degraded.CompareAndSwap(true, false) {
+		k.log.Info("authz: Redis reachable again")
+	}
+	key, found, err := decodeRecord(m)
+	if err != nil {
+		k.log.Error("authz: unreadable key record", "err", err)
+	}
+	if err != nil || !found || key.State != StateActive || key.Mode != mode {
+		k.pos.drop(d)
+		k.neg.add(d, now+k.negTTL, now)
+		return Key{}, ErrInvalidKey
+	}
+	e := &entry{key: key, verified: now}
+	k.pos.put(d, e)
+	k.touch(e, d, now)
+	return key, nil
+}
+
+// touch queues a last-used write at most once per TouchEvery per key. It
+// never blocks: when the queue is full the write is dropped.
+func (k *Keyring) touch(e *entry, d *digest, now int64) {
+	last := e.touched.Load()
+	if last != 0 && now-last < k.touchEvery {
+		return
+	}
+	if !e.touched.CompareAndSwap(last, now) {
+		return
+	}
+	select {
+	case k.touches <- touch{d: *d, at: time.Unix(0, now)}:
+	default:
+	}
+}
+
+func (k *Keyring) touchLoop() {
+	defer k.wg.Done()
+	for {
+		select {
+		case <-k.done:
+			return
+		case t := <-k.touches:
+			batch := []touch{t}
+		drain:
+			for len(batch) < 128 {
+				select {
+				case t := <-k.touches:
+					batch = append(batch, t)
+				default:
+					break drain
+				}
+			}
+			k.writeTouches(batch)
+		}
+	}
+}
+
+func (k *Keyring) writeTouches(batch []touch) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	pipe := k.rdb.Pipeline()
+	for _, t := range batch {
+		touchScript.Run(ctx, pipe, []string{k.l.record(hex.EncodeToString(t.d[:]))}, t.at.UnixMilli())
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		k.log.Debug("authz: last-used update failed", "keys", len(batch), "err", err)
+	}
+}
+
+// listen drops revoked keys from the cache as soon as another instance
+// announces them, instead of after CacheTTL.
+func (k *Keyring) listen() {
+	defer k.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ps := k.rdb.Subscribe(ctx, k.l.channel())
+	defer ps.Close()
+	ready := false
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		<-k.done
+		cancel()
+	}()
+	for {
+		msg, err := ps.Receive(ctx)
+		if err != nil {
+			select {
+			case <-k.done:
+				if !ready {
+					close(k.pubsubReady)
+				}
+				return
+			default:
+			}
+			// go-redis reconnects on the next Receive; do not spin.
+			select {
+			case <-k.done:
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if !ready {
+				ready = true
+				close(k.pubsubReady)
+			}
+		case *redis.Message:
+			var d digest
+			if b, err := hex.DecodeString(m.Payload); err == nil && len(b) == len(d) {
+				copy(d[:], b)
+				k.pos.drop(&d)
+			}
+		}
+	}
+}
+
+// mgmt bounds a management call in time.
+func mgmt(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, mgmtTimeout)
+}
+
+func unavailable(op string, err error) error {
+	return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+}
+
+func normCompany(id string) (string, error) {
+	if !uuidShaped(id) {
+		return "", fmt.Errorf("%w: %q", ErrInvalidCompany, clip(id))
+	}
+	return strings.ToLower(id), nil
+}

@@ -1,0 +1,124 @@
+package authz
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Errors returned by the parsers and by Key.Authorize.
+var (
+	ErrInvalidMode  = errors.New("authz: invalid mode (want LIVE or TEST)")
+	ErrUnknownScope = errors.New("authz: unknown scope")
+	ErrWrongCompany = errors.New("authz: key belongs to another company")
+	ErrMissingScope = errors.New("authz: key lacks the required scope")
+)
+
+// Mode picks the database a key works on.
+type Mode string
+
+// The two modes.
+const (
+	Live Mode = "LIVE"
+	Test Mode = "TEST"
+)
+
+// ParseMode accepts "LIVE" or "TEST", in any letter case.
+func ParseMode(s string) (Mode, error) {
+	switch {
+	case strings.EqualFold(s, string(Live)):
+		return Live, nil
+	case strings.EqualFold(s, string(Test)):
+		return Test, nil
+	}
+	return "", fmt.Errorf("%w: %q", ErrInvalidMode, clip(s))
+}
+
+// Scope names one permission of the public API.
+type Scope string
+
+// The scopes of the API document, section 5.
+const (
+	InvoicesRead Scope = "invoices:read"
+	ClientsRead  Scope = "clients:read"
+	ClientsWrite Scope = "clients:write"
+)
+
+// canonical is the order List and String use; a scope's bit is 1<<index.
+var canonical = [...]Scope{InvoicesRead, ClientsRead, ClientsWrite}
+
+const allScopes = ScopeSet(1<<len(canonical) - 1)
+
+// ScopeSet is a bit set of scopes, so that the per-request check is a mask
+// and allocates nothing.
+type ScopeSet uint8
+
+func bit(x Scope) ScopeSet {
+	for i, c := range canonical {
+		if c == x {
+			return 1 << i
+		}
+	}
+	return 0
+}
+
+// ParseScopes reads a comma-separated list such as
+// "invoices:read,clients:read". Spaces around names are ignored and
+// duplicates are harmless; an empty list, an empty element or an unknown name
+// is ErrUnknownScope.
+func ParseScopes(csv string) (ScopeSet, error) {
+	if strings.TrimSpace(csv) == "" {
+		return 0, fmt.Errorf("%w: no scope given", ErrUnknownScope)
+	}
+	var s ScopeSet
+	for _, name := range strings.Split(csv, ",") {
+		name = strings.TrimSpace(name)
+		b := bit(Scope(strings.ToLower(name)))
+		if b == 0 {
+			return 0, fmt.Errorf("%w: %q", ErrUnknownScope, clip(name))
+		}
+		s |= b
+	}
+	return s, nil
+}
+
+// Has reports whether x is in the set.
+func (s ScopeSet) Has(x Scope) bool {
+	b := bit(x)
+	return b != 0 && s&b == b
+}
+
+// List returns the scopes in canonical order.
+func (s ScopeSet) List() []Scope {
+	var out []Scope
+	for i, c := range canonical {
+		if s&(1<<i) != 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// String returns the scopes comma-separated, in canonical order.
+func (s ScopeSet) String() string {
+	var b strings.Builder
+	for _, c := range s.List() {
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(string(c))
+	}
+	return b.String()
+}
+
+// valid reports whether s is non-empty and holds only known scopes.
+func (s ScopeSet) valid() bool { return s != 0 && s&^allScopes == 0 }
+
+// clip keeps user input quoted in errors short.
+func clip(s string) string {
+	const max = 40
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
+}

@@ -1,0 +1,154 @@
+package authz
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func TestParseMode(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Mode
+		err  bool
+	}{
+		{"LIVE", Live, false},
+		{"TEST", Test, false},
+		{"live", Live, false},
+		{"Test", Test, false},
+		{"", "", true},
+		{"PROD", "", true},
+		{" LIVE", "", true},
+		{"LIVE\x00", "", true},
+	} {
+		got, err := ParseMode(tc.in)
+		if got != tc.want || (err != nil) != tc.err {
+			t.Errorf("ParseMode(%q) = %q, %v", tc.in, got, err)
+		}
+		if tc.err && !errors.Is(err, ErrInvalidMode) {
+			t.Errorf("ParseMode(%q) error %v is not ErrInvalidMode", tc.in, err)
+		}
+	}
+}
+
+func TestParseScopes(t *testing.T) {
+	all := ScopeSet(0)
+	for _, c := range canonical {
+		all |= bit(c)
+	}
+	for _, tc := range []struct {
+		in   string
+		want ScopeSet
+		err  bool
+	}{
+		{"invoices:read", bit(InvoicesRead), false},
+		{"clients:read,clients:write", bit(ClientsRead) | bit(ClientsWrite), false},
+		{"clients:write, invoices:read ,clients:read", all, false},
+		{"INVOICES:READ", bit(InvoicesRead), false},
+		{"invoices:read,invoices:read", bit(InvoicesRead), false},
+		{"", 0, true},
+		{"  ", 0, true},
+		{"invoices:read,", 0, true},
+		{"invoices:write", 0, true},
+		{"invoices", 0, true},
+		{"invoices:read,admin", 0, true},
+	} {
+		got, err := ParseScopes(tc.in)
+		if got != tc.want || (err != nil) != tc.err {
+			t.Errorf("ParseScopes(%q) = %v, %v", tc.in, got, err)
+		}
+		if tc.err && !errors.Is(err, ErrUnknownScope) {
+			t.Errorf("ParseScopes(%q) error %v is not ErrUnknownScope", tc.in, err)
+		}
+	}
+	if _, err := ParseScopes("invoices:read,admin"); err == nil || !contains(err.Error(), `"admin"`) {
+		t.Errorf("error should name the bad scope: %v", err)
+	}
+}
+
+func TestScopeSet(t *testing.T) {
+	s, _ := ParseScopes("clients:write,invoices:read")
+	if !s.Has(InvoicesRead) || !s.Has(ClientsWrite) || s.Has(ClientsRead) || s.Has("bogus") {
+		t.Errorf("Has wrong for %08b", s)
+	}
+	if got, want := s.List(), []Scope{InvoicesRead, ClientsWrite}; !reflect.DeepEqual(got, want) {
+		t.Errorf("List = %v, want %v", got, want)
+	}
+	if got := s.String(); got != "invoices:read,clients:write" {
+		t.Errorf("String = %q", got)
+	}
+	if ScopeSet(0).String() != "" || len(ScopeSet(0).List()) != 0 {
+		t.Error("empty set should print empty")
+	}
+	back, err := ParseScopes(s.String())
+	if err != nil || back != s {
+		t.Errorf("round trip: %v %v", back, err)
+	}
+	if ScopeSet(0).valid() || ScopeSet(1<<7).valid() || !s.valid() {
+		t.Error("valid wrong")
+	}
+}
+
+func TestAuthorize(t *testing.T) {
+	const company = "0b7e3c6a-5f1d-4c1e-9a51-2d3f4e5a6b7c"
+	k := Key{CompanyID: company, Scopes: bit(InvoicesRead) | bit(ClientsRead)}
+	for _, tc := range []struct {
+		company string
+		need    Scope
+		want    error
+	}{
+		{company, InvoicesRead, nil},
+		{company, ClientsRead, nil},
+		{"0B7E3C6A-5F1D-4C1E-9A51-2D3F4E5A6B7C", ClientsRead, nil},
+		{company, ClientsWrite, ErrMissingScope},
+		{"11111111-1111-1111-1111-111111111111", InvoicesRead, ErrWrongCompany},
+		// Company first: another company's request never learns the scopes.
+		{"11111111-1111-1111-1111-111111111111", ClientsWrite, ErrWrongCompany},
+		{"", InvoicesRead, ErrWrongCompany},
+	} {
+		if err := k.Authorize(tc.company, tc.need); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+			t.Errorf("Authorize(%q, %s) = %v, want %v", tc.company, tc.need, err, tc.want)
+		}
+	}
+}
+
+func TestValidators(t *testing.T) {
+	for s, want := range map[string]bool{
+		"0b7e3c6a-5f1d-4c1e-9a51-2d3f4e5a6b7c":  true,
+		"0B7E3C6A-5F1D-4C1E-9A51-2D3F4E5A6B7C":  true,
+		"0b7e3c6a5f1d4c1e9a512d3f4e5a6b7c":      false,
+		"0b7e3c6a-5f1d-4c1e-9a51-2d3f4e5a6b7":   false,
+		"0b7e3c6a-5f1d-4c1e-9a51-2d3f4e5a6b7g":  false,
+		"{b7e3c6a-5f1d-4c1e-9a51-2d3f4e5a6b7c}": false,
+		"":                                      false,
+	} {
+		if uuidShaped(s) != want {
+			t.Errorf("uuidShaped(%q) != %v", s, want)
+		}
+	}
+	long := make([]byte, MaxNameLen+1)
+	for i := range long {
+		long[i] = 'a'
+	}
+	for s, want := range map[string]bool{
+		"":                        true,
+		"ERP produção":            true,
+		string(long[:MaxNameLen]): true,
+		string(long):              false,
+		"tab\there":               false,
+		"bad\xffutf8":             false,
+	} {
+		if validName(s) != want {
+			t.Errorf("validName(%q) != %v", s, want)
+		}
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
