@@ -1,0 +1,88 @@
+package tenants
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// GuardConfig configures a Guard.
+type GuardConfig struct {
+	PerCompany int // requests of one company in flight (or waiting) at once; zero means 8
+	Total      int // requests in flight at once on this instance; zero means 64
+}
+
+// Guard caps the requests in flight to the database on this instance, per
+// company and in total, so one company's slow queries cannot take every
+// connection from the others. A company's excess fails fast with ErrBusy
+// instead of queueing: its queue would only hold the slots it already has.
+type Guard struct {
+	per   int
+	slots chan struct{} // a token per request in flight, up to Total
+
+	mu       sync.Mutex
+	inflight map[string]int // entries removed at zero: bounded by Total+waiters
+}
+
+// NewGuard returns a Guard.
+func NewGuard(cfg GuardConfig) *Guard {
+	if cfg.PerCompany <= 0 {
+		cfg.PerCompany = 8
+	}
+	if cfg.Total <= 0 {
+		cfg.Total = 64
+	}
+	return &Guard{per: cfg.PerCompany, slots: make(chan struct{}, cfg.Total), inflight: make(map[string]int)}
+}
+
+// Acquire takes a slot for one request of the company. It fails at once with
+// ErrBusy when the company already holds (or waits for) PerCompany slots, and
+// otherwise waits, bounded by ctx, for one of the Total slots. The returned
+// release must be called once the request is done with the database; calling
+// it again does nothing.
+func (g *Guard) Acquire(ctx context.Context, companyID string) (release func(), err error) {
+	g.mu.Lock()
+	if g.inflight[companyID] >= g.per {
+		g.mu.Unlock()
+		return nil, ErrBusy
+	}
+	g.inflight[companyID]++
+	g.mu.Unlock()
+
+	select {
+	case g.slots <- struct{}{}:
+	default:
+		select {
+		case g.slots <- struct{}{}:
+		case <-ctx.Done():
+			g.leave(companyID)
+			return nil, fmt.Errorf("tenants: wait for a database slot: %w", context.Cause(ctx))
+		}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			<-g.slots
+			g.leave(companyID)
+		})
+	}, nil
+}
+
+func (g *Guard) leave(companyID string) {
+	g.mu.Lock()
+	if n := g.inflight[companyID] - 1; n > 0 {
+		g.inflight[companyID] = n
+	} else {
+		delete(g.inflight, companyID)
+	}
+	g.mu.Unlock()
+}
+
+// InFlight reports the slots held or awaited by the company and the slots held
+// in total, for metrics.
+func (g *Guard) InFlight(companyID string) (company, total int) {
+	g.mu.Lock()
+	company = g.inflight[companyID]
+	g.mu.Unlock()
+	return company, len(g.slots)
+}

@@ -1,0 +1,101 @@
+// Package tenants knows each company's request limits: defaults, live
+// overrides kept in Redis, the global admission decision, the local fallback
+// when Redis is unreachable, and a per-instance cap on requests in flight to
+// the database. It knows nothing of HTTP, of API keys (a mode is the plain
+// string "LIVE" or "TEST" here) or of the database.
+package tenants
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Modes of a company's traffic; each has its own limit and its own budget.
+const (
+	ModeLive = "LIVE"
+	ModeTest = "TEST"
+)
+
+// Bounds of a Limit. They keep the arithmetic of the Redis script exact
+// (microsecond timestamps in a float64) and reject values that can only be
+// typing mistakes.
+const (
+	MinRate  = 0.001   // one request per 1000 s
+	MaxRate  = 100_000 // requests per second, far above what one database serves
+	MaxBurst = 100_000
+)
+
+var (
+	// ErrInvalidMode is returned for a mode other than "LIVE" or "TEST".
+	ErrInvalidMode = errors.New("tenants: invalid mode")
+	// ErrInvalidLimit is returned for a rate or burst outside the bounds.
+	ErrInvalidLimit = errors.New("tenants: invalid limit")
+	// ErrBusy is returned by Guard.Acquire when the company already has its
+	// share of requests in flight to the database.
+	ErrBusy = errors.New("tenants: too many requests in flight for this company")
+)
+
+// Limit is a rate with a burst.
+type Limit struct {
+	Rate  float64 // sustained requests per second
+	Burst int     // requests that may arrive at once
+}
+
+// Validate reports ErrInvalidLimit for a rate or burst outside the bounds.
+func (l Limit) Validate() error {
+	if math.IsNaN(l.Rate) || l.Rate < MinRate || l.Rate > MaxRate {
+		return fmt.Errorf("%w: rate %g is outside [%g, %d] requests per second", ErrInvalidLimit, l.Rate, MinRate, MaxRate)
+	}
+	if l.Burst < 1 || l.Burst > MaxBurst {
+		return fmt.Errorf("%w: burst %d is outside [1, %d]", ErrInvalidLimit, l.Burst, MaxBurst)
+	}
+	return nil
+}
+
+// interval is the time between two requests at the sustained rate.
+func (l Limit) interval() time.Duration {
+	return time.Duration(float64(time.Second) / l.Rate)
+}
+
+// Limits are a company's limits for both modes.
+type Limits struct {
+	Live, Test             Limit
+	LiveCustom, TestCustom bool // true when an override is set for that mode (false = default from config)
+}
+
+// Decision is the outcome of one admission check.
+type Decision struct {
+	Allowed    bool
+	Limit      Limit         // the limit applied
+	Remaining  int           // requests that could still be admitted right now
+	RetryAfter time.Duration // when !Allowed: how long until one request would be admitted
+	Reset      time.Duration // how long until the bucket is full again
+	Local      bool          // decided by the in-process fallback because Redis was unreachable
+}
+
+// mode is the index of a mode in per-mode tables.
+type mode int
+
+const (
+	live mode = iota
+	test
+)
+
+func parseMode(s string) (mode, error) {
+	switch s {
+	case ModeLive:
+		return live, nil
+	case ModeTest:
+		return test, nil
+	}
+	return 0, fmt.Errorf("%w %q: want %q or %q", ErrInvalidMode, s, ModeLive, ModeTest)
+}
+
+func (m mode) String() string {
+	if m == test {
+		return ModeTest
+	}
+	return ModeLive
+}

@@ -1,0 +1,166 @@
+package tenants
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func TestLimitValidate(t *testing.T) {
+	for _, tc := range []struct {
+		lim  Limit
+		want error
+	}{
+		{Limit{Rate: 50, Burst: 100}, nil},
+		{Limit{Rate: MinRate, Burst: 1}, nil},
+		{Limit{Rate: MaxRate, Burst: MaxBurst}, nil},
+		{Limit{Rate: 0.5, Burst: 1}, nil},
+		{Limit{Rate: 0, Burst: 10}, ErrInvalidLimit},
+		{Limit{Rate: -1, Burst: 10}, ErrInvalidLimit},
+		{Limit{Rate: MinRate / 2, Burst: 10}, ErrInvalidLimit},
+		{Limit{Rate: MaxRate + 1, Burst: 10}, ErrInvalidLimit},
+		{Limit{Rate: math.NaN(), Burst: 10}, ErrInvalidLimit},
+		{Limit{Rate: math.Inf(1), Burst: 10}, ErrInvalidLimit},
+		{Limit{Rate: 10, Burst: 0}, ErrInvalidLimit},
+		{Limit{Rate: 10, Burst: -3}, ErrInvalidLimit},
+		{Limit{Rate: 10, Burst: MaxBurst + 1}, ErrInvalidLimit},
+	} {
+		if err := tc.lim.Validate(); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+			t.Errorf("%+v.Validate() = %v, want %v", tc.lim, err, tc.want)
+		}
+	}
+}
+
+func TestParseMode(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want mode
+		err  error
+	}{
+		{"LIVE", live, nil},
+		{"TEST", test, nil},
+		{"live", 0, ErrInvalidMode},
+		{"", 0, ErrInvalidMode},
+		{"PROD", 0, ErrInvalidMode},
+	} {
+		m, err := parseMode(tc.in)
+		if !errors.Is(err, tc.err) || (tc.err == nil && (err != nil || m != tc.want)) {
+			t.Errorf("parseMode(%q) = %v, %v; want %v, %v", tc.in, m, err, tc.want, tc.err)
+		}
+		if err == nil && m.String() != tc.in {
+			t.Errorf("mode %v prints as %q, want %q", m, m.String(), tc.in)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		ok   bool
+	}{
+		{"zero values but Redis", Config{Redis: rdb}, true},
+		{"no Redis", Config{}, false},
+		{"brace in prefix", Config{Redis: rdb, Prefix: "t{x}:"}, false},
+		{"bad live default", Config{Redis: rdb, LiveDefault: Limit{Rate: 5}}, false},
+		{"bad test default", Config{Redis: rdb, TestDefault: Limit{Burst: 5}}, false},
+		{"negative timeout", Config{Redis: rdb, RedisTimeout: -time.Second}, false},
+		{"negative retry", Config{Redis: rdb, RetryEvery: -time.Second}, false},
+	} {
+		if err := tc.cfg.Validate(); (err == nil) != tc.ok {
+			t.Errorf("%s: Validate() = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+	d := Config{Redis: rdb}.withDefaults()
+	if d.Prefix != "tenants:" || d.LiveDefault != (Limit{50, 100}) || d.TestDefault != (Limit{10, 20}) ||
+		d.RedisTimeout != 50*time.Millisecond || d.RetryEvery != time.Second || d.Now == nil || d.Logger == nil {
+		t.Errorf("defaults: %+v", d)
+	}
+}
+
+// hashTag is the part of a key Redis Cluster hashes to choose its slot.
+func hashTag(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
+}
+
+func TestKeysShareOneSlot(t *testing.T) {
+	for _, id := range []string{"c1", "6f1c2d3e-0000-4000-8000-000000000001", "we}ird", "{odd", "a b"} {
+		keys := []string{tatKey("tenants:", id, live), tatKey("tenants:", id, test), overrideKey("tenants:", id)}
+		for _, k := range keys[1:] {
+			if hashTag(k) != hashTag(keys[0]) {
+				t.Errorf("company %q: %q and %q hash differently", id, keys[0], k)
+			}
+		}
+		if tatKey("tenants:", id, live) == tatKey("tenants:", id, test) {
+			t.Errorf("company %q: LIVE and TEST share a key", id)
+		}
+	}
+	if hashTag(tatKey("p:", "c1", live)) == hashTag(tatKey("p:", "c2", live)) {
+		t.Error("two companies share a slot by construction")
+	}
+}
+
+func TestParseOverride(t *testing.T) {
+	for _, tc := range []struct {
+		rate, burst any
+		want        Limit
+		ok          bool
+	}{
+		{"100", "10", Limit{100, 10}, true},
+		{"0.5", "1", Limit{0.5, 1}, true},
+		{"2.5", "7.9", Limit{2.5, 7}, true}, // as the script: burst floored
+		{nil, nil, Limit{}, false},
+		{"100", nil, Limit{}, false},
+		{nil, "10", Limit{}, false},
+		{"x", "10", Limit{}, false},
+		{"0", "10", Limit{}, false},
+		{"-5", "10", Limit{}, false},
+		{"100", "0", Limit{}, false},
+		{"1e9", "10", Limit{}, false},
+		{"100", "1e9", Limit{}, false},
+		{"NaN", "10", Limit{}, false},
+		{"inf", "10", Limit{}, false},
+	} {
+		got, ok := parseOverride(tc.rate, tc.burst)
+		if ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("parseOverride(%v, %v) = %+v, %v; want %+v, %v", tc.rate, tc.burst, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestParseReply(t *testing.T) {
+	good := []any{int64(1), int64(4), int64(0), int64(250000), "20", int64(5)}
+	d, err := parseReply(good)
+	want := Decision{Allowed: true, Limit: Limit{20, 5}, Remaining: 4, Reset: 250 * time.Millisecond}
+	if err != nil || d != want {
+		t.Errorf("parseReply(good) = %+v, %v; want %+v", d, err, want)
+	}
+	d, err = parseReply([]any{int64(0), int64(0), int64(1500), int64(9000), "0.5", int64(1)})
+	want = Decision{Limit: Limit{0.5, 1}, RetryAfter: 1500 * time.Microsecond, Reset: 9 * time.Millisecond}
+	if err != nil || d != want {
+		t.Errorf("parseReply(rejected) = %+v, %v; want %+v", d, err, want)
+	}
+	for _, bad := range []any{
+		nil,
+		"OK",
+		good[:5],
+		[]any{"1", int64(4), int64(0), int64(250000), "20", int64(5)},
+		[]any{int64(1), int64(4), int64(0), int64(250000), int64(20), int64(5)},
+		[]any{int64(1), int64(4), int64(0), int64(250000), "twenty", int64(5)},
+	} {
+		if _, err := parseReply(bad); !errors.Is(err, errBadReply) {
+			t.Errorf("parseReply(%#v) = %v, want errBadReply", bad, err)
+		}
+	}
+}

@@ -1,0 +1,280 @@
+package tenants
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrInvalidCompany is returned for an empty company ID, which would make the
+// keys of different companies collide.
+var ErrInvalidCompany = errors.New("tenants: empty company ID")
+
+// Config configures a Limiter.
+type Config struct {
+	// Redis holds the TATs and the overrides; required. Give it
+	// ContextTimeoutEnabled: without it go-redis ignores context deadlines and
+	// a hung (not refusing) Redis holds each probe for the client's
+	// ReadTimeout instead of RedisTimeout.
+	Redis        redis.UniversalClient
+	Prefix       string           // key prefix; zero means "tenants:"; must not contain '{'
+	LiveDefault  Limit            // zero means {Rate: 50, Burst: 100}
+	TestDefault  Limit            // zero means {Rate: 10, Burst: 20}
+	RedisTimeout time.Duration    // per-decision Redis deadline; zero means 50ms
+	RetryEvery   time.Duration    // while in fallback, how often one request probes Redis again; zero means 1s
+	Now          func() time.Time // nil means time.Now (used by the local fallback and tests)
+	Logger       *slog.Logger     // nil means slog.Default()
+}
+
+func (c Config) withDefaults() Config {
+	if c.Prefix == "" {
+		c.Prefix = "tenants:"
+	}
+	if c.LiveDefault == (Limit{}) {
+		c.LiveDefault = Limit{Rate: 50, Burst: 100}
+	}
+	if c.TestDefault == (Limit{}) {
+		c.TestDefault = Limit{Rate: 10, Burst: 20}
+	}
+	if c.RedisTimeout == 0 {
+		c.RedisTimeout = 50 * time.Millisecond
+	}
+	if c.RetryEvery == 0 {
+		c.RetryEvery = time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate reports what New would refuse, so that a configuration file can be
+// checked when it is loaded.
+func (c Config) Validate() error {
+	if c.Redis == nil {
+		return errors.New("tenants: Config.Redis is required")
+	}
+	c = c.withDefaults()
+	for _, p := range c.Prefix {
+		if p == '{' || p == '}' {
+			return fmt.Errorf("tenants: prefix %q must not contain braces: they would change the keys' Redis Cluster slot", c.Prefix)
+		}
+	}
+	if err := c.LiveDefault.Validate(); err != nil {
+		return fmt.Errorf("tenants: LIVE default: %w", err)
+	}
+	if err := c.TestDefault.Validate(); err != nil {
+		return fmt.Errorf("tenants: TEST default: %w", err)
+	}
+	if c.RedisTimeout < 0 || c.RetryEvery < 0 {
+		return errors.New("tenants: RedisTimeout and RetryEvery must not be negative")
+	}
+	return nil
+}
+
+// Limiter decides whether a company's request is admitted. All instances
+// sharing one Redis together admit what one would. While Redis is unreachable
+// each instance decides alone at the company's last known limit, so N
+// instances in fallback together admit up to N times the limit: bounded, and
+// preferred to refusing everyone or admitting everything.
+type Limiter struct {
+	rdb        redis.UniversalClient
+	prefix     string
+	defaults   [2]Limit
+	args       [2][]any // script ARGV per mode; read-only, shared by all calls
+	timeout    time.Duration
+	retryEvery time.Duration
+	now        func() time.Time
+	log        *slog.Logger
+
+	fallback  atomic.Bool
+	nextProbe atomic.Int64 // unix ns after which one request may try Redis again
+
+	*states
+}
+
+// New returns a Limiter. It panics on a Config that Validate refuses: that is
+// a programming or deployment error, to be caught by Validate at load time.
+func New(cfg Config) *Limiter {
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
+	cfg = cfg.withDefaults()
+	l := &Limiter{
+		rdb:        cfg.Redis,
+		prefix:     cfg.Prefix,
+		defaults:   [2]Limit{live: cfg.LiveDefault, test: cfg.TestDefault},
+		timeout:    cfg.RedisTimeout,
+		retryEvery: cfg.RetryEvery,
+		now:        cfg.Now,
+		log:        cfg.Logger,
+		states:     newStates(),
+	}
+	for _, m := range [...]mode{live, test} {
+		d := l.defaults[m]
+		l.args[m] = []any{rateField[m], burstField[m], strconv.FormatFloat(d.Rate, 'g', -1, 64), strconv.Itoa(d.Burst)}
+	}
+	if !contextTimeoutEnabled(cfg.Redis) {
+		l.log.Warn("tenants: the Redis client ignores context deadlines (ContextTimeoutEnabled is off); a hung Redis delays decisions by the client's ReadTimeout, not RedisTimeout")
+	}
+	return l
+}
+
+func contextTimeoutEnabled(c redis.UniversalClient) bool {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return true // unknown kind: nothing to say
+}
+
+// Allow decides whether one request of the company in the mode ("LIVE" or
+// "TEST") is admitted, and takes it from the budget if so. A Redis failure is
+// not an error: the decision is then made locally (Decision.Local). An error
+// means invalid arguments, or that ctx ended: the caller gave up, which says
+// nothing about Redis.
+func (l *Limiter) Allow(ctx context.Context, companyID, modeName string) (Decision, error) {
+	m, err := parseMode(modeName)
+	if err != nil {
+		return Decision{}, err
+	}
+	if companyID == "" {
+		return Decision{}, ErrInvalidCompany
+	}
+	now := l.now()
+	st := l.state(companyID, m, now)
+	if l.fallback.Load() && !l.probeDue(now) {
+		return st.decideLocal(now, l.known(st, m)), nil
+	}
+	d, err := l.decideRedis(ctx, companyID, m)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Decision{}, fmt.Errorf("tenants: rate limit decision: %w", context.Cause(ctx))
+		}
+		l.enterFallback(now, err)
+		return st.decideLocal(now, l.known(st, m)), nil
+	}
+	l.leaveFallback()
+	st.remember(d.Limit)
+	return d, nil
+}
+
+func (l *Limiter) decideRedis(ctx context.Context, companyID string, m mode) (Decision, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	keys := []string{tatKey(l.prefix, companyID, m), overrideKey(l.prefix, companyID)}
+	v, err := allowScript.Run(ctx, l.rdb, keys, l.args[m]...).Result()
+	if err != nil {
+		return Decision{}, err
+	}
+	return parseReply(v)
+}
+
+// known is the limit the fallback applies: the last one Redis applied to the
+// company and mode, else the default.
+func (l *Limiter) known(st *state, m mode) Limit {
+	if lim := st.limit.Load(); lim != nil {
+		return *lim
+	}
+	return l.defaults[m]
+}
+
+// probeDue lets one request, at most every RetryEvery, try Redis while in
+// fallback, so a dead Redis does not add its timeout to every request.
+func (l *Limiter) probeDue(now time.Time) bool {
+	next := l.nextProbe.Load()
+	if now.UnixNano() < next {
+		return false
+	}
+	return l.nextProbe.CompareAndSwap(next, now.Add(l.retryEvery).UnixNano())
+}
+
+func (l *Limiter) enterFallback(now time.Time, err error) {
+	l.nextProbe.Store(now.Add(l.retryEvery).UnixNano())
+	if l.fallback.CompareAndSwap(false, true) {
+		l.log.Warn("tenants: Redis unreachable; deciding rate limits locally per instance", "error", err, "retry_every", l.retryEvery)
+	}
+}
+
+func (l *Limiter) leaveFallback() {
+	if l.fallback.Load() && l.fallback.CompareAndSwap(true, false) {
+		l.log.Info("tenants: Redis reachable again; rate limits are global again")
+	}
+}
+
+// Fallback reports whether the instance currently decides locally.
+func (l *Limiter) Fallback() bool { return l.fallback.Load() }
+
+// Limits returns the company's limits, defaults where no override is set.
+func (l *Limiter) Limits(ctx context.Context, companyID string) (Limits, error) {
+	if companyID == "" {
+		return Limits{}, ErrInvalidCompany
+	}
+	v, err := l.rdb.HMGet(ctx, overrideKey(l.prefix, companyID),
+		rateField[live], burstField[live], rateField[test], burstField[test]).Result()
+	if err != nil {
+		return Limits{}, fmt.Errorf("tenants: read limits: %w", err)
+	}
+	var ls Limits
+	ls.Live, ls.LiveCustom = parseOverride(v[0], v[1])
+	ls.Test, ls.TestCustom = parseOverride(v[2], v[3])
+	if !ls.LiveCustom {
+		ls.Live = l.defaults[live]
+	}
+	if !ls.TestCustom {
+		ls.Test = l.defaults[test]
+	}
+	return ls, nil
+}
+
+// SetLimit overrides the company's limit for the mode, or for both modes when
+// mode is "". Every instance applies it on the company's next request.
+func (l *Limiter) SetLimit(ctx context.Context, companyID, modeName string, lim Limit) error {
+	if companyID == "" {
+		return ErrInvalidCompany
+	}
+	if err := lim.Validate(); err != nil {
+		return err
+	}
+	modes := []mode{live, test}
+	if modeName != "" {
+		m, err := parseMode(modeName)
+		if err != nil {
+			return err
+		}
+		modes = modes[m : m+1]
+	}
+	r, b := strconv.FormatFloat(lim.Rate, 'g', -1, 64), strconv.Itoa(lim.Burst)
+	fields := make([]any, 0, 4)
+	for _, m := range modes {
+		fields = append(fields, rateField[m], r, burstField[m], b)
+	}
+	if err := l.rdb.HSet(ctx, overrideKey(l.prefix, companyID), fields...).Err(); err != nil {
+		return fmt.Errorf("tenants: set limit: %w", err)
+	}
+	return nil
+}
+
+// ResetLimits removes the company's overrides: the defaults apply again.
+func (l *Limiter) ResetLimits(ctx context.Context, companyID string) error {
+	if companyID == "" {
+		return ErrInvalidCompany
+	}
+	if err := l.rdb.Del(ctx, overrideKey(l.prefix, companyID)).Err(); err != nil {
+		return fmt.Errorf("tenants: reset limits: %w", err)
+	}
+	return nil
+}
