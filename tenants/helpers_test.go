@@ -30,3 +30,5 @@ func (r *logRecorder) messages() []string {
 	defer r.mu.Unlock()
 	return append([]string(nil), r.msgs...)
 }
+
+func slogOf(h slog.Handler) *slog.Logger { return slog.New(h) }

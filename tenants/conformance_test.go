@@ -1,0 +1,178 @@
+package tenants
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	liveDef = Limit{Rate: 50, Burst: 100}
+	testDef = Limit{Rate: 10, Burst: 20}
+)
+
+func TestLimitsSetGetReset(t *testing.T) {
+	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		ctx := context.Background()
+		l := New(Config{Redis: rdb, Prefix: prefix, Logger: discard()})
+		check := func(step string, want Limits) {
+			t.Helper()
+			got, err := l.Limits(ctx, "acme")
+			if err != nil || got != want {
+				t.Errorf("%s: Limits = %+v, %v; want %+v", step, got, err, want)
+			}
+		}
+		check("fresh", Limits{Live: liveDef, Test: testDef})
+
+		if err := l.SetLimit(ctx, "acme", ModeTest, Limit{Rate: 2.5, Burst: 3}); err != nil {
+			t.Fatal(err)
+		}
+		check("TEST set", Limits{Live: liveDef, Test: Limit{2.5, 3}, TestCustom: true})
+
+		if err := l.SetLimit(ctx, "acme", "", Limit{Rate: 400, Burst: 800}); err != nil {
+			t.Fatal(err)
+		}
+		check("both set", Limits{Live: Limit{400, 800}, Test: Limit{400, 800}, LiveCustom: true, TestCustom: true})
+
+		if err := l.SetLimit(ctx, "acme", ModeLive, Limit{Rate: 0, Burst: 1}); !errors.Is(err, ErrInvalidLimit) {
+			t.Errorf("rate 0: %v, want ErrInvalidLimit", err)
+		}
+		if err := l.SetLimit(ctx, "acme", "live", Limit{Rate: 1, Burst: 1}); !errors.Is(err, ErrInvalidMode) {
+			t.Errorf("mode live: %v, want ErrInvalidMode", err)
+		}
+		if err := l.SetLimit(ctx, "", ModeLive, Limit{Rate: 1, Burst: 1}); !errors.Is(err, ErrInvalidCompany) {
+			t.Errorf("no company: %v, want ErrInvalidCompany", err)
+		}
+		check("after refused changes", Limits{Live: Limit{400, 800}, Test: Limit{400, 800}, LiveCustom: true, TestCustom: true})
+
+		// Another company is untouched.
+		if got, err := l.Limits(ctx, "other"); err != nil || got != (Limits{Live: liveDef, Test: testDef}) {
+			t.Errorf("other company: %+v, %v", got, err)
+		}
+
+		if err := l.ResetLimits(ctx, "acme"); err != nil {
+			t.Fatal(err)
+		}
+		check("reset", Limits{Live: liveDef, Test: testDef})
+	})
+}
+
+// A limit set through one instance is what the next decision of every other
+// instance applies: the script reads it, no cache stands in between.
+func TestOverrideReachesEveryInstance(t *testing.T) {
+	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		ctx := context.Background()
+		a := New(Config{Redis: rdb, Prefix: prefix, Logger: discard()})
+		b := New(Config{Redis: rdb, Prefix: prefix, Logger: discard()})
+		if d, err := b.Allow(ctx, "acme", ModeLive); err != nil || d.Limit != liveDef {
+			t.Fatalf("before: %+v, %v; want the default", d, err)
+		}
+		if err := a.SetLimit(ctx, "acme", ModeLive, Limit{Rate: 7, Burst: 3}); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := b.Allow(ctx, "acme", ModeLive); err != nil || d.Limit != (Limit{7, 3}) {
+			t.Fatalf("after set: %+v, %v; want {7 3}", d, err)
+		}
+		if err := a.ResetLimits(ctx, "acme"); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := b.Allow(ctx, "acme", ModeLive); err != nil || d.Limit != liveDef {
+			t.Fatalf("after reset: %+v, %v; want the default", d, err)
+		}
+		// A hand-edited override the code would refuse is ignored too.
+		if err := rdb.HSet(ctx, overrideKey(prefix, "acme"), "live_rate", "1e12", "live_burst", "5").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := b.Allow(ctx, "acme", ModeLive); err != nil || d.Limit != liveDef {
+			t.Fatalf("absurd override: %+v, %v; want the default", d, err)
+		}
+	})
+}
+
+// Exhausting TEST leaves LIVE untouched, and the two have their own defaults.
+func TestLiveAndTestApart(t *testing.T) {
+	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		ctx := context.Background()
+		// Slow rates: nothing refills while the test runs, on either clock.
+		l := New(Config{Redis: rdb, Prefix: prefix, Logger: discard(),
+			LiveDefault: Limit{Rate: 0.01, Burst: 6}, TestDefault: Limit{Rate: 0.01, Burst: 2}})
+		count := func(m string, n int) (admitted int, last Decision) {
+			for range n {
+				d, err := l.Allow(ctx, "acme", m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.Local {
+					t.Fatalf("decided locally: %+v", d)
+				}
+				if d.Allowed {
+					admitted++
+				}
+				last = d
+			}
+			return admitted, last
+		}
+		if n, last := count(ModeTest, 10); n != 2 || last.Allowed || last.Limit != (Limit{0.01, 2}) {
+			t.Errorf("TEST: admitted %d of 10 (last %+v), want 2 at {0.01 2}", n, last)
+		}
+		if last := firstDecision(t, l, "acme", ModeTest); last.RetryAfter < 99*time.Second || last.RetryAfter > 100*time.Second {
+			t.Errorf("TEST retry after %v, want ~100s (1/rate)", last.RetryAfter)
+		}
+		if n, last := count(ModeLive, 10); n != 6 || last.Limit != (Limit{0.01, 6}) {
+			t.Errorf("LIVE after TEST exhausted: admitted %d of 10 (last %+v), want 6 at {0.01 6}", n, last)
+		}
+		if _, err := l.Allow(ctx, "acme", "PROD"); !errors.Is(err, ErrInvalidMode) {
+			t.Errorf("mode PROD: %v, want ErrInvalidMode", err)
+		}
+		if _, err := l.Allow(ctx, "", ModeLive); !errors.Is(err, ErrInvalidCompany) {
+			t.Errorf("no company: %v, want ErrInvalidCompany", err)
+		}
+	})
+}
+
+func firstDecision(t *testing.T, l *Limiter, company, m string) Decision {
+	t.Helper()
+	d, err := l.Allow(context.Background(), company, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// After a run of rejections, waiting what the decision said (1/rate at most)
+// is enough: rejected requests took nothing.
+func TestRejectedRequestsDoNotConsumeBudget(t *testing.T) {
+	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		ctx := context.Background()
+		lim := Limit{Rate: 20, Burst: 2} // 50ms apart
+		l := New(Config{Redis: rdb, Prefix: prefix, Logger: discard(), LiveDefault: lim})
+		for round := range 3 {
+			var last Decision
+			rejected := 0
+			for range 200 {
+				d, err := l.Allow(ctx, "acme", ModeLive)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !d.Allowed {
+					rejected++
+					last = d
+				}
+			}
+			if rejected == 0 {
+				t.Fatalf("round %d: nothing rejected", round)
+			}
+			if last.RetryAfter <= 0 || last.RetryAfter > lim.interval() {
+				t.Fatalf("round %d: retry after %v, want within (0, %v]", round, last.RetryAfter, lim.interval())
+			}
+			time.Sleep(last.RetryAfter)
+			if d := firstDecision(t, l, "acme", ModeLive); !d.Allowed {
+				t.Fatalf("round %d: after %d rejections and the advised %v: %+v", round, rejected, last.RetryAfter, d)
+			}
+		}
+	})
+}
