@@ -1,0 +1,175 @@
+package backend
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// clientRow is a customers row as read; toClient is the one mapper used by
+// get, list and create.
+type clientRow struct {
+	ID, Name                   string
+	NIF, Email, Phone, Address *string
+	Kind                       *string
+	CreatedAt                  time.Time
+}
+
+func (r *clientRow) dest(d *dialect) []any {
+	return []any{&r.ID, &r.Name, &r.NIF, &r.Email, &r.Phone, &r.Address, &r.Kind, d.ts(&r.CreatedAt)}
+}
+
+func (r *clientRow) toClient() Client {
+	c := Client{
+		ID: r.ID, Name: r.Name, NIF: r.NIF, Email: r.Email, Address: r.Address,
+		Type:      clientType(r.Kind),
+		CreatedAt: Timestamp{r.CreatedAt.UTC()},
+	}
+	if r.Phone != nil {
+		p := normalizePhone(*r.Phone)
+		c.Phone = &p
+	}
+	return c
+}
+
+// GetClient returns a live customer of the company; ErrNotFound for an
+// unknown, deleted, malformed or another company's id.
+func (s *Store) GetClient(ctx context.Context, companyID, id string) (Client, error) {
+	companyID, ok1 := lowerUUID(companyID)
+	id, ok2 := lowerUUID(id)
+	if !ok1 || !ok2 {
+		return Client{}, ErrNotFound
+	}
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	var r clientRow
+	err := s.queryOne(ctx, s.q.client, []any{companyID, id}, r.dest(s.d)...)
+	if errors.Is(err, errNoRows) {
+		return Client{}, ErrNotFound
+	}
+	if err != nil {
+		return Client{}, s.fail(ctx, "get client", err)
+	}
+	return r.toClient(), nil
+}
+
+// ListClients returns one page of the company's live customers, newest first
+// (ties by id), optionally matching Search against the name (case-insensitive
+// substring) or the NIF (spaces and case ignored).
+func (s *Store) ListClients(ctx context.Context, companyID string, f ClientFilter) (Page[Client], error) {
+	if err := checkPage(f.Page, f.PageSize); err != nil {
+		return Page[Client]{}, err
+	}
+	page := Page[Client]{Data: []Client{}, Page: f.Page, PageSize: f.PageSize}
+	companyID, ok := lowerUUID(companyID)
+	if !ok {
+		return page, nil // no company, no clients
+	}
+	var w where
+	w.add("c.company_id = ?", companyID)
+	w.add("c.deleted_at IS NULL")
+	if f.Search != "" {
+		name := "%" + escapeLike(strings.ToLower(f.Search)) + "%"
+		if nif := normalizeNIF(f.Search); nif != "" {
+			w.add("("+s.d.nameLike+" OR "+s.d.nifLike+")", name, "%"+escapeLike(nif)+"%")
+		} else {
+			w.add(s.d.nameLike, name)
+		}
+	}
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+
+	count := s.d.rebind("SELECT count(*) FROM customers c\nWHERE " + w.sql())
+	if err := s.queryOne(ctx, count, w.args, &page.Total); err != nil {
+		return Page[Client]{}, s.fail(ctx, "count clients", err)
+	}
+	if pastEnd(f.Page, f.PageSize, page.Total) {
+		return page, nil
+	}
+	q := s.d.rebind("SELECT " + clientCols + "\nFROM customers c\nWHERE " + w.sql() +
+		"\nORDER BY c.created_at DESC, c.id DESC\nLIMIT ? OFFSET ?")
+	args := append(w.args, f.PageSize, (f.Page-1)*f.PageSize)
+	rows, err := s.db.query(ctx, q, args...)
+	if err != nil {
+		return Page[Client]{}, s.fail(ctx, "list clients", err)
+	}
+	defer rows.Close()
+	var r clientRow
+	dest := r.dest(s.d)
+	for rows.Next() {
+		r = clientRow{}
+		if err := rows.Scan(dest...); err != nil {
+			return Page[Client]{}, s.fail(ctx, "list clients", err)
+		}
+		page.Data = append(page.Data, r.toClient())
+	}
+	if err := rows.Err(); err != nil {
+		return Page[Client]{}, s.fail(ctx, "list clients", err)
+	}
+	return page, nil
+}
+
+// CreateClient inserts a customer into the company and returns it as
+// GetClient would. The NIF is stored normalized (an empty one as NULL) and an
+// Angolan phone as +244XXXXXXXXX. ErrNIFConflict when the company has a live
+// customer with the same NIF, decided by the database, also under races.
+func (s *Store) CreateClient(ctx context.Context, companyID string, c NewClient) (Client, error) {
+	companyID, ok := lowerUUID(companyID)
+	if !ok {
+		return Client{}, ErrNotFound
+	}
+	if strings.TrimSpace(c.Name) == "" {
+		return Client{}, fmt.Errorf("%w: client name is required", ErrInvalid)
+	}
+	kind, err := kindOf(c.Type)
+	if err != nil {
+		return Client{}, err
+	}
+	id, err := newUUID()
+	if err != nil {
+		return Client{}, fmt.Errorf("backend: create client: %w", err)
+	}
+	var nif *string
+	if c.NIF != nil {
+		if n := normalizeNIF(*c.NIF); n != "" {
+			nif = &n
+		}
+	}
+	var phone *string
+	if c.Phone != nil {
+		p := normalizePhone(*c.Phone)
+		phone = &p
+	}
+	// Microseconds: what both engines store, so the returned client equals a
+	// later GetClient.
+	now := s.now().UTC().Truncate(time.Microsecond)
+	r := clientRow{ID: id, Name: c.Name, NIF: nif, Email: c.Email, Phone: phone,
+		Address: c.Address, Kind: kind, CreatedAt: now}
+
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	n, err := s.db.exec(ctx, s.q.insertClient,
+		id, companyID, c.Name, nif, c.Email, phone, c.Address, kind, s.d.tsArg(now), s.d.tsArg(now),
+		nif, companyID, nif)
+	if err != nil {
+		return Client{}, s.fail(ctx, "create client", err)
+	}
+	if n == 0 {
+		return Client{}, ErrNIFConflict // an existing NIF in another typed form
+	}
+	return r.toClient(), nil
+}
+
+// newUUID returns a random (version 4) UUID in canonical lower-case form.
+func newUUID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
+}

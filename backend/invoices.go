@@ -1,0 +1,265 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// invoiceRow is a documents row as read; toInvoice is the one mapper used by
+// list and get.
+type invoiceRow struct {
+	ID, DocType, Series, State string
+	Seq                        int64
+	CustomerID                 *string
+	CustomerName               string
+	CustomerNIF                *string
+	Currency                   string
+	GrossTotal                 string
+	IssuedAt                   *time.Time
+	DueDate                    *string
+}
+
+func (r *invoiceRow) dest(d *dialect) []any {
+	return []any{&r.ID, &r.DocType, &r.Series, &r.Seq, &r.State, &r.CustomerID, &r.CustomerName,
+		&r.CustomerNIF, &r.Currency, &r.GrossTotal, d.tsNull(&r.IssuedAt), &r.DueDate}
+}
+
+func (r *invoiceRow) toInvoice(today string) (Invoice, error) {
+	status, err := invoiceStatus(r.State, r.DueDate, today)
+	if err != nil {
+		return Invoice{}, err
+	}
+	total, err := canonicalDecimal(r.GrossTotal, moneyScale)
+	if err != nil {
+		return Invoice{}, err
+	}
+	inv := Invoice{
+		ID: r.ID, Number: invoiceNumber(r.DocType, r.Series, r.Seq), Type: r.DocType,
+		Status: status, TotalAmount: total, Currency: r.Currency, DueDate: r.DueDate,
+		Customer: InvoiceCustomer{ID: r.CustomerID, Name: r.CustomerName, NIF: r.CustomerNIF},
+		Items:    []InvoiceItem{},
+	}
+	if r.IssuedAt != nil {
+		inv.IssuedAt = &Timestamp{r.IssuedAt.UTC()}
+	}
+	return inv, nil
+}
+
+// lineRow is a document_lines row as read.
+type lineRow struct {
+	DocumentID, Description    string
+	Quantity, UnitPrice, Total string
+}
+
+func (r *lineRow) dest() []any {
+	return []any{&r.DocumentID, &r.Description, &r.Quantity, &r.UnitPrice, &r.Total}
+}
+
+func (r *lineRow) toItem() (InvoiceItem, error) {
+	q, err := canonicalDecimal(r.Quantity, qtyMinScale)
+	if err != nil {
+		return InvoiceItem{}, err
+	}
+	p, err := canonicalDecimal(r.UnitPrice, priceMinScale)
+	if err != nil {
+		return InvoiceItem{}, err
+	}
+	t, err := canonicalDecimal(r.Total, moneyScale)
+	if err != nil {
+		return InvoiceItem{}, err
+	}
+	return InvoiceItem{Description: r.Description, Quantity: q, UnitPrice: p, Total: t}, nil
+}
+
+// invoiceWhere turns a filter into conditions. Status ISSUED/OVERDUE compare
+// the due date with today's Luanda date; from/to become a UTC range on
+// issued_at (NULL for drafts, so drafts never match a date).
+func (s *Store) invoiceWhere(companyID string, f InvoiceFilter, today string) (where, error) {
+	var w where
+	w.add("d.company_id = ?", companyID)
+	switch f.Status {
+	case "":
+	case "DRAFT":
+		w.add("d.state = 'draft'")
+	case "PAID":
+		w.add("d.state = 'paid'")
+	case "CANCELLED":
+		w.add("d.state = 'cancelled'")
+	case "ISSUED":
+		w.add("d.state = 'issued' AND (d.due_date IS NULL OR d.due_date >= ?)", today)
+	case "OVERDUE":
+		w.add("d.state = 'issued' AND d.due_date < ?", today)
+	default:
+		return w, fmt.Errorf("%w: status", ErrInvalid)
+	}
+	switch f.Type {
+	case "":
+	case "FT", "FR", "FS", "NC", "ND", "PF":
+		w.add("d.doc_type = ?", f.Type)
+	default:
+		return w, fmt.Errorf("%w: type", ErrInvalid)
+	}
+	if f.From != "" {
+		from, err := dayStart(f.From)
+		if err != nil {
+			return w, err
+		}
+		w.add("d.issued_at >= "+s.d.tsP, s.d.tsArg(from))
+	}
+	if f.To != "" {
+		to, err := dayStart(f.To)
+		if err != nil {
+			return w, err
+		}
+		w.add("d.issued_at < "+s.d.tsP, s.d.tsArg(to.AddDate(0, 0, 1)))
+	}
+	return w, nil
+}
+
+// ListInvoices returns one page of the company's documents: drafts first, then
+// newest issuedAt first, ties by id (descending), a total order so that
+// walking the pages never repeats or skips one. Items come in one extra query
+// for the whole page.
+func (s *Store) ListInvoices(ctx context.Context, companyID string, f InvoiceFilter) (Page[Invoice], error) {
+	if err := checkPage(f.Page, f.PageSize); err != nil {
+		return Page[Invoice]{}, err
+	}
+	today := today(s.now())
+	w, err := s.invoiceWhere("", f, today)
+	if err != nil {
+		return Page[Invoice]{}, err
+	}
+	page := Page[Invoice]{Data: []Invoice{}, Page: f.Page, PageSize: f.PageSize}
+	companyID, ok := lowerUUID(companyID)
+	if !ok {
+		return page, nil
+	}
+	w.args[0] = companyID
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+
+	count := s.d.rebind("SELECT count(*) FROM documents d\nWHERE " + w.sql())
+	if err := s.queryOne(ctx, count, w.args, &page.Total); err != nil {
+		return Page[Invoice]{}, s.fail(ctx, "count invoices", err)
+	}
+	if pastEnd(f.Page, f.PageSize, page.Total) {
+		return page, nil
+	}
+	q := s.d.rebind("SELECT " + invoiceCols(s.d) + "\nFROM documents d\nWHERE " + w.sql() +
+		"\nORDER BY d.issued_at DESC NULLS FIRST, d.id DESC\nLIMIT ? OFFSET ?")
+	args := append(w.args, f.PageSize, (f.Page-1)*f.PageSize)
+	rows, err := s.db.query(ctx, q, args...)
+	if err != nil {
+		return Page[Invoice]{}, s.fail(ctx, "list invoices", err)
+	}
+	defer rows.Close()
+	var r invoiceRow
+	dest := r.dest(s.d)
+	ids := make([]string, 0, f.PageSize)
+	byID := make(map[string]int, f.PageSize)
+	for rows.Next() {
+		r = invoiceRow{}
+		if err := rows.Scan(dest...); err != nil {
+			return Page[Invoice]{}, s.fail(ctx, "list invoices", err)
+		}
+		inv, err := r.toInvoice(today)
+		if err != nil {
+			return Page[Invoice]{}, s.fail(ctx, "list invoices", err)
+		}
+		byID[inv.ID] = len(page.Data)
+		ids = append(ids, inv.ID)
+		page.Data = append(page.Data, inv)
+	}
+	if err := rows.Err(); err != nil {
+		return Page[Invoice]{}, s.fail(ctx, "list invoices", err)
+	}
+	rows.Close()
+	if len(ids) == 0 {
+		return page, nil
+	}
+
+	lq := s.d.rebind("SELECT " + lineCols(s.d) + "\nFROM document_lines l\nWHERE " +
+		s.d.inIDs("l.document_id") + "\nORDER BY l.document_id, l.line_no")
+	err = s.eachLine(ctx, lq, []any{s.d.idsArg(ids)}, func(l *lineRow, item InvoiceItem) {
+		inv := &page.Data[byID[l.DocumentID]]
+		inv.Items = append(inv.Items, item)
+	})
+	if err != nil {
+		return Page[Invoice]{}, s.fail(ctx, "list invoice lines", err)
+	}
+	return page, nil
+}
+
+// eachLine runs a document_lines query and hands each mapped line to fn.
+func (s *Store) eachLine(ctx context.Context, q string, args []any, fn func(*lineRow, InvoiceItem)) error {
+	rows, err := s.db.query(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var l lineRow
+	dest := l.dest()
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		item, err := l.toItem()
+		if err != nil {
+			return err
+		}
+		fn(&l, item)
+	}
+	return rows.Err()
+}
+
+// GetInvoice returns one document of the company with its items and the
+// state of its newest AGT submission.
+func (s *Store) GetInvoice(ctx context.Context, companyID, id string) (Invoice, error) {
+	companyID, ok1 := lowerUUID(companyID)
+	id, ok2 := lowerUUID(id)
+	if !ok1 || !ok2 {
+		return Invoice{}, ErrNotFound
+	}
+	today := today(s.now())
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+
+	var r invoiceRow
+	err := s.queryOne(ctx, s.q.invoice, []any{companyID, id}, r.dest(s.d)...)
+	if errors.Is(err, errNoRows) {
+		return Invoice{}, ErrNotFound
+	}
+	if err != nil {
+		return Invoice{}, s.fail(ctx, "get invoice", err)
+	}
+	inv, err := r.toInvoice(today)
+	if err != nil {
+		return Invoice{}, s.fail(ctx, "get invoice", err)
+	}
+	err = s.eachLine(ctx, s.q.invoiceLines, []any{companyID, id}, func(_ *lineRow, item InvoiceItem) {
+		inv.Items = append(inv.Items, item)
+	})
+	if err != nil {
+		return Invoice{}, s.fail(ctx, "get invoice lines", err)
+	}
+
+	var sub *submission
+	if r.DocType != "PF" {
+		var sb submission
+		err := s.queryOne(ctx, s.q.newestSubmit, []any{id, companyID},
+			&sb.RequestID, s.d.ts(&sb.SubmittedAt), s.d.tsNull(&sb.CheckedAt), &sb.Status, &sb.Errors)
+		switch {
+		case err == nil:
+			sub = &sb
+		case !errors.Is(err, errNoRows):
+			return Invoice{}, s.fail(ctx, "get invoice transmission", err)
+		}
+	}
+	inv.Transmission, err = transmission(r.DocType, sub)
+	if err != nil {
+		return Invoice{}, s.fail(ctx, "get invoice transmission", err)
+	}
+	return inv, nil
+}

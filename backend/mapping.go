@@ -1,0 +1,277 @@
+package backend
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The mapping rules from the platform's values to the API's, shared by both
+// engines so that PostgreSQL and SQLite give byte-identical JSON.
+
+// clientType maps customers.kind to the API's client type (null stays null;
+// an unknown letter is reported as null rather than failing the whole read).
+func clientType(kind *string) *string {
+	if kind == nil {
+		return nil
+	}
+	var t string
+	switch *kind {
+	case "C":
+		t = "COMPANY"
+	case "I":
+		t = "INDIVIDUAL"
+	default:
+		return nil
+	}
+	return &t
+}
+
+// kindOf maps the API's client type back to customers.kind.
+func kindOf(typ *string) (*string, error) {
+	if typ == nil {
+		return nil, nil
+	}
+	var k string
+	switch *typ {
+	case "COMPANY":
+		k = "C"
+	case "INDIVIDUAL":
+		k = "I"
+	default:
+		return nil, fmt.Errorf("%w: client type", ErrInvalid)
+	}
+	return &k, nil
+}
+
+// normalizePhone renders an Angolan number stored in any of the platform's
+// forms (+244923456789, 923456789, 923 456 789, +244 923 456 789) as
+// +244923456789. Anything else (foreign numbers, typos) is returned as stored:
+// guessing would corrupt data the user typed.
+func normalizePhone(s string) string {
+	digits := strings.ReplaceAll(s, " ", "")
+	if strings.HasPrefix(digits, "+244") {
+		digits = digits[4:]
+	} else if strings.HasPrefix(s, "+") {
+		return s
+	}
+	if len(digits) != 9 {
+		return s
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return s
+		}
+	}
+	return "+244" + digits
+}
+
+// normalizeNIF removes every space and upper-cases, the form NIFs are stored,
+// compared and searched in.
+func normalizeNIF(s string) string {
+	return strings.ToUpper(strings.ReplaceAll(s, " ", ""))
+}
+
+// invoiceStatus derives the API status from documents.state. The platform has
+// no overdue state: an issued document whose due date (YYYY-MM-DD) is before
+// today (YYYY-MM-DD in Luanda) is OVERDUE. Fixed-width dates compare as text.
+func invoiceStatus(state string, dueDate *string, today string) (string, error) {
+	switch state {
+	case "draft":
+		return "DRAFT", nil
+	case "paid":
+		return "PAID", nil
+	case "cancelled":
+		return "CANCELLED", nil
+	case "issued":
+		if dueDate != nil && *dueDate < today {
+			return "OVERDUE", nil
+		}
+		return "ISSUED", nil
+	}
+	return "", fmt.Errorf("backend: unknown document state %q", state)
+}
+
+// Decimal canonical form. The database's numeric text (PostgreSQL's
+// numeric::text, SQLite's TEXT columns) is rewritten digit by digit, never
+// through a float:
+//   - money (totalAmount, item total): exactly 2 decimals, "1500.00";
+//   - unitPrice: 2 to 4 decimals, zeros beyond the second trimmed, "10.50",
+//     "12.3456";
+//   - quantity: trailing zeros and point trimmed, "2", "1.5", "0.125".
+//
+// Digits are never rounded away: a non-zero digit beyond the usual scale (the
+// platform's numeric scales make that impossible) is kept.
+const (
+	moneyScale    = 2
+	priceMinScale = 2
+	qtyMinScale   = 0
+)
+
+// canonicalDecimal rewrites a plain decimal ("-12.3400", "7", "0.5") keeping
+// at least minScale decimals and dropping further trailing zeros.
+func canonicalDecimal(s string, minScale int) (Decimal, error) {
+	bad := fmt.Errorf("backend: malformed decimal in database (%d bytes)", len(s))
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	intPart, frac, _ := strings.Cut(s, ".")
+	if intPart == "" || !allDigits(intPart) || !allDigits(frac) {
+		return "", bad
+	}
+	intPart = strings.TrimLeft(intPart, "0")
+	if intPart == "" {
+		intPart = "0"
+	}
+	frac = strings.TrimRight(frac, "0")
+	for len(frac) < minScale {
+		frac += "0"
+	}
+	if intPart == "0" && strings.Trim(frac, "0") == "" {
+		neg = false // no "-0.00"
+	}
+	var b strings.Builder
+	b.Grow(len(intPart) + len(frac) + 2)
+	if neg {
+		b.WriteByte('-')
+	}
+	b.WriteString(intPart)
+	if frac != "" {
+		b.WriteByte('.')
+		b.WriteString(frac)
+	}
+	return Decimal(b.String()), nil
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Transmission statuses.
+const (
+	txNotApplicable = "NOT_APPLICABLE"
+	txNotSent       = "NOT_SENT"
+	txPending       = "PENDING"
+	txValid         = "VALID"
+	txInvalid       = "INVALID"
+)
+
+// submission is the newest agt_submission_documents row of a document joined
+// with its agt_submissions row; nil when the document was never sent.
+type submission struct {
+	RequestID   *string
+	SubmittedAt time.Time
+	CheckedAt   *time.Time
+	Status      *string // V, I or nil (not validated yet)
+	Errors      *string // jsonb text: [{"idError": ..., "descriptionError": ...}]
+}
+
+// transmission maps a document's newest submission to the API's object. A PF
+// has no fiscal value and is never transmitted, whatever rows exist.
+func transmission(docType string, sub *submission) (*Transmission, error) {
+	t := &Transmission{Errors: []TransmissionError{}}
+	switch {
+	case docType == "PF":
+		t.Status = txNotApplicable
+		return t, nil
+	case sub == nil:
+		t.Status = txNotSent
+		return t, nil
+	}
+	t.RequestID = sub.RequestID
+	t.SubmittedAt = &Timestamp{sub.SubmittedAt}
+	if sub.CheckedAt != nil {
+		t.CheckedAt = &Timestamp{*sub.CheckedAt}
+	}
+	switch {
+	case sub.Status == nil:
+		t.Status = txPending
+	case *sub.Status == "V":
+		t.Status = txValid
+	case *sub.Status == "I":
+		t.Status = txInvalid
+	default:
+		return nil, fmt.Errorf("backend: unknown AGT status %q", *sub.Status)
+	}
+	if sub.Errors != nil {
+		errs, err := agtErrors(*sub.Errors)
+		if err != nil {
+			return nil, err
+		}
+		t.Errors = errs
+	}
+	return t, nil
+}
+
+// agtErrors decodes AGT's error list. AGT's codes are strings ("E11"), but a
+// bare number is accepted and kept as its text.
+func agtErrors(raw string) ([]TransmissionError, error) {
+	var items []struct {
+		ID   json.RawMessage `json:"idError"`
+		Desc json.RawMessage `json:"descriptionError"`
+	}
+	if err := json.Unmarshal([]byte(raw), &items); err != nil {
+		return nil, fmt.Errorf("backend: malformed AGT errors in database: %w", err)
+	}
+	out := make([]TransmissionError, 0, len(items))
+	for _, it := range items {
+		out = append(out, TransmissionError{Code: jsonText(it.ID), Message: jsonText(it.Desc)})
+	}
+	return out, nil
+}
+
+func jsonText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	return string(raw)
+}
+
+// invoiceNumber is the number people see: doc_type, space, series, slash, seq.
+func invoiceNumber(docType, series string, seq int64) string {
+	return fmt.Sprintf("%s %s/%d", docType, series, seq)
+}
+
+// lowerUUID returns the canonical (lower-case, hyphenated) form of a UUID, or
+// false for anything else, so that a malformed id is "not found" without a
+// database error, and SQLite's text ids compare exactly.
+func lowerUUID(s string) (string, bool) {
+	if len(s) != 36 {
+		return "", false
+	}
+	b := []byte(s)
+	for i, c := range b {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return "", false
+			}
+			continue
+		}
+		switch {
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f':
+		case c >= 'A' && c <= 'F':
+			b[i] = c + ('a' - 'A')
+		default:
+			return "", false
+		}
+	}
+	return string(b), true
+}
+
+// escapeLike makes s a literal inside a LIKE pattern (escape character \).
+func escapeLike(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(s)
+}

@@ -1,0 +1,40 @@
+-- Indexes the API gateway would like on the platform's database.
+--
+-- To the platform's DBAs: these are proposals, not part of the platform's schema.
+-- The gateway is correct without them (its tests run both with and without this
+-- file); they only make its queries fast on the largest companies (~1M documents,
+-- ~100k customers). Each one says which query it serves. Build them on a running
+-- database with CREATE INDEX CONCURRENTLY (outside a transaction).
+
+-- List invoices, no filter: the API's order is drafts first, then newest issue
+-- first, ties by id; this index returns a page in that order without sorting
+-- the company's documents, and also serves the from/to date filter.
+CREATE INDEX IF NOT EXISTS gw_documents_company_order_idx
+    ON documents (company_id, issued_at DESC NULLS FIRST, id DESC);
+
+-- List invoices filtered by type (and optionally dates), in the same order.
+CREATE INDEX IF NOT EXISTS gw_documents_company_type_order_idx
+    ON documents (company_id, doc_type, issued_at DESC NULLS FIRST, id DESC);
+
+-- List invoices filtered by status (ISSUED/OVERDUE also compare due_date).
+CREATE INDEX IF NOT EXISTS gw_documents_company_state_order_idx
+    ON documents (company_id, state, issued_at DESC NULLS FIRST, id DESC)
+    INCLUDE (due_date);
+
+-- List clients: newest first, ties by id; only live customers are listed.
+CREATE INDEX IF NOT EXISTS gw_customers_company_order_idx
+    ON customers (company_id, created_at DESC, id DESC)
+    WHERE deleted_at IS NULL;
+
+-- Client search: case-insensitive substring of the name or of the normalized
+-- NIF. Substring search needs trigram indexes (pg_trgm, a trusted extension).
+CREATE EXTENSION IF NOT EXISTS pg_trgm;
+CREATE INDEX IF NOT EXISTS gw_customers_name_trgm_idx
+    ON customers USING gin (lower(name) gin_trgm_ops)
+    WHERE deleted_at IS NULL;
+CREATE INDEX IF NOT EXISTS gw_customers_nif_trgm_idx
+    ON customers USING gin (upper(replace(nif, ' ', '')) gin_trgm_ops)
+    WHERE deleted_at IS NULL AND nif IS NOT NULL;
+
+-- Transmission of one invoice: newest submission of a document. The platform's
+-- agt_submission_documents_document_idx already finds the rows; nothing to add.

@@ -1,0 +1,198 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Config selects and tunes one database (one key mode).
+type Config struct {
+	// URL is "postgres://..." (or "postgresql://...") for PostgreSQL through a
+	// pgx pool, or "sqlite:PATH" for an embedded SQLite file, created if
+	// missing. Required.
+	URL string
+	// MaxConns is the pool size; zero means 10.
+	MaxConns int
+	// QueryTimeout bounds every database call (and is PostgreSQL's
+	// statement_timeout); zero means 2s. A caller's earlier deadline wins.
+	QueryTimeout time.Duration
+	// Now is the clock that decides "today" for the derived OVERDUE status and
+	// stamps created clients; nil means time.Now.
+	Now func() time.Time
+}
+
+// Store serves the API's resources from one database. It is safe for
+// concurrent use.
+type Store struct {
+	db      dbConn
+	d       *dialect
+	q       queries
+	timeout time.Duration
+	now     func() time.Time
+}
+
+// dbConn is the little the Store needs of a driver; pgx and database/sql each
+// implement it (postgres.go, sqlite.go).
+type dbConn interface {
+	query(ctx context.Context, sql string, args ...any) (rowIter, error)
+	exec(ctx context.Context, sql string, args ...any) (rowsAffected int64, err error)
+	ping(ctx context.Context) error
+	close()
+	// classify maps a driver error to a sentinel (ErrUnavailable,
+	// ErrNIFConflict, ErrNotFound) or returns nil when it is none of them.
+	classify(err error) error
+}
+
+type rowIter interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+const (
+	defaultMaxConns     = 10
+	defaultQueryTimeout = 2 * time.Second
+)
+
+// Open connects to the database of cfg.URL and pings it. A database that
+// cannot be reached gives an error wrapping ErrUnavailable.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = defaultMaxConns
+	}
+	if cfg.QueryTimeout <= 0 {
+		cfg.QueryTimeout = defaultQueryTimeout
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Store{timeout: cfg.QueryTimeout, now: cfg.Now}
+	var err error
+	switch {
+	case isPostgresURL(cfg.URL):
+		s.db, err = openPostgres(ctx, cfg)
+		s.d = postgresDialect
+	case strings.HasPrefix(cfg.URL, "sqlite:"):
+		s.db, err = openSQLite(ctx, cfg)
+		s.d = sqliteDialect
+	default:
+		return nil, errors.New("backend: database URL must start with postgres:// or sqlite:")
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.q = buildQueries(s.d)
+	if err := s.Ping(ctx); err != nil {
+		s.db.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func isPostgresURL(u string) bool {
+	return strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://")
+}
+
+// Close releases the pool. Calls after Close fail with ErrUnavailable.
+func (s *Store) Close() { s.db.close() }
+
+// Engine is "postgres" or "sqlite".
+func (s *Store) Engine() string { return s.d.engine }
+
+// Ping checks that the database answers within the query timeout.
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	if err := s.db.ping(ctx); err != nil {
+		return s.fail(ctx, "ping", err)
+	}
+	return nil
+}
+
+func (s *Store) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// fail turns a driver error into the Store's error contract. ctx is the
+// call's (deadline) context: a call cut short by it is "unavailable" whatever
+// shape the driver's error takes.
+func (s *Store) fail(ctx context.Context, op string, err error) error {
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) ||
+		errors.Is(err, ErrNIFConflict) || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	if sentinel := s.db.classify(err); sentinel != nil {
+		if sentinel == ErrUnavailable {
+			return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+		}
+		return sentinel
+	}
+	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+	}
+	return fmt.Errorf("backend: %s: %w", op, err)
+}
+
+// errNoRows is queryOne's "nothing matched".
+var errNoRows = errors.New("backend: no rows")
+
+// queryOne scans the first row of q into dest, or returns errNoRows.
+func (s *Store) queryOne(ctx context.Context, q string, args []any, dest ...any) error {
+	rows, err := s.db.query(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return errNoRows
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
+}
+
+// Company returns a platform company by id; ErrNotFound for an unknown or
+// malformed id.
+func (s *Store) Company(ctx context.Context, id string) (Company, error) {
+	id, ok := lowerUUID(id)
+	if !ok {
+		return Company{}, ErrNotFound
+	}
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	var c Company
+	err := s.queryOne(ctx, s.q.company, []any{id}, &c.ID, &c.Name, &c.Status)
+	if errors.Is(err, errNoRows) {
+		return Company{}, ErrNotFound
+	}
+	if err != nil {
+		return Company{}, s.fail(ctx, "company", err)
+	}
+	return c, nil
+}
+
+// checkPage validates page and pageSize and returns the row offset.
+func checkPage(page, pageSize int) error {
+	if page < 1 || pageSize < 1 || pageSize > 100 {
+		return fmt.Errorf("%w: page must be >= 1 and pageSize 1..100", ErrInvalid)
+	}
+	return nil
+}
+
+// pastEnd reports whether page starts after the last of total rows, without
+// multiplying (page may be huge).
+func pastEnd(page, pageSize int, total int64) bool {
+	if total == 0 {
+		return true
+	}
+	return int64(page-1) > (total-1)/int64(pageSize)
+}
