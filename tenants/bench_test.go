@@ -1,0 +1,77 @@
+package tenants
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/redis/go-redis/v9"
+)
+
+// One decision against the real Redis: one round trip, the script cached.
+func BenchmarkAllowRedis(b *testing.B) {
+	rdb, prefix := testenv.Redis(b)
+	l := New(Config{Redis: rdb, Prefix: prefix, LiveDefault: Limit{Rate: MaxRate, Burst: MaxBurst}, Logger: discard()})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.Allow(ctx, "acme", ModeLive); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// Decisions from many goroutines across 100 companies, as a busy gateway.
+func BenchmarkAllowRedisParallel(b *testing.B) {
+	rdb, prefix := testenv.Redis(b)
+	l := New(Config{Redis: rdb, Prefix: prefix, Logger: discard()})
+	companies := make([]string, 100)
+	for i := range companies {
+		companies[i] = "co" + strconv.Itoa(i)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, err := l.Allow(context.Background(), companies[i%len(companies)], ModeLive); err != nil {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
+}
+
+// One decision while Redis is down and the next probe is not due.
+func BenchmarkAllowFallback(b *testing.B) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer rdb.Close()
+	l := New(Config{Redis: rdb, RetryEvery: time.Hour, Logger: discard()})
+	ctx := context.Background()
+	if d, _ := l.Allow(ctx, "acme", ModeLive); !d.Local {
+		b.Fatal("not in fallback")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.Allow(ctx, "acme", ModeLive); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkGuard(b *testing.B) {
+	g := NewGuard(GuardConfig{})
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			release, err := g.Acquire(ctx, "acme")
+			if err != nil {
+				continue // ErrBusy: more goroutines than PerCompany
+			}
+			release()
+		}
+	})
+}

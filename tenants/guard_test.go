@@ -1,0 +1,106 @@
+package tenants
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestGuardPerCompanyCap(t *testing.T) {
+	g := NewGuard(GuardConfig{PerCompany: 2, Total: 10})
+	ctx := context.Background()
+	r1, err1 := g.Acquire(ctx, "acme")
+	r2, err2 := g.Acquire(ctx, "acme")
+	if err1 != nil || err2 != nil {
+		t.Fatalf("first two: %v, %v", err1, err2)
+	}
+	if _, err := g.Acquire(ctx, "acme"); !errors.Is(err, ErrBusy) {
+		t.Fatalf("third of acme: %v, want ErrBusy at once", err)
+	}
+	r3, err := g.Acquire(ctx, "other")
+	if err != nil {
+		t.Fatalf("another company while acme is at its cap: %v", err)
+	}
+	r1()
+	r1() // a second release gives nothing back twice
+	if c, total := g.InFlight("acme"); c != 1 || total != 2 {
+		t.Errorf("in flight after one release: acme %d, total %d; want 1, 2", c, total)
+	}
+	r4, err := g.Acquire(ctx, "acme")
+	if err != nil {
+		t.Fatalf("after a release: %v", err)
+	}
+	if _, err := g.Acquire(ctx, "acme"); !errors.Is(err, ErrBusy) {
+		t.Fatalf("acme at its cap again: %v, want ErrBusy", err)
+	}
+	r2()
+	r3()
+	r4()
+	if c, total := g.InFlight("acme"); c != 0 || total != 0 {
+		t.Errorf("all released: acme %d, total %d", c, total)
+	}
+	if len(g.inflight) != 0 {
+		t.Errorf("%d companies remembered with nothing in flight", len(g.inflight))
+	}
+}
+
+func TestGuardTotalCapWaits(t *testing.T) {
+	g := NewGuard(GuardConfig{PerCompany: 5, Total: 2})
+	ctx := context.Background()
+	ra, _ := g.Acquire(ctx, "a")
+	rb, _ := g.Acquire(ctx, "b")
+	got := make(chan error, 1)
+	go func() {
+		release, err := g.Acquire(ctx, "c")
+		if err == nil {
+			defer release()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("third acquire with Total 2 returned %v without waiting", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	ra()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("after a release: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a released slot was not handed to the waiter")
+	}
+	rb()
+}
+
+func TestGuardWaitEndsWithContext(t *testing.T) {
+	g := NewGuard(GuardConfig{PerCompany: 1, Total: 1})
+	release, err := g.Acquire(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := g.Acquire(ctx, "b"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("waiting past the deadline: %v, want DeadlineExceeded", err)
+	}
+	// The company that gave up holds nothing.
+	if c, _ := g.InFlight("b"); c != 0 {
+		t.Errorf("b still counts %d in flight after giving up", c)
+	}
+	release()
+	r, err := g.Acquire(context.Background(), "b")
+	if err != nil {
+		t.Fatalf("after the holder released: %v", err)
+	}
+	r()
+}
+
+func TestGuardDefaults(t *testing.T) {
+	g := NewGuard(GuardConfig{})
+	if g.per != 8 || cap(g.slots) != 64 {
+		t.Errorf("defaults: per company %d, total %d; want 8, 64", g.per, cap(g.slots))
+	}
+}
