@@ -125,6 +125,15 @@ func TestLiveAndTestApart(t *testing.T) {
 		if n, last := count(ModeLive, 10); n != 6 || last.Limit != (Limit{0.01, 6}) {
 			t.Errorf("LIVE after TEST exhausted: admitted %d of 10 (last %+v), want 6 at {0.01 6}", n, last)
 		}
+		// Idle companies leave nothing behind: the TAT expires once the bucket
+		// would be full again, burst/rate after it was emptied.
+		for _, m := range []mode{live, test} {
+			ttl, err := rdb.PTTL(ctx, tatKey(prefix, "acme", m)).Result()
+			max := map[mode]time.Duration{live: 600 * time.Second, test: 200 * time.Second}[m]
+			if err != nil || ttl <= max-5*time.Second || ttl > max {
+				t.Errorf("%v TAT key TTL = %v, %v; want about %v", m, ttl, err, max)
+			}
+		}
 		if _, err := l.Allow(ctx, "acme", "PROD"); !errors.Is(err, ErrInvalidMode) {
 			t.Errorf("mode PROD: %v, want ErrInvalidMode", err)
 		}

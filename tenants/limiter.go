@@ -241,7 +241,9 @@ func (l *Limiter) Limits(ctx context.Context, companyID string) (Limits, error) 
 }
 
 // SetLimit overrides the company's limit for the mode, or for both modes when
-// mode is "". Every instance applies it on the company's next request.
+// mode is "". Every instance applies it on the company's next request. The
+// override lives in Redis only: it survives a Redis restart only if that Redis
+// persists its data.
 func (l *Limiter) SetLimit(ctx context.Context, companyID, modeName string, lim Limit) error {
 	if companyID == "" {
 		return ErrInvalidCompany

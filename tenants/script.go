@@ -15,7 +15,8 @@ import (
 // arrival time" (TAT) per company and mode.
 //
 // Time is Redis's own (TIME), so the clocks of the instances cannot skew the
-// global limit. Timestamps are microseconds in a Lua number (a float64, exact
+// global limit; writing after TIME needs effects replication, the default
+// since Redis 5. Timestamps are microseconds in a Lua number (a float64, exact
 // up to 2^53 µs, i.e. for centuries); the TAT is stored with %.17g because
 // Redis would otherwise round a number to 14 digits when converting it.
 //
