@@ -7,6 +7,7 @@
 package backend
 
 import (
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -151,4 +152,32 @@ func (d Decimal) MarshalJSON() ([]byte, error) {
 		return []byte("null"), nil
 	}
 	return []byte(d), nil
+}
+
+// UnmarshalJSON parses the rendering of MarshalJSON (for clients and tests).
+func (t *Timestamp) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return err
+	}
+	t.Time = v
+	return nil
+}
+
+// UnmarshalJSON keeps a JSON number's text exactly (null becomes "").
+func (d *Decimal) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*d = ""
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	*d = Decimal(n)
+	return nil
 }
