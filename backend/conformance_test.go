@@ -16,10 +16,10 @@ import (
 )
 
 // newDB makes an empty database holding the platform schema and returns its URL.
-type newDB func(t *testing.T) string
+type newDB func(t testing.TB) string
 
 func postgresDB(withIndexes bool) newDB {
-	return func(t *testing.T) string {
+	return func(t testing.TB) string {
 		url := testenv.Postgres(t)
 		apply := backend.ApplySchemaWithoutIndexes
 		if withIndexes {
@@ -32,7 +32,7 @@ func postgresDB(withIndexes bool) newDB {
 	}
 }
 
-func sqliteDB(t *testing.T) string {
+func sqliteDB(t testing.TB) string {
 	url := "sqlite:" + filepath.Join(t.TempDir(), "platform.db")
 	if err := backend.ApplySchema(context.Background(), url); err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func openStore(t *testing.T, url string, now time.Time) *backend.Store {
 	return s
 }
 
-func load(t *testing.T, url string, d *g.Dataset) {
+func load(t testing.TB, url string, d *g.Dataset) {
 	t.Helper()
 	if err := g.Write(context.Background(), url, d); err != nil {
 		t.Fatalf("load fixtures: %v", err)

@@ -1,0 +1,161 @@
+package backend_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/jackc/pgx/v5"
+)
+
+func TestOpenUnreachable(t *testing.T) {
+	ctx := context.Background()
+	cases := []string{
+		"postgres://root@127.0.0.1:1/nothing?sslmode=disable", // closed port
+		"sqlite:" + filepath.Join(t.TempDir(), "missing-dir", "x.db"),
+	}
+	for _, url := range cases {
+		s, err := backend.Open(ctx, backend.Config{URL: url, QueryTimeout: time.Second})
+		if !errors.Is(err, backend.ErrUnavailable) {
+			if s != nil {
+				s.Close()
+			}
+			t.Errorf("Open(%s): %v, want ErrUnavailable", url, err)
+		}
+	}
+	for _, url := range []string{"", "mysql://x", "sqlite:", "postgres://root:secret@[::1"} {
+		_, err := backend.Open(ctx, backend.Config{URL: url})
+		if err == nil || errors.Is(err, backend.ErrUnavailable) || strings.Contains(err.Error(), "secret") {
+			t.Errorf("Open(%q): %v, want a configuration error without the password", url, err)
+		}
+	}
+}
+
+func TestSQLiteCreatesFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new.db")
+	s, err := backend.Open(context.Background(), backend.Config{URL: "sqlite:" + path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Engine() != "sqlite" {
+		t.Fatalf("engine %s", s.Engine())
+	}
+	if err := backend.ApplySchema(context.Background(), "sqlite:"+path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Company(context.Background(), coA); !errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("empty database: %v", err)
+	}
+}
+
+func TestPostgresDatabaseDropped(t *testing.T) {
+	ctx := context.Background()
+	url := postgresDB(false)(t)
+	load(t, url, liveFixtures())
+	s := openStore(t, url, fixedNow)
+	if s.Engine() != "postgres" {
+		t.Fatalf("engine %s", s.Engine())
+	}
+	if _, err := s.GetClient(ctx, coA, cliCompany); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(ctx, testenv.PostgresAdminURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	name := url[strings.LastIndex(url, "/")+1:]
+	if i := strings.IndexByte(name, '?'); i >= 0 {
+		name = name[:i]
+	}
+	if _, err := admin.Exec(ctx, "DROP DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ { // the pooled connection is dead, then new ones fail
+		if _, err := s.GetClient(ctx, coA, cliCompany); !errors.Is(err, backend.ErrUnavailable) {
+			t.Fatalf("call %d after DROP DATABASE: %v, want ErrUnavailable", i, err)
+		}
+	}
+	if err := s.Ping(ctx); !errors.Is(err, backend.ErrUnavailable) {
+		t.Fatalf("Ping after DROP DATABASE: %v", err)
+	}
+}
+
+// A statement stuck behind a lock ends at QueryTimeout as ErrUnavailable.
+func TestPostgresQueryTimeout(t *testing.T) {
+	ctx := context.Background()
+	url := postgresDB(false)(t)
+	load(t, url, liveFixtures())
+	s, err := backend.Open(ctx, backend.Config{URL: url, QueryTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	locker, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close(ctx)
+	tx, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "LOCK TABLE customers IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetClient(ctx, coA, cliCompany); !errors.Is(err, backend.ErrUnavailable) {
+		t.Fatalf("GetClient behind a lock: %v, want ErrUnavailable", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetClient(ctx, coA, cliCompany); err != nil {
+		t.Fatalf("after the lock: %v", err)
+	}
+}
+
+// A writer blocked by another writer past QueryTimeout is ErrUnavailable.
+func TestSQLiteBusy(t *testing.T) {
+	ctx := context.Background()
+	url := sqliteDB(t)
+	load(t, url, liveFixtures())
+	s, err := backend.Open(ctx, backend.Config{URL: url, QueryTimeout: 200 * time.Millisecond, Now: func() time.Time { return fixedNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	db, err := sql.Open("sqlite", strings.TrimPrefix(url, "sqlite:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.CreateClient(ctx, coW, backend.NewClient{Name: "Bloqueado"})
+	if !errors.Is(err, backend.ErrUnavailable) {
+		t.Fatalf("create while another writer holds the lock: %v, want ErrUnavailable", err)
+	}
+	if _, err := s.GetClient(ctx, coA, cliCompany); err != nil {
+		t.Fatalf("a reader is not blocked under WAL: %v", err)
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateClient(ctx, coW, backend.NewClient{Name: "Livre"}); err != nil {
+		t.Fatalf("after the lock: %v", err)
+	}
+}
