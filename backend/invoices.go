@@ -140,6 +140,8 @@ func (s *Store) ListInvoices(ctx context.Context, companyID string, f InvoiceFil
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 
+	// An exact total costs a scan of every match: ~40 ms for a company with a
+	// million documents, where the page itself takes well under 1 ms.
 	count := s.d.rebind("SELECT count(*) FROM documents d\nWHERE " + w.sql())
 	if err := s.queryOne(ctx, count, w.args, &page.Total); err != nil {
 		return Page[Invoice]{}, s.fail(ctx, "count invoices", err)
