@@ -265,8 +265,10 @@ func (k *Keyring) writeTouches(batch []touch) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	pipe := k.rdb.Pipeline()
+	// Eval, not Run: in a pipeline, Run cannot fall back from EVALSHA when
+	// the script is not loaded yet. The writes are rare enough.
 	for _, t := range batch {
-		touchScript.Run(ctx, pipe, []string{k.l.record(hex.EncodeToString(t.d[:]))}, t.at.UnixMilli())
+		touchScript.Eval(ctx, pipe, []string{k.l.record(hex.EncodeToString(t.d[:]))}, t.at.UnixMilli())
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		k.log.Debug("authz: last-used update failed", "keys", len(batch), "err", err)
@@ -280,13 +282,13 @@ func (k *Keyring) listen() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ps := k.rdb.Subscribe(ctx, k.l.channel())
-	defer ps.Close()
 	ready := false
 	k.wg.Add(1)
 	go func() {
 		defer k.wg.Done()
 		<-k.done
 		cancel()
+		_ = ps.Close() // a blocked Receive ignores ctx; closing unblocks it
 	}()
 	for {
 		msg, err := ps.Receive(ctx)

@@ -1,0 +1,155 @@
+package authz
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// clock is a settable clock shared by the "instances" of a test.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Now().Truncate(time.Millisecond)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// probe is a go-redis hook that counts commands by name and can make every
+// command fail, as an outage would.
+type probe struct {
+	mu     sync.Mutex
+	counts map[string]int
+	down   atomic.Bool
+}
+
+var errDown = errors.New("injected outage")
+
+func attachProbe(rdb *redis.Client) *probe {
+	p := &probe{counts: map[string]int{}}
+	rdb.AddHook(p)
+	return p
+}
+
+func (p *probe) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
+}
+
+func (p *probe) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		p.count(cmd)
+		if p.down.Load() {
+			cmd.SetErr(errDown)
+			return errDown
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (p *probe) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			p.count(c)
+		}
+		if p.down.Load() {
+			for _, c := range cmds {
+				c.SetErr(errDown)
+			}
+			return errDown
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (p *probe) count(cmd redis.Cmder) {
+	p.mu.Lock()
+	p.counts[strings.ToLower(cmd.Name())]++
+	p.mu.Unlock()
+}
+
+// n returns how many commands of these names ran; no name means all.
+func (p *probe) n(names ...string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	total := 0
+	for name, c := range p.counts {
+		if len(names) == 0 {
+			total += c
+			continue
+		}
+		for _, want := range names {
+			if name == want {
+				total += c
+			}
+		}
+	}
+	return total
+}
+
+const (
+	companyA = "0b7e3c6a-5f1d-4c1e-9a51-2d3f4e5a6b7c"
+	companyB = "7d1f0e2a-9c3b-4d5e-8f60-718293a4b5c6"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// newRing returns a Keyring on rdb under prefix, closed when the test ends.
+func newRing(t testing.TB, rdb redis.UniversalClient, prefix string, c *clock, edit func(*Config)) *Keyring {
+	t.Helper()
+	cfg := Config{Redis: rdb, Prefix: prefix, Logger: quiet, NoPubSub: true}
+	if c != nil {
+		cfg.Now = c.Now
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	k := New(cfg)
+	t.Cleanup(func() { _ = k.Close() })
+	return k
+}
+
+func mustCreate(t testing.TB, k *Keyring, company string, m Mode, scopes string) (Key, string) {
+	t.Helper()
+	s, err := ParseScopes(scopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, secret, err := k.Create(context.Background(), NewKey{CompanyID: company, Mode: m, Scopes: s, Name: "test key"})
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	return key, secret
+}
+
+// eventually polls cond until it holds or a generous deadline passes; it
+// waits for background work, it does not measure speed.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
