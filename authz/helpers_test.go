@@ -45,9 +45,12 @@ type probe struct {
 
 var errDown = errors.New("injected outage")
 
-func attachProbe(rdb *redis.Client) *probe {
+// attachProbe hooks a probe into rdb; the outage ends with the test, so a
+// failing test does not take the next one down with it.
+func attachProbe(t testing.TB, rdb *redis.Client) *probe {
 	p := &probe{counts: map[string]int{}}
 	rdb.AddHook(p)
+	t.Cleanup(func() { p.down.Store(false) })
 	return p
 }
 

@@ -96,6 +96,11 @@ func New(cfg Config) *Keyring {
 	if cfg.Redis == nil {
 		panic("authz: Config.Redis is required")
 	}
+	if strings.ContainsAny(cfg.Prefix, "{}") {
+		// A brace would make the prefix the hash tag and put every company
+		// in one Cluster slot, or split the limit script's keys.
+		panic("authz: Config.Prefix must not contain braces")
+	}
 	k := &Keyring{
 		rdb:         cfg.Redis,
 		l:           layout{p: or(cfg.Prefix, "authz:")},
@@ -168,7 +173,10 @@ func (k *Keyring) Verify(ctx context.Context, secret string) (Key, error) {
 	if !ok {
 		return Key{}, ErrInvalidKey
 	}
-	d := sha256.Sum256([]byte(secret))
+	// A fixed-size copy on the stack: []byte(secret) would allocate.
+	var buf [SecretLength]byte
+	copy(buf[:], secret)
+	d := sha256.Sum256(buf[:])
 	now := k.now().UnixNano()
 	if e := k.pos.get(&d); e != nil {
 		if now-e.verified < k.cacheTTL {

@@ -339,7 +339,7 @@ func testRevocationPubSub(t *testing.T, rdb *redis.Client, prefix string) {
 
 func testOutage(t *testing.T, rdb *redis.Client, prefix string) {
 	c := newClock()
-	p := attachProbe(rdb)
+	p := attachProbe(t, rdb)
 	k := newRing(t, rdb, prefix, c, func(cfg *Config) { cfg.StaleTTL = time.Minute })
 	_, secret := mustCreate(t, k, companyA, Live, "invoices:read")
 	_, never := mustCreate(t, k, companyA, Test, "invoices:read") // valid, but never verified here
@@ -380,7 +380,7 @@ func testOutage(t *testing.T, rdb *redis.Client, prefix string) {
 
 func testNegative(t *testing.T, rdb *redis.Client, prefix string) {
 	c := newClock()
-	p := attachProbe(rdb)
+	p := attachProbe(t, rdb)
 	k := newRing(t, rdb, prefix, c, func(cfg *Config) { cfg.NegativeSize = 64; cfg.CacheSize = 64 })
 	_, good := mustCreate(t, k, companyA, Live, "invoices:read")
 	if _, err := k.Verify(ctx, good); err != nil {
@@ -448,7 +448,7 @@ func testNegative(t *testing.T, rdb *redis.Client, prefix string) {
 
 func testLastUsed(t *testing.T, rdb *redis.Client, prefix string) {
 	c := newClock()
-	p := attachProbe(rdb)
+	p := attachProbe(t, rdb)
 	k := newRing(t, rdb, prefix, c, nil)
 	key, secret := mustCreate(t, k, companyA, Live, "invoices:read")
 	if key.LastUsedAt != nil {

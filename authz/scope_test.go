@@ -4,6 +4,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestParseMode(t *testing.T) {
@@ -151,4 +153,13 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+func TestNewRefusesBracedPrefix(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("New accepted a prefix with a brace")
+		}
+	}()
+	New(Config{Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), Prefix: "{authz}:"})
 }
