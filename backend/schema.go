@@ -63,5 +63,5 @@ func applySchema(ctx context.Context, url string, withIndexes bool) error {
 		}
 		return nil
 	}
-	return errors.New("backend: database URL must start with postgres:// or sqlite:")
+	return errors.New("backend: database URL must be a postgres:// or sqlite: URL")
 }

@@ -80,7 +80,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.db, err = openSQLite(ctx, cfg)
 		s.d = sqliteDialect
 	default:
-		return nil, errors.New("backend: database URL must start with postgres:// or sqlite:")
+		return nil, errors.New("backend: database URL must be a postgres:// or sqlite: URL")
 	}
 	if err != nil {
 		return nil, err

@@ -5,8 +5,6 @@
 package gendata
 
 import (
-	"fmt"
-	"math/rand/v2"
 	"time"
 )
 
@@ -77,17 +75,3 @@ type SubmissionDocument struct {
 
 // Ptr returns a pointer to v (rows have many nullable columns).
 func Ptr[T any](v T) *T { return &v }
-
-// uuidFrom draws a version-4 UUID from r: the same seed gives the same ids.
-func uuidFrom(r *rand.Rand) string {
-	var b [16]byte
-	for i := 0; i < 16; i += 8 {
-		v := r.Uint64()
-		for j := 0; j < 8; j++ {
-			b[i+j] = byte(v >> (8 * j))
-		}
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}

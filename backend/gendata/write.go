@@ -32,7 +32,7 @@ func Write(ctx context.Context, url string, d *Dataset) error {
 		defer db.Close()
 		return insertSQLite(ctx, db, d)
 	}
-	return errors.New("gendata: database URL must start with postgres:// or sqlite:")
+	return errors.New("gendata: database URL must be a postgres:// or sqlite: URL")
 }
 
 // Row layouts shared by both writers: column lists and the values of a row.

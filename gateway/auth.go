@@ -1,0 +1,160 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/backend"
+)
+
+// bearer extracts the token of an "Authorization: Bearer <token>" header. The
+// scheme is case-insensitive (RFC 9110); anything else is malformed.
+func bearer(h string) (string, bool) {
+	const scheme = "bearer "
+	if len(h) <= len(scheme) || !strings.EqualFold(h[:len(scheme)], scheme) {
+		return "", false
+	}
+	tok := strings.TrimLeft(h[len(scheme):], " ")
+	if tok == "" || strings.ContainsAny(tok, " \t") {
+		return "", false
+	}
+	return tok, true
+}
+
+// authenticate runs the API document's checks in the order the API promises:
+// key (401), company header (400), company binding and status (403), scope
+// (403). On success the key is recorded in the request state.
+func (s *Server) authenticate(r *http.Request, st *reqState, scope authz.Scope) error {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return &Error{Code: "missing_api_key", Detail: "Send the header Authorization: Bearer <API key>."}
+	}
+	tok, ok := bearer(h)
+	if !ok {
+		return &Error{Code: "invalid_api_key", Detail: "The Authorization header must be: Bearer <API key>."}
+	}
+	key, err := s.keys.Verify(r.Context(), tok)
+	if err != nil {
+		return err
+	}
+	company := strings.TrimSpace(r.Header.Get("X-Company-Id"))
+	if company == "" {
+		return &Error{Code: "missing_company_id", Detail: "Send the header X-Company-Id with your company's id."}
+	}
+	scopeErr := key.Authorize(strings.ToLower(company), scope)
+	if errors.Is(scopeErr, authz.ErrWrongCompany) {
+		return scopeErr
+	}
+	if err := s.checkCompany(r.Context(), key); err != nil {
+		return err
+	}
+	if scopeErr != nil {
+		return scopeErr
+	}
+	st.Key = key
+	st.Authed = true
+	return nil
+}
+
+// checkCompany refuses suspended companies, asking the key's database at most
+// once per CompanyTTL per company.
+func (s *Server) checkCompany(ctx context.Context, key authz.Key) error {
+	status, err := s.companies.status(ctx, key.Mode, key.CompanyID, s.store(key.Mode))
+	if err != nil {
+		if errors.Is(err, backend.ErrNotFound) {
+			return &Error{Code: "company_suspended", Detail: "The company is not active on this platform.", Err: err}
+		}
+		return err
+	}
+	if status != "active" {
+		return &Error{Code: "company_suspended", Detail: "The company is suspended and may not use the API."}
+	}
+	return nil
+}
+
+// companyCache remembers company statuses for a short time: a suspension is
+// seen within the TTL, and the database is not asked on every request.
+type companyCache struct {
+	ttl time.Duration
+	now func() time.Time
+	mu  sync.RWMutex
+	m   map[companyCacheKey]companyEntry
+}
+
+type companyCacheKey struct {
+	mode authz.Mode
+	id   string
+}
+
+type companyEntry struct {
+	status string
+	at     time.Time
+}
+
+// maxCompanies bounds the cache; when full it starts over, which costs one
+// query per company and keeps memory flat whatever callers send.
+const maxCompanies = 100_000
+
+func newCompanyCache(ttl time.Duration, now func() time.Time) *companyCache {
+	return &companyCache{ttl: ttl, now: now, m: make(map[companyCacheKey]companyEntry)}
+}
+
+func (c *companyCache) status(ctx context.Context, mode authz.Mode, id string, st Store) (string, error) {
+	k := companyCacheKey{mode, id}
+	now := c.now()
+	c.mu.RLock()
+	e, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok && now.Sub(e.at) < c.ttl {
+		return e.status, nil
+	}
+	co, err := st.Company(ctx, id)
+	if err != nil {
+		if ok && errors.Is(err, backend.ErrUnavailable) {
+			// A database hiccup should fail the data call, not the status check
+			// of a company we knew a moment ago.
+			return e.status, nil
+		}
+		return "", err
+	}
+	c.mu.Lock()
+	if len(c.m) >= maxCompanies {
+		c.m = make(map[companyCacheKey]companyEntry)
+	}
+	c.m[k] = companyEntry{status: co.Status, at: now}
+	c.mu.Unlock()
+	return co.Status, nil
+}
+
+// admit applies the company's rate limit for the key's mode and reports its
+// state in the IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers):
+// the policy is the burst (q) over the time it takes to refill (w), and the
+// state is what remains (r) and when the bucket is full again (t).
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, st *reqState) error {
+	mode := string(st.Key.Mode)
+	d, err := s.limiter.Allow(r.Context(), st.Key.CompanyID, mode)
+	if err != nil {
+		return err
+	}
+	policy := strings.ToLower(mode)
+	window := 1
+	if d.Limit.Rate > 0 {
+		window = ceilSeconds(time.Duration(float64(d.Limit.Burst) / d.Limit.Rate * float64(time.Second)))
+	}
+	h := w.Header()
+	h.Set("RateLimit-Policy", `"`+policy+`";q=`+strconv.Itoa(d.Limit.Burst)+";w="+strconv.Itoa(window))
+	reset := int((d.Reset + time.Second - 1) / time.Second)
+	h.Set("RateLimit", `"`+policy+`";r=`+strconv.Itoa(max(d.Remaining, 0))+";t="+strconv.Itoa(reset))
+	if !d.Allowed {
+		return &Error{Code: "rate_limit_" + policy, RetryAfter: d.RetryAfter,
+			Detail: "The company's " + mode + " rate limit (" + strconv.FormatFloat(d.Limit.Rate, 'f', -1, 64) +
+				" requests/s, burst " + strconv.Itoa(d.Limit.Burst) + ") is exhausted; retry after the Retry-After delay."}
+	}
+	return nil
+}

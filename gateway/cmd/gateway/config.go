@@ -1,0 +1,196 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the gateway's configuration: defaults, then the YAML file, then
+// the environment (each field's env tag), the later winning. Every field has
+// both a YAML key and an environment variable, and errors name both.
+type Config struct {
+	Addr       string `yaml:"addr" env:"GATEWAY_ADDR"`              // public listener
+	AdminAddr  string `yaml:"adminAddr" env:"GATEWAY_ADMIN_ADDR"`   // internal listener: admin API
+	AdminToken string `yaml:"adminToken" env:"GATEWAY_ADMIN_TOKEN"` // empty disables the admin API
+
+	RedisURL        string `yaml:"redisURL" env:"GATEWAY_REDIS_URL"`
+	RedisPrefix     string `yaml:"redisPrefix" env:"GATEWAY_REDIS_PREFIX"` // prepended to every Redis key (environments sharing a Redis)
+	LiveDatabaseURL string `yaml:"liveDatabaseURL" env:"GATEWAY_LIVE_DATABASE_URL"`
+	TestDatabaseURL string `yaml:"testDatabaseURL" env:"GATEWAY_TEST_DATABASE_URL"`
+
+	DatabaseMaxConns int           `yaml:"databaseMaxConns" env:"GATEWAY_DATABASE_MAX_CONNS"`
+	QueryTimeout     time.Duration `yaml:"queryTimeout" env:"GATEWAY_QUERY_TIMEOUT"`
+
+	LiveRate  float64 `yaml:"liveRate" env:"GATEWAY_LIVE_RATE"` // default requests/s per company
+	LiveBurst int     `yaml:"liveBurst" env:"GATEWAY_LIVE_BURST"`
+	TestRate  float64 `yaml:"testRate" env:"GATEWAY_TEST_RATE"`
+	TestBurst int     `yaml:"testBurst" env:"GATEWAY_TEST_BURST"`
+
+	InflightPerCompany int `yaml:"inflightPerCompany" env:"GATEWAY_INFLIGHT_PER_COMPANY"`
+	InflightTotal      int `yaml:"inflightTotal" env:"GATEWAY_INFLIGHT_TOTAL"`
+
+	KeyCacheTTL time.Duration `yaml:"keyCacheTTL" env:"GATEWAY_KEY_CACHE_TTL"`
+	KeyStaleTTL time.Duration `yaml:"keyStaleTTL" env:"GATEWAY_KEY_STALE_TTL"`
+
+	ShutdownTimeout time.Duration `yaml:"shutdownTimeout" env:"GATEWAY_SHUTDOWN_TIMEOUT"`
+	LogLevel        string        `yaml:"logLevel" env:"GATEWAY_LOG_LEVEL"`
+}
+
+// defaultConfig is the configuration with nothing set.
+func defaultConfig() Config {
+	return Config{
+		Addr:               ":8080",
+		AdminAddr:          "127.0.0.1:8081",
+		RedisURL:           "redis://127.0.0.1:6379/0",
+		DatabaseMaxConns:   10,
+		QueryTimeout:       2 * time.Second,
+		LiveRate:           50,
+		LiveBurst:          100,
+		TestRate:           10,
+		TestBurst:          20,
+		InflightPerCompany: 8,
+		InflightTotal:      64,
+		KeyCacheTTL:        time.Second,
+		KeyStaleTTL:        5 * time.Minute,
+		ShutdownTimeout:    15 * time.Second,
+		LogLevel:           "info",
+	}
+}
+
+// loadConfig reads path (when not empty) over the defaults, then the
+// environment, and validates the result.
+func loadConfig(path string, env func(string) string) (Config, error) {
+	cfg := defaultConfig()
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return cfg, fmt.Errorf("config file: %w", err)
+		}
+		dec := yaml.NewDecoder(strings.NewReader(string(b)))
+		dec.KnownFields(true)
+		if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) { // an empty file sets nothing
+			return cfg, fmt.Errorf("config file %s: %w", path, err)
+		}
+	}
+	if err := applyEnv(&cfg, env); err != nil {
+		return cfg, err
+	}
+	return cfg, cfg.validate()
+}
+
+// applyEnv overrides each field whose environment variable is set.
+func applyEnv(cfg *Config, env func(string) string) error {
+	v := reflect.ValueOf(cfg).Elem()
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := f.Tag.Get("env")
+		raw := env(name)
+		if raw == "" {
+			continue
+		}
+		fv := v.Field(i)
+		bad := func(want string) error {
+			return fmt.Errorf("setting %s (%s): %q is not %s", name, f.Tag.Get("yaml"), raw, want)
+		}
+		switch fv.Interface().(type) {
+		case string:
+			fv.SetString(raw)
+		case time.Duration:
+			d, err := time.ParseDuration(raw)
+			if err != nil {
+				return bad("a duration such as 2s or 500ms")
+			}
+			fv.SetInt(int64(d))
+		case int:
+			n, err := strconv.Atoi(raw)
+			if err != nil {
+				return bad("an integer")
+			}
+			fv.SetInt(int64(n))
+		case float64:
+			x, err := strconv.ParseFloat(raw, 64)
+			if err != nil {
+				return bad("a number")
+			}
+			fv.SetFloat(x)
+		}
+	}
+	return nil
+}
+
+// settingName names a field as both its YAML key and environment variable.
+func settingName(field string) string {
+	f, _ := reflect.TypeOf(Config{}).FieldByName(field)
+	return f.Tag.Get("env") + " (" + f.Tag.Get("yaml") + ")"
+}
+
+func (c Config) validate() error {
+	var errs []error
+	bad := func(field, msg string) { errs = append(errs, fmt.Errorf("setting %s: %s", settingName(field), msg)) }
+	for field, addr := range map[string]string{"Addr": c.Addr, "AdminAddr": c.AdminAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			bad(field, fmt.Sprintf("%q is not host:port", addr))
+		}
+	}
+	if c.Addr == c.AdminAddr && !strings.HasSuffix(c.Addr, ":0") {
+		bad("AdminAddr", "must differ from the public address: the admin API never shares the public listener")
+	}
+	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+		bad("RedisURL", "must be a redis:// or rediss:// URL")
+	}
+	for field, db := range map[string]string{"LiveDatabaseURL": c.LiveDatabaseURL, "TestDatabaseURL": c.TestDatabaseURL} {
+		switch {
+		case db == "":
+			bad(field, "is required (postgres://... or sqlite:PATH)")
+		case strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
+			if _, err := url.Parse(db); err != nil {
+				bad(field, "is not a valid URL")
+			}
+		case strings.HasPrefix(db, "sqlite:") && len(db) > len("sqlite:"):
+		default:
+			bad(field, "must start with postgres:// or sqlite:")
+		}
+	}
+	if c.LiveDatabaseURL != "" && c.LiveDatabaseURL == c.TestDatabaseURL {
+		bad("TestDatabaseURL", "must differ from the live database: TEST keys must never reach live data")
+	}
+	if c.DatabaseMaxConns < 1 {
+		bad("DatabaseMaxConns", "must be at least 1")
+	}
+	if c.QueryTimeout <= 0 {
+		bad("QueryTimeout", "must be positive")
+	}
+	if c.LiveRate <= 0 || c.LiveBurst < 1 {
+		bad("LiveRate", "live rate must be positive and burst at least 1")
+	}
+	if c.TestRate <= 0 || c.TestBurst < 1 {
+		bad("TestRate", "test rate must be positive and burst at least 1")
+	}
+	if c.InflightPerCompany < 1 || c.InflightTotal < c.InflightPerCompany {
+		bad("InflightPerCompany", "per-company cap must be at least 1 and not above the total cap")
+	}
+	if c.KeyCacheTTL <= 0 || c.KeyCacheTTL > time.Second {
+		bad("KeyCacheTTL", "must be between 1ns and 1s (revocations must be seen within a second)")
+	}
+	if c.KeyStaleTTL < 0 {
+		bad("KeyStaleTTL", "must not be negative")
+	}
+	if c.ShutdownTimeout <= 0 {
+		bad("ShutdownTimeout", "must be positive")
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		bad("LogLevel", err.Error())
+	}
+	return errors.Join(errs...)
+}

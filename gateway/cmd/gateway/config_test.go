@@ -1,0 +1,97 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestConfigLayers(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "gateway.yaml")
+	yaml := "addr: \":9000\"\nliveDatabaseURL: postgres://u:secret@db/live\ntestDatabaseURL: sqlite:/tmp/t.db\nqueryTimeout: 750ms\nliveRate: 5\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(file, envOf(map[string]string{"GATEWAY_ADDR": ":9100", "GATEWAY_LIVE_BURST": "7"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != ":9100" || cfg.LiveBurst != 7 || cfg.LiveRate != 5 || cfg.QueryTimeout != 750*time.Millisecond ||
+		cfg.AdminAddr != "127.0.0.1:8081" || cfg.TestDatabaseURL != "sqlite:/tmp/t.db" {
+		t.Fatalf("layers not applied: %+v", cfg)
+	}
+}
+
+func TestConfigErrorsNameTheSetting(t *testing.T) {
+	base := map[string]string{"GATEWAY_LIVE_DATABASE_URL": "postgres://db/live", "GATEWAY_TEST_DATABASE_URL": "postgres://db/test"}
+	cases := []struct {
+		set  map[string]string
+		want string
+	}{
+		{map[string]string{"GATEWAY_ADDR": "8080"}, "GATEWAY_ADDR"},
+		{map[string]string{"GATEWAY_ADMIN_ADDR": ":8080"}, "GATEWAY_ADMIN_ADDR"},
+		{map[string]string{"GATEWAY_REDIS_URL": "http://x"}, "GATEWAY_REDIS_URL"},
+		{map[string]string{"GATEWAY_LIVE_DATABASE_URL": "mysql://x"}, "GATEWAY_LIVE_DATABASE_URL"},
+		{map[string]string{"GATEWAY_LIVE_DATABASE_URL": ""}, "GATEWAY_LIVE_DATABASE_URL"},
+		{map[string]string{"GATEWAY_TEST_DATABASE_URL": "postgres://db/live"}, "GATEWAY_TEST_DATABASE_URL"},
+		{map[string]string{"GATEWAY_QUERY_TIMEOUT": "soon"}, "GATEWAY_QUERY_TIMEOUT"},
+		{map[string]string{"GATEWAY_LIVE_RATE": "-1"}, "GATEWAY_LIVE_RATE"},
+		{map[string]string{"GATEWAY_DATABASE_MAX_CONNS": "x"}, "GATEWAY_DATABASE_MAX_CONNS"},
+		{map[string]string{"GATEWAY_KEY_CACHE_TTL": "5s"}, "GATEWAY_KEY_CACHE_TTL"},
+		{map[string]string{"GATEWAY_LOG_LEVEL": "loud"}, "GATEWAY_LOG_LEVEL"},
+	}
+	for _, c := range cases {
+		env := map[string]string{}
+		for k, v := range base {
+			env[k] = v
+		}
+		for k, v := range c.set {
+			env[k] = v
+			if v == "" { // unset
+				delete(env, k)
+			}
+		}
+		_, err := loadConfig("", envOf(env))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want one naming %s", c.set, err, c.want)
+		}
+	}
+	// Unknown keys in the file are refused, not ignored.
+	file := filepath.Join(t.TempDir(), "g.yaml")
+	_ = os.WriteFile(file, []byte("adress: \":1\"\n"), 0o600)
+	if _, err := loadConfig(file, envOf(base)); err == nil || !strings.Contains(err.Error(), "adress") {
+		t.Errorf("unknown YAML key: %v", err)
+	}
+	if _, err := loadConfig("", envOf(base)); err != nil {
+		t.Errorf("valid configuration refused: %v", err)
+	}
+}
+
+func TestShippedConfigLoads(t *testing.T) {
+	cfg, err := loadConfig("../../../configs/gateway.yaml", envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != defaultConfig().Addr {
+		t.Errorf("shipped config addr %q", cfg.Addr)
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://u:secret@h/db": "postgres://u:***@h/db",
+		"postgres://u@h/db":        "postgres://u@h/db",
+		"sqlite:/tmp/x.db":         "sqlite:/tmp/x.db",
+	} {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

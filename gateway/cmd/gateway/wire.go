@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/tenants"
+)
+
+// deps is everything a running gateway (or a management command) talks to.
+type deps struct {
+	rdb        redis.UniversalClient
+	live, test *backend.Store
+	keys       *authz.Keyring
+	limiter    *tenants.Limiter
+	server     *gateway.Server
+}
+
+// connect opens Redis and both databases and builds the server on them.
+func connect(ctx context.Context, cfg Config, logger *slog.Logger) (*deps, error) {
+	opt, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("setting %s: %w", settingName("RedisURL"), err)
+	}
+	// Without this go-redis ignores context deadlines, and a hung Redis
+	// would hold each request for the client's read timeout.
+	opt.ContextTimeoutEnabled = true
+	return connectWith(ctx, cfg, logger, redis.NewClient(opt))
+}
+
+// connectWith builds the dependencies on an existing Redis client (the demo's
+// in-process Redis, or a real one).
+func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis.UniversalClient) (*deps, error) {
+	d := &deps{rdb: rdb}
+	var err error
+	open := func(field, url string) (*backend.Store, error) {
+		st, err := backend.Open(ctx, backend.Config{URL: url, MaxConns: cfg.DatabaseMaxConns, QueryTimeout: cfg.QueryTimeout})
+		if err != nil {
+			return nil, fmt.Errorf("setting %s: %s: %w", settingName(field), redactURL(url), err)
+		}
+		return st, nil
+	}
+	if d.live, err = open("LiveDatabaseURL", cfg.LiveDatabaseURL); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if d.test, err = open("TestDatabaseURL", cfg.TestDatabaseURL); err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.keys = authz.New(authz.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "authz:", CacheTTL: cfg.KeyCacheTTL, StaleTTL: cfg.KeyStaleTTL, Logger: logger})
+	d.limiter = tenants.New(tenants.Config{
+		Redis:       rdb,
+		Prefix:      cfg.RedisPrefix + "tenants:",
+		LiveDefault: tenants.Limit{Rate: cfg.LiveRate, Burst: cfg.LiveBurst},
+		TestDefault: tenants.Limit{Rate: cfg.TestRate, Burst: cfg.TestBurst},
+		Logger:      logger,
+	})
+	d.server = gateway.New(gateway.Config{
+		Live: d.live, Test: d.test, Keys: d.keys, Limiter: d.limiter,
+		Guard:      tenants.NewGuard(tenants.GuardConfig{PerCompany: cfg.InflightPerCompany, Total: cfg.InflightTotal}),
+		AdminToken: cfg.AdminToken, Logger: logger,
+	})
+	return d, nil
+}
+
+// Close releases what connect opened.
+func (d *deps) Close() {
+	if d.keys != nil {
+		_ = d.keys.Close()
+	}
+	if d.live != nil {
+		d.live.Close()
+	}
+	if d.test != nil {
+		d.test.Close()
+	}
+	if d.rdb != nil {
+		_ = d.rdb.Close()
+	}
+}
+
+// redactURL hides a password in a database URL before it reaches a message.
+func redactURL(u string) string {
+	at := strings.LastIndex(u, "@")
+	scheme := strings.Index(u, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return u
+	}
+	creds := u[scheme+3 : at]
+	if i := strings.IndexByte(creds, ':'); i >= 0 {
+		return u[:scheme+3] + creds[:i] + ":***" + u[at:]
+	}
+	return u
+}
+
+var errUsage = errors.New("usage")

@@ -1,0 +1,189 @@
+package gateway_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/invoicing-ao/gateway/authz"
+)
+
+// The API's authentication and authorization, in the promised order.
+func TestAuthStatuses(t *testing.T) {
+	w := newWorld(t)
+	in := w.start()
+	base := in.pub.URL
+	full := in.key(t, coA, authz.Live, allScopes)
+	readOnly := in.key(t, coA, authz.Live, "clients:read")
+	suspended := in.key(t, coS, authz.Live, allScopes)
+	revoked := in.key(t, coA, authz.Live, allScopes)
+	if _, err := in.srv.RevokeKey(t.Context(), revoked.ID); err != nil {
+		t.Fatal(err)
+	}
+	unknown := "igw_live_" + strings.Repeat("a", len(full.Key)-len("igw_live_"))
+
+	cases := []struct {
+		name   string
+		q      req
+		status int
+		code   string
+	}{
+		{"no authorization", req{Path: "/api/v1/v1/invoices", Company: coA}, 401, "missing_api_key"},
+		{"basic scheme", req{Path: "/api/v1/v1/invoices", Company: coA, Header: map[string]string{"Authorization": "Basic dXNlcjpwdw=="}}, 401, "invalid_api_key"},
+		{"bearer without token", req{Path: "/api/v1/v1/invoices", Company: coA, Header: map[string]string{"Authorization": "Bearer "}}, 401, "invalid_api_key"},
+		{"malformed key", req{Path: "/api/v1/v1/invoices", Key: "not-a-key", Company: coA}, 401, "invalid_api_key"},
+		{"unknown key", req{Path: "/api/v1/v1/invoices", Key: unknown, Company: coA}, 401, "invalid_api_key"},
+		{"revoked key", req{Path: "/api/v1/v1/invoices", Key: revoked.Key, Company: coA}, 401, "invalid_api_key"},
+		{"unknown key without company", req{Path: "/api/v1/v1/invoices", Key: unknown}, 401, "invalid_api_key"},
+		{"no company header", req{Path: "/api/v1/v1/invoices", Key: full.Key}, 400, "missing_company_id"},
+		{"blank company header", req{Path: "/api/v1/v1/invoices", Key: full.Key, Header: map[string]string{"X-Company-Id": "  "}}, 400, "missing_company_id"},
+		{"other company", req{Path: "/api/v1/v1/invoices", Key: full.Key, Company: coB}, 403, "company_mismatch"},
+		{"other company and missing scope", req{Path: "/api/v1/v1/invoices", Key: readOnly.Key, Company: coB}, 403, "company_mismatch"},
+		{"suspended company", req{Path: "/api/v1/v1/clients", Key: suspended.Key, Company: coS}, 403, "company_suspended"},
+		{"missing scope", req{Path: "/api/v1/v1/invoices", Key: readOnly.Key, Company: coA}, 403, "insufficient_scope"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := do(t, base, c.q)
+			expectProblem(t, r, c.status, c.code)
+			if c.status == 401 && !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("401 without WWW-Authenticate: Bearer: %q", r.Header.Get("WWW-Authenticate"))
+			}
+		})
+	}
+	// The company header is a UUID: its case does not matter.
+	r := do(t, base, req{Path: "/api/v1/v1/clients", Key: full.Key, Company: strings.ToUpper(coA)})
+	if r.Status != 200 {
+		t.Fatalf("upper-case company id: %d %s", r.Status, r.Body)
+	}
+}
+
+// Every scope set against every endpoint: allowed exactly when the key has
+// the route's scope.
+func TestScopeMatrix(t *testing.T) {
+	w := newWorld(t)
+	in := w.start()
+	endpoints := []struct {
+		method, path, scope string
+	}{
+		{"GET", "/api/v1/v1/invoices", "invoices:read"},
+		{"GET", "/api/v1/v1/invoices/00000000-0000-4000-8000-000000000000", "invoices:read"},
+		{"GET", "/api/v1/v1/clients", "clients:read"},
+		{"GET", "/api/v1/v1/clients/00000000-0000-4000-8000-000000000000", "clients:read"},
+		{"POST", "/api/v1/v1/clients", "clients:write"},
+	}
+	sets := []string{"invoices:read", "clients:read", "clients:write", "invoices:read,clients:read",
+		"invoices:read,clients:write", "clients:read,clients:write", allScopes}
+	// Seven keys per company would pass the 10-key limit with the rest of the
+	// suite; both modes are covered by splitting the sets across them.
+	for i, set := range sets {
+		mode := authz.Live
+		if i%2 == 1 {
+			mode = authz.Test
+		}
+		k := in.key(t, coA, mode, set)
+		for _, e := range endpoints {
+			q := req{Method: e.method, Path: e.path, Key: k.Key, Company: coA}
+			if e.method == "POST" {
+				q.Body = `{"name":"Scope Test ` + set + `"}`
+			}
+			r := do(t, in.pub.URL, q)
+			has := strings.Contains(set, e.scope)
+			if has && r.Status == http.StatusForbidden {
+				t.Errorf("%s key %q on %s %s: 403 %s", mode, set, e.method, e.path, r.Body)
+			}
+			if !has {
+				expectProblem(t, r, 403, "insufficient_scope")
+			}
+			if has && r.Status >= 500 {
+				t.Errorf("%s %s: %d %s", e.method, e.path, r.Status, r.Body)
+			}
+		}
+	}
+}
+
+// A key revoked on one instance is refused by another within a second: the
+// second instance trusts its cache for at most the cache TTL (1 s).
+func TestRevocationSeenBySecondInstance(t *testing.T) {
+	w := newWorld(t)
+	a, b := w.start(), w.start()
+	k := a.key(t, coA, authz.Live, allScopes)
+	q := req{Path: "/api/v1/v1/clients", Key: k.Key, Company: coA}
+	if r := do(t, b.pub.URL, q); r.Status != 200 {
+		t.Fatalf("before revocation: %d %s", r.Status, r.Body)
+	}
+	// Revoke through the first instance's admin API, as the dashboard does.
+	r := do(t, a.admin.URL, req{Method: "DELETE", Path: "/admin/v1/keys/" + k.ID,
+		Header: map[string]string{"Authorization": "Bearer " + a.adminToken}})
+	if r.Status != 200 || r.json(t)["state"] != "revoked" {
+		t.Fatalf("revoke: %d %s", r.Status, r.Body)
+	}
+	b.clock.Advance(time.Second)
+	expectProblem(t, do(t, b.pub.URL, q), 401, "invalid_api_key")
+	expectProblem(t, do(t, a.pub.URL, q), 401, "invalid_api_key")
+}
+
+// Redis down: a key never verified cannot be checked, which is a 503, not a 401.
+func TestRedisDownIsNotUnauthorized(t *testing.T) {
+	w := newWorld(t)
+	good := w.start()
+	k := good.key(t, coA, authz.Live, allScopes)
+	dead := w.start(withRedis(deadRedis()))
+	r := do(t, dead.pub.URL, req{Path: "/api/v1/v1/clients", Key: k.Key, Company: coA})
+	expectProblem(t, r, 503, "authentication_unavailable")
+	if r.Header.Get("Retry-After") == "" {
+		t.Error("503 without Retry-After")
+	}
+}
+
+// At most 10 active keys per company, on the admin API; revoking frees one.
+func TestKeyLimit(t *testing.T) {
+	w := newWorld(t)
+	in := w.start()
+	admin := func(q req) resp {
+		if q.Header == nil {
+			q.Header = map[string]string{}
+		}
+		q.Header["Authorization"] = "Bearer " + in.adminToken
+		return do(t, in.admin.URL, q)
+	}
+	body := `{"companyId":"` + coB + `","mode":"TEST","scopes":["clients:read"],"name":"k"}`
+	var first string
+	for i := 0; i < 10; i++ {
+		r := admin(req{Method: "POST", Path: "/admin/v1/keys", Body: body})
+		if r.Status != 201 {
+			t.Fatalf("key %d: %d %s", i+1, r.Status, r.Body)
+		}
+		m := r.json(t)
+		if !strings.HasPrefix(m["key"].(string), "igw_test_") || r.Header.Get("Location") == "" {
+			t.Fatalf("created key: %s", r.Body)
+		}
+		if i == 0 {
+			first = m["id"].(string)
+		}
+	}
+	expectProblem(t, admin(req{Method: "POST", Path: "/admin/v1/keys", Body: body}), 409, "key_limit_reached")
+	if r := admin(req{Method: "DELETE", Path: "/admin/v1/keys/" + first}); r.Status != 200 {
+		t.Fatalf("revoke: %d %s", r.Status, r.Body)
+	}
+	if r := admin(req{Method: "POST", Path: "/admin/v1/keys", Body: body}); r.Status != 201 {
+		t.Fatalf("after revoking one: %d %s", r.Status, r.Body)
+	}
+	// Listing never shows a secret.
+	r := admin(req{Path: "/admin/v1/keys?companyId=" + coB})
+	if r.Status != 200 || strings.Contains(string(r.Body), `"key"`) || strings.Count(string(r.Body), `"id"`) != 11 {
+		t.Fatalf("list: %d %s", r.Status, r.Body)
+	}
+	// Bad requests on the admin API.
+	expectProblem(t, admin(req{Method: "POST", Path: "/admin/v1/keys", Body: `{"companyId":"` + coB + `","mode":"PROD","scopes":["x"]}`}), 400, "invalid_body")
+	expectProblem(t, admin(req{Method: "POST", Path: "/admin/v1/keys", Body: `{"companyId":"00000000-0000-4000-8000-0000000000ff","mode":"LIVE","scopes":["clients:read"]}`}), 422, "unknown_company")
+	expectProblem(t, do(t, in.admin.URL, req{Path: "/admin/v1/keys?companyId=" + coB}), 401, "unauthorized_admin")
+	expectProblem(t, do(t, in.admin.URL, req{Path: "/admin/v1/keys?companyId=" + coB, Header: map[string]string{"Authorization": "Bearer wrong"}}), 401, "unauthorized_admin")
+	// The admin API does not exist on the public listener.
+	expectProblem(t, admin2public(t, in), 404, "route_not_found")
+}
+
+func admin2public(t *testing.T, in *instance) resp {
+	return do(t, in.pub.URL, req{Path: "/admin/v1/keys?companyId=" + coB, Header: map[string]string{"Authorization": "Bearer " + in.adminToken}})
+}

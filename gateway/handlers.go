@@ -1,0 +1,135 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/invoicing-ao/gateway/backend"
+)
+
+var (
+	invoiceStatuses = []string{"DRAFT", "ISSUED", "PAID", "CANCELLED", "OVERDUE"}
+	invoiceTypes    = []string{"FT", "FR", "FS", "NC", "ND", "PF"}
+)
+
+func (s *Server) listInvoices(w http.ResponseWriter, r *http.Request, st *reqState, _ httprouter.Params) {
+	q := parseQuery(r.URL.RawQuery, "page", "pageSize", "status", "type", "from", "to")
+	var f backend.InvoiceFilter
+	f.Page, f.PageSize = q.page()
+	f.Status = q.enumParam("status", invoiceStatuses...)
+	f.Type = q.enumParam("type", invoiceTypes...)
+	f.From, f.To = q.dateParam("from"), q.dateParam("to")
+	if f.From != "" && f.To != "" && f.From > f.To {
+		q.fail("to", "must not be before from")
+	}
+	if err := q.err(); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	s.withData(w, r, st, func(store Store) (any, error) {
+		return store.ListInvoices(r.Context(), st.Key.CompanyID, f)
+	}, http.StatusOK)
+}
+
+func (s *Server) getInvoice(w http.ResponseWriter, r *http.Request, st *reqState, p httprouter.Params) {
+	if err := parseQuery(r.URL.RawQuery).err(); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	id := p.ByName("id")
+	s.withData(w, r, st, func(store Store) (any, error) {
+		return store.GetInvoice(r.Context(), st.Key.CompanyID, id)
+	}, http.StatusOK)
+}
+
+func (s *Server) listClients(w http.ResponseWriter, r *http.Request, st *reqState, _ httprouter.Params) {
+	q := parseQuery(r.URL.RawQuery, "page", "pageSize", "search")
+	var f backend.ClientFilter
+	f.Page, f.PageSize = q.page()
+	f.Search = q.searchParam("search")
+	if err := q.err(); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	s.withData(w, r, st, func(store Store) (any, error) {
+		return store.ListClients(r.Context(), st.Key.CompanyID, f)
+	}, http.StatusOK)
+}
+
+func (s *Server) getClient(w http.ResponseWriter, r *http.Request, st *reqState, p httprouter.Params) {
+	if err := parseQuery(r.URL.RawQuery).err(); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	id := p.ByName("id")
+	s.withData(w, r, st, func(store Store) (any, error) {
+		return store.GetClient(r.Context(), st.Key.CompanyID, id)
+	}, http.StatusOK)
+}
+
+func (s *Server) createClient(w http.ResponseWriter, r *http.Request, st *reqState, _ httprouter.Params) {
+	if err := parseQuery(r.URL.RawQuery).err(); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	nc, err := decodeNewClient(w, r)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	release, err := s.acquire(r, st)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	defer release()
+	c, err := s.store(st.Key.Mode).CreateClient(r.Context(), st.Key.CompanyID, nc)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	w.Header().Set("Location", apiPrefix+"/clients/"+c.ID)
+	writeJSON(w, http.StatusCreated, c)
+}
+
+// withData runs one database call for the caller's company in the key's
+// mode, within the in-flight cap, and writes its result or its error.
+func (s *Server) withData(w http.ResponseWriter, r *http.Request, st *reqState, call func(Store) (any, error), status int) {
+	release, err := s.acquire(r, st)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	v, err := call(s.store(st.Key.Mode))
+	release()
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, status, v)
+}
+
+func (s *Server) acquire(r *http.Request, st *reqState) (func(), error) {
+	if s.guard == nil {
+		return func() {}, nil
+	}
+	return s.guard.Acquire(r.Context(), st.Key.CompanyID)
+}
+
+// writeJSON writes v as the response body with an exact Content-Length.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, `{"code":"internal_error"}`, http.StatusInternalServerError)
+		return
+	}
+	b = append(b, '\n')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,286 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/tenants"
+)
+
+const (
+	coA = gendata.DemoCompanyA
+	coB = gendata.DemoCompanyB
+	coS = gendata.DemoCompanySuspended
+)
+
+// world is one platform (live and sandbox PostgreSQL databases with the demo
+// data, one Redis prefix) that any number of gateway instances share.
+type world struct {
+	t          *testing.T
+	live, test string // database URLs
+	rdb        *redis.Client
+	prefix     string
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	ctx := context.Background()
+	w := &world{t: t, live: testenv.Postgres(t), test: testenv.Postgres(t)}
+	w.rdb, w.prefix = testenv.Redis(t)
+	for _, u := range []string{w.live, w.test} {
+		if err := backend.ApplySchema(ctx, u); err != nil {
+			t.Fatalf("schema: %v", err)
+		}
+	}
+	if _, err := gendata.LoadSmall(ctx, w.live, w.test, 7); err != nil {
+		t.Fatalf("demo data: %v", err)
+	}
+	return w
+}
+
+// instance is one running gateway: its own stores, caches and listeners.
+type instance struct {
+	srv        *gateway.Server
+	pub, admin *httptest.Server
+	keys       *authz.Keyring
+	limiter    *tenants.Limiter
+	clock      *clock
+	logs       *syncBuffer
+	live, test *backend.Store
+	adminToken string
+}
+
+type instanceOpt func(*instanceConfig)
+
+type instanceConfig struct {
+	redis      redis.UniversalClient
+	liveLimit  tenants.Limit
+	testLimit  tenants.Limit
+	adminToken string
+}
+
+func withRedis(r redis.UniversalClient) instanceOpt {
+	return func(c *instanceConfig) { c.redis = r }
+}
+
+func (w *world) start(opts ...instanceOpt) *instance {
+	t := w.t
+	t.Helper()
+	ctx := context.Background()
+	cfg := instanceConfig{redis: w.rdb, liveLimit: tenants.Limit{Rate: 1000, Burst: 1000},
+		testLimit: tenants.Limit{Rate: 1000, Burst: 1000}, adminToken: "admin-secret-token"}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	in := &instance{clock: &clock{now: time.Now()}, logs: &syncBuffer{}, adminToken: cfg.adminToken}
+	var err error
+	if in.live, err = backend.Open(ctx, backend.Config{URL: w.live}); err != nil {
+		t.Fatal(err)
+	}
+	if in.test, err = backend.Open(ctx, backend.Config{URL: w.test}); err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewJSONHandler(in.logs, nil))
+	in.keys = authz.New(authz.Config{Redis: cfg.redis, Prefix: w.prefix + "authz:", Now: in.clock.Now, Logger: logger})
+	in.limiter = tenants.New(tenants.Config{Redis: cfg.redis, Prefix: w.prefix + "tenants:",
+		LiveDefault: cfg.liveLimit, TestDefault: cfg.testLimit, Logger: logger})
+	in.srv = gateway.New(gateway.Config{Live: in.live, Test: in.test, Keys: in.keys, Limiter: in.limiter,
+		Guard:      tenants.NewGuard(tenants.GuardConfig{}),
+		AdminToken: cfg.adminToken, Logger: logger})
+	in.pub = httptest.NewServer(in.srv.Handler())
+	in.admin = httptest.NewServer(in.srv.AdminHandler())
+	t.Cleanup(func() {
+		in.pub.Close()
+		in.admin.Close()
+		_ = in.keys.Close()
+		in.live.Close()
+		in.test.Close()
+	})
+	return in
+}
+
+// key creates a key through the same path as the admin API and the CLI.
+func (in *instance) key(t *testing.T, company string, mode authz.Mode, scopes string) gateway.KeyView {
+	t.Helper()
+	sc, err := authz.ParseScopes(scopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := in.srv.CreateKey(context.Background(), company, mode, sc, "test")
+	if err != nil {
+		t.Fatalf("create key: %v", err)
+	}
+	return v
+}
+
+const allScopes = "invoices:read,clients:read,clients:write"
+
+// resp is a decoded answer.
+type resp struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (r resp) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("body is not a JSON object: %v: %s", err, r.Body)
+	}
+	return m
+}
+
+// req describes one request; zero fields are left out.
+type req struct {
+	Method, Path, Key, Company, ContentType string
+	Body                                    string
+	Header                                  map[string]string
+}
+
+func do(t *testing.T, base string, q req) resp {
+	t.Helper()
+	if q.Method == "" {
+		q.Method = http.MethodGet
+	}
+	var body io.Reader
+	if q.Body != "" {
+		body = strings.NewReader(q.Body)
+	}
+	r, err := http.NewRequest(q.Method, base+q.Path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Key != "" {
+		r.Header.Set("Authorization", "Bearer "+q.Key)
+	}
+	if q.Company != "" {
+		r.Header.Set("X-Company-Id", q.Company)
+	}
+	if q.ContentType != "" {
+		r.Header.Set("Content-Type", q.ContentType)
+	} else if q.Body != "" {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range q.Header {
+		r.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := resp{Status: res.StatusCode, Header: res.Header, Body: b}
+	checkCommon(t, q, out)
+	return out
+}
+
+// checkCommon asserts what every answer must carry, and the problem shape
+// of every error.
+func checkCommon(t *testing.T, q req, r resp) {
+	t.Helper()
+	if r.Header.Get("X-Request-Id") == "" {
+		t.Errorf("%s %s: no X-Request-Id", q.Method, q.Path)
+	}
+	if r.Status < 400 {
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Errorf("%s %s: error Content-Type %q", q.Method, q.Path, ct)
+	}
+	var p struct {
+		Type, Title, Detail, Code, RequestID string
+		Status                               int
+	}
+	if err := json.Unmarshal(r.Body, &p); err != nil {
+		t.Fatalf("%s %s: problem body: %v: %s", q.Method, q.Path, err, r.Body)
+	}
+	if p.Status != r.Status || p.Type == "" || p.Title == "" || p.Detail == "" || p.Code == "" ||
+		p.RequestID != r.Header.Get("X-Request-Id") {
+		t.Errorf("%s %s: incomplete problem %s", q.Method, q.Path, r.Body)
+	}
+	if strings.Contains(string(r.Body), "igw_") {
+		t.Errorf("%s %s: a problem body mentions a key: %s", q.Method, q.Path, r.Body)
+	}
+}
+
+// expectProblem asserts status and code.
+func expectProblem(t *testing.T, r resp, status int, code string) map[string]any {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status %d, want %d: %s", r.Status, status, r.Body)
+	}
+	m := r.json(t)
+	if m["code"] != code {
+		t.Fatalf("code %v, want %s: %s", m["code"], code, r.Body)
+	}
+	return m
+}
+
+// clock is an adjustable time source.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// syncBuffer collects log lines from concurrent handlers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// deadRedis is a client of a Redis that is not there.
+func deadRedis() *redis.Client {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
+}

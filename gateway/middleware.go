@@ -1,0 +1,168 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/invoicing-ao/gateway/authz"
+)
+
+// Request facts travel in the context under this unexported key. One
+// mutable record per request, made by the outermost middleware, lets inner
+// layers (router, authentication) tell outer ones (access log) what they
+// learned, with a single allocation.
+type ctxKey struct{}
+
+type reqState struct {
+	ID     string
+	Route  string    // the route's pattern, for logs and traces
+	Key    authz.Key // set once the key is verified
+	Authed bool
+	Code   string // the problem code of an error answer
+	Cause  string // the internal cause of a 5xx, for the log only
+}
+
+func stateFrom(ctx context.Context) *reqState {
+	st, _ := ctx.Value(ctxKey{}).(*reqState)
+	if st == nil {
+		return &reqState{}
+	}
+	return st
+}
+
+// saneRequestID accepts a caller's X-Request-Id only when it is short and
+// made of characters that cannot forge log lines or headers.
+func saneRequestID(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
+			c == '-', c == '_', c == '.', c == ':':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// withRequestID gives every request an id, echoed in X-Request-Id.
+func withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !saneRequestID(id) {
+			id = newRequestID()
+		}
+		w.Header().Set("X-Request-Id", id)
+		st := &reqState{ID: id}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, st)))
+	})
+}
+
+// withRecover turns a panic into a 500 problem instead of a dropped connection.
+func withRecover(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				writeProblem(w, r, &Error{Code: "internal_error", Detail: "An internal error occurred.", Err: fmt.Errorf("panic: %v", v)})
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// withSecurityHeaders sets the headers every API response needs: API answers
+// are private to the caller and never to be sniffed as HTML.
+func withSecurityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// statusWriter remembers the status for the access log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	n, err := s.ResponseWriter.Write(b)
+	s.bytes += n
+	return n, err
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// accessLog writes one structured line per request: ids, route, status and
+// latency, never the key secret, the body or the query string (it can hold a
+// search for a person's name or NIF).
+func accessLog(logger *slog.Logger, now func() time.Time) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := now()
+			sw := &statusWriter{ResponseWriter: w}
+			next.ServeHTTP(sw, r)
+			if sw.status == 0 {
+				sw.status = http.StatusOK
+			}
+			st := stateFrom(r.Context())
+			route := st.Route
+			if route == "" {
+				route = "unmatched"
+			}
+			attrs := make([]slog.Attr, 0, 12)
+			attrs = append(attrs,
+				slog.String("requestId", st.ID),
+				slog.String("method", r.Method),
+				slog.String("route", route),
+				slog.Int("status", sw.status),
+				slog.Int("bytes", sw.bytes),
+				slog.Float64("latencyMs", float64(now().Sub(start).Microseconds())/1000),
+			)
+			if st.Code != "" {
+				attrs = append(attrs, slog.String("code", st.Code))
+			}
+			if st.Cause != "" {
+				attrs = append(attrs, slog.String("error", st.Cause))
+			}
+			level := slog.LevelInfo
+			if sw.status >= 500 {
+				level = slog.LevelError
+			}
+			if st.Authed {
+				attrs = append(attrs, slog.String("company", st.Key.CompanyID), slog.String("keyId", st.Key.ID), slog.String("mode", string(st.Key.Mode)))
+			}
+			logger.LogAttrs(r.Context(), level, "request", attrs...)
+		})
+	}
+}

@@ -1,0 +1,161 @@
+package gateway
+
+import (
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Page defaults and bounds (API document 8; defaults and the answer to an
+// oversized pageSize are this gateway's decisions, documented in the README).
+const (
+	defaultPageSize = 20
+	maxPageSize     = 100
+	maxPage         = 1_000_000 // beyond this, offsets would only burn the database
+	maxSearchLen    = 100
+	maxQueryLen     = 2048
+)
+
+// query reads a request's query string strictly: every parameter must be
+// known and given once, so a typo (pagesize=5) is an error, not a silent
+// default.
+type query struct {
+	vals   url.Values
+	errs   []FieldError
+	parsed bool
+}
+
+func parseQuery(raw string, known ...string) *query {
+	q := &query{}
+	if len(raw) > maxQueryLen {
+		q.errs = append(q.errs, FieldError{"query", "is longer than " + strconv.Itoa(maxQueryLen) + " bytes"})
+		return q
+	}
+	vals, err := url.ParseQuery(raw)
+	if err != nil {
+		q.errs = append(q.errs, FieldError{"query", "is not a valid URL query string"})
+		return q
+	}
+	q.vals, q.parsed = vals, true
+	names := make([]string, 0, len(vals))
+	for name := range vals {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if !contains(known, name) {
+			q.errs = append(q.errs, FieldError{name, "is not a known parameter; known: " + strings.Join(known, ", ")})
+		} else if len(vals[name]) > 1 {
+			q.errs = append(q.errs, FieldError{name, "is given more than once"})
+		}
+	}
+	return q
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// get returns a parameter's value and whether it was given (an empty value
+// counts as given, and is then judged by the caller's rules).
+func (q *query) get(name string) (string, bool) {
+	if !q.parsed {
+		return "", false
+	}
+	v, ok := q.vals[name]
+	if !ok || len(v) == 0 {
+		return "", false
+	}
+	return v[0], true
+}
+
+func (q *query) fail(field, msg string) { q.errs = append(q.errs, FieldError{field, msg}) }
+
+// intParam parses an optional integer in [lo, hi].
+func (q *query) intParam(name string, def, lo, hi int) int {
+	s, ok := q.get(name)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		q.fail(name, "must be an integer from "+strconv.Itoa(lo)+" to "+strconv.Itoa(hi))
+		return def
+	}
+	return n
+}
+
+// enumParam parses an optional value from a closed list (exact, upper case as
+// the API document writes them).
+func (q *query) enumParam(name string, allowed ...string) string {
+	s, ok := q.get(name)
+	if !ok {
+		return ""
+	}
+	if !contains(allowed, s) {
+		q.fail(name, "must be one of "+strings.Join(allowed, ", "))
+		return ""
+	}
+	return s
+}
+
+// dateParam parses an optional calendar date YYYY-MM-DD.
+func (q *query) dateParam(name string) string {
+	s, ok := q.get(name)
+	if !ok {
+		return ""
+	}
+	if _, err := time.Parse("2006-01-02", s); err != nil || len(s) != 10 {
+		q.fail(name, "must be a date YYYY-MM-DD")
+		return ""
+	}
+	return s
+}
+
+func (q *query) page() (page, size int) {
+	return q.intParam("page", 1, 1, maxPage), q.intParam("pageSize", defaultPageSize, 1, maxPageSize)
+}
+
+// err is the accumulated validation error, or nil.
+func (q *query) err() error {
+	if len(q.errs) == 0 {
+		return nil
+	}
+	return &Error{Code: "invalid_parameter", Detail: "One or more query parameters are invalid.", Fields: q.errs}
+}
+
+// searchParam is free text, trimmed, bounded, valid UTF-8 without control
+// characters; it is data for a bound SQL parameter, never SQL.
+func (q *query) searchParam(name string) string {
+	s, ok := q.get(name)
+	if !ok {
+		return ""
+	}
+	s = strings.TrimSpace(s)
+	switch {
+	case !utf8.ValidString(s) || hasControl(s):
+		q.fail(name, "must be text without control characters")
+		return ""
+	case utf8.RuneCountInString(s) > maxSearchLen:
+		q.fail(name, "must be at most "+strconv.Itoa(maxSearchLen)+" characters")
+		return ""
+	}
+	return s
+}
+
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,178 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/tenants"
+)
+
+// Error is the gateway's one error type: what the caller is told. Every
+// failure is turned into one (by problemFor) and written by writeProblem, so
+// statuses, codes and bodies are decided in this file only.
+type Error struct {
+	Code       string       // stable, machine-readable; a key of problemCodes
+	Detail     string       // human-readable, safe to show the caller
+	Fields     []FieldError // validation errors, when Code is invalid_*
+	RetryAfter time.Duration
+	Allow      string            // for method_not_allowed
+	Checks     map[string]string // for not_ready: each dependency's state
+	Err        error             // cause, logged, never shown
+}
+
+// FieldError names one invalid input and why.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Code + ": " + e.Detail + ": " + e.Err.Error()
+	}
+	return e.Code + ": " + e.Detail
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// problemCode is one row of the table of errors the API can answer with.
+type problemCode struct {
+	Status int
+	Title  string
+}
+
+// problemCodes is every code the API documents. Tests check each is produced.
+var problemCodes = map[string]problemCode{
+	"invalid_parameter":          {http.StatusBadRequest, "Invalid query parameter"},
+	"invalid_body":               {http.StatusBadRequest, "Invalid request body"},
+	"missing_company_id":         {http.StatusBadRequest, "Missing X-Company-Id header"},
+	"missing_api_key":            {http.StatusUnauthorized, "Missing API key"},
+	"invalid_api_key":            {http.StatusUnauthorized, "Invalid API key"},
+	"company_mismatch":           {http.StatusForbidden, "Key does not belong to this company"},
+	"company_suspended":          {http.StatusForbidden, "Company suspended"},
+	"insufficient_scope":         {http.StatusForbidden, "Insufficient scope"},
+	"not_found":                  {http.StatusNotFound, "Resource not found"},
+	"route_not_found":            {http.StatusNotFound, "Route not found"},
+	"method_not_allowed":         {http.StatusMethodNotAllowed, "Method not allowed"},
+	"nif_conflict":               {http.StatusConflict, "NIF already registered"},
+	"body_too_large":             {http.StatusRequestEntityTooLarge, "Request body too large"},
+	"unsupported_media_type":     {http.StatusUnsupportedMediaType, "Unsupported media type"},
+	"rate_limit_live":            {http.StatusTooManyRequests, "LIVE rate limit exceeded"},
+	"rate_limit_test":            {http.StatusTooManyRequests, "TEST rate limit exceeded"},
+	"concurrency_limit":          {http.StatusTooManyRequests, "Too many requests in flight"},
+	"database_unavailable":       {http.StatusServiceUnavailable, "Database unavailable"},
+	"authentication_unavailable": {http.StatusServiceUnavailable, "Key verification unavailable"},
+	"internal_error":             {http.StatusInternalServerError, "Internal server error"},
+	"unauthorized_admin":         {http.StatusUnauthorized, "Admin token required"},
+	"admin_disabled":             {http.StatusServiceUnavailable, "Admin API disabled"},
+	"key_limit_reached":          {http.StatusConflict, "Active key limit reached"},
+	"unknown_company":            {http.StatusUnprocessableEntity, "Unknown company"},
+	"not_ready":                  {http.StatusServiceUnavailable, "Not ready"},
+}
+
+// problemFor maps any error to the Error the caller sees. It is the one place
+// that knows which package's error means which status.
+func problemFor(err error) *Error {
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.Is(err, backend.ErrNotFound), errors.Is(err, authz.ErrNotFound):
+		return &Error{Code: "not_found", Detail: "No such resource.", Err: err}
+	case errors.Is(err, backend.ErrNIFConflict):
+		return &Error{Code: "nif_conflict", Detail: "A client with this NIF already exists in the company.", Err: err}
+	case errors.Is(err, backend.ErrUnavailable):
+		return &Error{Code: "database_unavailable", Detail: "The database is unavailable; retry later.", RetryAfter: time.Second, Err: err}
+	case errors.Is(err, backend.ErrInvalid):
+		return &Error{Code: "invalid_parameter", Detail: "Invalid parameter.", Err: err}
+	case errors.Is(err, authz.ErrInvalidKey):
+		return &Error{Code: "invalid_api_key", Detail: "The API key is malformed, unknown or revoked.", Err: err}
+	case errors.Is(err, authz.ErrUnavailable):
+		return &Error{Code: "authentication_unavailable", Detail: "The key cannot be verified right now; retry later. Your key was not rejected.", RetryAfter: time.Second, Err: err}
+	case errors.Is(err, authz.ErrWrongCompany):
+		return &Error{Code: "company_mismatch", Detail: "The API key does not belong to the company in X-Company-Id.", Err: err}
+	case errors.Is(err, authz.ErrMissingScope):
+		return &Error{Code: "insufficient_scope", Detail: "The API key lacks the scope this operation needs.", Err: err}
+	case errors.Is(err, authz.ErrKeyLimit):
+		return &Error{Code: "key_limit_reached", Detail: "The company already has the maximum number of active keys.", Err: err}
+	case errors.Is(err, authz.ErrUnknownScope), errors.Is(err, authz.ErrInvalidMode),
+		errors.Is(err, authz.ErrInvalidCompany), errors.Is(err, authz.ErrInvalidName),
+		errors.Is(err, tenants.ErrInvalidLimit), errors.Is(err, tenants.ErrInvalidMode):
+		return &Error{Code: "invalid_body", Detail: err.Error(), Err: err}
+	case errors.Is(err, tenants.ErrBusy):
+		return &Error{Code: "concurrency_limit", Detail: "Too many requests of this company are in flight; retry shortly.", RetryAfter: time.Second, Err: err}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &Error{Code: "database_unavailable", Detail: "The request timed out; retry later.", RetryAfter: time.Second, Err: err}
+	default:
+		return &Error{Code: "internal_error", Detail: "An internal error occurred.", Err: err}
+	}
+}
+
+// problemBody is the RFC 9457 body.
+type problemBody struct {
+	Type      string            `json:"type"`
+	Title     string            `json:"title"`
+	Status    int               `json:"status"`
+	Detail    string            `json:"detail"`
+	Code      string            `json:"code"`
+	RequestID string            `json:"requestId"`
+	Errors    []FieldError      `json:"errors,omitempty"`
+	Checks    map[string]string `json:"checks,omitempty"`
+}
+
+// problemTypeBase is where each code is explained (the portal's errors guide).
+const problemTypeBase = "/api/docs/errors#"
+
+// writeProblem writes err as application/problem+json, with the headers its
+// code calls for, and logs the cause of server-side failures.
+func writeProblem(w http.ResponseWriter, r *http.Request, err error) {
+	p := problemFor(err)
+	pc, ok := problemCodes[p.Code]
+	if !ok {
+		pc = problemCodes["internal_error"]
+		p = &Error{Code: "internal_error", Detail: "An internal error occurred.", Err: err}
+	}
+	// The access log reports the code, and the cause of server-side failures.
+	st := stateFrom(r.Context())
+	st.Code = p.Code
+	if pc.Status >= 500 && p.Err != nil {
+		st.Cause = p.Err.Error()
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	switch {
+	case pc.Status == http.StatusUnauthorized && p.Code != "unauthorized_admin":
+		h.Set("WWW-Authenticate", `Bearer realm="invoicing-api"`)
+	case pc.Status == http.StatusMethodNotAllowed:
+		h.Set("Allow", p.Allow)
+	}
+	if p.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(ceilSeconds(p.RetryAfter)))
+	}
+	w.WriteHeader(pc.Status)
+	_ = json.NewEncoder(w).Encode(problemBody{
+		Type: problemTypeBase + p.Code, Title: pc.Title, Status: pc.Status,
+		Detail: p.Detail, Code: p.Code, RequestID: st.ID, Errors: p.Fields, Checks: p.Checks,
+	})
+}
+
+// ceilSeconds rounds up to whole seconds, at least 1: a client told to retry
+// after 0 seconds would retry at once and be refused again.
+func ceilSeconds(d time.Duration) int {
+	s := int((d + time.Second - 1) / time.Second)
+	if s < 1 {
+		return 1
+	}
+	return s
+}
+
+// Problem is what the caller would be told of err: the CLI uses it to speak
+// the same language as the API.
+func Problem(err error) *Error { return problemFor(err) }
