@@ -13,6 +13,6 @@ import (
 	_ "go.opentelemetry.io/otel/sdk/trace"
 	_ "go.opentelemetry.io/otel/sdk/trace/tracetest"
 	_ "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	_ "sigs.k8s.io/yaml"
 	_ "k8s.io/api/apps/v1"
+	_ "sigs.k8s.io/yaml"
 )
