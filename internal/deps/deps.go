@@ -14,5 +14,7 @@ import (
 	_ "go.opentelemetry.io/otel/sdk/trace/tracetest"
 	_ "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	_ "k8s.io/api/apps/v1"
+	_ "sigs.k8s.io/kustomize/api/krusty"
+	_ "sigs.k8s.io/kustomize/kyaml/filesys"
 	_ "sigs.k8s.io/yaml"
 )
