@@ -140,17 +140,20 @@ func (s *Store) ListInvoices(ctx context.Context, companyID string, f InvoiceFil
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 
-	// An exact total costs a scan of every match: ~40 ms for a company with a
-	// million documents, where the page itself takes well under 1 ms.
-	count := s.d.rebind("SELECT count(*) FROM documents d\nWHERE " + w.sql())
-	if err := s.queryOne(ctx, count, w.args, &page.Total); err != nil {
-		return Page[Invoice]{}, s.fail(ctx, "count invoices", err)
+	// The total of a large list may come from the count cache (counts.go).
+	if page.Total, err = s.listTotal(ctx, "count invoices", "documents d", w); err != nil {
+		return Page[Invoice]{}, err
 	}
 	if pastEnd(f.Page, f.PageSize, page.Total) {
 		return page, nil
 	}
-	q := s.d.rebind("SELECT " + invoiceCols(s.d) + "\nFROM documents d\nWHERE " + w.sql() +
-		"\nORDER BY d.issued_at DESC NULLS FIRST, d.id DESC\nLIMIT ? OFFSET ?")
+	// A deferred join: the OFFSET skips entries of an index that holds the
+	// order and the filter's columns (schema/indexes.sql; an index-only scan),
+	// and only the page's rows are read from the table. Page 10,000 of a
+	// million documents takes ~0.2 s this way instead of ~10 s.
+	q := s.d.rebind("SELECT " + invoiceCols(s.d) + "\nFROM documents d\nJOIN (SELECT d.id FROM documents d\nWHERE " + w.sql() +
+		"\nORDER BY d.issued_at DESC NULLS FIRST, d.id DESC\nLIMIT ? OFFSET ?) p ON p.id = d.id" +
+		"\nORDER BY d.issued_at DESC NULLS FIRST, d.id DESC")
 	args := append(w.args, f.PageSize, (f.Page-1)*f.PageSize)
 	rows, err := s.db.query(ctx, q, args...)
 	if err != nil {

@@ -20,8 +20,16 @@ type Config struct {
 	// statement_timeout); zero means 2s. A caller's earlier deadline wins.
 	QueryTimeout time.Duration
 	// Now is the clock that decides "today" for the derived OVERDUE status and
-	// stamps created clients; nil means time.Now.
+	// stamps created clients, and ages kept totals; nil means time.Now.
 	Now func() time.Time
+	// TotalMaxAge bounds how old the total of a large list may be: lists
+	// matching at least ExactTotalBelow rows are counted at most once per
+	// TotalMaxAge/2 and their total is never served older than TotalMaxAge
+	// (counts.go). Zero means 10s; negative means every total is exact.
+	TotalMaxAge time.Duration
+	// ExactTotalBelow is the size under which a list is counted on every
+	// request; zero means 10,000.
+	ExactTotalBelow int64
 }
 
 // Store serves the API's resources from one database. It is safe for
@@ -32,6 +40,7 @@ type Store struct {
 	q       queries
 	timeout time.Duration
 	now     func() time.Time
+	counts  *countCache
 }
 
 // dbConn is the little the Store needs of a driver; pgx and database/sql each
@@ -70,7 +79,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Store{timeout: cfg.QueryTimeout, now: cfg.Now}
+	if cfg.TotalMaxAge == 0 {
+		cfg.TotalMaxAge = defaultTotalMaxAge
+	}
+	if cfg.ExactTotalBelow <= 0 {
+		cfg.ExactTotalBelow = defaultExactTotalBelow
+	}
+	s := &Store{timeout: cfg.QueryTimeout, now: cfg.Now,
+		counts: newCountCache(cfg.TotalMaxAge, cfg.ExactTotalBelow, cfg.Now)}
 	var err error
 	switch {
 	case isPostgresURL(cfg.URL):

@@ -13,13 +13,18 @@ CREATE INDEX IF NOT EXISTS gw_documents_company_order_idx
     ON documents (company_id, issued_at DESC NULLS FIRST, id DESC);
 
 -- List invoices filtered by type (and optionally dates), in the same order.
+-- The included columns let a type+status filter, its count and a deep page's
+-- OFFSET be answered from the index alone (no table row per skipped entry:
+-- 13k drafts come first in this order for the large company).
 CREATE INDEX IF NOT EXISTS gw_documents_company_type_order_idx
-    ON documents (company_id, doc_type, issued_at DESC NULLS FIRST, id DESC);
+    ON documents (company_id, doc_type, issued_at DESC NULLS FIRST, id DESC)
+    INCLUDE (state, due_date);
 
--- List invoices filtered by status (ISSUED/OVERDUE also compare due_date).
+-- List invoices filtered by status (ISSUED/OVERDUE also compare due_date),
+-- optionally with a type, in the same order; index-only, as above.
 CREATE INDEX IF NOT EXISTS gw_documents_company_state_order_idx
     ON documents (company_id, state, issued_at DESC NULLS FIRST, id DESC)
-    INCLUDE (due_date);
+    INCLUDE (due_date, doc_type);
 
 -- List clients: newest first, ties by id; only live customers are listed.
 CREATE INDEX IF NOT EXISTS gw_customers_company_order_idx
