@@ -30,7 +30,20 @@ type posCache struct {
 	s        [shards]struct {
 		mu sync.RWMutex
 		m  map[digest]*entry
+		// hits is per shard so that parallel hits on different keys do not
+		// all write one cache line.
+		hits atomic.Uint64
 	}
+}
+
+// hit counts a cache hit for Stats.
+func (c *posCache) hit(d *digest) { c.s[shardOf(d)].hits.Add(1) }
+
+func (c *posCache) hitCount() (n uint64) {
+	for i := range c.s {
+		n += c.s[i].hits.Load()
+	}
+	return n
 }
 
 func newPosCache(size int) *posCache {

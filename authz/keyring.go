@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config configures a Keyring. Every zero value has a working default.
@@ -51,6 +52,8 @@ type Config struct {
 	Now func() time.Time
 	// Logger; nil means slog.Default(). Secrets are never logged.
 	Logger *slog.Logger
+	// TracerProvider makes Verify's spans; nil means otel's global one.
+	TracerProvider trace.TracerProvider
 }
 
 const (
@@ -83,6 +86,8 @@ type Keyring struct {
 	wg          sync.WaitGroup
 	closeOnce   sync.Once
 	pubsubReady chan struct{} // closed once subscribed (or never subscribing)
+	tracer      trace.Tracer
+	stats       cacheCounters
 }
 
 type touch struct {
@@ -117,6 +122,7 @@ func New(cfg Config) *Keyring {
 		touches:     make(chan touch, 1024),
 		done:        make(chan struct{}),
 		pubsubReady: make(chan struct{}),
+		tracer:      tracerOf(cfg.TracerProvider),
 	}
 	if k.now == nil {
 		k.now = time.Now
@@ -169,9 +175,19 @@ func (k *Keyring) Ping(ctx context.Context) error {
 // created a moment ago works at once on every instance: its digest comes
 // from 256 fresh random bits, so no negative cache can have seen it.
 func (k *Keyring) Verify(ctx context.Context, secret string) (Key, error) {
+	if trace.SpanFromContext(ctx).IsRecording() {
+		return k.verifyTraced(ctx, secret)
+	}
+	key, _, err := k.verify(ctx, secret)
+	return key, err
+}
+
+// verify is Verify, also telling how the cache answered (for spans and
+// Stats).
+func (k *Keyring) verify(ctx context.Context, secret string) (Key, cacheOutcome, error) {
 	mode, ok := secretMode(secret)
 	if !ok {
-		return Key{}, ErrInvalidKey
+		return Key{}, cacheSkipped, ErrInvalidKey
 	}
 	// A fixed-size copy on the stack: []byte(secret) would allocate.
 	var buf [SecretLength]byte
@@ -180,24 +196,37 @@ func (k *Keyring) Verify(ctx context.Context, secret string) (Key, error) {
 	now := k.now().UnixNano()
 	if e := k.pos.get(&d); e != nil {
 		if now-e.verified < k.cacheTTL {
+			k.pos.hit(&d)
 			k.touch(e, &d, now)
-			return e.key, nil
+			return e.key, cacheHit, nil
 		}
 	} else if k.neg.has(&d, now) {
-		return Key{}, ErrInvalidKey
+		k.stats.negative.Add(1)
+		return Key{}, cacheNegative, ErrInvalidKey
 	}
-	key, err := k.flight.do(ctx, &d, func() (Key, error) { return k.fetch(ctx, &d, mode, now) })
+	// Callers sharing another's fetch count as misses, even when that fetch
+	// was answered from the stale copy: only its leader knows.
+	outcome := cacheMiss
+	key, err := k.flight.do(ctx, &d, func() (Key, error) {
+		key, stale, err := k.fetch(ctx, &d, mode, now)
+		if stale {
+			outcome = cacheStale
+		}
+		return key, err
+	})
+	k.stats.count(outcome)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return Key{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+			return Key{}, outcome, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
-		return Key{}, err
+		return Key{}, outcome, err
 	}
-	return key, nil
+	return key, outcome, nil
 }
 
-// fetch asks Redis for the digest's record and updates the caches.
-func (k *Keyring) fetch(ctx context.Context, d *digest, mode Mode, now int64) (Key, error) {
+// fetch asks Redis for the digest's record and updates the caches. stale is
+// true when Redis failed and the copy in memory answered.
+func (k *Keyring) fetch(ctx context.Context, d *digest, mode Mode, now int64) (key Key, stale bool, err error) {
 	// The caller's cancellation must not fail the other callers sharing
 	// this fetch; the timeout bounds it instead.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.timeout)
@@ -209,9 +238,9 @@ func (k *Keyring) fetch(ctx context.Context, d *digest, mode Mode, now int64) (K
 		}
 		if e := k.pos.get(d); e != nil && now-e.verified <= k.staleTTL {
 			k.touch(e, d, now)
-			return e.key, nil
+			return e.key, true, nil
 		}
-		return Key{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return Key{}, false, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if k.degraded.CompareAndSwap(true, false) {
 		k.log.Info("authz: Redis reachable again")
@@ -223,12 +252,12 @@ func (k *Keyring) fetch(ctx context.Context, d *digest, mode Mode, now int64) (K
 	if err != nil || !found || key.State != StateActive || key.Mode != mode {
 		k.pos.drop(d)
 		k.neg.add(d, now+k.negTTL, now)
-		return Key{}, ErrInvalidKey
+		return Key{}, false, ErrInvalidKey
 	}
 	e := &entry{key: key, verified: now}
 	k.pos.put(d, e)
 	k.touch(e, d, now)
-	return key, nil
+	return key, false, nil
 }
 
 // touch queues a last-used write at most once per TouchEvery per key. It

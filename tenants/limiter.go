@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ErrInvalidCompany is returned for an empty company ID, which would make the
@@ -30,6 +31,8 @@ type Config struct {
 	RetryEvery   time.Duration    // while in fallback, how often one request probes Redis again; zero means 1s
 	Now          func() time.Time // nil means time.Now (used by the local fallback and tests)
 	Logger       *slog.Logger     // nil means slog.Default()
+	// TracerProvider makes Allow's spans; nil means otel's global one.
+	TracerProvider trace.TracerProvider
 }
 
 func (c Config) withDefaults() Config {
@@ -96,6 +99,7 @@ type Limiter struct {
 	now        func() time.Time
 	log        *slog.Logger
 
+	tracer    trace.Tracer
 	fallback  atomic.Bool
 	nextProbe atomic.Int64 // unix ns after which one request may try Redis again
 
@@ -118,6 +122,7 @@ func New(cfg Config) *Limiter {
 		now:        cfg.Now,
 		log:        cfg.Logger,
 		states:     newStates(),
+		tracer:     tracerOf(cfg.TracerProvider),
 	}
 	for _, m := range [...]mode{live, test} {
 		d := l.defaults[m]
@@ -147,6 +152,13 @@ func contextTimeoutEnabled(c redis.UniversalClient) bool {
 // means invalid arguments, or that ctx ended: the caller gave up, which says
 // nothing about Redis.
 func (l *Limiter) Allow(ctx context.Context, companyID, modeName string) (Decision, error) {
+	if trace.SpanFromContext(ctx).IsRecording() {
+		return l.allowTraced(ctx, companyID, modeName)
+	}
+	return l.allow(ctx, companyID, modeName)
+}
+
+func (l *Limiter) allow(ctx context.Context, companyID, modeName string) (Decision, error) {
 	m, err := parseMode(modeName)
 	if err != nil {
 		return Decision{}, err

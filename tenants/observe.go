@@ -1,0 +1,44 @@
+package tenants
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+const tracerName = "github.com/invoicing-ao/gateway/tenants"
+
+func tracerOf(tp trace.TracerProvider) trace.Tracer {
+	if tp == nil {
+		return otel.Tracer(tracerName)
+	}
+	return tp.Tracer(tracerName)
+}
+
+// allowTraced is Allow inside a "ratelimit.Allow" span, made only under a
+// recording parent so that untraced requests pay nothing for it. The span
+// says what was decided and who decided it (Redis, or this instance's
+// fallback); the company is the server span's business.
+func (l *Limiter) allowTraced(ctx context.Context, companyID, modeName string) (Decision, error) {
+	ctx, span := l.tracer.Start(ctx, "ratelimit.Allow")
+	defer span.End()
+	d, err := l.allow(ctx, companyID, modeName)
+	if err != nil {
+		span.SetStatus(codes.Error, "no decision")
+		return d, err
+	}
+	source := "redis"
+	if d.Local {
+		source = "local"
+	}
+	span.SetAttributes(
+		attribute.Bool("ratelimit.allowed", d.Allowed),
+		attribute.String("ratelimit.source", source),
+		attribute.String("ratelimit.mode", modeName),
+		attribute.Int("ratelimit.remaining", max(d.Remaining, 0)),
+	)
+	return d, nil
+}

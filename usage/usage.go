@@ -1,0 +1,294 @@
+// Package usage counts each company's API requests per day, mode and status
+// class, in Redis, for the platform team and the company's own dashboard.
+// Counting is in memory on the request path; one pipelined batch a second
+// writes the counts to Redis, so Redis sees one round trip per second per
+// instance, not one per request. It knows nothing of HTTP or API keys.
+package usage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	_ "time/tzdata" // Africa/Luanda must resolve on hosts without tzdata
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrUnavailable wraps the error of a Redis that cannot answer.
+var ErrUnavailable = errors.New("usage: Redis unavailable")
+
+// ErrInvalidCompany is returned by Days for an empty company id or one that
+// would break the key's hash tag.
+var ErrInvalidCompany = errors.New("usage: invalid company id")
+
+// Config configures a Counter. Every zero value has a working default.
+type Config struct {
+	// Redis keeps the counts; required. Each company's days share one hash
+	// slot (the company id is the hash tag).
+	Redis redis.UniversalClient
+	// Prefix starts every key; zero means "usage:". No braces.
+	Prefix string
+	// FlushEvery is how often counts are written; zero means 1s.
+	FlushEvery time.Duration
+	// TTL is how long a day's counts are kept; zero means 400 days (a year
+	// and its comparison month).
+	TTL time.Duration
+	// MaxPending bounds the distinct counters held in memory (while Redis
+	// fails, they wait for the next flush); zero means 100,000. Counts past
+	// it are dropped, and the drop is logged.
+	MaxPending int
+	// Now is the clock that decides the day; nil means time.Now.
+	Now func() time.Time
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Day boundaries are Luanda's, like every date of the API.
+var luanda = func() *time.Location {
+	if loc, err := time.LoadLocation("Africa/Luanda"); err == nil {
+		return loc
+	}
+	return time.FixedZone("WAT", 3600)
+}()
+
+// counter identifies one count: a company's requests on a day, in a mode,
+// of a status class.
+type counter struct {
+	company string
+	day     int64 // days since 1970-01-01 in Luanda
+	mode    uint8 // index in modes
+	class   uint8 // status / 100
+}
+
+var modes = [...]string{"LIVE", "TEST"}
+
+// Counter counts requests. It is safe for concurrent use; Close flushes.
+type Counter struct {
+	rdb        redis.UniversalClient
+	prefix     string
+	every, ttl time.Duration
+	max        int
+	now        func() time.Time
+	log        *slog.Logger
+
+	mu      sync.Mutex
+	pending map[counter]int64
+	dropped int64
+
+	flushMu   sync.Mutex // one flush at a time
+	done      chan struct{}
+	stopped   chan struct{}
+	closeOnce sync.Once
+}
+
+// New returns a Counter and starts its flushing goroutine.
+func New(cfg Config) *Counter {
+	if cfg.Redis == nil {
+		panic("usage: Config.Redis is required")
+	}
+	if strings.ContainsAny(cfg.Prefix, "{}") {
+		panic("usage: Config.Prefix must not contain braces")
+	}
+	c := &Counter{
+		rdb: cfg.Redis, prefix: cfg.Prefix, every: cfg.FlushEvery, ttl: cfg.TTL, max: cfg.MaxPending,
+		now: cfg.Now, log: cfg.Logger, pending: make(map[counter]int64),
+		done: make(chan struct{}), stopped: make(chan struct{}),
+	}
+	if c.prefix == "" {
+		c.prefix = "usage:"
+	}
+	if c.every <= 0 {
+		c.every = time.Second
+	}
+	if c.ttl <= 0 {
+		c.ttl = 400 * 24 * time.Hour
+	}
+	if c.max <= 0 {
+		c.max = 100_000
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	go c.loop()
+	return c
+}
+
+func dayOf(t time.Time) int64 {
+	_, off := t.In(luanda).Zone()
+	return (t.Unix() + int64(off)) / 86400
+}
+
+func dateOf(day int64) string { return time.Unix(day*86400, 0).UTC().Format(time.DateOnly) }
+
+// Add counts one request of the company in the mode ("LIVE" or "TEST") that
+// was answered with status. It never blocks on Redis.
+func (c *Counter) Add(companyID, mode string, status int) {
+	var m uint8
+	switch mode {
+	case "LIVE":
+	case "TEST":
+		m = 1
+	default:
+		return
+	}
+	if companyID == "" || status < 100 || status > 599 || strings.ContainsAny(companyID, "{}") {
+		return
+	}
+	k := counter{company: companyID, day: dayOf(c.now()), mode: m, class: uint8(status / 100)}
+	c.mu.Lock()
+	if _, ok := c.pending[k]; !ok && len(c.pending) >= c.max {
+		c.dropped++
+	} else {
+		c.pending[k]++
+	}
+	c.mu.Unlock()
+}
+
+func (c *Counter) loop() {
+	defer close(c.stopped)
+	t := time.NewTicker(c.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), max(c.every, 2*time.Second))
+			if err := c.Flush(ctx); err != nil {
+				c.log.Warn("usage: flush failed; counts kept for the next one", "error", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// key is the Redis hash of a company's day; fields are "LIVE:2xx" etc.
+func (c *Counter) key(company string, day int64) string {
+	return c.prefix + "{" + company + "}:" + dateOf(day)
+}
+
+func field(mode, class uint8) string { return modes[mode] + ":" + strconv.Itoa(int(class)) + "xx" }
+
+// Flush writes the pending counts in one pipeline. Counts whose command
+// failed are kept for the next flush; a reply lost after Redis applied a
+// command can therefore count it twice, which is preferred to losing the
+// counts of every Redis hiccup.
+func (c *Counter) Flush(ctx context.Context) error {
+	c.flushMu.Lock()
+	defer c.flushMu.Unlock()
+	c.mu.Lock()
+	batch, dropped := c.pending, c.dropped
+	c.pending, c.dropped = make(map[counter]int64, len(batch)), 0
+	c.mu.Unlock()
+	if dropped > 0 {
+		c.log.Warn("usage: too many distinct counters pending; counts dropped", "dropped", dropped)
+	}
+	if len(batch) == 0 {
+		return nil
+	}
+	type sent struct {
+		k   counter
+		n   int64
+		cmd *redis.IntCmd
+	}
+	pipe := c.rdb.Pipeline()
+	cmds := make([]sent, 0, len(batch))
+	expiring := make(map[string]bool)
+	for k, n := range batch {
+		key := c.key(k.company, k.day)
+		cmds = append(cmds, sent{k, n, pipe.HIncrBy(ctx, key, field(k.mode, k.class), n)})
+		if !expiring[key] {
+			expiring[key] = true
+			pipe.Expire(ctx, key, c.ttl)
+		}
+	}
+	_, err := pipe.Exec(ctx)
+	if err == nil {
+		return nil
+	}
+	c.mu.Lock()
+	for _, s := range cmds {
+		if s.cmd.Err() != nil {
+			if _, ok := c.pending[s.k]; !ok && len(c.pending) >= c.max {
+				c.dropped += s.n
+				continue
+			}
+			c.pending[s.k] += s.n
+		}
+	}
+	c.mu.Unlock()
+	return fmt.Errorf("%w: flush: %w", ErrUnavailable, err)
+}
+
+// Close stops the periodic flush and flushes what is pending, within ctx.
+func (c *Counter) Close(ctx context.Context) error {
+	c.closeOnce.Do(func() { close(c.done) })
+	<-c.stopped
+	if err := c.Flush(ctx); err != nil {
+		c.log.Warn("usage: final flush failed; these counts are lost", "error", err)
+		return err
+	}
+	return nil
+}
+
+// Day is one day of a company's usage: requests by status class ("2xx",
+// "4xx", ...) for each mode.
+type Day struct {
+	Date  string           `json:"date"` // YYYY-MM-DD in Luanda
+	Total int64            `json:"total"`
+	Live  map[string]int64 `json:"live"`
+	Test  map[string]int64 `json:"test"`
+}
+
+// MaxDays bounds a Days query.
+const MaxDays = 400
+
+// Days returns the company's usage on the last n days (1 to MaxDays), oldest
+// first, today included; counts of the last FlushEvery may not be there yet.
+func (c *Counter) Days(ctx context.Context, companyID string, n int) ([]Day, error) {
+	if companyID == "" || strings.ContainsAny(companyID, "{}") {
+		return nil, ErrInvalidCompany
+	}
+	if n < 1 || n > MaxDays {
+		return nil, fmt.Errorf("usage: days must be 1 to %d", MaxDays)
+	}
+	today := dayOf(c.now())
+	pipe := c.rdb.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, n)
+	for i := range n {
+		cmds[i] = pipe.HGetAll(ctx, c.key(companyID, today-int64(n-1-i)))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("%w: read: %w", ErrUnavailable, err)
+	}
+	out := make([]Day, n)
+	for i, cmd := range cmds {
+		d := Day{Date: dateOf(today - int64(n-1-i)), Live: map[string]int64{}, Test: map[string]int64{}}
+		for f, v := range cmd.Val() {
+			mode, class, ok := strings.Cut(f, ":")
+			count, err := strconv.ParseInt(v, 10, 64)
+			if !ok || err != nil {
+				continue
+			}
+			switch mode {
+			case "LIVE":
+				d.Live[class] += count
+			case "TEST":
+				d.Test[class] += count
+			default:
+				continue
+			}
+			d.Total += count
+		}
+		out[i] = d
+	}
+	return out, nil
+}
