@@ -6,26 +6,11 @@ import (
 	"strconv"
 
 	"github.com/julienschmidt/httprouter"
-
-	"github.com/invoicing-ao/gateway/backend"
-)
-
-var (
-	invoiceStatuses = []string{"DRAFT", "ISSUED", "PAID", "CANCELLED", "OVERDUE"}
-	invoiceTypes    = []string{"FT", "FR", "FS", "NC", "ND", "PF"}
 )
 
 func (s *Server) listInvoices(w http.ResponseWriter, r *http.Request, st *reqState, _ httprouter.Params) {
-	q := parseQuery(r.URL.RawQuery, "page", "pageSize", "status", "type", "from", "to")
-	var f backend.InvoiceFilter
-	f.Page, f.PageSize = q.page()
-	f.Status = q.enumParam("status", invoiceStatuses...)
-	f.Type = q.enumParam("type", invoiceTypes...)
-	f.From, f.To = q.dateParam("from"), q.dateParam("to")
-	if f.From != "" && f.To != "" && f.From > f.To {
-		q.fail("to", "must not be before from")
-	}
-	if err := q.err(); err != nil {
+	f, err := invoiceFilter(r.URL.RawQuery)
+	if err != nil {
 		writeProblem(w, r, err)
 		return
 	}
@@ -46,11 +31,8 @@ func (s *Server) getInvoice(w http.ResponseWriter, r *http.Request, st *reqState
 }
 
 func (s *Server) listClients(w http.ResponseWriter, r *http.Request, st *reqState, _ httprouter.Params) {
-	q := parseQuery(r.URL.RawQuery, "page", "pageSize", "search")
-	var f backend.ClientFilter
-	f.Page, f.PageSize = q.page()
-	f.Search = q.searchParam("search")
-	if err := q.err(); err != nil {
+	f, err := clientFilter(r.URL.RawQuery)
+	if err != nil {
 		writeProblem(w, r, err)
 		return
 	}

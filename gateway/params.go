@@ -6,7 +6,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
+
+	"github.com/invoicing-ao/gateway/backend"
 )
 
 // Page defaults and bounds (API document 8; defaults and the answer to an
@@ -151,11 +154,41 @@ func (q *query) searchParam(name string) string {
 	return s
 }
 
+// hasControl reports C0 and C1 control characters: C1 ones (U+0080-U+009F)
+// include CSI, which terminals read as the start of an escape sequence.
 func hasControl(s string) bool {
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
+		if unicode.IsControl(r) {
 			return true
 		}
 	}
 	return false
+}
+
+var (
+	invoiceStatuses = []string{"DRAFT", "ISSUED", "PAID", "CANCELLED", "OVERDUE"}
+	invoiceTypes    = []string{"FT", "FR", "FS", "NC", "ND", "PF"}
+)
+
+// invoiceFilter reads the query of GET /invoices.
+func invoiceFilter(raw string) (backend.InvoiceFilter, error) {
+	q := parseQuery(raw, "page", "pageSize", "status", "type", "from", "to")
+	var f backend.InvoiceFilter
+	f.Page, f.PageSize = q.page()
+	f.Status = q.enumParam("status", invoiceStatuses...)
+	f.Type = q.enumParam("type", invoiceTypes...)
+	f.From, f.To = q.dateParam("from"), q.dateParam("to")
+	if f.From != "" && f.To != "" && f.From > f.To {
+		q.fail("to", "must not be before from")
+	}
+	return f, q.err()
+}
+
+// clientFilter reads the query of GET /clients.
+func clientFilter(raw string) (backend.ClientFilter, error) {
+	q := parseQuery(raw, "page", "pageSize", "search")
+	var f backend.ClientFilter
+	f.Page, f.PageSize = q.page()
+	f.Search = q.searchParam("search")
+	return f, q.err()
 }

@@ -62,6 +62,11 @@ type Config struct {
 	CompanyTTL time.Duration
 	Logger     *slog.Logger     // nil means slog.Default()
 	Now        func() time.Time // nil means time.Now
+
+	// CORSAllowedOrigins are the other origins whose browser code may call
+	// the API (canonical, see ParseOrigins); empty means none, and the API
+	// explorer, served from the API's own origin, needs none.
+	CORSAllowedOrigins []string
 }
 
 // Server holds the dependencies of the handlers.
@@ -72,6 +77,7 @@ type Server struct {
 	guard      Guard
 	companies  *companyCache
 	adminToken string
+	cors       []string
 	draining   atomic.Bool
 	logger     *slog.Logger
 	now        func() time.Time
@@ -81,7 +87,7 @@ type Server struct {
 func New(cfg Config) *Server {
 	s := &Server{
 		live: cfg.Live, test: cfg.Test, keys: cfg.Keys, limiter: cfg.Limiter, guard: cfg.Guard,
-		adminToken: cfg.AdminToken, logger: cfg.Logger, now: cfg.Now,
+		adminToken: cfg.AdminToken, logger: cfg.Logger, now: cfg.Now, cors: cfg.CORSAllowedOrigins,
 	}
 	if s.logger == nil {
 		s.logger = slog.Default()
@@ -117,6 +123,8 @@ const apiPrefix = "/api/v1/v1"
 //   - accessLog: sees the final status of everything inside, panics included;
 //   - withRecover: inside the log, so a panic is logged as the 500 it became;
 //   - withSecurityHeaders: on every answer, errors and 404s included;
+//   - withCORS: answers preflights (which carry no key) before the router
+//     and authentication, and marks answers readable by listed origins;
 //   - the router, then per route: authenticate (key, company, scope) before
 //     rateLimit, so that unauthenticated floods cannot spend a company's
 //     budget, then the handler.
@@ -142,6 +150,10 @@ func (s *Server) Handler() http.Handler {
 	r.HandlerFunc(http.MethodGet, "/readyz", s.readyz)
 
 	var h http.Handler = r
+	h = withCORS(s.cors, func(method, path string) bool {
+		handle, _, _ := r.Lookup(method, path)
+		return handle != nil && (method == http.MethodGet || method == http.MethodPost)
+	})(h)
 	h = withSecurityHeaders(h)
 	h = withRecover(h)
 	h = accessLog(s.logger, s.now)(h)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/invoicing-ao/gateway/gateway"
 )
 
 // Config is the gateway's configuration: defaults, then the YAML file, then
@@ -41,6 +43,10 @@ type Config struct {
 
 	KeyCacheTTL time.Duration `yaml:"keyCacheTTL" env:"GATEWAY_KEY_CACHE_TTL"`
 	KeyStaleTTL time.Duration `yaml:"keyStaleTTL" env:"GATEWAY_KEY_STALE_TTL"`
+
+	// CORSAllowedOrigins is a comma-separated list of other origins whose
+	// browser code may call the API; empty means none.
+	CORSAllowedOrigins string `yaml:"corsAllowedOrigins" env:"GATEWAY_CORS_ALLOWED_ORIGINS"`
 
 	ShutdownTimeout time.Duration `yaml:"shutdownTimeout" env:"GATEWAY_SHUTDOWN_TIMEOUT"`
 	LogLevel        string        `yaml:"logLevel" env:"GATEWAY_LOG_LEVEL"`
@@ -188,6 +194,9 @@ func (c Config) validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("ShutdownTimeout", "must be positive")
+	}
+	if _, err := gateway.ParseOrigins(c.CORSAllowedOrigins); err != nil {
+		bad("CORSAllowedOrigins", err.Error())
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		bad("LogLevel", err.Error())

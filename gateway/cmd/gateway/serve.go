@@ -12,7 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
+
+	"github.com/invoicing-ao/gateway/gateway"
 )
 
 // defaultConfigFile is read when it exists and --config is not given.
@@ -74,15 +75,8 @@ func listenAndServe(ctx context.Context, cfg Config, d *deps, logger *slog.Logge
 		return fmt.Errorf("setting %s: %w", settingName("AdminAddr"), err)
 	}
 	newServer := func(h http.Handler) *http.Server {
-		return &http.Server{
-			Handler:           h,
-			ReadHeaderTimeout: 5 * time.Second,
-			ReadTimeout:       15 * time.Second,
-			WriteTimeout:      30 * time.Second,
-			IdleTimeout:       120 * time.Second,
-			MaxHeaderBytes:    16 << 10,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		}
+		// The defaults: 5s to send the request head, 16 KiB of headers.
+		return gateway.NewHTTPServer(h, gateway.HTTPConfig{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)})
 	}
 	pub, adm := newServer(d.server.Handler()), newServer(d.server.AdminHandler())
 	errc := make(chan error, 2)

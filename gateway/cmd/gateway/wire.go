@@ -56,6 +56,11 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		d.Close()
 		return nil, err
 	}
+	origins, err := gateway.ParseOrigins(cfg.CORSAllowedOrigins) // validated with the configuration
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("setting %s: %w", settingName("CORSAllowedOrigins"), err)
+	}
 	d.keys = authz.New(authz.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "authz:", CacheTTL: cfg.KeyCacheTTL, StaleTTL: cfg.KeyStaleTTL, Logger: logger})
 	d.limiter = tenants.New(tenants.Config{
 		Redis:       rdb,
@@ -68,6 +73,7 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		Live: d.live, Test: d.test, Keys: d.keys, Limiter: d.limiter,
 		Guard:      tenants.NewGuard(tenants.GuardConfig{PerCompany: cfg.InflightPerCompany, Total: cfg.InflightTotal}),
 		AdminToken: cfg.AdminToken, Logger: logger,
+		CORSAllowedOrigins: origins,
 	})
 	return d, nil
 }

@@ -1,0 +1,67 @@
+package authz
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/invoicing-ao/gateway/internal/testenv"
+)
+
+var (
+	secretShape = regexp.MustCompile(`^igw_(live|test)_[0-9A-Za-z]{43}$`)
+	keyIDShape  = regexp.MustCompile(`^key_[a-z2-7]{20}$`)
+)
+
+// FuzzVerify: the bearer token of every request reaches Verify. Only the
+// exact secret shape (prefix, 43 base62 characters) may cost a Redis command;
+// anything else is ErrInvalidKey from memory. No input is ever accepted but
+// the key's own secret, and no input panics.
+func FuzzVerify(f *testing.F) {
+	rdb, _ := testenv.Miniredis(f)
+	p := attachProbe(f, rdb)
+	k := newRing(f, rdb, "fuzz:", nil, nil)
+	_, good := mustCreate(f, k, companyA, Live, "invoices:read")
+	for _, s := range []string{good, good[:len(good)-1] + "!", good + "x", strings.Replace(good, "live", "test", 1),
+		strings.Replace(good, "igw_live_", "IGW_LIVE_", 1), "", "igw_live_", "igw_prod_" + strings.Repeat("a", 43),
+		"igw_live_" + strings.Repeat("é", 21) + "a", "igw_live_" + strings.Repeat("0", 43), "Bearer " + good} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		mode, ok := secretMode(s)
+		if ok != secretShape.MatchString(s) {
+			t.Fatalf("secretMode(%q) ok=%v, shape says %v", s, ok, !ok)
+		}
+		if ok && string(mode) != strings.ToUpper(s[4:8]) {
+			t.Fatalf("secretMode(%q) = %s", s, mode)
+		}
+		before := p.n()
+		key, err := k.Verify(t.Context(), s)
+		if s == good {
+			if err != nil || key.CompanyID != companyA {
+				t.Fatalf("the good key: %v", err)
+			}
+			return
+		}
+		if !errors.Is(err, ErrInvalidKey) {
+			t.Fatalf("Verify(%q) = %v, want ErrInvalidKey", s, err)
+		}
+		if !ok && p.n() != before {
+			t.Fatalf("malformed %q cost %d Redis commands", s, p.n()-before)
+		}
+	})
+}
+
+// FuzzKeyID: admin paths carry key ids; only our exact shape may become a
+// Redis key name.
+func FuzzKeyID(f *testing.F) {
+	for _, s := range []string{"key_aaaaaaaaaaaaaaaaaaaa", "key_AAAAAAAAAAAAAAAAAAAA", "key_", "key_a*", "key_aaaaaaaaaaaaaaaaaaa1", "../x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if validKeyID(s) != keyIDShape.MatchString(s) {
+			t.Fatalf("validKeyID(%q) = %v", s, validKeyID(s))
+		}
+	})
+}

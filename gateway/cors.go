@@ -1,0 +1,86 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// CORS policy. The API explorer is served from the API's own origin and needs
+// no CORS at all; other origins get access only when the operator lists them
+// (Config.CORSAllowedOrigins). The answer never says "*" and never allows
+// credentials: callers authenticate with an Authorization header their own
+// code sets, never with cookies, so no browser ever sends the API ambient
+// authority, and a listed origin sees only what its own key may see.
+const (
+	corsAllowMethods  = "GET, POST"
+	corsAllowHeaders  = "Authorization, X-Company-Id, Content-Type, X-Request-Id"
+	corsExposeHeaders = "RateLimit, RateLimit-Policy, Retry-After, X-Request-Id, Location"
+	corsMaxAge        = "600" // seconds a browser may reuse a preflight answer
+)
+
+// originHost is a DNS name or a bracketed IPv6 address, with an optional port:
+// no wildcard can slip in as a host.
+var originHost = regexp.MustCompile(`^(?:[a-z0-9-]+(?:\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?$`)
+
+// ParseOrigins reads a comma-separated list of origins
+// ("https://app.example.ao, http://localhost:3000") into their canonical
+// form (scheme://host[:port], lower case). Empty input is an empty list.
+// "*", paths, queries and user info are refused: each allowed origin is named.
+func ParseOrigins(s string) ([]string, error) {
+	var out []string
+	for _, raw := range strings.Split(s, ",") {
+		o := strings.TrimSpace(raw)
+		if o == "" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !originHost.MatchString(strings.ToLower(u.Host)) ||
+			u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(o, "/") {
+			return nil, fmt.Errorf("%q is not an origin (scheme://host[:port], e.g. https://app.example.ao; \"*\" is not allowed)", o)
+		}
+		out = append(out, strings.ToLower(u.Scheme+"://"+u.Host))
+	}
+	return out, nil
+}
+
+// withCORS answers CORS preflights for the API's routes and marks answers to
+// listed origins as readable by them. It runs before the router, because a
+// preflight carries no Authorization header and must not meet authentication.
+// routed reports whether method and path name an API operation, so that a
+// preflight for a route that does not exist gets the router's own 404 or 405.
+func withCORS(allowed []string, routed func(method, path string) bool) func(http.Handler) http.Handler {
+	set := make(map[string]bool, len(allowed))
+	for _, o := range allowed {
+		set[o] = true
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := w.Header()
+			h.Add("Vary", "Origin")
+			origin := r.Header.Get("Origin")
+			ok := origin != "" && set[strings.ToLower(origin)]
+			if r.Method == http.MethodOptions && origin != "" && r.Header.Get("Access-Control-Request-Method") != "" {
+				h.Add("Vary", "Access-Control-Request-Method")
+				h.Add("Vary", "Access-Control-Request-Headers")
+				if ok && routed(r.Header.Get("Access-Control-Request-Method"), r.URL.Path) {
+					h.Set("Access-Control-Allow-Origin", origin)
+					h.Set("Access-Control-Allow-Methods", corsAllowMethods)
+					h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+					h.Set("Access-Control-Max-Age", corsMaxAge)
+					w.WriteHeader(http.StatusNoContent)
+					return
+				}
+				// An origin not listed, or no such operation: the router
+				// answers as it would without CORS (405 or 404), with no
+				// Access-Control-* header, so the browser refuses.
+			} else if ok {
+				h.Set("Access-Control-Allow-Origin", origin)
+				h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}

@@ -1,0 +1,126 @@
+package gateway
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/invoicing-ao/gateway/backend/gendata"
+)
+
+func TestParseOrigins(t *testing.T) {
+	good := map[string][]string{
+		"":                       nil,
+		" , ":                    nil,
+		"https://app.example.ao": {"https://app.example.ao"},
+		"HTTPS://App.Example.AO:8443, http://localhost:3000": {"https://app.example.ao:8443", "http://localhost:3000"},
+	}
+	for in, want := range good {
+		got, err := ParseOrigins(in)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("ParseOrigins(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"*", "https://*.example.ao", "app.example.ao", "https://app.example.ao/", "https://app.example.ao/x",
+		"ftp://x", "https://u:p@x.ao", "https://x.ao?a=1", "null", "https://a.ao,*"} {
+		if got, err := ParseOrigins(in); err == nil {
+			t.Errorf("ParseOrigins(%q) = %v, want an error", in, got)
+		}
+	}
+}
+
+// The CORS policy on the real handler: a listed origin may preflight and
+// read answers (errors included); any other origin, and the same origin
+// (which sends no preflight), gets no Access-Control-* header at all.
+func TestCORS(t *testing.T) {
+	const allowed = "https://app.example.ao"
+	g := newLocalGateway(t, func(c *Config) { c.CORSAllowedOrigins = []string{allowed} })
+	closed := newLocalGateway(t, nil)
+	req := func(method, path, origin string, hdr map[string]string) *http.Request {
+		r := httptest.NewRequest(method, path, nil)
+		if origin != "" {
+			r.Header.Set("Origin", origin)
+		}
+		for k, v := range hdr {
+			r.Header.Set(k, v)
+		}
+		return r
+	}
+	preflight := func(method string) map[string]string {
+		return map[string]string{"Access-Control-Request-Method": method, "Access-Control-Request-Headers": "authorization, x-company-id, content-type"}
+	}
+	noCORS := func(what string, w *httptest.ResponseRecorder) {
+		t.Helper()
+		for k := range w.Header() {
+			if strings.HasPrefix(k, "Access-Control-") {
+				t.Errorf("%s: %s: %s", what, k, w.Header().Get(k))
+			}
+		}
+	}
+
+	// Preflights from the listed origin, for each operation: 204 before any
+	// authentication (a preflight carries no key).
+	for _, op := range [][2]string{{"GET", "/api/v1/v1/invoices"}, {"GET", "/api/v1/v1/invoices/x"}, {"GET", "/api/v1/v1/clients"},
+		{"GET", "/api/v1/v1/clients/x"}, {"POST", "/api/v1/v1/clients"}} {
+		w := g.serve(req("OPTIONS", op[1], allowed, preflight(op[0])))
+		h := w.Header()
+		if w.Code != http.StatusNoContent || h.Get("Access-Control-Allow-Origin") != allowed ||
+			h.Get("Access-Control-Allow-Methods") != "GET, POST" ||
+			h.Get("Access-Control-Allow-Headers") != "Authorization, X-Company-Id, Content-Type, X-Request-Id" ||
+			h.Get("Access-Control-Allow-Credentials") != "" || !slices.Contains(h.Values("Vary"), "Origin") {
+			t.Errorf("preflight %s %s: %d %v", op[0], op[1], w.Code, h)
+		}
+		checkAnswer(t, "preflight", w)
+	}
+	// Preflights the policy refuses: the router answers as without CORS.
+	for name, r := range map[string]*http.Request{
+		"other origin":     req("OPTIONS", "/api/v1/v1/clients", "https://evil.example", preflight("GET")),
+		"origin by prefix": req("OPTIONS", "/api/v1/v1/clients", allowed+".evil.example", preflight("GET")),
+		"unrouted method":  req("OPTIONS", "/api/v1/v1/clients", allowed, preflight("DELETE")),
+		"unknown path":     req("OPTIONS", "/api/v1/v1/nothing", allowed, preflight("GET")),
+		"closed gateway":   req("OPTIONS", "/api/v1/v1/clients", allowed, preflight("GET")),
+	} {
+		gw := g
+		if name == "closed gateway" {
+			gw = closed
+		}
+		w := gw.serve(r)
+		p := checkAnswer(t, name, w)
+		if w.Code != http.StatusMethodNotAllowed && w.Code != http.StatusNotFound {
+			t.Errorf("%s: %d %s", name, w.Code, w.Body)
+		}
+		_ = p
+		noCORS(name, w)
+	}
+
+	// Actual requests: the listed origin may read the answer, errors included,
+	// with the headers a client needs exposed; never "*", never credentials.
+	auth := map[string]string{"Authorization": "Bearer " + g.keys["aLive"], "X-Company-Id": gendata.DemoCompanyA}
+	for name, c := range map[string]struct {
+		r      *http.Request
+		status int
+	}{
+		"list":       {req("GET", "/api/v1/v1/clients", allowed, auth), 200},
+		"no key":     {req("GET", "/api/v1/v1/clients", allowed, nil), 401},
+		"bad params": {req("GET", "/api/v1/v1/clients?pageSize=0", allowed, auth), 400},
+	} {
+		w := g.serve(c.r)
+		checkAnswer(t, name, w)
+		h := w.Header()
+		if w.Code != c.status || h.Get("Access-Control-Allow-Origin") != allowed ||
+			h.Get("Access-Control-Expose-Headers") != "RateLimit, RateLimit-Policy, Retry-After, X-Request-Id, Location" ||
+			h.Get("Access-Control-Allow-Credentials") != "" || !slices.Contains(h.Values("Vary"), "Origin") {
+			t.Errorf("%s: %d %v", name, w.Code, h)
+		}
+	}
+	for name, w := range map[string]*httptest.ResponseRecorder{
+		"other origin":   g.serve(req("GET", "/api/v1/v1/clients", "https://evil.example", auth)),
+		"same origin":    g.serve(req("GET", "/api/v1/v1/clients", "", auth)),
+		"closed gateway": closed.serve(req("GET", "/api/v1/v1/clients", allowed, nil)),
+	} {
+		checkAnswer(t, name, w)
+		noCORS(name, w)
+	}
+}
