@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config selects and tunes one database (one key mode).
@@ -30,6 +32,10 @@ type Config struct {
 	// ExactTotalBelow is the size under which a list is counted on every
 	// request; zero means 10,000.
 	ExactTotalBelow int64
+
+	// TracerProvider makes a span of each statement run under a recording
+	// span; nil means otel's global one.
+	TracerProvider trace.TracerProvider
 }
 
 // Store serves the API's resources from one database. It is safe for
@@ -101,6 +107,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.db = traceDB(s, s.db, cfg.TracerProvider)
 	s.q = buildQueries(s.d)
 	if err := s.Ping(ctx); err != nil {
 		s.db.close()
