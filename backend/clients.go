@@ -35,9 +35,9 @@ func (r *clientRow) toClient() Client {
 	return c
 }
 
-// GetClient returns a live customer of the company; ErrNotFound for an
+// getClient returns a live customer of the company; ErrNotFound for an
 // unknown, deleted, malformed or another company's id.
-func (s *Store) GetClient(ctx context.Context, companyID, id string) (Client, error) {
+func (s *Store) getClient(ctx context.Context, companyID, id string) (Client, error) {
 	companyID, ok1 := lowerUUID(companyID)
 	id, ok2 := lowerUUID(id)
 	if !ok1 || !ok2 {
@@ -46,7 +46,7 @@ func (s *Store) GetClient(ctx context.Context, companyID, id string) (Client, er
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 	var r clientRow
-	err := s.queryOne(ctx, s.q.client, []any{companyID, id}, r.dest(s.d)...)
+	err := s.queryOneFresh(ctx, companyID, s.q.client, []any{companyID, id}, r.dest(s.d)...)
 	if errors.Is(err, errNoRows) {
 		return Client{}, ErrNotFound
 	}
@@ -56,10 +56,10 @@ func (s *Store) GetClient(ctx context.Context, companyID, id string) (Client, er
 	return r.toClient(), nil
 }
 
-// ListClients returns one page of the company's live customers, newest first
+// listClients returns one page of the company's live customers, newest first
 // (ties by id), optionally matching Search against the name (case-insensitive
 // substring) or the NIF (spaces and case ignored).
-func (s *Store) ListClients(ctx context.Context, companyID string, f ClientFilter) (Page[Client], error) {
+func (s *Store) listClients(ctx context.Context, companyID string, f ClientFilter) (Page[Client], error) {
 	if err := checkPage(f.Page, f.PageSize); err != nil {
 		return Page[Client]{}, err
 	}
@@ -81,6 +81,7 @@ func (s *Store) ListClients(ctx context.Context, companyID string, f ClientFilte
 	}
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
+	ctx = s.readFor(ctx, companyID) // the primary right after this company's own create
 
 	var err error
 	if page.Total, err = s.listTotal(ctx, "count clients", "customers c", w); err != nil {
@@ -114,11 +115,11 @@ func (s *Store) ListClients(ctx context.Context, companyID string, f ClientFilte
 	return page, nil
 }
 
-// CreateClient inserts a customer into the company and returns it as
+// createClient inserts a customer into the company and returns it as
 // GetClient would. The NIF is stored normalized (an empty one as NULL) and an
 // Angolan phone as +244XXXXXXXXX. ErrNIFConflict when the company has a live
 // customer with the same NIF, decided by the database, also under races.
-func (s *Store) CreateClient(ctx context.Context, companyID string, c NewClient) (Client, error) {
+func (s *Store) createClient(ctx context.Context, companyID string, c NewClient) (Client, error) {
 	companyID, ok := lowerUUID(companyID)
 	if !ok {
 		return Client{}, ErrNotFound
@@ -162,6 +163,7 @@ func (s *Store) CreateClient(ctx context.Context, companyID string, c NewClient)
 	if n == 0 {
 		return Client{}, ErrNIFConflict // an existing NIF in another typed form
 	}
+	s.noteWrite(companyID)
 	return r.toClient(), nil
 }
 

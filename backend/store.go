@@ -36,6 +36,27 @@ type Config struct {
 	// TracerProvider makes a span of each statement run under a recording
 	// span; nil means otel's global one.
 	TracerProvider trace.TracerProvider
+
+	// BreakerFailures is how many consecutive failed calls (unreachable, or
+	// past QueryTimeout) open the circuit breaker; zero means 5.
+	BreakerFailures int
+	// BreakerOpenFor is how long an open breaker refuses calls, with
+	// ErrCircuitOpen and without touching the database, before it lets one
+	// probe through; zero means 5s.
+	BreakerOpenFor time.Duration
+	// OnBreakerChange, when set, is told each state change of the breaker
+	// ("closed", "open", "half-open"). It runs under the breaker's lock: it
+	// must be quick and must not call the Store.
+	OnBreakerChange func(from, to string)
+
+	// ReplicaURL is a read replica of URL, same engine: reads go to it,
+	// writes to URL, with read-your-writes for created clients (replica.go).
+	// Empty means none.
+	ReplicaURL string
+	// ReadYourWritesWindow is how long after a company created a client
+	// through this Store its client lists are read from the primary; zero
+	// means 5s. Used only with ReplicaURL.
+	ReadYourWritesWindow time.Duration
 }
 
 // Store serves the API's resources from one database. It is safe for
@@ -47,6 +68,8 @@ type Store struct {
 	timeout time.Duration
 	now     func() time.Time
 	counts  *countCache
+	breaker *breaker
+	recent  *recentWrites // with a replica: who wrote lately (replica.go)
 }
 
 // dbConn is the little the Store needs of a driver; pgx and database/sql each
@@ -91,7 +114,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.ExactTotalBelow <= 0 {
 		cfg.ExactTotalBelow = defaultExactTotalBelow
 	}
-	s := &Store{timeout: cfg.QueryTimeout, now: cfg.Now,
+	s := &Store{timeout: cfg.QueryTimeout, now: cfg.Now, breaker: newBreaker(cfg),
 		counts: newCountCache(cfg.TotalMaxAge, cfg.ExactTotalBelow, cfg.Now)}
 	var err error
 	switch {
@@ -105,6 +128,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, errors.New("backend: database URL must be a postgres:// or sqlite: URL")
 	}
 	if err != nil {
+		return nil, err
+	}
+	if s.db, err = withReplica(ctx, s, s.db, cfg); err != nil {
 		return nil, err
 	}
 	s.db = traceDB(s, s.db, cfg.TracerProvider)
@@ -126,7 +152,8 @@ func (s *Store) Close() { s.db.close() }
 // Engine is "postgres" or "sqlite".
 func (s *Store) Engine() string { return s.d.engine }
 
-// Ping checks that the database answers within the query timeout.
+// Ping checks that the database answers within the query timeout. It
+// bypasses the circuit breaker (see breaker), so readiness sees the truth.
 func (s *Store) Ping(ctx context.Context) error {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
@@ -183,9 +210,9 @@ func (s *Store) queryOne(ctx context.Context, q string, args []any, dest ...any)
 	return rows.Err()
 }
 
-// Company returns a platform company by id; ErrNotFound for an unknown or
-// malformed id.
-func (s *Store) Company(ctx context.Context, id string) (Company, error) {
+// company returns a platform company by id; ErrNotFound for an unknown or
+// malformed id. Company (breaker.go) is its guarded form.
+func (s *Store) company(ctx context.Context, id string) (Company, error) {
 	id, ok := lowerUUID(id)
 	if !ok {
 		return Company{}, ErrNotFound

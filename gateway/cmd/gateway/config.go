@@ -29,9 +29,20 @@ type Config struct {
 	RedisPrefix     string `yaml:"redisPrefix" env:"GATEWAY_REDIS_PREFIX"` // prepended to every Redis key (environments sharing a Redis)
 	LiveDatabaseURL string `yaml:"liveDatabaseURL" env:"GATEWAY_LIVE_DATABASE_URL"`
 	TestDatabaseURL string `yaml:"testDatabaseURL" env:"GATEWAY_TEST_DATABASE_URL"`
+	// Optional read replicas of the two databases, same engine; empty means
+	// none. Reads go to them, with read-your-writes for created clients for
+	// ReadYourWritesWindow, zero meaning 5s (backend/replica.go); checked
+	// in replicas.go.
+	LiveReplicaURL       string        `yaml:"liveReplicaURL" env:"GATEWAY_LIVE_REPLICA_URL"`
+	TestReplicaURL       string        `yaml:"testReplicaURL" env:"GATEWAY_TEST_REPLICA_URL"`
+	ReadYourWritesWindow time.Duration `yaml:"readYourWritesWindow" env:"GATEWAY_READ_YOUR_WRITES_WINDOW"`
 
 	DatabaseMaxConns int           `yaml:"databaseMaxConns" env:"GATEWAY_DATABASE_MAX_CONNS"`
 	QueryTimeout     time.Duration `yaml:"queryTimeout" env:"GATEWAY_QUERY_TIMEOUT"`
+	// BreakerFailures consecutive failed calls open a database's circuit
+	// breaker, which then refuses calls for BreakerOpenFor before one probe.
+	BreakerFailures int           `yaml:"breakerFailures" env:"GATEWAY_BREAKER_FAILURES"`
+	BreakerOpenFor  time.Duration `yaml:"breakerOpenFor" env:"GATEWAY_BREAKER_OPEN_FOR"`
 
 	LiveRate  float64 `yaml:"liveRate" env:"GATEWAY_LIVE_RATE"` // default requests/s per company
 	LiveBurst int     `yaml:"liveBurst" env:"GATEWAY_LIVE_BURST"`
@@ -48,6 +59,11 @@ type Config struct {
 	// browser code may call the API; empty means none.
 	CORSAllowedOrigins string `yaml:"corsAllowedOrigins" env:"GATEWAY_CORS_ALLOWED_ORIGINS"`
 
+	// DrainDelay is how long, on SIGTERM, the instance keeps serving with
+	// readiness false before it stops accepting, so load balancers notice;
+	// ShutdownTimeout then bounds the requests still in flight.
+	DrainDelay time.Duration `yaml:"drainDelay" env:"GATEWAY_DRAIN_DELAY"`
+
 	ShutdownTimeout time.Duration `yaml:"shutdownTimeout" env:"GATEWAY_SHUTDOWN_TIMEOUT"`
 	LogLevel        string        `yaml:"logLevel" env:"GATEWAY_LOG_LEVEL"`
 }
@@ -60,6 +76,8 @@ func defaultConfig() Config {
 		RedisURL:           "redis://127.0.0.1:6379/0",
 		DatabaseMaxConns:   10,
 		QueryTimeout:       2 * time.Second,
+		BreakerFailures:    5,
+		BreakerOpenFor:     5 * time.Second,
 		LiveRate:           50,
 		LiveBurst:          100,
 		TestRate:           10,
@@ -152,8 +170,8 @@ func (c Config) validate() error {
 	if c.Addr == c.AdminAddr && !strings.HasSuffix(c.Addr, ":0") {
 		bad("AdminAddr", "must differ from the public address: the admin API never shares the public listener")
 	}
-	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
-		bad("RedisURL", "must be a redis:// or rediss:// URL")
+	if err := checkRedisURL(c.RedisURL); err != nil { // the forms: redisurl.go
+		bad("RedisURL", err.Error())
 	}
 	for field, db := range map[string]string{"LiveDatabaseURL": c.LiveDatabaseURL, "TestDatabaseURL": c.TestDatabaseURL} {
 		switch {
@@ -171,11 +189,18 @@ func (c Config) validate() error {
 	if c.LiveDatabaseURL != "" && c.LiveDatabaseURL == c.TestDatabaseURL {
 		bad("TestDatabaseURL", "must differ from the live database: TEST keys must never reach live data")
 	}
+	c.checkReplicas(bad) // replicas.go
 	if c.DatabaseMaxConns < 1 {
 		bad("DatabaseMaxConns", "must be at least 1")
 	}
 	if c.QueryTimeout <= 0 {
 		bad("QueryTimeout", "must be positive")
+	}
+	if c.BreakerFailures < 1 {
+		bad("BreakerFailures", "must be at least 1")
+	}
+	if c.BreakerOpenFor <= 0 {
+		bad("BreakerOpenFor", "must be positive")
 	}
 	if c.LiveRate <= 0 || c.LiveBurst < 1 {
 		bad("LiveRate", "live rate must be positive and burst at least 1")
@@ -194,6 +219,9 @@ func (c Config) validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("ShutdownTimeout", "must be positive")
+	}
+	if c.DrainDelay < 0 {
+		bad("DrainDelay", "must not be negative")
 	}
 	if _, err := gateway.ParseOrigins(c.CORSAllowedOrigins); err != nil {
 		bad("CORSAllowedOrigins", err.Error())

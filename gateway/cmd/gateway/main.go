@@ -5,7 +5,10 @@
 //	gateway demo                      embedded Redis and SQLite with demo data
 //	gateway keys create|list|revoke   API keys
 //	gateway limits get|set|reset      per-company rate limits
+//	gateway usage --company ID        per-company requests per day
 //	gateway data schema|load          platform schema and generated data
+//	gateway bench                     load a running gateway, print latencies
+//	gateway probe URL                 health check for containers
 //	gateway version
 package main
 
@@ -37,8 +40,11 @@ Usage:
   gateway limits get --company ID [--json]
   gateway limits set --company ID [--mode LIVE|TEST] --rps N --burst N
   gateway limits reset --company ID
+  gateway usage --company ID [--days N] [--json]   requests per day by status class
   gateway data schema --database URL
   gateway data load --size small|large [--database URL] [--seed N]
+  gateway bench [--url URL --admin-url URL --admin-token T | --keys-file F] [--company IDS] [--companies N --database URL] [--mix OP] [--rate N] [--connections N] [--duration D] [--ceiling]
+  gateway probe URL                   exit 0 if URL answers 200 (container health checks)
   gateway version
 
 Every command that connects reads configs/gateway.yaml (or --config FILE) and
@@ -65,8 +71,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		err = cmdKeys(ctx, args[1:], stdout, stderr, env)
 	case "limits":
 		err = cmdLimits(ctx, args[1:], stdout, stderr, env)
+	case "usage":
+		err = cmdUsage(ctx, args[1:], stdout, stderr, env)
 	case "data":
 		err = cmdData(ctx, args[1:], stdout, stderr, env)
+	case "bench":
+		err = cmdBench(ctx, args[1:], stdout, stderr, env)
+	case "probe":
+		err = cmdProbe(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "gateway", versionString())
 	case "help", "--help", "-h":

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/tenants"
+	usagecounter "github.com/invoicing-ao/gateway/usage"
 )
 
 // deps is everything a running gateway (or a management command) talks to.
@@ -22,27 +24,33 @@ type deps struct {
 	keys       *authz.Keyring
 	limiter    *tenants.Limiter
 	server     *gateway.Server
+	usage      *usagecounter.Counter
 }
 
 // connect opens Redis and both databases and builds the server on them.
 func connect(ctx context.Context, cfg Config, logger *slog.Logger) (*deps, error) {
-	opt, err := redis.ParseURL(cfg.RedisURL)
+	// A single Redis, Sentinel or Cluster by the URL's scheme; every form
+	// keeps ContextTimeoutEnabled (redisurl.go).
+	rdb, err := newRedisClient(cfg.RedisURL)
 	if err != nil {
 		return nil, fmt.Errorf("setting %s: %w", settingName("RedisURL"), err)
 	}
-	// Without this go-redis ignores context deadlines, and a hung Redis
-	// would hold each request for the client's read timeout.
-	opt.ContextTimeoutEnabled = true
-	return connectWith(ctx, cfg, logger, redis.NewClient(opt))
+	return connectWith(ctx, cfg, logger, rdb)
 }
 
 // connectWith builds the dependencies on an existing Redis client (the demo's
 // in-process Redis, or a real one).
-func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis.UniversalClient) (*deps, error) {
+func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis.UniversalClient, opts ...wireOption) (*deps, error) {
+	o := wireOptionsOf(opts)
 	d := &deps{rdb: rdb}
 	var err error
 	open := func(field, url string) (*backend.Store, error) {
-		st, err := backend.Open(ctx, backend.Config{URL: url, MaxConns: cfg.DatabaseMaxConns, QueryTimeout: cfg.QueryTimeout})
+		st, err := backend.Open(ctx, backend.Config{URL: url, MaxConns: cfg.DatabaseMaxConns, QueryTimeout: cfg.QueryTimeout, TracerProvider: o.tp,
+			ReplicaURL: replicaOf(cfg, field), ReadYourWritesWindow: cfg.ReadYourWritesWindow,
+			BreakerFailures: cfg.BreakerFailures, BreakerOpenFor: cfg.BreakerOpenFor,
+			OnBreakerChange: func(from, to string) {
+				logger.Warn("database circuit breaker", "database", databaseName(field), "from", from, "to", to)
+			}})
 		if err != nil {
 			return nil, fmt.Errorf("setting %s: %s: %w", settingName(field), redactURL(url), err)
 		}
@@ -61,25 +69,41 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		d.Close()
 		return nil, fmt.Errorf("setting %s: %w", settingName("CORSAllowedOrigins"), err)
 	}
-	d.keys = authz.New(authz.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "authz:", CacheTTL: cfg.KeyCacheTTL, StaleTTL: cfg.KeyStaleTTL, Logger: logger})
+	d.keys = authz.New(authz.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "authz:", CacheTTL: cfg.KeyCacheTTL, StaleTTL: cfg.KeyStaleTTL, Logger: logger, TracerProvider: o.tp})
 	d.limiter = tenants.New(tenants.Config{
-		Redis:       rdb,
-		Prefix:      cfg.RedisPrefix + "tenants:",
-		LiveDefault: tenants.Limit{Rate: cfg.LiveRate, Burst: cfg.LiveBurst},
-		TestDefault: tenants.Limit{Rate: cfg.TestRate, Burst: cfg.TestBurst},
-		Logger:      logger,
+		Redis:          rdb,
+		Prefix:         cfg.RedisPrefix + "tenants:",
+		LiveDefault:    tenants.Limit{Rate: cfg.LiveRate, Burst: cfg.LiveBurst},
+		TestDefault:    tenants.Limit{Rate: cfg.TestRate, Burst: cfg.TestBurst},
+		Logger:         logger,
+		TracerProvider: o.tp,
 	})
+	d.usage = usagecounter.New(usagecounter.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "usage:", Logger: logger})
 	d.server = gateway.New(gateway.Config{
 		Live: d.live, Test: d.test, Keys: d.keys, Limiter: d.limiter,
 		Guard:      tenants.NewGuard(tenants.GuardConfig{PerCompany: cfg.InflightPerCompany, Total: cfg.InflightTotal}),
 		AdminToken: cfg.AdminToken, Logger: logger,
 		CORSAllowedOrigins: origins,
+		TracerProvider:     o.tp, Usage: d.usage, RedisPool: rdb,
 	})
 	return d, nil
 }
 
+// databaseName names a database setting's database in logs.
+func databaseName(field string) string {
+	if field == "LiveDatabaseURL" {
+		return "live"
+	}
+	return "sandbox"
+}
+
 // Close releases what connect opened.
 func (d *deps) Close() {
+	if d.usage != nil { // before Redis closes: the last second's counts
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = d.usage.Close(ctx) // logged by usage
+		cancel()
+	}
 	if d.keys != nil {
 		_ = d.keys.Close()
 	}

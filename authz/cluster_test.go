@@ -1,0 +1,125 @@
+package authz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invoicing-ao/gateway/internal/testenv"
+)
+
+// TestKeyringOnRedisCluster runs the Keyring's multi-key steps (the limit
+// script over a company's two keys, revoke, list's pipelines, last-used
+// pipelines, pub/sub) on a real three-master Redis Cluster, where a script
+// whose keys span slots fails with CROSSSLOT: it proves the {company} hash
+// tags keep each multi-key step in one slot.
+func TestKeyringOnRedisCluster(t *testing.T) {
+	rdb := testenv.RedisClusterClient(t)
+
+	// The check has teeth: this cluster refuses a cross-slot script.
+	if err := rdb.Eval(ctx, "return redis.call('GET', KEYS[1])", []string{"a", "b"}).Err(); err == nil || !strings.Contains(err.Error(), "CROSSSLOT") {
+		t.Fatalf("a script over two slots = %v, want CROSSSLOT: the test would prove nothing", err)
+	}
+
+	const prefix = "gw:authz:"
+	c := newClock()
+	k1 := newRing(t, rdb, prefix, c, func(cfg *Config) { cfg.NoPubSub = false })
+	k2 := newRing(t, rdb, prefix, c, func(cfg *Config) { cfg.NoPubSub = false })
+	<-k2.pubsubReady
+	const maxKeys = 10 // the default MaxActiveKeys
+
+	// 30 concurrent creations on two instances: exactly the limit succeeds.
+	scopes, _ := ParseScopes("invoices:read,clients:read")
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		secrets = map[string]string{}
+		limited int
+	)
+	for i := 0; i < 30; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ring := k1
+			if i%2 == 1 {
+				ring = k2
+			}
+			key, secret, err := ring.Create(ctx, NewKey{CompanyID: companyA, Mode: Live, Scopes: scopes, Name: fmt.Sprint("k", i)})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				secrets[key.ID] = secret
+			case errors.Is(err, ErrKeyLimit):
+				limited++
+			default:
+				t.Errorf("Create on the cluster: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if len(secrets) != maxKeys || limited != 30-maxKeys {
+		t.Fatalf("30 concurrent creations: %d created, %d refused; want %d and %d", len(secrets), limited, maxKeys, 30-maxKeys)
+	}
+
+	// Every secret verifies on the other instance; a verified key is
+	// touched (a pipeline of scripts over many slots).
+	for id, secret := range secrets {
+		key, err := k2.Verify(ctx, secret)
+		if err != nil || key.ID != id {
+			t.Fatalf("Verify on the other instance = %+v, %v", key, err)
+		}
+	}
+	list, err := k1.List(ctx, companyA)
+	if err != nil || len(list) != maxKeys {
+		t.Fatalf("List = %d keys, %v; want %d", len(list), err, maxKeys)
+	}
+	var victim string
+	for id := range secrets {
+		victim = id
+		break
+	}
+	eventually(t, "last-used to be written through the cluster", func() bool {
+		g, err := k1.Get(ctx, victim)
+		return err == nil && g.LastUsedAt != nil
+	})
+
+	// Revoke on one instance; pub/sub tells the other at once (its clock
+	// does not move, so its cache would otherwise keep the key).
+	if _, err := k1.Revoke(ctx, victim); err != nil {
+		t.Fatalf("Revoke: %v", err)
+	}
+	eventually(t, "the revocation to reach the other instance", func() bool {
+		_, err := k2.Verify(ctx, secrets[victim])
+		return errors.Is(err, ErrInvalidKey)
+	})
+	// The slot is free again, once.
+	mustCreate(t, k2, companyA, Test, "clients:write")
+	if _, _, err := k1.Create(ctx, NewKey{CompanyID: companyA, Mode: Live, Scopes: scopes}); !errors.Is(err, ErrKeyLimit) {
+		t.Fatalf("creation past the limit after one revocation = %v, want ErrKeyLimit", err)
+	}
+
+	// Keys of many companies spread over the masters: this is a cluster at
+	// work, not one node answering everything.
+	for i := 0; i < 12; i++ {
+		mustCreate(t, k1, fmt.Sprintf("00000000-0000-4000-8000-%012d", i), Live, "invoices:read")
+	}
+	used := 0
+	err = rdb.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		n, err := node.DBSize(ctx).Result()
+		if n > 0 {
+			mu.Lock()
+			used++
+			mu.Unlock()
+		}
+		return err
+	})
+	if err != nil || used < 2 {
+		t.Errorf("keys on %d masters (%v); want them spread over at least 2", used, err)
+	}
+}

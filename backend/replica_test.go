@@ -1,0 +1,151 @@
+package backend_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/invoicing-ao/gateway/backend"
+)
+
+// TestReadReplica checks the routing of a Store with a read replica. The
+// "replica" is a second database loaded with the same data that never
+// receives the primary's writes: a replica with infinite lag, so every read
+// shows where it went.
+func TestReadReplica(t *testing.T) {
+	t.Run("postgres", func(t *testing.T) { testReadReplica(t, postgresDB(true)) })
+	t.Run("sqlite", func(t *testing.T) { testReadReplica(t, sqliteDB) })
+}
+
+type stepClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *stepClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *stepClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func testReadReplica(t *testing.T, mk newDB) {
+	ctx := context.Background()
+	primaryURL, replicaURL := mk(t), mk(t)
+	load(t, primaryURL, liveFixtures())
+	load(t, replicaURL, liveFixtures())
+	clock := &stepClock{t: fixedNow}
+	open := func(cfg backend.Config) *backend.Store {
+		t.Helper()
+		cfg.Now = clock.Now
+		s, err := backend.Open(ctx, cfg)
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		t.Cleanup(s.Close)
+		return s
+	}
+	const window = 5 * time.Second
+	s := open(backend.Config{URL: primaryURL, ReplicaURL: replicaURL, ReadYourWritesWindow: window})
+	other := open(backend.Config{URL: primaryURL, ReplicaURL: replicaURL}) // another gateway instance
+	onPrimary, onReplica := open(backend.Config{URL: primaryURL}), open(backend.Config{URL: replicaURL})
+
+	count := func(st *backend.Store, company, search string) int64 {
+		t.Helper()
+		p, err := st.ListClients(ctx, company, backend.ClientFilter{Search: search, Page: 1, PageSize: 10})
+		if err != nil {
+			t.Fatalf("list %s: %v", search, err)
+		}
+		return p.Total
+	}
+	create := func(st *backend.Store, company, name string) backend.Client {
+		t.Helper()
+		c, err := st.CreateClient(ctx, company, backend.NewClient{Name: name})
+		if err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		return c
+	}
+
+	// Rows only the replica has: reads that find them went to the replica.
+	inReplicaA := create(onReplica, coA, "Replica Only A")
+	create(onReplica, coB, "Replica Only B")
+	if n := count(s, coA, "Replica Only A"); n != 1 {
+		t.Fatalf("list before any write: %d replica-only clients, want 1 (reads must go to the replica)", n)
+	}
+	if c, err := s.GetClient(ctx, coA, inReplicaA.ID); err != nil || c.ID != inReplicaA.ID {
+		t.Fatalf("get of a replica-only client = %v, %v", c.ID, err)
+	}
+
+	// A create goes to the primary only.
+	fresh := create(s, coA, "Fresh Client")
+	if _, err := onPrimary.GetClient(ctx, coA, fresh.ID); err != nil {
+		t.Fatalf("created client not in the primary: %v", err)
+	}
+	if _, err := onReplica.GetClient(ctx, coA, fresh.ID); !errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("created client in the replica (%v): the test replica must never receive writes", err)
+	}
+
+	// Read-your-writes: get and list see it at once...
+	if c, err := s.GetClient(ctx, coA, fresh.ID); err != nil || c != fresh {
+		t.Fatalf("get right after create = %+v, %v; want %+v", c, err, fresh)
+	}
+	if n := count(s, coA, "Fresh Client"); n != 1 {
+		t.Fatalf("list right after create: %d, want 1", n)
+	}
+	// ...because the company's lists now come from the primary,
+	if n := count(s, coA, "Replica Only A"); n != 0 {
+		t.Fatalf("list after create still read the replica (%d replica-only rows)", n)
+	}
+	// while other companies still read the replica.
+	if n := count(s, coB, "Replica Only B"); n != 1 {
+		t.Fatalf("another company's list left the replica: %d", n)
+	}
+
+	// Another instance finds the new client by id at once (the replica has
+	// none, so it asks the primary); its lists may lag by the replication
+	// delay, here forever: the documented edge.
+	if c, err := other.GetClient(ctx, coA, fresh.ID); err != nil || c.ID != fresh.ID {
+		t.Fatalf("get on another instance = %v, %v", c.ID, err)
+	}
+	if n := count(other, coA, "Fresh Client"); n != 0 {
+		t.Fatalf("another instance's list read the primary (%d): lists should go to the replica", n)
+	}
+
+	// Once the window closes, lists go back to the replica; a get still
+	// finds the client through the primary.
+	clock.Add(window)
+	if n := count(s, coA, "Replica Only A"); n != 1 {
+		t.Fatalf("list after the window: %d replica-only rows, want 1", n)
+	}
+	if c, err := s.GetClient(ctx, coA, fresh.ID); err != nil || c.ID != fresh.ID {
+		t.Fatalf("get after the window = %v, %v", c.ID, err)
+	}
+	// An id nowhere is still not found.
+	if _, err := s.GetClient(ctx, coA, "99999999-0000-4000-8000-000000000000"); !errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("unknown id: %v", err)
+	}
+	// Invoices are read from the replica and answer as without one.
+	a, errA := s.ListInvoices(ctx, coA, backend.InvoiceFilter{Page: 1, PageSize: 5})
+	b, errB := onPrimary.ListInvoices(ctx, coA, backend.InvoiceFilter{Page: 1, PageSize: 5})
+	if errA != nil || errB != nil || jsonOf(t, a) != jsonOf(t, b) {
+		t.Fatalf("invoices through the replica differ: %v %v", errA, errB)
+	}
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+}
+
+func TestReplicaOfAnotherEngineRefused(t *testing.T) {
+	dir := t.TempDir()
+	_, err := backend.Open(context.Background(), backend.Config{
+		URL:        "sqlite:" + filepath.Join(dir, "a.db"),
+		ReplicaURL: "postgres://nobody@127.0.0.1:1/x",
+	})
+	if err == nil {
+		t.Fatal("a PostgreSQL replica of a SQLite database was accepted")
+	}
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The forms of GATEWAY_REDIS_URL. The scheme picks the topology, so that the
+// same binary and configuration keys serve a single Redis, Sentinel and
+// Cluster; after the scheme, each form is what go-redis parses for it
+// (ParseURL, ParseFailoverURL, ParseClusterURL), query options included:
+//
+//	redis://[user:pass@]host:port[/db]                       one server
+//	rediss://...                                             the same over TLS
+//	redis+sentinel://[user:pass@]sentinel:port[/db]?master_name=NAME[&addr=sentinel2:port...][&password=MASTERPASS]
+//	redis+cluster://[user:pass@]node:port[?addr=node2:port...]  Redis Cluster (seed nodes; db 0 only)
+//	rediss+sentinel://..., rediss+cluster://...              over TLS
+//
+// A "+topology" suffix on the scheme (rather than a query parameter) makes
+// the topology visible at a glance and impossible to misspell silently: an
+// unknown scheme is refused.
+const (
+	redisSchemeSentinel = "+sentinel"
+	redisSchemeCluster  = "+cluster"
+)
+
+// redisTopology splits raw into its topology ("single", "sentinel",
+// "cluster") and the URL go-redis expects (scheme redis or rediss).
+func redisTopology(raw string) (topology, plain string, err error) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return "", "", errors.New("is not a URL (redis://host:port/db)")
+	}
+	base, suffix := scheme, ""
+	if i := strings.IndexByte(scheme, '+'); i >= 0 {
+		base, suffix = scheme[:i], scheme[i:]
+	}
+	if base != "redis" && base != "rediss" {
+		return "", "", fmt.Errorf("scheme %q: must be redis, rediss, redis+sentinel, redis+cluster (or rediss+...)", scheme)
+	}
+	plain = base + "://" + rest
+	switch suffix {
+	case "":
+		return "single", plain, nil
+	case redisSchemeSentinel:
+		return "sentinel", plain, nil
+	case redisSchemeCluster:
+		return "cluster", plain, nil
+	}
+	return "", "", fmt.Errorf("scheme %q: must be redis, rediss, redis+sentinel, redis+cluster (or rediss+...)", scheme)
+}
+
+// newRedisClient parses raw (see the forms above) and returns a client of the
+// topology it names. Every form enables ContextTimeoutEnabled: without it
+// go-redis ignores context deadlines, and a hung Redis would hold each
+// request for the client's read timeout.
+func newRedisClient(raw string) (redis.UniversalClient, error) {
+	c, err := parseRedisClient(raw)
+	var ue *url.Error
+	if errors.As(err, &ue) { // its message quotes the URL, password included
+		return nil, ue.Err
+	}
+	return c, err
+}
+
+func parseRedisClient(raw string) (redis.UniversalClient, error) {
+	topology, plain, err := redisTopology(raw)
+	if err != nil {
+		return nil, err
+	}
+	switch topology {
+	case "sentinel":
+		opt, err := redis.ParseFailoverURL(plain)
+		if err != nil {
+			return nil, err
+		}
+		if opt.MasterName == "" {
+			return nil, fmt.Errorf("a sentinel URL needs ?master_name=NAME")
+		}
+		opt.ContextTimeoutEnabled = true
+		return redis.NewFailoverClient(opt), nil
+	case "cluster":
+		// go-redis ignores a path here; refuse it rather than silently
+		// serve database 0 to someone who asked for another.
+		if u, err := url.Parse(plain); err == nil && u.Path != "" && u.Path != "/" && u.Path != "/0" {
+			return nil, errors.New("a Redis Cluster has database 0 only: remove the /db path")
+		}
+		opt, err := redis.ParseClusterURL(plain)
+		if err != nil {
+			return nil, err
+		}
+		opt.ContextTimeoutEnabled = true
+		return redis.NewClusterClient(opt), nil
+	}
+	opt, err := redis.ParseURL(plain)
+	if err != nil {
+		return nil, err
+	}
+	opt.ContextTimeoutEnabled = true
+	return redis.NewClient(opt), nil
+}
+
+// checkRedisURL validates raw without connecting (no client is kept).
+func checkRedisURL(raw string) error {
+	c, err := newRedisClient(raw)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
