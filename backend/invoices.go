@@ -118,11 +118,11 @@ func (s *Store) invoiceWhere(companyID string, f InvoiceFilter, today string) (w
 	return w, nil
 }
 
-// ListInvoices returns one page of the company's documents: drafts first, then
+// listInvoices returns one page of the company's documents: drafts first, then
 // newest issuedAt first, ties by id (descending), a total order so that
 // walking the pages never repeats or skips one. Items come in one extra query
 // for the whole page.
-func (s *Store) ListInvoices(ctx context.Context, companyID string, f InvoiceFilter) (Page[Invoice], error) {
+func (s *Store) listInvoices(ctx context.Context, companyID string, f InvoiceFilter) (Page[Invoice], error) {
 	if err := checkPage(f.Page, f.PageSize); err != nil {
 		return Page[Invoice]{}, err
 	}
@@ -219,9 +219,9 @@ func (s *Store) eachLine(ctx context.Context, q string, args []any, fn func(*lin
 	return rows.Err()
 }
 
-// GetInvoice returns one document of the company with its items and the
+// getInvoice returns one document of the company with its items and the
 // state of its newest AGT submission.
-func (s *Store) GetInvoice(ctx context.Context, companyID, id string) (Invoice, error) {
+func (s *Store) getInvoice(ctx context.Context, companyID, id string) (Invoice, error) {
 	companyID, ok1 := lowerUUID(companyID)
 	id, ok2 := lowerUUID(id)
 	if !ok1 || !ok2 {

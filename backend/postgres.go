@@ -43,12 +43,18 @@ func openPostgres(ctx context.Context, cfg Config) (*pgDB, error) {
 	pc.MaxConns = int32(cfg.MaxConns)
 	pc.ConnConfig.ConnectTimeout = cfg.QueryTimeout
 	// The server stops a runaway statement even if the client went away.
-	pc.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(cfg.QueryTimeout.Milliseconds(), 10)
+	// Rounded up: "0" would mean no limit at all.
+	pc.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(ceilMillis(cfg.QueryTimeout), 10)
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return &pgDB{pool: pool}, nil
+}
+
+// ceilMillis is d in whole milliseconds, rounded up.
+func ceilMillis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
 func (p *pgDB) query(ctx context.Context, sql string, args ...any) (rowIter, error) {

@@ -59,7 +59,7 @@ type sqliteDB struct{ db *sql.DB }
 // do not block the writer), a busy timeout (writers queue instead of failing)
 // and foreign keys (off by default in SQLite).
 func sqliteDSN(path string, timeout time.Duration) string {
-	return path + "?_pragma=busy_timeout(" + strconv.FormatInt(timeout.Milliseconds(), 10) + ")" +
+	return path + "?_pragma=busy_timeout(" + strconv.FormatInt(ceilMillis(timeout), 10) + ")" +
 		"&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
 }
 

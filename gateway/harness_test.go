@@ -74,6 +74,7 @@ type instanceConfig struct {
 	liveLimit  tenants.Limit
 	testLimit  tenants.Limit
 	adminToken string
+	store      func(*backend.Config) // adjusts both databases' settings
 }
 
 func withRedis(r redis.UniversalClient) instanceOpt {
@@ -91,10 +92,15 @@ func (w *world) start(opts ...instanceOpt) *instance {
 	}
 	in := &instance{clock: &clock{now: time.Now()}, logs: &syncBuffer{}, adminToken: cfg.adminToken}
 	var err error
-	if in.live, err = backend.Open(ctx, backend.Config{URL: w.live}); err != nil {
+	liveCfg, testCfg := backend.Config{URL: w.live}, backend.Config{URL: w.test}
+	if cfg.store != nil {
+		cfg.store(&liveCfg)
+		cfg.store(&testCfg)
+	}
+	if in.live, err = backend.Open(ctx, liveCfg); err != nil {
 		t.Fatal(err)
 	}
-	if in.test, err = backend.Open(ctx, backend.Config{URL: w.test}); err != nil {
+	if in.test, err = backend.Open(ctx, testCfg); err != nil {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewJSONHandler(in.logs, nil))

@@ -87,6 +87,16 @@ func problemFor(err error) *Error {
 		return &Error{Code: "not_found", Detail: "No such resource.", Err: err}
 	case errors.Is(err, backend.ErrNIFConflict):
 		return &Error{Code: "nif_conflict", Detail: "A client with this NIF already exists in the company.", Err: err}
+	case errors.Is(err, backend.ErrCircuitOpen):
+		// Refused without asking the database: retry when the breaker lets
+		// its next probe through, and never sooner than in 1 s (a probe may
+		// be in flight already).
+		retry := time.Second
+		var open *backend.CircuitOpenError
+		if errors.As(err, &open) {
+			retry = max(open.RetryAfter(), time.Second)
+		}
+		return &Error{Code: "database_unavailable", Detail: "The database is unavailable; retry later.", RetryAfter: retry, Err: err}
 	case errors.Is(err, backend.ErrUnavailable):
 		return &Error{Code: "database_unavailable", Detail: "The database is unavailable; retry later.", RetryAfter: time.Second, Err: err}
 	case errors.Is(err, backend.ErrInvalid):

@@ -2,10 +2,6 @@ package tenants
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"os/exec"
-	"strconv"
 	"testing"
 	"time"
 
@@ -13,65 +9,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// redisServer is a redis-server process of the test's own, to kill.
-type redisServer struct {
-	t    *testing.T
-	port int
-	cmd  *exec.Cmd
-}
-
-func startRedisServer(t *testing.T, port int) *redisServer {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		testenv.Unavailable(t, "redis-server binary", err)
-	}
-	if port == 0 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port = ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-	}
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--logfile", "")
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
-	s := &redisServer{t: t, port: port, cmd: cmd}
-	t.Cleanup(s.kill)
-	c := redis.NewClient(&redis.Options{Addr: s.addr(), MaxRetries: -1})
-	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on port %d not answering: %v", port, err)
-		}
-	}
-}
-
-func (s *redisServer) addr() string { return fmt.Sprintf("127.0.0.1:%d", s.port) }
-
-func (s *redisServer) kill() {
-	if s.cmd.ProcessState != nil {
-		return
-	}
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-}
-
 // Redis killed under load: no decision fails, every one is local at the
 // company's last known limit, and admission stays bounded by the local bucket.
 // Redis restarted on the same port: the instance returns to it by itself.
 func TestRedisKilledAndRestartedUnderLoad(t *testing.T) {
-	srv := startRedisServer(t, 0)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.addr(), ContextTimeoutEnabled: true})
+	srv := testenv.StartRedisServer(t, 0)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = rdb.Close() })
 	retry := 200 * time.Millisecond
 	logs := &logRecorder{}
@@ -95,7 +38,7 @@ func TestRedisKilledAndRestartedUnderLoad(t *testing.T) {
 	}
 
 	// Phase 2: Redis killed.
-	srv.kill()
+	srv.Kill()
 	killed := time.Now()
 	down := 1500 * time.Millisecond
 	evs = hammer([]*Limiter{l}, 4, pause, "acme", ModeLive, killed.Add(down))
@@ -125,7 +68,7 @@ func TestRedisKilledAndRestartedUnderLoad(t *testing.T) {
 	}
 
 	// Phase 3: Redis back on the same port (empty: the override is gone).
-	startRedisServer(t, srv.port)
+	testenv.StartRedisServer(t, srv.Port)
 	back := time.Now()
 	evs = hammer([]*Limiter{l}, 4, pause, "acme", ModeLive, back.Add(retry+1500*time.Millisecond))
 	var returned time.Time

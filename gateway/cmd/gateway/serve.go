@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/invoicing-ao/gateway/gateway"
 )
@@ -60,8 +61,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer, env 
 }
 
 // listenAndServe runs the public and admin listeners until SIGINT/SIGTERM or
-// ctx ends, then drains: readiness turns false first (so load balancers stop
-// sending), then requests in flight finish within ShutdownTimeout.
+// ctx ends, then drains: readiness turns false first and the listeners keep
+// serving for DrainDelay (so load balancers notice and stop sending), then
+// they stop accepting and requests in flight finish within ShutdownTimeout.
+// A second signal ends the process at once.
 func listenAndServe(ctx context.Context, cfg Config, d *deps, logger *slog.Logger, ready func(pub, adm net.Addr)) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -90,8 +93,14 @@ func listenAndServe(ctx context.Context, cfg Config, d *deps, logger *slog.Logge
 		return err
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down: readiness off, draining requests in flight", "timeout", cfg.ShutdownTimeout.String())
+	stop()
+	logger.Info("shutting down: readiness off, draining requests in flight",
+		"drainDelay", cfg.DrainDelay.String(), "timeout", cfg.ShutdownTimeout.String())
 	d.server.Drain()
+	// Each connection closes after its current answer: keep-alive clients
+	// reconnect, through the load balancer, to another instance.
+	pub.SetKeepAlivesEnabled(false)
+	time.Sleep(cfg.DrainDelay)
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	err = errors.Join(pub.Shutdown(sctx), adm.Shutdown(sctx))

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/backend/gendata"
+)
+
+type answer struct {
+	status int
+	body   map[string]any
+	closed bool // the server asked to close the connection
+	err    error
+}
+
+// get sends one request on a new connection.
+func get(url, key string) answer {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return answer{err: err}
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("X-Company-Id", gendata.DemoCompanyA)
+	}
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}
+	res, err := c.Do(req)
+	if err != nil {
+		return answer{err: err}
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	a := answer{status: res.StatusCode, closed: res.Close}
+	_ = json.Unmarshal(b, &a.body)
+	return a
+}
+
+func refused(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return true
+	}
+	c.Close()
+	return false
+}
+
+// SIGTERM (ctx canceled) on the real serve path: readiness turns 503 at once
+// while the listener keeps serving for DrainDelay (a request sent then is
+// answered), then the listener stops accepting, and a request that was in
+// flight all along (held by a table lock) still completes with 200.
+func TestGracefulShutdown(t *testing.T) {
+	env := cliEnv(t)
+	drain := time.Second
+	vars := map[string]string{
+		"GATEWAY_ADDR": "127.0.0.1:0", "GATEWAY_ADMIN_ADDR": "127.0.0.1:0",
+		"GATEWAY_DRAIN_DELAY": drain.String(), "GATEWAY_QUERY_TIMEOUT": "20s", "GATEWAY_SHUTDOWN_TIMEOUT": "20s",
+	}
+	for _, k := range []string{"GATEWAY_REDIS_URL", "GATEWAY_REDIS_PREFIX", "GATEWAY_LIVE_DATABASE_URL", "GATEWAY_TEST_DATABASE_URL"} {
+		vars[k] = env(k)
+	}
+	cfg, err := loadConfig("", envOf(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	logger := slog.New(slog.DiscardHandler)
+	d, err := connect(ctx, cfg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	sc, _ := authz.ParseScopes("clients:read,invoices:read")
+	k, err := d.server.CreateKey(ctx, gendata.DemoCompanyA, authz.Live, sc, "shutdown")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients, err := d.live.ListClients(ctx, gendata.DemoCompanyA, backend.ClientFilter{Page: 1, PageSize: 1})
+	if err != nil || len(clients.Data) == 0 {
+		t.Fatalf("a client to read: %v", err)
+	}
+
+	sctx, sigterm := context.WithCancel(ctx)
+	defer sigterm()
+	addrs := make(chan string, 1)
+	served := make(chan error, 1)
+	go func() {
+		served <- listenAndServe(sctx, cfg, d, logger, func(pub, _ net.Addr) { addrs <- pub.String() })
+	}()
+	var addr string
+	select {
+	case addr = <-addrs:
+	case err := <-served:
+		t.Fatalf("listenAndServe: %v", err)
+	}
+	base := "http://" + addr
+	if a := get(base+"/readyz", ""); a.status != 200 {
+		t.Fatalf("readyz before shutdown: %+v", a)
+	}
+
+	// A request in flight: its query waits on a table lock held by the test.
+	locker, err := pgx.Connect(ctx, env("GATEWAY_LIVE_DATABASE_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close(ctx)
+	tx, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "LOCK TABLE customers IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	inflight := make(chan answer, 1)
+	go func() { inflight <- get(base+"/api/v1/v1/clients/"+clients.Data[0].ID, k.Key) }()
+	for waiting := 0; waiting == 0; time.Sleep(10 * time.Millisecond) {
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case a := <-inflight:
+			t.Fatalf("the request did not wait for the lock: %+v", a)
+		default:
+		}
+	}
+
+	sigterm()
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		a := get(base+"/readyz", "")
+		if a.status == 503 {
+			if checks, _ := a.body["checks"].(map[string]any); checks["shutdown"] != "draining" {
+				t.Fatalf("readyz while draining: %+v", a.body)
+			}
+			break
+		}
+		if a.err != nil || time.Since(start) > drain/2 {
+			t.Fatalf("readyz did not turn 503 while the listener still served: %+v", a)
+		}
+	}
+	// Still accepted and served during the drain delay, on a connection the
+	// server closes after the answer.
+	if a := get(base+"/api/v1/v1/invoices?pageSize=1", k.Key); a.status != 200 || !a.closed {
+		t.Fatalf("request during the drain delay: status %d, connection closed %v, %v", a.status, a.closed, a.err)
+	}
+
+	for start := time.Now(); !refused(addr); time.Sleep(20 * time.Millisecond) {
+		if time.Since(start) > drain+5*time.Second {
+			t.Fatal("the listener still accepts after the drain delay")
+		}
+	}
+	select {
+	case a := <-inflight:
+		t.Fatalf("the in-flight request ended before its query could: %+v", a)
+	case err := <-served:
+		t.Fatalf("listenAndServe returned with a request in flight: %v", err)
+	default:
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-inflight; a.status != 200 || a.body["id"] != clients.Data[0].ID {
+		t.Fatalf("in-flight request: %+v", a)
+	}
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("listenAndServe: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("listenAndServe did not return after the last request")
+	}
+	if !refused(addr) {
+		t.Fatal("new connections accepted after shutdown")
+	}
+}

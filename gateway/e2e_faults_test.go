@@ -1,0 +1,428 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/internal/testenv"
+)
+
+// Faults of the real dependencies, end to end: PostgreSQL cut, paused and
+// slow (through a TCP fault proxy or a table lock), Redis killed and
+// restarted. The promise under test: every answer is the truth (200 or a
+// 503 with Retry-After, never a 500, never a 401 for a good key), an open
+// breaker answers at once, and the gateway recovers by itself.
+
+func withStore(f func(*backend.Config)) instanceOpt {
+	return func(c *instanceConfig) { c.store = f }
+}
+
+// viaProxy points both databases at p, with the given deadline and breaker.
+func viaProxy(p *testenv.FaultProxy, timeout time.Duration, failures int, openFor time.Duration) instanceOpt {
+	return withStore(func(c *backend.Config) {
+		c.URL = p.Via(c.URL)
+		c.QueryTimeout, c.BreakerFailures, c.BreakerOpenFor = timeout, failures, openFor
+	})
+}
+
+// hit is one request from a load client: no *testing.T, so that it can run
+// on any goroutine.
+type hit struct {
+	status     int
+	code       string
+	retryAfter string
+	problem    bool // Content-Type application/problem+json
+	took       time.Duration
+	err        error
+}
+
+func (h hit) String() string {
+	return fmt.Sprintf("%d %s (Retry-After %q, %v, err %v)", h.status, h.code, h.retryAfter, h.took, h.err)
+}
+
+var faultClient = &http.Client{Timeout: 30 * time.Second}
+
+func send(method, url, key, company, body string) hit {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	r, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return hit{err: err}
+	}
+	r.Header.Set("Authorization", "Bearer "+key)
+	r.Header.Set("X-Company-Id", company)
+	if body != "" {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	start := time.Now()
+	res, err := faultClient.Do(r)
+	if err != nil {
+		return hit{err: err, took: time.Since(start)}
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	h := hit{status: res.StatusCode, retryAfter: res.Header.Get("Retry-After"), took: time.Since(start),
+		problem: res.Header.Get("Content-Type") == "application/problem+json"}
+	var p struct{ Code string }
+	_ = json.Unmarshal(b, &p)
+	h.code = p.Code
+	return h
+}
+
+// checkUnavailable asserts a well-formed 503 database_unavailable.
+func checkUnavailable(t *testing.T, h hit, maxRetry int) {
+	t.Helper()
+	ra, err := strconv.Atoi(h.retryAfter)
+	if h.status != 503 || h.code != "database_unavailable" || !h.problem || err != nil || ra < 1 || ra > maxRetry {
+		t.Fatalf("want 503 database_unavailable, problem+json, Retry-After 1..%d; got %v", maxRetry, h)
+	}
+}
+
+// firstClient is a client id of company coA, read before any fault.
+func firstClient(t *testing.T, s *backend.Store) string {
+	t.Helper()
+	p, err := s.ListClients(context.Background(), coA, backend.ClientFilter{Page: 1, PageSize: 1})
+	if err != nil || len(p.Data) == 0 {
+		t.Fatalf("a client of %s: %v", coA, err)
+	}
+	return p.Data[0].ID
+}
+
+// recoverWithin polls a request until it answers 200, asserting that nothing
+// but 200 and 503 comes back meanwhile.
+func recoverWithin(t *testing.T, d time.Duration, req func() hit) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		h := req()
+		if h.status == 200 {
+			return time.Since(start)
+		}
+		if h.status != 503 {
+			t.Fatalf("while recovering: %v", h)
+		}
+		if time.Since(start) > d {
+			t.Fatalf("not recovered within %v: %v", d, h)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// PostgreSQL cut under load from several clients: only 200s and 503s (with
+// Retry-After and a problem body), the breaker opens, an open breaker answers
+// at once without touching the database, and after the database comes back
+// requests recover by themselves.
+func TestPostgresCutUnderLoad(t *testing.T) {
+	w := newWorld(t)
+	proxy := testenv.PostgresProxy(t)
+	openFor := time.Second
+	in := w.start(viaProxy(proxy, 2*time.Second, 3, openFor))
+	k := in.key(t, coA, authz.Live, allScopes)
+	client := firstClient(t, in.live)
+	paths := []string{"/api/v1/v1/clients/" + client, "/api/v1/v1/invoices?pageSize=5", "/api/v1/v1/clients?pageSize=5"}
+	if h := send("GET", in.pub.URL+paths[0], k.Key, coA, ""); h.status != 200 {
+		t.Fatalf("before the cut: %v", h)
+	}
+
+	var mu sync.Mutex
+	var hits []hit
+	stop := time.Now().Add(1500 * time.Millisecond)
+	var wg sync.WaitGroup
+	for c := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := c; time.Now().Before(stop); i++ {
+				h := send("GET", in.pub.URL+paths[i%len(paths)], k.Key, coA, "")
+				mu.Lock()
+				hits = append(hits, h)
+				mu.Unlock()
+				time.Sleep(10 * time.Millisecond) // stay under the rate limit
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	proxy.Cut()
+	wg.Wait()
+
+	ok, unavailable := 0, 0
+	for _, h := range hits {
+		switch h.status {
+		case 200:
+			ok++
+		case 503:
+			unavailable++
+			checkUnavailable(t, h, 1)
+		default:
+			t.Fatalf("under a cut: %v", h)
+		}
+	}
+	t.Logf("%d requests under load: %d OK, %d 503", len(hits), ok, unavailable)
+	if ok == 0 || unavailable == 0 {
+		t.Fatalf("%d OK and %d 503: the load did not span the cut", ok, unavailable)
+	}
+	if st := in.live.BreakerState(); st != "open" {
+		t.Fatalf("breaker %s after the cut under load, want open", st)
+	}
+
+	// Wait for the next probe and let it fail, so that a full BreakerOpenFor
+	// lies ahead; then make the database hang: a request that touched it
+	// would take the whole 2 s query timeout.
+	for in.live.BreakerState() != "half-open" {
+		time.Sleep(10 * time.Millisecond)
+	}
+	checkUnavailable(t, send("GET", in.pub.URL+paths[0], k.Key, coA, ""), 1)
+	proxy.Pause()
+	seen := proxy.Accepted()
+	var slowest time.Duration
+	for range 5 {
+		h := send("GET", in.pub.URL+paths[0], k.Key, coA, "")
+		checkUnavailable(t, h, 1)
+		if h.took > 50*time.Millisecond {
+			t.Errorf("open breaker answered in %v; the query timeout is 2s", h.took)
+		}
+		slowest = max(slowest, h.took)
+	}
+	t.Logf("open breaker, database hung: slowest of 5 answers %v", slowest)
+	if n := proxy.Accepted() - seen; n != 0 {
+		t.Errorf("an open breaker opened %d connections to the database", n)
+	}
+
+	proxy.Resume()
+	took := recoverWithin(t, openFor+5*time.Second, func() hit { return send("GET", in.pub.URL+paths[0], k.Key, coA, "") })
+	t.Logf("recovered %v after the database came back", took)
+	if st := in.live.BreakerState(); st != "closed" {
+		t.Fatalf("breaker %s after recovery", st)
+	}
+}
+
+// PostgreSQL paused (connections open, no answers): concurrent requests end
+// with 503 at the query timeout instead of hanging; the breaker then opens
+// and answers at once with Retry-After = its remaining open time; while its
+// probe is in flight, other requests are refused at once too; resuming
+// recovers.
+func TestPostgresPaused(t *testing.T) {
+	w := newWorld(t)
+	proxy := testenv.PostgresProxy(t)
+	timeout, openFor := 300*time.Millisecond, 1500*time.Millisecond // Retry-After: 2, rounded up
+	in := w.start(viaProxy(proxy, timeout, 3, openFor))
+	k := in.key(t, coA, authz.Live, allScopes)
+	url := in.pub.URL + "/api/v1/v1/clients/" + firstClient(t, in.live)
+	get := func() hit { return send("GET", url, k.Key, coA, "") }
+	if h := get(); h.status != 200 {
+		t.Fatalf("before the pause: %v", h)
+	}
+
+	proxy.Pause()
+	var wg sync.WaitGroup
+	hits := make([]hit, 4)
+	for i := range hits {
+		wg.Add(1)
+		go func() { defer wg.Done(); hits[i] = get() }()
+	}
+	wg.Wait()
+	opened := time.Now()
+	for _, h := range hits {
+		checkUnavailable(t, h, 1)
+		if h.took > timeout+700*time.Millisecond {
+			t.Errorf("a request against a paused database took %v; the query timeout is %v", h.took, timeout)
+		}
+	}
+	if st := in.live.BreakerState(); st != "open" {
+		t.Fatalf("breaker %s after 4 timeouts, want open", st)
+	}
+	h := get()
+	checkUnavailable(t, h, 2)
+	if h.took > 50*time.Millisecond {
+		t.Errorf("open breaker answered in %v", h.took)
+	}
+	if time.Since(opened) < 500*time.Millisecond && h.retryAfter != "2" {
+		t.Errorf("Retry-After %s just after a 1.5s breaker opened, want 2", h.retryAfter)
+	}
+
+	// Half-open: one probe goes to the (still paused) database; a request
+	// meanwhile is refused at once, told to retry in 1 s.
+	for in.live.BreakerState() != "half-open" {
+		time.Sleep(10 * time.Millisecond)
+	}
+	probe := make(chan hit, 1)
+	go func() { probe <- get() }()
+	time.Sleep(50 * time.Millisecond)
+	other := get()
+	first := <-probe
+	for _, h := range []hit{first, other} {
+		checkUnavailable(t, h, 1)
+	}
+	if min(first.took, other.took) > 50*time.Millisecond {
+		t.Errorf("with a probe in flight, no request was refused at once: %v, %v", first, other)
+	}
+	if st := in.live.BreakerState(); st != "open" {
+		t.Fatalf("breaker %s after a failed probe, want open", st)
+	}
+
+	proxy.Resume()
+	took := recoverWithin(t, openFor+5*time.Second, get)
+	t.Logf("recovered %v after the database came back", took)
+}
+
+// A slow query (a table lock held elsewhere) ends at the query timeout with a
+// 503, and other tables keep answering.
+func TestSlowQueryEndsAtDeadline(t *testing.T) {
+	w := newWorld(t)
+	timeout := 300 * time.Millisecond
+	in := w.start(withStore(func(c *backend.Config) { c.QueryTimeout = timeout }))
+	k := in.key(t, coA, authz.Live, allScopes)
+	url := in.pub.URL + "/api/v1/v1/clients/" + firstClient(t, in.live)
+	if h := send("GET", url, k.Key, coA, ""); h.status != 200 {
+		t.Fatalf("before the lock: %v", h)
+	}
+	ctx := context.Background()
+	locker, err := pgx.Connect(ctx, w.live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close(ctx)
+	tx, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "LOCK TABLE customers IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+
+	h := send("GET", url, k.Key, coA, "")
+	checkUnavailable(t, h, 1)
+	if h.took < timeout || h.took > timeout+700*time.Millisecond {
+		t.Errorf("a query behind a lock answered after %v; the query timeout is %v", h.took, timeout)
+	}
+	if h := send("GET", in.pub.URL+"/api/v1/v1/invoices?pageSize=5", k.Key, coA, ""); h.status != 200 {
+		t.Errorf("invoices while customers is locked: %v", h)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h := send("GET", url, k.Key, coA, ""); h.status != 200 {
+		t.Fatalf("after the lock: %v", h)
+	}
+	if st := in.live.BreakerState(); st != "closed" {
+		t.Errorf("one slow query opened the breaker: %s", st)
+	}
+}
+
+// Redis killed: a key verified before keeps working from memory, rate limits
+// are decided locally, an unknown key gets 503 (never 401), a malformed one
+// still 401. Redis restarted: everything works again by itself.
+func TestRedisKilledAndRestarted(t *testing.T) {
+	w := newWorld(t)
+	srv := testenv.StartRedisServer(t, 0)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = rdb.Close() })
+	in := w.start(withRedis(rdb))
+	k := in.key(t, coA, authz.Live, allScopes)
+	url := in.pub.URL + "/api/v1/v1/invoices?pageSize=5"
+	unknown := "igw_live_" + strings.Repeat("Z", 43) // well formed, never issued
+	if h := send("GET", url, k.Key, coA, ""); h.status != 200 {
+		t.Fatalf("Redis up: %v", h)
+	}
+	if h := send("GET", url, unknown, coA, ""); h.status != 401 || h.code != "invalid_api_key" {
+		t.Fatalf("unknown key with Redis up: %v", h)
+	}
+	// The keys are data a production Redis persists: write them to disk so
+	// that the restarted server has them.
+	if err := rdb.Save(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	srv.Kill()
+	in.clock.Advance(2 * time.Second) // past the key cache's 1 s: Redis must be asked
+	var slowest time.Duration
+	for i := range 30 {
+		h := send("GET", url, k.Key, coA, "")
+		if h.status != 200 {
+			t.Fatalf("request %d with a known key, Redis down: %v", i, h)
+		}
+		slowest = max(slowest, h.took)
+	}
+	t.Logf("known key, Redis down: slowest of 30 requests %v", slowest)
+	if !in.limiter.Fallback() {
+		t.Error("the limiter is not in local fallback with Redis down")
+	}
+	h := send("GET", url, unknown, coA, "")
+	if h.status != 503 || h.code != "authentication_unavailable" || h.retryAfter == "" || !h.problem {
+		t.Fatalf("unknown key, Redis down: %v, want 503 authentication_unavailable with Retry-After", h)
+	}
+	if h := send("GET", url, "igw_live_short", coA, ""); h.status != 401 {
+		t.Fatalf("malformed key, Redis down: %v (no Redis is needed to refuse it)", h)
+	}
+
+	srv.Restart()
+	in.clock.Advance(2 * time.Second)
+	start := time.Now()
+	for {
+		good := send("GET", url, k.Key, coA, "")
+		bad := send("GET", url, unknown, coA, "")
+		if good.status == 200 && bad.status == 401 && !in.limiter.Fallback() {
+			break
+		}
+		if good.status != 200 && good.status != 503 {
+			t.Fatalf("known key while Redis restarts: %v", good)
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("not recovered after the restart: known key %v, unknown key %v, fallback %v", good, bad, in.limiter.Fallback())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("Redis in use again %v after the restart", time.Since(start))
+}
+
+// A burst of client errors (404, 409, 400) never opens the breaker: the
+// database answered every one of them.
+func TestClientErrorsKeepTheBreakerClosed(t *testing.T) {
+	w := newWorld(t)
+	in := w.start(withStore(func(c *backend.Config) { c.BreakerFailures = 2; c.BreakerOpenFor = time.Minute }))
+	k := in.key(t, coA, authz.Live, allScopes)
+	base := in.pub.URL + "/api/v1/v1"
+	const missing = "99999999-9999-4999-8999-999999999999"
+	body := `{"name":"Cliente Repetido","nif":"5417123456"}`
+	if h := send("POST", base+"/clients", k.Key, coA, body); h.status != 201 {
+		t.Fatalf("create: %v", h)
+	}
+	for range 10 {
+		for _, c := range []struct {
+			method, url, body string
+			status            int
+		}{
+			{"GET", base + "/clients/" + missing, "", 404},
+			{"GET", base + "/invoices/" + missing, "", 404},
+			{"POST", base + "/clients", body, 409},
+			{"GET", base + "/invoices?pageSize=101", "", 400},
+			{"POST", base + "/clients", `{"name":""}`, 400},
+		} {
+			if h := send(c.method, c.url, k.Key, coA, c.body); h.status != c.status {
+				t.Fatalf("%s %s: %v, want %d", c.method, c.url, h, c.status)
+			}
+		}
+	}
+	if st := in.live.BreakerState(); st != "closed" {
+		t.Fatalf("breaker %s after client errors", st)
+	}
+	if h := send("GET", base+"/clients/"+firstClient(t, in.live), k.Key, coA, ""); h.status != 200 {
+		t.Fatalf("after the burst: %v", h)
+	}
+}
