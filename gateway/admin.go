@@ -150,6 +150,10 @@ func (s *Server) AdminHandler() http.Handler {
 	r.GET("/admin/v1/companies/:id/limits", s.adminOnly(s.adminGetLimits))
 	r.PUT("/admin/v1/companies/:id/limits", s.adminOnly(s.adminSetLimits))
 	r.DELETE("/admin/v1/companies/:id/limits", s.adminOnly(s.adminResetLimits))
+	r.GET("/admin/v1/companies/:id/usage", s.adminOnly(s.adminUsage))
+	// No token for /metrics: scrapers need no power over keys, and the
+	// metrics hold no secret and no company data.
+	r.Handler(http.MethodGet, "/metrics", s.metrics.handler())
 
 	var h http.Handler = r
 	h = withSecurityHeaders(h)

@@ -142,6 +142,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, st *reqState) err
 	if err != nil {
 		return err
 	}
+	s.metrics.decided(mode, d)
 	policy := strings.ToLower(mode)
 	window := 1
 	if d.Limit.Rate > 0 {

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/invoicing-ao/gateway/authz"
 )
 
@@ -140,7 +142,7 @@ func accessLog(logger *slog.Logger, now func() time.Time) func(http.Handler) htt
 			if route == "" {
 				route = "unmatched"
 			}
-			attrs := make([]slog.Attr, 0, 12)
+			attrs := make([]slog.Attr, 0, 14)
 			attrs = append(attrs,
 				slog.String("requestId", st.ID),
 				slog.String("method", r.Method),
@@ -161,6 +163,9 @@ func accessLog(logger *slog.Logger, now func() time.Time) func(http.Handler) htt
 			}
 			if st.Authed {
 				attrs = append(attrs, slog.String("company", st.Key.CompanyID), slog.String("keyId", st.Key.ID), slog.String("mode", string(st.Key.Mode)))
+			}
+			if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
+				attrs = append(attrs, slog.String("traceId", sc.TraceID().String()), slog.String("spanId", sc.SpanID().String()))
 			}
 			logger.LogAttrs(r.Context(), level, "request", attrs...)
 		})

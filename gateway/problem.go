@@ -11,6 +11,7 @@ import (
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/tenants"
+	"github.com/invoicing-ao/gateway/usage"
 )
 
 // Error is the gateway's one error type: what the caller is told. Every
@@ -74,6 +75,7 @@ var problemCodes = map[string]problemCode{
 	"key_limit_reached":          {http.StatusConflict, "Active key limit reached"},
 	"unknown_company":            {http.StatusUnprocessableEntity, "Unknown company"},
 	"not_ready":                  {http.StatusServiceUnavailable, "Not ready"},
+	"usage_unavailable":          {http.StatusServiceUnavailable, "Usage unavailable"},
 }
 
 // problemFor maps any error to the Error the caller sees. It is the one place
@@ -115,6 +117,8 @@ func problemFor(err error) *Error {
 		errors.Is(err, authz.ErrInvalidCompany), errors.Is(err, authz.ErrInvalidName),
 		errors.Is(err, tenants.ErrInvalidLimit), errors.Is(err, tenants.ErrInvalidMode):
 		return &Error{Code: "invalid_body", Detail: err.Error(), Err: err}
+	case errors.Is(err, usage.ErrUnavailable):
+		return &Error{Code: "usage_unavailable", Detail: "Usage cannot be read right now; retry later.", RetryAfter: time.Second, Err: err}
 	case errors.Is(err, tenants.ErrBusy):
 		return &Error{Code: "concurrency_limit", Detail: "Too many requests of this company are in flight; retry shortly.", RetryAfter: time.Second, Err: err}
 	case errors.Is(err, context.DeadlineExceeded):

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/julienschmidt/httprouter"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend"
@@ -67,6 +68,14 @@ type Config struct {
 	// the API (canonical, see ParseOrigins); empty means none, and the API
 	// explorer, served from the API's own origin, needs none.
 	CORSAllowedOrigins []string
+
+	// TracerProvider makes the request spans; nil means otel's global one.
+	TracerProvider trace.TracerProvider
+	// Usage counts each company's requests; nil counts nothing (and the
+	// admin usage endpoint answers 503).
+	Usage Usage
+	// RedisPool is reported on /metrics; nil leaves Redis pool metrics out.
+	RedisPool RedisPool
 }
 
 // Server holds the dependencies of the handlers.
@@ -78,6 +87,9 @@ type Server struct {
 	companies  *companyCache
 	adminToken string
 	cors       []string
+	tracer     trace.Tracer
+	metrics    *metrics
+	usage      Usage
 	draining   atomic.Bool
 	logger     *slog.Logger
 	now        func() time.Time
@@ -100,6 +112,9 @@ func New(cfg Config) *Server {
 		ttl = 5 * time.Second
 	}
 	s.companies = newCompanyCache(ttl, s.now)
+	s.tracer = tracerOf(cfg.TracerProvider)
+	s.usage = cfg.Usage
+	s.metrics = newMetrics(s, cfg.RedisPool)
 	return s
 }
 
@@ -120,6 +135,9 @@ const apiPrefix = "/api/v1/v1"
 //
 // The chain, outermost first, and why in that order:
 //   - withRequestID: every later layer, error bodies and logs need the id;
+//   - withTelemetry: the span, metrics and usage of every request,
+//     rejections included; inside withRequestID so the id is on the span,
+//     outside accessLog so the log line carries the trace id;
 //   - accessLog: sees the final status of everything inside, panics included;
 //   - withRecover: inside the log, so a panic is logged as the 500 it became;
 //   - withSecurityHeaders: on every answer, errors and 404s included;
@@ -146,8 +164,8 @@ func (s *Server) Handler() http.Handler {
 	s.route(r, http.MethodGet, apiPrefix+"/clients", authz.ClientsRead, s.listClients)
 	s.route(r, http.MethodGet, apiPrefix+"/clients/:id", authz.ClientsRead, s.getClient)
 	s.route(r, http.MethodPost, apiPrefix+"/clients", authz.ClientsWrite, s.createClient)
-	r.HandlerFunc(http.MethodGet, "/healthz", s.healthz)
-	r.HandlerFunc(http.MethodGet, "/readyz", s.readyz)
+	r.HandlerFunc(http.MethodGet, "/healthz", named("GET /healthz", s.healthz))
+	r.HandlerFunc(http.MethodGet, "/readyz", named("GET /readyz", s.readyz))
 
 	var h http.Handler = r
 	h = withCORS(s.cors, func(method, path string) bool {
@@ -157,6 +175,7 @@ func (s *Server) Handler() http.Handler {
 	h = withSecurityHeaders(h)
 	h = withRecover(h)
 	h = accessLog(s.logger, s.now)(h)
+	h = s.withTelemetry(h)
 	h = withRequestID(h)
 	return h
 }

@@ -50,13 +50,19 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer, env 
 		return err
 	}
 	logger := newLogger(stderr, cfg.LogLevel)
+	tel, err := setupTelemetry(ctx, env, versionString())
+	if err != nil {
+		return err
+	}
+	tel.install(logger)
+	defer tel.flush(logger) // after d.Close: the last spans are ended by then
 	d, err := connect(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 	return listenAndServe(ctx, cfg, d, logger, func(pub, adm net.Addr) {
-		logger.Info("gateway listening", "public", pub.String(), "admin", adm.String(), "version", versionString())
+		logger.Info("gateway listening", "public", pub.String(), "admin", adm.String(), "version", versionString(), "tracing", tel.describe)
 	})
 }
 

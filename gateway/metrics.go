@@ -1,0 +1,162 @@
+package gateway
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/tenants"
+)
+
+// Optional abilities of the dependencies, reported on /metrics when present
+// (backend.Store, authz.Keyring and go-redis clients have them; test doubles
+// need not).
+type (
+	breakerStater interface{ BreakerState() string }
+	poolStater    interface{ PoolStats() backend.PoolStats }
+	cacheStater   interface{ Stats() authz.CacheStats }
+	// RedisPool is a Redis client's connection pool (redis.UniversalClient).
+	RedisPool interface{ PoolStats() *redis.PoolStats }
+)
+
+// metrics are the server's own Prometheus registry, not the process-wide
+// default: several servers (tests) can live in one process. No metric has
+// a company label: companies are unbounded; per-company counts are usage's.
+type metrics struct {
+	reg       *prometheus.Registry
+	requests  *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	ratelimit *prometheus.CounterVec
+}
+
+func newMetrics(s *Server, redisPool RedisPool) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_http_requests_total",
+			Help: "API requests answered, by route pattern and status.",
+		}, []string{"route", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "gateway_http_request_duration_seconds",
+			Help:    "Time from the first byte of the request to the end of the answer, by route pattern.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"route"}),
+		ratelimit: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_ratelimit_decisions_total",
+			Help: "Rate-limit decisions by mode, outcome (allowed, rejected) and decider (redis, local fallback).",
+		}, []string{"mode", "decision", "source"}),
+	}
+	m.reg.MustRegister(m.requests, m.duration, m.ratelimit,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&stateCollector{s: s, redis: redisPool})
+	return m
+}
+
+func (m *metrics) observe(route string, status int, elapsed time.Duration) {
+	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(route).Observe(elapsed.Seconds())
+}
+
+func (m *metrics) decided(mode string, d tenants.Decision) {
+	decision, source := "allowed", "redis"
+	if !d.Allowed {
+		decision = "rejected"
+	}
+	if d.Local {
+		source = "local"
+	}
+	m.ratelimit.WithLabelValues(mode, decision, source).Inc()
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// stateCollector reads the state of the dependencies at scrape time: breaker
+// states, pools and key-cache counts cost nothing between scrapes.
+type stateCollector struct {
+	s     *Server
+	redis RedisPool
+}
+
+var (
+	descBreaker = prometheus.NewDesc("gateway_database_breaker_state",
+		"1 for the current state of each database's circuit breaker (closed, half-open, open).", []string{"database", "state"}, nil)
+	descDBConns = prometheus.NewDesc("gateway_database_pool_connections",
+		"Connections of each database pool, by state (idle, in_use).", []string{"database", "state"}, nil)
+	descDBMax = prometheus.NewDesc("gateway_database_pool_max_connections",
+		"The bound of each database pool.", []string{"database"}, nil)
+	descDBAcquires = prometheus.NewDesc("gateway_database_pool_acquires_total",
+		"Connections handed out by each database pool (PostgreSQL only).", []string{"database"}, nil)
+	descDBWaits = prometheus.NewDesc("gateway_database_pool_waits_total",
+		"Acquisitions that waited for a connection, by database.", []string{"database"}, nil)
+	descDBWait = prometheus.NewDesc("gateway_database_pool_wait_seconds_total",
+		"Time spent waiting for a connection, by database.", []string{"database"}, nil)
+	descKeyCache = prometheus.NewDesc("gateway_key_cache_lookups_total",
+		"API key verifications by cache outcome (hit, miss, negative, stale).", []string{"result"}, nil)
+	descRedisConns = prometheus.NewDesc("gateway_redis_pool_connections",
+		"Connections of the Redis pool, by state (idle, total).", []string{"state"}, nil)
+	descRedisEvents = prometheus.NewDesc("gateway_redis_pool_events_total",
+		"Redis pool events: hits (idle connection reused), misses (new connection), timeouts (no connection in time), waits, stale (closed as stale).", []string{"event"}, nil)
+)
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descBreaker, descDBConns, descDBMax, descDBAcquires, descDBWaits, descDBWait, descKeyCache, descRedisConns, descRedisEvents} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
+	for _, db := range []struct {
+		name string
+		st   Store
+	}{{"live", c.s.live}, {"test", c.s.test}} {
+		if b, ok := db.st.(breakerStater); ok {
+			cur := b.BreakerState()
+			for _, state := range []string{"closed", "half-open", "open"} {
+				v := 0.0
+				if state == cur {
+					v = 1
+				}
+				ch <- prometheus.MustNewConstMetric(descBreaker, gauge, v, db.name, state)
+			}
+		}
+		if p, ok := db.st.(poolStater); ok {
+			ps := p.PoolStats()
+			ch <- prometheus.MustNewConstMetric(descDBConns, gauge, float64(ps.IdleConns), db.name, "idle")
+			ch <- prometheus.MustNewConstMetric(descDBConns, gauge, float64(ps.InUseConns), db.name, "in_use")
+			ch <- prometheus.MustNewConstMetric(descDBMax, gauge, float64(ps.MaxConns), db.name)
+			ch <- prometheus.MustNewConstMetric(descDBAcquires, counter, float64(ps.Acquires), db.name)
+			ch <- prometheus.MustNewConstMetric(descDBWaits, counter, float64(ps.Waits), db.name)
+			ch <- prometheus.MustNewConstMetric(descDBWait, counter, ps.WaitTime.Seconds(), db.name)
+		}
+	}
+	if k, ok := c.s.keys.(cacheStater); ok {
+		st := k.Stats()
+		for _, r := range []struct {
+			name string
+			n    uint64
+		}{{"hit", st.Hits}, {"miss", st.Misses}, {"negative", st.Negative}, {"stale", st.Stale}} {
+			ch <- prometheus.MustNewConstMetric(descKeyCache, counter, float64(r.n), r.name)
+		}
+	}
+	if c.redis != nil {
+		ps := c.redis.PoolStats()
+		ch <- prometheus.MustNewConstMetric(descRedisConns, gauge, float64(ps.IdleConns), "idle")
+		ch <- prometheus.MustNewConstMetric(descRedisConns, gauge, float64(ps.TotalConns), "total")
+		for _, e := range []struct {
+			name string
+			n    uint32
+		}{{"hit", ps.Hits}, {"miss", ps.Misses}, {"timeout", ps.Timeouts}, {"wait", ps.WaitCount}, {"stale", ps.StaleConns}} {
+			ch <- prometheus.MustNewConstMetric(descRedisEvents, counter, float64(e.n), e.name)
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package gateway
+
+import (
+	"net/http"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+const tracerName = "github.com/invoicing-ao/gateway/gateway"
+
+func tracerOf(tp trace.TracerProvider) trace.Tracer {
+	if tp == nil {
+		return otel.Tracer(tracerName)
+	}
+	return tp.Tracer(tracerName)
+}
+
+// w3c reads the caller's W3C traceparent. The gateway honours it whatever
+// the process-wide propagator is, so the API's tracing contract does not
+// depend on how the binary was set up.
+var w3c propagation.TraceContext
+
+// withTelemetry gives every request on the public listener, rejections
+// included, a server span (a child of the caller's traceparent, if any), its
+// count and latency in the metrics, and, once the caller is known, its count
+// in the company's usage. The span is named by the route pattern and carries
+// ids only: never the key, the query string, the body or personal data.
+func (s *Server) withTelemetry(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := s.now()
+		ctx := w3c.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx, span := s.tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer))
+		defer span.End() // also when a panic escapes (http.ErrAbortHandler)
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r.WithContext(ctx))
+		status := sw.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		st := stateFrom(ctx)
+		route := st.Route
+		if route == "" {
+			route = "unmatched"
+		}
+		s.metrics.observe(route, status, s.now().Sub(start))
+		if st.Authed && s.usage != nil {
+			s.usage.Add(st.Key.CompanyID, string(st.Key.Mode), status)
+		}
+		if span.IsRecording() {
+			s.describeSpan(span, r, st, status)
+		}
+	})
+}
+
+// named records a route pattern for routes registered without s.route, so
+// that logs, spans and metrics name them.
+func named(route string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		stateFrom(r.Context()).Route = route
+		h(w, r)
+	}
+}
+
+// describeSpan names the span by its route and sets the request's facts.
+func (s *Server) describeSpan(span trace.Span, r *http.Request, st *reqState, status int) {
+	attrs := make([]attribute.KeyValue, 0, 10)
+	attrs = append(attrs,
+		attribute.String("http.request.method", r.Method),
+		attribute.Int("http.response.status_code", status),
+		attribute.String("gateway.request_id", st.ID),
+	)
+	if st.Route != "" {
+		span.SetName(st.Route)
+		attrs = append(attrs, attribute.String("http.route", st.Route))
+	}
+	if st.Code != "" {
+		attrs = append(attrs, attribute.String("gateway.problem.code", st.Code))
+	}
+	if st.Authed {
+		attrs = append(attrs,
+			attribute.String("gateway.company_id", st.Key.CompanyID),
+			attribute.String("gateway.key_id", st.Key.ID),
+			attribute.String("gateway.mode", string(st.Key.Mode)))
+		if b, ok := s.store(st.Key.Mode).(breakerStater); ok {
+			attrs = append(attrs, attribute.String("db.breaker.state", b.BreakerState()))
+		}
+	}
+	// A server span is an error for 5xx only: a 4xx is the caller's error,
+	// answered correctly.
+	if status >= 500 {
+		errType := st.Code
+		if errType == "" {
+			errType = "_OTHER"
+		}
+		attrs = append(attrs, attribute.String("error.type", errType))
+		span.SetStatus(codes.Error, errType)
+	}
+	span.SetAttributes(attrs...)
+}
