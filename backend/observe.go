@@ -22,8 +22,7 @@ type tracedDB struct {
 	dbConn
 	tracer trace.Tracer
 	system attribute.KeyValue
-	// breaker reports the breaker's state as the span ends; nil when the
-	// Store has none.
+	// breaker reports the breaker's state when the statement starts.
 	breaker func() string
 }
 
@@ -34,8 +33,8 @@ func traceDB(s *Store, db dbConn, tp trace.TracerProvider) *tracedDB {
 	} else {
 		t.tracer = tp.Tracer(tracerName)
 	}
-	if b, ok := any(s).(interface{ BreakerState() string }); ok {
-		t.breaker = b.BreakerState
+	if s.breaker != nil {
+		t.breaker = s.BreakerState
 	}
 	return t
 }
@@ -165,14 +164,22 @@ type PoolStats struct {
 	WaitTime time.Duration
 }
 
-// PoolStats returns the state of the connection pool; cheap enough for every
-// metrics scrape.
-func (s *Store) PoolStats() PoolStats {
-	db := s.db
-	if t, ok := db.(*tracedDB); ok {
-		db = t.dbConn
-	}
+// PoolStats returns the state of the connection pool (primary and replica
+// pools added up when there is a replica); cheap enough for every metrics
+// scrape.
+func (s *Store) PoolStats() PoolStats { return poolStats(s.db) }
+
+func poolStats(db dbConn) PoolStats {
 	switch db := db.(type) {
+	case *tracedDB:
+		return poolStats(db.dbConn)
+	case *replicated:
+		a, b := poolStats(db.primary), poolStats(db.replica)
+		return PoolStats{
+			MaxConns: a.MaxConns + b.MaxConns, TotalConns: a.TotalConns + b.TotalConns,
+			IdleConns: a.IdleConns + b.IdleConns, InUseConns: a.InUseConns + b.InUseConns,
+			Acquires: a.Acquires + b.Acquires, Waits: a.Waits + b.Waits, WaitTime: a.WaitTime + b.WaitTime,
+		}
 	case *pgDB:
 		st := db.pool.Stat()
 		return PoolStats{

@@ -64,7 +64,7 @@ func TestStatementSpans(t *testing.T) {
 					}
 					attrs[string(a.Key)] = v
 				}
-				if attrs["db.system"] != system || !strings.Contains(attrs["db.query.text"], "?") && !strings.Contains(attrs["db.query.text"], "$1") {
+				if attrs["db.system"] != system || attrs["db.breaker.state"] != "closed" || !strings.Contains(attrs["db.query.text"], "?") && !strings.Contains(attrs["db.query.text"], "$1") {
 					t.Errorf("span %q attributes %v", sp.Name, attrs)
 				}
 				switch sp.Name {
