@@ -68,6 +68,21 @@ func RedisClusterClient(t testing.TB) *redis.ClusterClient {
 // answers PING.
 func startClusterNode(t testing.TB, dir string) string {
 	t.Helper()
+	return startRedisProcess(t, dir, func(p string) []string {
+		return []string{
+			"--port", p, "--bind", "127.0.0.1",
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", filepath.Join(dir, "nodes-"+p+".conf"),
+			"--cluster-node-timeout", "5000",
+			"--dir", dir, "--save", "", "--appendonly", "no", "--daemonize", "no",
+		}
+	})
+}
+
+// startRedisProcess starts redis-server with args(port) on a free loopback
+// port, waits until it answers PING, and kills it when the test ends.
+func startRedisProcess(t testing.TB, dir string, args func(port string) []string) string {
+	t.Helper()
 	for attempt := 0; attempt < 20; attempt++ {
 		port := 20000 + rand.IntN(10000)
 		if !portFree(port) || !portFree(port+10000) {
@@ -75,13 +90,7 @@ func startClusterNode(t testing.TB, dir string) string {
 		}
 		p := strconv.Itoa(port)
 		log := &syncWriter{w: &bytes.Buffer{}}
-		cmd := exec.Command("redis-server",
-			"--port", p, "--bind", "127.0.0.1",
-			"--cluster-enabled", "yes",
-			"--cluster-config-file", filepath.Join(dir, "nodes-"+p+".conf"),
-			"--cluster-node-timeout", "5000",
-			"--dir", dir, "--save", "", "--appendonly", "no", "--daemonize", "no",
-		)
+		cmd := exec.Command("redis-server", args(p)...)
 		cmd.Stdout, cmd.Stderr = log, log
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start redis-server: %v", err)
@@ -91,7 +100,6 @@ func startClusterNode(t testing.TB, dir string) string {
 		t.Cleanup(func() {
 			_ = cmd.Process.Kill()
 			<-exited
-			_ = os.Remove(filepath.Join(dir, "nodes-"+p+".conf"))
 		})
 		addr := "127.0.0.1:" + p
 		if waitPing(addr, exited) {
@@ -100,7 +108,7 @@ func startClusterNode(t testing.TB, dir string) string {
 		// Lost the port to someone else (or the node died): try another.
 		t.Logf("redis-server on %s did not start, retrying: %s", addr, strings.TrimSpace(log.String()))
 	}
-	t.Fatalf("could not start a redis-server cluster node after 20 attempts")
+	t.Fatalf("could not start a redis-server after 20 attempts")
 	return ""
 }
 
@@ -173,4 +181,48 @@ func (s *syncWriter) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.String()
+}
+
+// RedisSentinel starts a Redis server and one Sentinel monitoring it as
+// master "gwmaster", as child processes of the test on loopback ports, and
+// returns the Sentinel's address and the master's name. Both are killed and
+// their files removed when the test ends.
+func RedisSentinel(t testing.TB) (sentinelAddr, master string) {
+	t.Helper()
+	for _, bin := range []string{"redis-server"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			Unavailable(t, "Redis Sentinel ("+bin+")", err)
+		}
+	}
+	dir := t.TempDir()
+	masterAddr := startRedisProcess(t, dir, func(p string) []string {
+		return []string{"--port", p, "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no"}
+	})
+	_, masterPort, _ := net.SplitHostPort(masterAddr)
+	master = "gwmaster"
+	sentinelAddr = startRedisProcess(t, dir, func(p string) []string {
+		conf := filepath.Join(dir, "sentinel-"+p+".conf")
+		body := "port " + p + "\nbind 127.0.0.1\ndir " + dir + "\n" +
+			"sentinel monitor " + master + " 127.0.0.1 " + masterPort + " 1\n"
+		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return []string{conf, "--sentinel"}
+	})
+	// Wait until the Sentinel knows the master.
+	c := redis.NewSentinelClient(&redis.Options{Addr: sentinelAddr})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		addr, err := c.GetMasterAddrByName(ctx, master).Result()
+		cancel()
+		if err == nil && len(addr) == 2 && addr[1] == masterPort {
+			return sentinelAddr, master
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sentinel %s never reported master %s: %v %v", sentinelAddr, master, addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

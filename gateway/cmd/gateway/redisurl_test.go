@@ -100,6 +100,20 @@ func TestRedisURLForms(t *testing.T) {
 // request, the rate limit admits the burst and answers 429 after it.
 func TestGatewayOnRedisCluster(t *testing.T) {
 	addrs := testenv.RedisCluster(t, 3)
+	d := smokeGateway(t, "redis+cluster://"+addrs[0]+"?addr="+addrs[1]+"&addr="+addrs[2])
+	if _, ok := d.rdb.(*redis.ClusterClient); !ok {
+		t.Fatalf("redis client is a %T, want a cluster client", d.rdb)
+	}
+}
+
+// TestGatewayOnRedisSentinel is the same through a real Sentinel.
+func TestGatewayOnRedisSentinel(t *testing.T) {
+	addr, master := testenv.RedisSentinel(t)
+	smokeGateway(t, "redis+sentinel://"+addr+"/0?master_name="+master)
+}
+
+func smokeGateway(t *testing.T, redisURL string) *deps {
+	t.Helper()
 	ctx := context.Background()
 	live, test := testenv.Postgres(t), testenv.Postgres(t)
 	for _, u := range []string{live, test} {
@@ -111,7 +125,7 @@ func TestGatewayOnRedisCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg, err := loadConfig("../../../configs/gateway.yaml", envOf(map[string]string{
-		"GATEWAY_REDIS_URL":         "redis+cluster://" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2],
+		"GATEWAY_REDIS_URL":         redisURL,
 		"GATEWAY_LIVE_DATABASE_URL": live,
 		"GATEWAY_TEST_DATABASE_URL": test,
 	}))
@@ -123,19 +137,16 @@ func TestGatewayOnRedisCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Close)
-	if _, ok := d.rdb.(*redis.ClusterClient); !ok {
-		t.Fatalf("redis client is a %T, want a cluster client", d.rdb)
-	}
 	pub := httptest.NewServer(d.server.Handler())
 	t.Cleanup(pub.Close)
 
 	scopes, _ := authz.ParseScopes("clients:read")
-	k, err := d.server.CreateKey(ctx, gendata.DemoCompanyA, authz.Live, scopes, "cluster")
+	k, err := d.server.CreateKey(ctx, gendata.DemoCompanyA, authz.Live, scopes, "smoke")
 	if err != nil {
-		t.Fatalf("create key on the cluster: %v", err)
+		t.Fatalf("create key through %s: %v", redisURL, err)
 	}
 	if _, err := d.server.SetCompanyLimit(ctx, gendata.DemoCompanyA, "LIVE", 0.01, 2); err != nil {
-		t.Fatalf("set limit on the cluster: %v", err)
+		t.Fatalf("set limit through %s: %v", redisURL, err)
 	}
 	get := func(path, key string) (int, map[string]any) {
 		t.Helper()
@@ -154,7 +165,7 @@ func TestGatewayOnRedisCluster(t *testing.T) {
 		return res.StatusCode, m
 	}
 	if code, _ := get("/readyz", ""); code != http.StatusOK {
-		t.Fatalf("readyz on the cluster: %d", code)
+		t.Fatalf("readyz: %d", code)
 	}
 	for i := 0; i < 2; i++ {
 		if code, body := get("/api/v1/v1/clients?pageSize=1", k.Key); code != http.StatusOK {
@@ -167,6 +178,7 @@ func TestGatewayOnRedisCluster(t *testing.T) {
 	if code, body := get("/api/v1/v1/clients?pageSize=1", "igw_live_0000000000000000000000000000000000000000000"); code != http.StatusUnauthorized {
 		t.Fatalf("unknown key: %d %v", code, body)
 	}
+	return d
 }
 
 func TestReplicaSettings(t *testing.T) {
