@@ -143,15 +143,36 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, st *reqState) err
 		return err
 	}
 	s.metrics.decided(mode, d)
-	policy := strings.ToLower(mode)
+	policy := "live"
+	if st.Key.Mode != authz.Live {
+		policy = strings.ToLower(mode)
+	}
 	window := 1
 	if d.Limit.Rate > 0 {
 		window = ceilSeconds(time.Duration(float64(d.Limit.Burst) / d.Limit.Rate * float64(time.Second)))
 	}
-	h := w.Header()
-	h.Set("RateLimit-Policy", `"`+policy+`";q=`+strconv.Itoa(d.Limit.Burst)+";w="+strconv.Itoa(window))
 	reset := int((d.Reset + time.Second - 1) / time.Second)
-	h.Set("RateLimit", `"`+policy+`";r=`+strconv.Itoa(max(d.Remaining, 0))+";t="+strconv.Itoa(reset))
+	// Both values are built in one buffer and share one string and one
+	// slice: two allocations on every admitted request instead of eight.
+	var buf [128]byte
+	b := append(buf[:0], '"')
+	b = append(b, policy...)
+	b = append(b, `";q=`...)
+	b = strconv.AppendInt(b, int64(d.Limit.Burst), 10)
+	b = append(b, ";w="...)
+	b = strconv.AppendInt(b, int64(window), 10)
+	cut := len(b)
+	b = append(b, '"')
+	b = append(b, policy...)
+	b = append(b, `";r=`...)
+	b = strconv.AppendInt(b, int64(max(d.Remaining, 0)), 10)
+	b = append(b, ";t="...)
+	b = strconv.AppendInt(b, int64(reset), 10)
+	both := string(b)
+	vals := []string{both[:cut], both[cut:]}
+	h := w.Header()
+	h["Ratelimit-Policy"] = vals[0:1:1] // the canonical forms of RateLimit-Policy and RateLimit
+	h["Ratelimit"] = vals[1:2:2]
 	if !d.Allowed {
 		return &Error{Code: "rate_limit_" + policy, RetryAfter: d.RetryAfter,
 			Detail: "The company's " + mode + " rate limit (" + strconv.FormatFloat(d.Limit.Rate, 'f', -1, 64) +

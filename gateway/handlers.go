@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -103,15 +102,18 @@ func (s *Server) acquire(r *http.Request, st *reqState) (func(), error) {
 
 // writeJSON writes v as the response body with an exact Content-Length.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	b, buf, err := marshalJSON(v) // encode.go
 	if err != nil {
 		http.Error(w, `{"code":"internal_error"}`, http.StatusInternalServerError)
 		return
 	}
-	b = append(b, '\n')
+	defer releaseBuf(buf)
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h["Content-Type"] = jsonContentType
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
+
+// jsonContentType is shared by every answer, as the values in middleware.go.
+var jsonContentType = []string{"application/json"}

@@ -24,12 +24,15 @@ const (
 
 // query reads a request's query string strictly: every parameter must be
 // known and given once, so a typo (pagesize=5) is an error, not a silent
-// default.
+// default. It parses as url.ParseQuery does, into a small array instead of a
+// map: the query is on every request's path.
 type query struct {
-	vals   url.Values
-	errs   []FieldError
-	parsed bool
+	pairs []queryPair
+	buf   [6]queryPair
+	errs  []FieldError
 }
+
+type queryPair struct{ name, value string }
 
 func parseQuery(raw string, known ...string) *query {
 	q := &query{}
@@ -37,25 +40,58 @@ func parseQuery(raw string, known ...string) *query {
 		q.errs = append(q.errs, FieldError{"query", "is longer than " + strconv.Itoa(maxQueryLen) + " bytes"})
 		return q
 	}
-	vals, err := url.ParseQuery(raw)
-	if err != nil {
-		q.errs = append(q.errs, FieldError{"query", "is not a valid URL query string"})
+	q.pairs = q.buf[:0]
+	for rest := raw; rest != ""; {
+		var piece string
+		piece, rest, _ = strings.Cut(rest, "&")
+		if strings.Contains(piece, ";") {
+			q.errs = append(q.errs, FieldError{"query", "is not a valid URL query string"})
+			return q
+		}
+		if piece == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(piece, "=")
+		var err1, err2 error
+		if name, err1 = url.QueryUnescape(name); err1 == nil {
+			value, err2 = url.QueryUnescape(value)
+		}
+		if err1 != nil || err2 != nil {
+			q.errs = append(q.errs, FieldError{"query", "is not a valid URL query string"})
+			return q
+		}
+		q.pairs = append(q.pairs, queryPair{name, value})
+	}
+	if len(q.pairs) == 0 {
 		return q
 	}
-	q.vals, q.parsed = vals, true
-	names := make([]string, 0, len(vals))
-	for name := range vals {
-		names = append(names, name)
+	// Judge each distinct name once, in name order, as the API documents.
+	var nbuf [6]string
+	names := nbuf[:0]
+	for _, p := range q.pairs {
+		if !contains(names, p.name) {
+			names = append(names, p.name)
+		}
 	}
 	sort.Strings(names)
 	for _, name := range names {
 		if !contains(known, name) {
 			q.errs = append(q.errs, FieldError{name, "is not a known parameter; known: " + strings.Join(known, ", ")})
-		} else if len(vals[name]) > 1 {
+		} else if q.count(name) > 1 {
 			q.errs = append(q.errs, FieldError{name, "is given more than once"})
 		}
 	}
 	return q
+}
+
+func (q *query) count(name string) int {
+	n := 0
+	for _, p := range q.pairs {
+		if p.name == name {
+			n++
+		}
+	}
+	return n
 }
 
 func contains(list []string, s string) bool {
@@ -70,14 +106,12 @@ func contains(list []string, s string) bool {
 // get returns a parameter's value and whether it was given (an empty value
 // counts as given, and is then judged by the caller's rules).
 func (q *query) get(name string) (string, bool) {
-	if !q.parsed {
-		return "", false
+	for _, p := range q.pairs {
+		if p.name == name {
+			return p.value, true
+		}
 	}
-	v, ok := q.vals[name]
-	if !ok || len(v) == 0 {
-		return "", false
-	}
-	return v[0], true
+	return "", false
 }
 
 func (q *query) fail(field, msg string) { q.errs = append(q.errs, FieldError{field, msg}) }

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// benchReport summarizes one measured load: exact latency percentiles (every
+// latency is kept), per operation and overall.
+type benchReport struct {
+	name            string
+	ops             map[string]*opStats
+	all             *opStats
+	first, last     time.Time
+	elapsed         time.Duration
+	throughput      float64 // 2xx answers per second
+	transportErrors int
+	errorSample     string
+}
+
+type opStats struct {
+	latencies []time.Duration
+	ok        int
+	statuses  map[int]int
+}
+
+func newBenchReport(name string) *benchReport {
+	return &benchReport{name: name, ops: map[string]*opStats{}, all: &opStats{statuses: map[int]int{}}}
+}
+
+func (r *benchReport) add(res *vegeta.Result) {
+	op := opOf(res.Method, res.URL)
+	s := r.ops[op]
+	if s == nil {
+		s = &opStats{statuses: map[int]int{}}
+		r.ops[op] = s
+	}
+	for _, s := range []*opStats{s, r.all} {
+		s.latencies = append(s.latencies, res.Latency)
+		s.statuses[int(res.Code)]++
+		if res.Code >= 200 && res.Code < 300 {
+			s.ok++
+		}
+	}
+	if res.Code == 0 {
+		r.transportErrors++
+		r.errorSample = res.Error
+	}
+	if r.first.IsZero() || res.Timestamp.Before(r.first) {
+		r.first = res.Timestamp
+	}
+	if end := res.End(); end.After(r.last) {
+		r.last = end
+	}
+}
+
+func (r *benchReport) finish() {
+	r.elapsed = r.last.Sub(r.first)
+	for _, s := range r.ops {
+		slices.Sort(s.latencies)
+	}
+	slices.Sort(r.all.latencies)
+	if r.elapsed > 0 {
+		r.throughput = float64(r.all.ok) / r.elapsed.Seconds()
+	}
+}
+
+// opOf names the operation of a request from its method and URL (the
+// targeter's shapes).
+func opOf(method, raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "other"
+	}
+	path := strings.TrimPrefix(u.Path, apiBase)
+	q := u.Query()
+	switch {
+	case method == "POST" && path == "/clients":
+		return "create-client"
+	case strings.HasPrefix(path, "/clients/"):
+		return "get-client"
+	case path == "/clients":
+		return "list-clients"
+	case strings.HasPrefix(path, "/invoices/"):
+		return "get-invoice"
+	case path == "/invoices" && q.Get("pageSize") == "100":
+		return "list-invoices-deep"
+	case path == "/invoices" && (q.Has("status") || q.Has("type") || q.Has("from")):
+		return "list-invoices-filter"
+	case path == "/invoices":
+		return "list-invoices"
+	}
+	return "other"
+}
+
+// percentile of sorted latencies (nearest rank).
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted))*p+0.999999) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func (r *benchReport) print(w io.Writer) {
+	secs := r.elapsed.Seconds()
+	fmt.Fprintf(w, "\n== %s: %d requests in %s, %.0f req/s, %.0f 2xx/s, transport errors %d\n",
+		r.name, len(r.all.latencies), r.elapsed.Round(time.Millisecond), float64(len(r.all.latencies))/secs, r.throughput, r.transportErrors)
+	if r.errorSample != "" {
+		fmt.Fprintf(w, "   last transport error: %s\n", r.errorSample)
+	}
+	fmt.Fprintf(w, "%-22s %9s %9s %9s %9s %9s %9s  %s\n", "operation", "requests", "req/s", "p50", "p90", "p99", "max", "statuses")
+	names := make([]string, 0, len(r.ops))
+	for n := range r.ops {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	line := func(name string, s *opStats) {
+		fmt.Fprintf(w, "%-22s %9d %9.0f %9s %9s %9s %9s  %s\n", name, len(s.latencies), float64(len(s.latencies))/secs,
+			ms(percentile(s.latencies, .50)), ms(percentile(s.latencies, .90)), ms(percentile(s.latencies, .99)),
+			ms(percentile(s.latencies, 1)), statusString(s.statuses))
+	}
+	for _, n := range names {
+		line(n, r.ops[n])
+	}
+	line("all", r.all)
+}
+
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 2, 64) + "ms"
+}
+
+func statusString(m map[int]int) string {
+	codes := make([]int, 0, len(m))
+	for c := range m {
+		codes = append(codes, c)
+	}
+	slices.Sort(codes)
+	var parts []string
+	for _, c := range codes {
+		parts = append(parts, fmt.Sprintf("%d:%d", c, m[c]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// printRSS reports a process's resident memory now and at its peak.
+func printRSS(w io.Writer, pid int) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		fmt.Fprintf(w, "memory of pid %d: %v\n", pid, err)
+		return
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") || strings.HasPrefix(l, "VmHWM:") {
+			fmt.Fprintf(w, "pid %d %s\n", pid, strings.Join(strings.Fields(l), " "))
+		}
+	}
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/backend/gendata"
+)
+
+// gateway bench against an in-process gateway on the real services: it
+// creates its keys, lifts the limits, runs every operation of the mix for a
+// second, reports requests and no transport error, and undoes its changes.
+func TestBenchCommand(t *testing.T) {
+	env := cliEnv(t)
+	ctx := context.Background()
+	cfg, err := loadConfig("../../../configs/gateway.yaml", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.AdminToken = "bench-admin-token-0123456789"
+	d, err := connect(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	pub, adm := httptest.NewServer(d.server.Handler()), httptest.NewServer(d.server.AdminHandler())
+	t.Cleanup(pub.Close)
+	t.Cleanup(adm.Close)
+
+	companies := []string{gendata.DemoCompanyA, gendata.DemoCompanyB}
+	var out, errb strings.Builder
+	code := run(ctx, []string{"bench", "--url", pub.URL, "--admin-url", adm.URL, "--admin-token", cfg.AdminToken,
+		"--company", strings.Join(companies, ","), "--keys-per-company", "2", "--raise-limits",
+		"--duration", "1s", "--warmup", "0s", "--connections", "4"}, &out, &errb, env)
+	if code != 0 {
+		t.Fatalf("bench: %d %s %s", code, errb.String(), out.String())
+	}
+	report := out.String()
+	t.Log(report)
+	m := regexp.MustCompile(`== gateway: (\d+) requests .* transport errors (\d+)`).FindStringSubmatch(report)
+	if m == nil {
+		t.Fatalf("no summary line:\n%s", report)
+	}
+	if n, _ := strconv.Atoi(m[1]); n < 20 || m[2] != "0" {
+		t.Fatalf("%s requests, %s transport errors:\n%s", m[1], m[2], report)
+	}
+	for _, op := range benchOps {
+		if !regexp.MustCompile(`(?m)^` + op.name + ` +\d+`).MatchString(report) {
+			t.Errorf("operation %s missing from the report:\n%s", op.name, report)
+		}
+	}
+	if strings.Contains(report, " 5") && regexp.MustCompile(`\b5\d\d:\d+`).MatchString(report) {
+		t.Errorf("server errors under load:\n%s", report)
+	}
+	if !strings.Contains(report, "p99") || !regexp.MustCompile(`(?m)^all +\d+ +\d+ +[\d.]+ms`).MatchString(report) {
+		t.Errorf("no percentiles:\n%s", report)
+	}
+
+	// Undone: the keys it made are revoked, the limits back to the defaults.
+	for _, co := range companies {
+		keys, err := d.keys.List(ctx, co)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			if k.State != authz.StateRevoked {
+				t.Errorf("key %s of %s left %s", k.ID, co, k.State)
+			}
+		}
+		lim, err := d.limiter.Limits(ctx, co)
+		if err != nil || lim.LiveCustom {
+			t.Errorf("limits of %s not reset: %+v %v", co, lim, err)
+		}
+	}
+}
+
+// The ceiling service answers GET /clients/{id} as the gateway does.
+func TestCeilingService(t *testing.T) {
+	env := cliEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- serveCeilingMain(ctx, "127.0.0.1:0", env("GATEWAY_LIVE_DATABASE_URL"), 2, pw) }()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	base := "http://" + strings.TrimSpace(strings.TrimPrefix(line, "listening "))
+
+	cfg, err := loadConfig("../../../configs/gateway.yaml", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := connect(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	page, err := d.live.ListClients(ctx, gendata.DemoCompanyA, backend.ClientFilter{Page: 1, PageSize: 5})
+	if err != nil || len(page.Data) == 0 {
+		t.Fatalf("clients: %v", err)
+	}
+	want := page.Data[0]
+	get := func(company string) (int, map[string]any) {
+		req, _ := http.NewRequest(http.MethodGet, base+apiBase+"/clients/"+want.ID, nil)
+		req.Header.Set("X-Company-Id", company)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var got map[string]any
+		_ = json.NewDecoder(res.Body).Decode(&got)
+		return res.StatusCode, got
+	}
+	// The same row (the bare service maps nothing: kind and phone stay raw).
+	code, got := get(gendata.DemoCompanyA)
+	wantAt, _ := json.Marshal(want.CreatedAt)
+	if code != 200 || got["id"] != want.ID || got["name"] != want.Name || `"`+got["createdAt"].(string)+`"` != string(wantAt) {
+		t.Errorf("ceiling: %d %v, want %+v", code, got, want)
+	}
+	if code, _ := get(gendata.DemoCompanyB); code != 404 {
+		t.Errorf("another company's client: %d, want 404", code)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("ceiling: %v", err)
+	}
+}
