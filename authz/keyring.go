@@ -42,6 +42,11 @@ type Config struct {
 	// Timeout bounds each Redis call of Verify; zero means 250ms. Verify
 	// fails over to the stale cache or ErrUnavailable instead of waiting.
 	Timeout time.Duration
+	// RetryEvery: after a Redis failure, Verify answers from memory (or
+	// ErrUnavailable) without asking Redis, and one call per RetryEvery
+	// probes it again; zero means 1s. Without it every request would wait
+	// out Timeout while Redis is down.
+	RetryEvery time.Duration
 	// TouchEvery throttles last-used writes per key and instance; zero
 	// means 1m.
 	TouchEvery time.Duration
@@ -67,20 +72,23 @@ const (
 // Keyring creates, lists, revokes and verifies API keys. It is safe for
 // concurrent use. Close stops its background work.
 type Keyring struct {
-	rdb         redis.UniversalClient
-	l           layout
-	max         int
-	cacheTTL    int64 // nanoseconds, like every duration the hot path compares
-	staleTTL    int64
-	negTTL      int64
-	touchEvery  int64
-	timeout     time.Duration
-	now         func() time.Time
-	log         *slog.Logger
-	pos         *posCache
-	neg         *negCache
-	flight      flight
-	degraded    atomic.Bool
+	rdb        redis.UniversalClient
+	l          layout
+	max        int
+	cacheTTL   int64 // nanoseconds, like every duration the hot path compares
+	staleTTL   int64
+	negTTL     int64
+	touchEvery int64
+	timeout    time.Duration
+	now        func() time.Time
+	log        *slog.Logger
+	pos        *posCache
+	neg        *negCache
+	flight     flight
+	degraded   atomic.Bool
+	retryEvery int64        // nanoseconds
+	downUntil  atomic.Int64 // unix nanoseconds; Redis is not asked before
+
 	touches     chan touch
 	done        chan struct{}
 	wg          sync.WaitGroup
@@ -115,6 +123,7 @@ func New(cfg Config) *Keyring {
 		negTTL:      int64(or(cfg.NegativeTTL, time.Second)),
 		touchEvery:  int64(or(cfg.TouchEvery, time.Minute)),
 		timeout:     or(cfg.Timeout, 250*time.Millisecond),
+		retryEvery:  int64(or(cfg.RetryEvery, time.Second)),
 		now:         cfg.Now,
 		log:         cfg.Logger,
 		pos:         newPosCache(or(cfg.CacheSize, 100_000)),
@@ -224,6 +233,9 @@ func (k *Keyring) verify(ctx context.Context, secret string) (Key, cacheOutcome,
 	return key, outcome, nil
 }
 
+// errRedisDown stands for the last Redis failure while Verify skips Redis.
+var errRedisDown = errors.New("redis failed a moment ago; not asked again yet")
+
 // fetch asks Redis for the digest's record and updates the caches. stale is
 // true when Redis failed and the copy in memory answered.
 func (k *Keyring) fetch(ctx context.Context, d *digest, mode Mode, now int64) (key Key, stale bool, err error) {
@@ -231,17 +243,27 @@ func (k *Keyring) fetch(ctx context.Context, d *digest, mode Mode, now int64) (k
 	// this fetch; the timeout bounds it instead.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.timeout)
 	defer cancel()
-	m, err := k.rdb.HGetAll(ctx, k.l.record(hex.EncodeToString(d[:]))).Result()
-	if err != nil {
-		if k.degraded.CompareAndSwap(false, true) {
-			k.log.Warn("authz: Redis unavailable; serving recently verified keys from memory", "err", err)
-		}
+	fromMemory := func(err error) (Key, bool, error) {
 		if e := k.pos.get(d); e != nil && now-e.verified <= k.staleTTL {
 			k.touch(e, d, now)
 			return e.key, true, nil
 		}
 		return Key{}, false, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
+	// While Redis is known to be down, one caller per retryEvery probes it;
+	// the others answer at once instead of each waiting out the timeout.
+	if until := k.downUntil.Load(); until != 0 && (now < until || !k.downUntil.CompareAndSwap(until, now+k.retryEvery)) {
+		return fromMemory(errRedisDown)
+	}
+	m, err := k.rdb.HGetAll(ctx, k.l.record(hex.EncodeToString(d[:]))).Result()
+	if err != nil {
+		k.downUntil.Store(now + k.retryEvery)
+		if k.degraded.CompareAndSwap(false, true) {
+			k.log.Warn("authz: Redis unavailable; serving recently verified keys from memory", "err", err)
+		}
+		return fromMemory(err)
+	}
+	k.downUntil.Store(0)
 	if k.degraded.CompareAndSwap(true, false) {
 		k.log.Info("authz: Redis reachable again")
 	}

@@ -353,6 +353,17 @@ func testOutage(t *testing.T, rdb *redis.Client, prefix string) {
 	if got, err := k.Verify(ctx, secret); err != nil || got.Mode != Live {
 		t.Fatalf("recently verified key during outage = %v", err)
 	}
+	// Until RetryEvery has passed, Verify answers from memory without
+	// waiting on Redis again.
+	asked := p.n("hgetall")
+	for range 10 {
+		if _, err := k.Verify(ctx, secret); err != nil {
+			t.Fatalf("recently verified key during outage = %v", err)
+		}
+	}
+	if n := p.n("hgetall") - asked; n != 0 {
+		t.Fatalf("Redis asked %d times within RetryEvery of a failure, want 0", n)
+	}
 	for _, s := range []string{unknown, never} {
 		if _, err := k.Verify(ctx, s); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrInvalidKey) {
 			t.Fatalf("unverifiable key during outage = %v, want ErrUnavailable", err)
@@ -370,6 +381,11 @@ func testOutage(t *testing.T, rdb *redis.Client, prefix string) {
 	}
 
 	p.down.Store(false)
+	// Redis failed a moment ago: it is not asked again before RetryEvery.
+	if _, err := k.Verify(ctx, secret); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("within RetryEvery of the last failure = %v, want ErrUnavailable from memory", err)
+	}
+	c.Add(time.Second)
 	if _, err := k.Verify(ctx, secret); err != nil {
 		t.Fatalf("after the outage: %v", err)
 	}
