@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -135,7 +134,7 @@ func (s *Server) AdminHandler() http.Handler {
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, &Error{Code: "route_not_found", Detail: "No route " + r.URL.Path + "."})
+		writeProblem(w, r, &Error{Code: "route_not_found", Detail: "No route matches this method and path."})
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		allow := w.Header().Get("Allow")
@@ -173,7 +172,7 @@ func (s *Server) adminOnly(h httprouter.Handle) httprouter.Handle {
 			return
 		}
 		tok, ok := bearer(r.Header.Get("Authorization"))
-		if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(s.adminToken)) != 1 {
+		if !ok || !tokenEqual(tok, s.adminToken) {
 			writeProblem(w, r, &Error{Code: "unauthorized_admin", Detail: "Send Authorization: Bearer <admin token>."})
 			return
 		}

@@ -43,6 +43,10 @@ func saneRequestID(s string) bool {
 	if len(s) == 0 || len(s) > 128 {
 		return false
 	}
+	// A key pasted into the wrong header would be echoed, logged and traced.
+	if len(s) >= 4 && s[0]|0x20 == 'i' && s[1]|0x20 == 'g' && s[2]|0x20 == 'w' && s[3] == '_' {
+		return false
+	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {

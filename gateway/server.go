@@ -152,7 +152,7 @@ func (s *Server) Handler() http.Handler {
 	r.RedirectFixedPath = false
 	r.HandleOPTIONS = false
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, &Error{Code: "route_not_found", Detail: "No route " + r.URL.Path + "."})
+		writeProblem(w, r, &Error{Code: "route_not_found", Detail: "No route matches this method and path."}) // the path is not echoed: callers paste keys and names into it
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		allow := w.Header().Get("Allow")
@@ -166,6 +166,7 @@ func (s *Server) Handler() http.Handler {
 	s.route(r, http.MethodPost, apiPrefix+"/clients", authz.ClientsWrite, s.createClient)
 	r.HandlerFunc(http.MethodGet, "/healthz", named("GET /healthz", s.healthz))
 	r.HandlerFunc(http.MethodGet, "/readyz", named("GET /readyz", s.readyz))
+	s.routeDocs(r) // the developer portal (docs.go): public, no key
 
 	var h http.Handler = r
 	h = withCORS(s.cors, func(method, path string) bool {

@@ -1,0 +1,300 @@
+package gateway_test
+
+// Tenant isolation, end to end on PostgreSQL and Redis: two companies, a key
+// of every mode and scope each; no request lets one company read, list,
+// search or create anything of the other's, nor tell whether the other's ids
+// exist; LIVE and TEST never see each other's rows.
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/backend"
+)
+
+// tenant is one company in one mode, and what its database holds for it.
+type tenant struct {
+	co       string
+	mode     authz.Mode
+	invoices map[string]bool
+	clients  map[string]bool
+	names    []string // client names and NIFs, as search terms
+}
+
+// isolationActor is a key and the tenant it belongs to.
+type isolationActor struct {
+	tenant *tenant
+	scopes string
+	key    string
+}
+
+func (a isolationActor) String() string { return a.tenant.co[len(a.tenant.co)-1:] + "/" + string(a.tenant.mode) + "/" + a.scopes }
+
+func (a isolationActor) can(scope string) bool { return a.scopes == allScopes || a.scopes == scope }
+
+func loadTenant(t *testing.T, st *backend.Store, co string, mode authz.Mode) *tenant {
+	t.Helper()
+	ctx := context.Background()
+	tn := &tenant{co: co, mode: mode, invoices: map[string]bool{}, clients: map[string]bool{}}
+	for p := 1; ; p++ {
+		inv, err := st.ListInvoices(ctx, co, backend.InvoiceFilter{Page: p, PageSize: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, err := st.ListClients(ctx, co, backend.ClientFilter{Page: p, PageSize: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range inv.Data {
+			tn.invoices[x.ID] = true
+		}
+		for _, x := range cl.Data {
+			tn.clients[x.ID] = true
+			tn.names = append(tn.names, x.Name)
+			if x.NIF != nil {
+				tn.names = append(tn.names, *x.NIF)
+			}
+		}
+		if len(inv.Data) < 100 && len(cl.Data) < 100 {
+			break
+		}
+	}
+	if len(tn.invoices) == 0 || len(tn.clients) == 0 {
+		t.Fatalf("tenant %s %s has no data: the suite could not fail", co, mode)
+	}
+	return tn
+}
+
+func sample(m map[string]bool, n int) []string {
+	out := make([]string, 0, len(m))
+	for id := range m {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out[:min(n, len(out))]
+}
+
+// sameAnswer asserts that two answers cannot be told apart: status, body
+// apart from the request id, and header names and content type.
+func sameAnswer(t *testing.T, what string, got, want resp) {
+	t.Helper()
+	norm := func(r resp) string {
+		if r.Status < 400 {
+			return fmt.Sprintf("%d %s", r.Status, r.Body)
+		}
+		m := r.json(t)
+		delete(m, "requestId")
+		var names []string
+		for k := range r.Header {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		return fmt.Sprintf("%d %v %v %s", r.Status, m, names, r.Header.Get("Content-Type"))
+	}
+	if g, w := norm(got), norm(want); g != w {
+		t.Errorf("%s: answer differs from an unknown id's:\n got %s\nwant %s", what, g, w)
+	}
+}
+
+// listAll pages through a list and returns every id.
+func listAll(t *testing.T, base string, a isolationActor, path string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	for p := 1; ; p++ {
+		pg := getPage(t, base, req{Path: fmt.Sprintf("%s%spageSize=100&page=%d", path, sep, p), Key: a.key, Company: a.tenant.co})
+		for id := range ids(pg) {
+			out[id] = true
+		}
+		if len(pg.Data) < 100 {
+			return out
+		}
+	}
+}
+
+func TestTenantIsolation(t *testing.T) {
+	w := newWorld(t)
+	in := w.start()
+	base := in.pub.URL
+	tenants := map[string]*tenant{}
+	var all []*tenant
+	for _, co := range []string{coA, coB} {
+		for _, m := range []authz.Mode{authz.Live, authz.Test} {
+			st := in.live
+			if m == authz.Test {
+				st = in.test
+			}
+			tn := loadTenant(t, st, co, m)
+			tenants[co+string(m)] = tn
+			all = append(all, tn)
+		}
+	}
+	// Every mode and scope: 4 keys per company and mode, 8 per company.
+	var actors []isolationActor
+	for _, tn := range all {
+		for _, sc := range []string{allScopes, "invoices:read", "clients:read", "clients:write"} {
+			actors = append(actors, isolationActor{tenant: tn, scopes: sc, key: in.key(t, tn.co, tn.mode, sc).Key})
+		}
+	}
+	nonUUIDs := []string{"x", "1", "null", "'%20OR%20'1'='1", "%00", "..", coA, coB, strings.Repeat("a", 300),
+		"0a5e7c1e-0000-4000-8000-00000000000", "%7B" + coA + "%7D", "0a5e7c1e00004000800000000000000a"}
+
+	t.Run("lists show exactly the tenant's own rows", func(t *testing.T) {
+		for _, a := range actors {
+			for kind, own := range map[string]map[string]bool{"invoices": a.tenant.invoices, "clients": a.tenant.clients} {
+				if !a.can(kind + ":read") {
+					continue
+				}
+				got := listAll(t, base, a, "/api/v1/v1/"+kind)
+				if len(got) != len(own) {
+					t.Errorf("%s lists %d %s, its database holds %d", a, len(got), kind, len(own))
+				}
+				for id := range got {
+					if !own[id] {
+						t.Errorf("%s listed %s %s that is not its own", a, kind, id)
+					}
+				}
+			}
+		}
+	})
+
+	t.Run("foreign and malformed ids answer like unknown ids", func(t *testing.T) {
+		for _, a := range actors {
+			for _, kind := range []string{"invoices", "clients"} {
+				if !a.can(kind + ":read") {
+					continue
+				}
+				get := func(id string) resp {
+					return do(t, base, req{Path: "/api/v1/v1/" + kind + "/" + id, Key: a.key, Company: a.tenant.co})
+				}
+				unknown := get("00000000-0000-4000-8000-0000000000ff")
+				expectProblem(t, unknown, 404, "not_found")
+				var foreign []string
+				for _, tn := range all {
+					if tn == a.tenant {
+						continue
+					}
+					set := tn.invoices
+					if kind == "clients" {
+						set = tn.clients
+					}
+					for _, id := range sample(set, 4) {
+						foreign = append(foreign, id, strings.ToUpper(id))
+					}
+				}
+				for _, id := range append(foreign, nonUUIDs...) {
+					sameAnswer(t, fmt.Sprintf("%s GET %s/%.40s", a, kind, id), get(id), unknown)
+				}
+				own := a.tenant.invoices
+				if kind == "clients" {
+					own = a.tenant.clients
+				}
+				if r := get(sample(own, 1)[0]); r.Status != 200 {
+					t.Errorf("%s cannot read its own %s: %d", a, kind, r.Status)
+				}
+			}
+		}
+	})
+
+	t.Run("search never finds another tenant's clients", func(t *testing.T) {
+		for _, a := range actors {
+			if !a.can("clients:read") {
+				continue
+			}
+			for _, tn := range all {
+				if tn == a.tenant {
+					continue
+				}
+				for _, term := range tn.names {
+					if len([]rune(term)) > 100 {
+						continue
+					}
+					got := listAll(t, base, a, "/api/v1/v1/clients?search="+url.QueryEscape(term))
+					for id := range got {
+						if !a.tenant.clients[id] {
+							t.Errorf("%s searching %q found %s, not its own", a, term, id)
+						}
+					}
+				}
+			}
+		}
+	})
+
+	t.Run("X-Company-Id of another company tells nothing about it", func(t *testing.T) {
+		suspended := isolationActor{tenant: &tenant{co: coS, mode: authz.Live}, scopes: allScopes, key: in.key(t, coS, authz.Live, allScopes).Key}
+		var first resp
+		for i, a := range append(slices.Clone(actors), suspended) {
+			for _, other := range []string{coA, coB, coS, strings.ToUpper(coB), "00000000-0000-4000-8000-0000000000ee", "not-a-company", "' OR 1=1 --"} {
+				if strings.EqualFold(other, a.tenant.co) {
+					continue
+				}
+				for _, path := range []string{"/api/v1/v1/invoices", "/api/v1/v1/clients/" + sample(tenants[coB+"LIVE"].clients, 1)[0]} {
+					r := do(t, base, req{Path: path, Key: a.key, Company: other})
+					expectProblem(t, r, 403, "company_mismatch")
+					if i == 0 && first.Status == 0 {
+						first = r
+					}
+					sameAnswer(t, fmt.Sprintf("%s as %s on %s", a, other, path), r, first)
+				}
+			}
+		}
+	})
+
+	t.Run("creates stay in the caller's company and mode", func(t *testing.T) {
+		aLive, aTest, bLive, bTest := actors[0], actors[4], actors[8], actors[12]
+		if aLive.tenant.co != coA || aTest.tenant.mode != authz.Test || bLive.tenant.co != coB || bTest.tenant.mode != authz.Test {
+			t.Fatal("actor order changed")
+		}
+		create := func(a isolationActor, company, body string) resp {
+			return do(t, base, req{Method: "POST", Path: "/api/v1/v1/clients", Key: a.key, Company: company, Body: body})
+		}
+		// Naming the other company with one's own key creates nothing there.
+		for _, a := range actors {
+			if a.tenant.co != coB {
+				expectProblem(t, create(a, coB, `{"name":"Intruder Lda"}`), 403, "company_mismatch")
+			}
+		}
+		if got := listAll(t, base, bLive, "/api/v1/v1/clients?search=Intruder"); len(got) != 0 {
+			t.Errorf("a create naming company B reached it: %v", got)
+		}
+		// A NIF another tenant registered is free to use: a 409 would tell
+		// that the other tenant has a client with it.
+		nif := fmt.Sprintf("4%08d", time.Now().UnixNano()%1e8)
+		if r := create(bLive, coB, `{"name":"Owner Of NIF","nif":"`+nif+`"}`); r.Status != 201 {
+			t.Fatalf("B LIVE create: %d %s", r.Status, r.Body)
+		}
+		for _, a := range []isolationActor{aLive, bTest} {
+			if r := create(a, a.tenant.co, `{"name":"Same NIF Lda","nif":"`+nif+`"}`); r.Status != 201 {
+				t.Errorf("%s creating a NIF only B LIVE has: %d %s", a, r.Status, r.Body)
+			}
+		}
+		// A sandbox client exists for A TEST only.
+		r := create(aTest, coA, `{"name":"Isolation Sandbox Client"}`)
+		if r.Status != 201 {
+			t.Fatalf("A TEST create: %d %s", r.Status, r.Body)
+		}
+		id := r.json(t)["id"].(string)
+		if r := do(t, base, req{Path: "/api/v1/v1/clients/" + id, Key: aTest.key, Company: coA}); r.Status != 200 {
+			t.Fatalf("A TEST reads its new client: %d", r.Status)
+		}
+		for _, a := range []isolationActor{aLive, bLive, bTest} {
+			unknown := do(t, base, req{Path: "/api/v1/v1/clients/00000000-0000-4000-8000-0000000000ff", Key: a.key, Company: a.tenant.co})
+			sameAnswer(t, a.String()+" GET the sandbox client", do(t, base, req{Path: "/api/v1/v1/clients/" + id, Key: a.key, Company: a.tenant.co}), unknown)
+			for _, path := range []string{"/api/v1/v1/clients", "/api/v1/v1/clients?search=Isolation+Sandbox"} {
+				if listAll(t, base, a, path)[id] {
+					t.Errorf("%s lists the sandbox client of A via %s", a, path)
+				}
+			}
+		}
+	})
+}
