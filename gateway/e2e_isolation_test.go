@@ -35,7 +35,9 @@ type isolationActor struct {
 	key    string
 }
 
-func (a isolationActor) String() string { return a.tenant.co[len(a.tenant.co)-1:] + "/" + string(a.tenant.mode) + "/" + a.scopes }
+func (a isolationActor) String() string {
+	return a.tenant.co[len(a.tenant.co)-1:] + "/" + string(a.tenant.mode) + "/" + a.scopes
+}
 
 func (a isolationActor) can(scope string) bool { return a.scopes == allScopes || a.scopes == scope }
 

@@ -146,12 +146,12 @@ func TestNoSecretOrPersonalDataLeaks(t *testing.T) {
 	for _, s := range spans.Ended() {
 		spanText = append(spanText, s.Name(), s.Status().Description)
 		for _, a := range s.Attributes() {
-			spanText = append(spanText, string(a.Key)+"="+a.Value.Emit())
+			spanText = append(spanText, string(a.Key)+"="+a.Value.String())
 		}
 		for _, e := range s.Events() {
 			spanText = append(spanText, e.Name)
 			for _, a := range e.Attributes {
-				spanText = append(spanText, string(a.Key)+"="+a.Value.Emit())
+				spanText = append(spanText, string(a.Key)+"="+a.Value.String())
 			}
 		}
 	}
