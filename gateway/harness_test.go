@@ -199,6 +199,7 @@ func do(t *testing.T, base string, q req) resp {
 	}
 	out := resp{Status: res.StatusCode, Header: res.Header, Body: b}
 	checkCommon(t, q, out)
+	validateAgainstOpenAPI(t, q, out)
 	return out
 }
 

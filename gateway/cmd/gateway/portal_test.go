@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The developer portal's checks that need tools from outside Go, all against
+// one demo gateway: the document lints clean (Spectral), the Postman
+// collection runs green (Newman), a headless Chromium renders the explorer
+// with the five operations, and the code samples of the document work as
+// written. Each tool is skipped when missing, except under CI=true, where
+// .ci/test has installed them and a missing one fails.
+
+// npm tools, pinned (toolchain notes), installed once under the user's cache.
+const (
+	spectralPkg = "@stoplight/spectral-cli@6.16.3"
+	newmanPkg   = "newman@6.2.2"
+)
+
+func TestPortal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	base, key, company := startDemo(t)
+
+	t.Run("SpectralLint", func(t *testing.T) {
+		bin := npmTool(t, spectralPkg, "spectral")
+		// The source file; TestJSONIsTheDocument shows the served JSON says the same.
+		out, err := exec.Command(bin, "lint", "--ruleset", "../../apidocs/.spectral.yaml", "--fail-severity=hint", "../../apidocs/openapi.yaml").CombinedOutput()
+		if err != nil {
+			t.Errorf("spectral lint: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("NewmanCollection", func(t *testing.T) {
+		bin := npmTool(t, newmanPkg, "newman")
+		coll := filepath.Join(t.TempDir(), "collection.json")
+		if err := os.WriteFile(coll, fetch(t, base+"/api/collection.json"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "run", coll, "--bail", "--color", "off", "--disable-unicode",
+			"--env-var", "baseUrl="+base, "--env-var", "apiKey="+key, "--env-var", "companyId="+company)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("newman: %v\n%s", err, out)
+		}
+		// Newman's summary table: every request ran, and assertions ran.
+		if m := regexp.MustCompile(`assertions\s*[│|]\s*(\d+)\s*[│|]\s*0\s*[│|]`).FindSubmatch(out); m == nil || string(m[1]) == "0" {
+			t.Errorf("no passing assertions in newman's summary:\n%s", out)
+		}
+	})
+
+	t.Run("ChromiumExplorer", func(t *testing.T) {
+		bin := tool(t, "chromium")
+		cmd := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+			"--disable-background-networking", "--disable-component-update", "--disable-sync",
+			"--user-data-dir="+t.TempDir(), "--virtual-time-budget=15000", "--dump-dom", base+"/api/docs")
+		cmd.Stderr = io.Discard
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		dom, err := exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...).Output()
+		if err != nil {
+			t.Fatalf("chromium: %v", err)
+		}
+		// Each operation is a section whose id names its method and path and
+		// whose label is its summary.
+		found := map[string]bool{}
+		re := regexp.MustCompile(`id="[^"]*/tag/[a-z]+/(GET|POST)(/[^"]*)"[^>]*label="([^"]+)"`)
+		for _, m := range re.FindAllSubmatch(dom, -1) {
+			found[string(m[1])+" "+string(m[2])+" "+string(m[3])] = true
+		}
+		for _, op := range []string{
+			"GET /invoices List invoices", "GET /invoices/{id} Get invoice", "GET /clients List clients",
+			"GET /clients/{id} Get client", "POST /clients Create client",
+		} {
+			if !found[op] {
+				t.Errorf("the explorer does not show %q; it shows %v", op, found)
+			}
+		}
+		for _, want := range []string{`Request Example for post /clients`, `-H "X-Company-Id: $COMPANY_ID"`, `id="api/description/rate-limits"`} {
+			if !strings.Contains(string(dom), want) && !strings.Contains(stripTags(string(dom)), want) {
+				t.Errorf("the explorer does not show %q", want)
+			}
+		}
+	})
+
+	t.Run("CodeSamples", func(t *testing.T) {
+		runCodeSamples(t, base, key, company)
+	})
+}
+
+// startDemo runs `gateway demo` in-process on free ports and returns its
+// address, the full-access LIVE key of company A and A's id.
+func startDemo(t *testing.T) (base, key, company string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb lockedBuffer
+	done := make(chan int, 1)
+	env := envOf(map[string]string{"GATEWAY_ADDR": "127.0.0.1:0", "GATEWAY_ADMIN_ADDR": "127.0.0.1:0"})
+	go func() { done <- run(ctx, []string{"demo", "--data", t.TempDir()}, &out, &errb, env) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Error("demo did not stop")
+		}
+	})
+	deadline := time.After(60 * time.Second)
+	for !strings.Contains(out.String(), "Press Ctrl+C") {
+		select {
+		case code := <-done:
+			t.Fatalf("demo exited %d: %s %s", code, out.String(), errb.String())
+		case <-deadline:
+			t.Fatalf("demo not ready: %s %s", out.String(), errb.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	s := out.String()
+	m := regexp.MustCompile(`ready on (http://\S+)`).FindStringSubmatch(s)
+	k := regexp.MustCompile(`LIVE full access\s+company A\s+(igw_live_\S+)`).FindStringSubmatch(s)
+	c := regexp.MustCompile(`Companies: A (\S+)`).FindStringSubmatch(s)
+	if m == nil || k == nil || c == nil {
+		t.Fatalf("cannot read the demo's address, key and company:\n%s", s)
+	}
+	return m[1], k[1], c[1]
+}
+
+func fetch(t *testing.T, url string) []byte {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %v", url, res.StatusCode, err)
+	}
+	return b
+}
+
+// tool finds a program, skipping the test without it unless under CI.
+func tool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is required under CI (.ci/test installs it)", name)
+		}
+		t.Skipf("%s not installed", name)
+	}
+	return p
+}
+
+// npmTool installs a pinned npm package once under the user's cache
+// directory (never in the repository) and returns its binary.
+func npmTool(t *testing.T, pkg, bin string) string {
+	t.Helper()
+	npm := tool(t, "npm")
+	tool(t, "node")
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(cache, "gateway-npm", strings.NewReplacer("@", "", "/", "-").Replace(pkg))
+	path := filepath.Join(dir, "node_modules", ".bin", bin)
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	out, err := exec.Command(npm, "install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error", pkg).CombinedOutput()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("npm install %s: %v\n%s", pkg, err, out)
+		}
+		t.Skipf("npm install %s failed (offline?): %v", pkg, err)
+	}
+	return path
+}
+
+var tagRe = regexp.MustCompile(`<[^>]+>`)
+
+func stripTags(s string) string {
+	return strings.Join(strings.Fields(tagRe.ReplaceAllString(s, " ")), " ")
+}
+
+// runCodeSamples runs every operation's code samples against the demo, as
+// an integrator would paste them, with the environment they name.
+func runCodeSamples(t *testing.T, base, key, company string) {
+	var doc struct {
+		Paths map[string]map[string]struct {
+			OperationID string                                 `json:"operationId"`
+			Samples     []struct{ Lang, Label, Source string } `json:"x-codeSamples"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(fetch(t, base+"/api/openapi.json"), &doc); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(path string) string {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("X-Company-Id", company)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var p struct{ Data []struct{ ID string } }
+		if err := json.NewDecoder(res.Body).Decode(&p); err != nil || len(p.Data) == 0 {
+			t.Fatalf("%s: %v", path, err)
+		}
+		return p.Data[0].ID
+	}
+	env := append(os.Environ(), "BASE_URL="+base, "API_KEY="+key, "COMPANY_ID="+company,
+		"INVOICE_ID="+ids("/api/v1/v1/invoices?pageSize=1"), "CLIENT_ID="+ids("/api/v1/v1/clients?pageSize=1"))
+	runners := map[string]func(dir, src string) *exec.Cmd{
+		"Shell": func(dir, src string) *exec.Cmd {
+			// Fail on an HTTP error, as the other languages' samples do.
+			return exec.Command("bash", "-c", "set -o pipefail; "+strings.TrimSpace(strings.Replace(src, "curl -sS", "curl -sS --fail-with-body", 1)))
+		},
+		"JavaScript": func(dir, src string) *exec.Cmd {
+			return exec.Command("node", "--input-type=module", "-e", src)
+		},
+		"Python": func(dir, src string) *exec.Cmd { return exec.Command("python3", "-c", src) },
+		"Go": func(dir, src string) *exec.Cmd {
+			f := filepath.Join(dir, "main.go")
+			if err := os.WriteFile(f, []byte(src), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return exec.Command("go", "run", f)
+		},
+	}
+	need := map[string]string{"Shell": "curl", "JavaScript": "node", "Python": "python3", "Go": "go"}
+	noRequests := exec.Command("python3", "-c", "import requests").Run() != nil
+	for path, item := range doc.Paths {
+		for _, op := range item {
+			for _, s := range op.Samples {
+				t.Run(op.OperationID+"/"+s.Lang, func(t *testing.T) {
+					tool(t, need[s.Lang])
+					if s.Lang == "Python" && noRequests {
+						if os.Getenv("CI") == "true" {
+							t.Fatal("python3 requests is required under CI (.ci/test installs python3-requests)")
+						}
+						t.Skip("python3 requests not installed")
+					}
+					dir := t.TempDir()
+					cmd := runners[s.Lang](dir, s.Source)
+					cmd.Env, cmd.Dir = env, dir
+					out, err := cmd.CombinedOutput()
+					if err != nil {
+						t.Errorf("%s %s sample: %v\n%s\n%s", path, s.Lang, err, s.Source, out)
+					}
+				})
+			}
+		}
+	}
+}
