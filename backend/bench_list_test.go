@@ -63,3 +63,25 @@ func BenchmarkListClientsDeep(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkListInvoicesExactTotal is the reference of the count cache: the
+// same pages with an exact count on every request (TotalMaxAge < 0).
+func BenchmarkListInvoicesExactTotal(b *testing.B) {
+	e := setupBench(b)
+	s, err := backend.Open(context.Background(), backend.Config{URL: e.url, TotalMaxAge: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for _, f := range []backend.InvoiceFilter{{}, {Status: "PAID"}, {Type: "FT"}} {
+		f.Page, f.PageSize = 1, 20
+		b.Run(fmt.Sprintf("%s,%s", f.Status, f.Type), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.ListInvoices(context.Background(), e.company, f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

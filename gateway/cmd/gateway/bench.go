@@ -39,7 +39,7 @@ type benchOptions struct {
 	duration, warmup          time.Duration
 	raiseLimits               bool
 	ceiling                   bool
-	ceilingConns              int
+	ceilingConns, rounds      int
 	pid                       int
 }
 
@@ -85,6 +85,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, env 
 	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before the measure (caches, connections)")
 	fs.BoolVar(&o.raiseLimits, "raise-limits", false, "lift the companies' LIVE rate limit during the run (reset after)")
 	fs.BoolVar(&o.ceiling, "ceiling", false, "then run the same load against a bare service on --database (get-client only)")
+	fs.IntVar(&o.rounds, "rounds", 5, "with --ceiling: alternate gateway and ceiling in this many slices of --duration/rounds")
 	fs.IntVar(&o.ceilingConns, "ceiling-db-conns", 10, "the bare service's database pool (the gateway's default)")
 	fs.IntVar(&o.pid, "pid", 0, "report this process's resident memory (the gateway's) after the run")
 	serveCeiling := fs.String("serve-ceiling", "", "internal: serve the bare service on this address")
@@ -111,30 +112,49 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, env 
 	if err := b.setup(ctx); err != nil {
 		return err
 	}
-	tg := b.targeter(o.url, weights)
-	gw, err := b.attack(ctx, "gateway", tg)
-	if err != nil {
-		return err
-	}
-	gw.print(stdout)
-	if o.pid > 0 {
-		printRSS(stdout, o.pid)
-	}
+	gwTarget := b.targeter(o.url, weights)
+	gw := newBenchReport("gateway")
 	if !o.ceiling {
+		b.attack(ctx, gwTarget, o.warmup, nil)
+		b.attack(ctx, gwTarget, o.duration, gw)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		gw.finish()
+		gw.print(stdout)
+		if o.pid > 0 {
+			printRSS(stdout, o.pid)
+		}
 		return nil
 	}
+	// The reference runs in the same command, in alternating slices, so that
+	// a change of the machine's load (other processes) hits both alike.
 	base, stop, err := startCeiling(ctx, o.database, o.ceilingConns)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	ref, err := b.attack(ctx, "ceiling", b.targeter(base, weights))
-	if err != nil {
-		return err
+	ref := newBenchReport("ceiling")
+	ceilTarget := b.targeter(base, weights)
+	b.attack(ctx, gwTarget, o.warmup, nil)
+	b.attack(ctx, ceilTarget, o.warmup, nil)
+	rounds := max(o.rounds, 1)
+	for i := 0; i < rounds && ctx.Err() == nil; i++ {
+		b.attack(ctx, gwTarget, o.duration/time.Duration(rounds), gw)
+		b.attack(ctx, ceilTarget, o.duration/time.Duration(rounds), ref)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	gw.finish()
+	ref.finish()
+	gw.print(stdout)
+	if o.pid > 0 {
+		printRSS(stdout, o.pid)
 	}
 	ref.print(stdout)
 	if ref.throughput > 0 {
-		fmt.Fprintf(stdout, "\ngateway / ceiling throughput: %.1f%%\n", 100*gw.throughput/ref.throughput)
+		fmt.Fprintf(stdout, "\ngateway / ceiling throughput: %.1f%% (%d alternating rounds)\n", 100*gw.throughput/ref.throughput, rounds)
 	}
 	return nil
 }
@@ -493,36 +513,31 @@ func rateString(r int) string {
 	return strconv.Itoa(r) + "/s"
 }
 
-// attack runs the warm-up, then the measured load, and summarizes it.
-func (b *bencher) attack(ctx context.Context, name string, tg vegeta.Targeter) (*benchReport, error) {
-	run := func(d time.Duration, rep *benchReport) {
-		opts := []func(*vegeta.Attacker){
-			vegeta.Connections(b.o.connections), vegeta.MaxConnections(b.o.connections),
-			vegeta.Workers(uint64(b.o.connections)), vegeta.KeepAlive(true),
-			vegeta.Timeout(30 * time.Second), vegeta.MaxBody(0),
-		}
-		pacer := vegeta.Rate{Freq: b.o.rate, Per: time.Second}
-		if b.o.rate <= 0 {
-			opts = append(opts, vegeta.MaxWorkers(uint64(b.o.connections)))
-			pacer = vegeta.Rate{Freq: 0}
-		}
-		atk := vegeta.NewAttacker(opts...)
-		stop := context.AfterFunc(ctx, func() { atk.Stop() })
-		defer stop()
-		for res := range atk.Attack(tg, pacer, d, name) {
-			if rep != nil {
-				rep.add(res)
-			}
+// attack runs the load for d, adding its results to rep (nil: a warm-up).
+func (b *bencher) attack(ctx context.Context, tg vegeta.Targeter, d time.Duration, rep *benchReport) {
+	if d <= 0 {
+		return
+	}
+	opts := []func(*vegeta.Attacker){
+		vegeta.Connections(b.o.connections), vegeta.MaxConnections(b.o.connections),
+		vegeta.Workers(uint64(b.o.connections)), vegeta.KeepAlive(true),
+		vegeta.Timeout(30 * time.Second), vegeta.MaxBody(0),
+	}
+	pacer := vegeta.Rate{Freq: b.o.rate, Per: time.Second}
+	if b.o.rate <= 0 {
+		opts = append(opts, vegeta.MaxWorkers(uint64(b.o.connections)))
+		pacer = vegeta.Rate{Freq: 0}
+	}
+	atk := vegeta.NewAttacker(opts...)
+	stop := context.AfterFunc(ctx, func() { atk.Stop() })
+	defer stop()
+	began := time.Now()
+	for res := range atk.Attack(tg, pacer, d, "") {
+		if rep != nil {
+			rep.add(res)
 		}
 	}
-	if b.o.warmup > 0 {
-		run(b.o.warmup, nil)
+	if rep != nil {
+		rep.elapsed += time.Since(began)
 	}
-	rep := newBenchReport(name)
-	run(b.o.duration, rep)
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	rep.finish()
-	return rep, nil
 }

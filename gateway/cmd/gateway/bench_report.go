@@ -19,9 +19,8 @@ type benchReport struct {
 	name            string
 	ops             map[string]*opStats
 	all             *opStats
-	first, last     time.Time
-	elapsed         time.Duration
-	throughput      float64 // 2xx answers per second
+	elapsed         time.Duration // the measured loads' wall time
+	throughput      float64       // 2xx answers per second
 	transportErrors int
 	errorSample     string
 }
@@ -54,16 +53,9 @@ func (r *benchReport) add(res *vegeta.Result) {
 		r.transportErrors++
 		r.errorSample = res.Error
 	}
-	if r.first.IsZero() || res.Timestamp.Before(r.first) {
-		r.first = res.Timestamp
-	}
-	if end := res.End(); end.After(r.last) {
-		r.last = end
-	}
 }
 
 func (r *benchReport) finish() {
-	r.elapsed = r.last.Sub(r.first)
 	for _, s := range r.ops {
 		slices.Sort(s.latencies)
 	}
