@@ -167,7 +167,6 @@ func (s *Server) Handler() http.Handler {
 	r.HandlerFunc(http.MethodGet, "/healthz", named("GET /healthz", s.healthz))
 	r.HandlerFunc(http.MethodGet, "/readyz", named("GET /readyz", s.readyz))
 	s.routeDocs(r) // the developer portal (docs.go): public, no key
-	s.routeDocs(r) // the developer portal (docs.go): public, no key
 
 	var h http.Handler = r
 	h = withCORS(s.cors, func(method, path string) bool {
