@@ -104,7 +104,11 @@ func (s *Server) acquire(r *http.Request, st *reqState) (func(), error) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, buf, err := marshalJSON(v) // encode.go
 	if err != nil {
-		http.Error(w, `{"code":"internal_error"}`, http.StatusInternalServerError)
+		// Resources always encode; should one not, the caller still gets
+		// the API's error format.
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(`{"type":"` + problemTypeBase + `internal_error","title":"Internal server error","status":500,"detail":"An internal error occurred.","code":"internal_error"}` + "\n"))
 		return
 	}
 	defer releaseBuf(buf)
