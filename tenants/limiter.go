@@ -102,6 +102,7 @@ type Limiter struct {
 	tracer    trace.Tracer
 	fallback  atomic.Bool
 	nextProbe atomic.Int64 // unix ns after which one request may try Redis again
+	batch     batcher      // concurrent decisions share round trips (batch.go)
 
 	*states
 }
@@ -182,17 +183,6 @@ func (l *Limiter) allow(ctx context.Context, companyID, modeName string) (Decisi
 	l.leaveFallback()
 	st.remember(d.Limit)
 	return d, nil
-}
-
-func (l *Limiter) decideRedis(ctx context.Context, companyID string, m mode) (Decision, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.timeout)
-	defer cancel()
-	keys := []string{tatKey(l.prefix, companyID, m), overrideKey(l.prefix, companyID)}
-	v, err := allowScript.Run(ctx, l.rdb, keys, l.args[m]...).Result()
-	if err != nil {
-		return Decision{}, err
-	}
-	return parseReply(v)
 }
 
 // known is the limit the fallback applies: the last one Redis applied to the
