@@ -88,6 +88,7 @@ type Server struct {
 	adminToken string
 	cors       []string
 	tracer     trace.Tracer
+	tp         trace.TracerProvider // as configured: nil means otel's global one
 	metrics    *metrics
 	usage      Usage
 	draining   atomic.Bool
@@ -113,6 +114,7 @@ func New(cfg Config) *Server {
 	}
 	s.companies = newCompanyCache(ttl, s.now)
 	s.tracer = tracerOf(cfg.TracerProvider)
+	s.tp = cfg.TracerProvider
 	s.usage = cfg.Usage
 	s.metrics = newMetrics(s, cfg.RedisPool)
 	return s

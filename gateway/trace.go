@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 const tracerName = "github.com/invoicing-ao/gateway/gateway"
@@ -32,11 +33,16 @@ var w3c propagation.TraceContext
 func (s *Server) withTelemetry(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.now()
-		ctx := w3c.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := s.tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer))
-		defer span.End() // also when a panic escapes (http.ErrAbortHandler)
+		ctx := r.Context()
+		var span trace.Span
+		if !s.tracingOff() || r.Header["Traceparent"] != nil {
+			ctx = w3c.Extract(ctx, propagation.HeaderCarrier(r.Header))
+			ctx, span = s.tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer))
+			defer span.End() // also when a panic escapes (http.ErrAbortHandler)
+			r = r.WithContext(ctx)
+		}
 		sw := &statusWriter{ResponseWriter: w}
-		next.ServeHTTP(sw, r.WithContext(ctx))
+		next.ServeHTTP(sw, r)
 		status := sw.status
 		if status == 0 {
 			status = http.StatusOK
@@ -50,10 +56,23 @@ func (s *Server) withTelemetry(next http.Handler) http.Handler {
 		if st.Authed && s.usage != nil {
 			s.usage.Add(st.Key.CompanyID, string(st.Key.Mode), status)
 		}
-		if span.IsRecording() {
+		if span != nil && span.IsRecording() {
 			s.describeSpan(span, r, st, status)
 		}
 	})
+}
+
+// tracingOff reports whether spans are no-ops (no exporter configured). The
+// middleware then skips the span, and the copy of the request that carries
+// it, unless the caller sent a traceparent: a no-op span still carries the
+// caller's trace id, which the access log records.
+func (s *Server) tracingOff() bool {
+	tp := s.tp
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	_, off := tp.(noop.TracerProvider)
+	return off
 }
 
 // named records a route pattern for routes registered without s.route, so
