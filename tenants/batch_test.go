@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/redis/go-redis/v9"
@@ -101,7 +102,18 @@ func TestConcurrentDecisionsShareRounds(t *testing.T) {
 	if allowed != lim.Burst {
 		t.Errorf("%d admitted, want the burst %d", allowed, lim.Burst)
 	}
-	if l.batch.busy || len(l.batch.queue) != 0 {
-		t.Errorf("batcher not idle after the calls: busy %v, %d queued", l.batch.busy, len(l.batch.queue))
+	// The sending goroutine marks the batcher idle just after it delivers
+	// the last decision, so give it a moment.
+	idle := func() (bool, int) {
+		l.batch.mu.Lock()
+		defer l.batch.mu.Unlock()
+		return !l.batch.busy && len(l.batch.queue) == 0, len(l.batch.queue)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for ok, _ := idle(); !ok && time.Now().Before(deadline); ok, _ = idle() {
+		time.Sleep(time.Millisecond)
+	}
+	if ok, queued := idle(); !ok {
+		t.Errorf("batcher not idle after the calls: %d queued", queued)
 	}
 }
