@@ -130,16 +130,7 @@ func (s *Server) ResetCompanyLimits(ctx context.Context, companyID string) (Limi
 // for the platform's dashboard, behind the admin token. It is never mounted
 // on the public listener.
 func (s *Server) AdminHandler() http.Handler {
-	r := httprouter.New()
-	r.RedirectTrailingSlash = false
-	r.RedirectFixedPath = false
-	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, &Error{Code: "route_not_found", Detail: "No route matches this method and path."})
-	})
-	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		allow := w.Header().Get("Allow")
-		writeProblem(w, r, &Error{Code: "method_not_allowed", Detail: "Allowed: " + allow + ".", Allow: allow})
-	})
+	r := newRouter()
 	r.HandlerFunc(http.MethodGet, "/healthz", s.healthz)
 	r.HandlerFunc(http.MethodGet, "/readyz", s.readyz)
 	r.POST("/admin/v1/keys", s.adminOnly(s.adminCreateKey))

@@ -42,39 +42,31 @@ func releaseBuf(p *[]byte) {
 	}
 }
 
+// appendPage appends the list envelope, each item by appendItem.
+func appendPage[T any](b []byte, p *backend.Page[T], appendItem func([]byte, *T) []byte) []byte {
+	b = append(b, `{"data":`...)
+	if p.Data == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range p.Data {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendItem(b, &p.Data[i])
+		}
+		b = append(b, ']')
+	}
+	return appendPageEnd(b, p.Total, p.Page, p.PageSize)
+}
+
 // appendJSON appends the API's resource types; nil for any other type.
 func appendJSON(b []byte, v any) []byte {
 	switch v := v.(type) {
 	case backend.Page[backend.Invoice]:
-		b = append(b, `{"data":`...)
-		if v.Data == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i := range v.Data {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = appendInvoice(b, &v.Data[i])
-			}
-			b = append(b, ']')
-		}
-		return appendPageEnd(b, v.Total, v.Page, v.PageSize)
+		return appendPage(b, &v, appendInvoice)
 	case backend.Page[backend.Client]:
-		b = append(b, `{"data":`...)
-		if v.Data == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i := range v.Data {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = appendClient(b, &v.Data[i])
-			}
-			b = append(b, ']')
-		}
-		return appendPageEnd(b, v.Total, v.Page, v.PageSize)
+		return appendPage(b, &v, appendClient)
 	case backend.Client:
 		return appendClient(b, &v)
 	case backend.Invoice:

@@ -149,17 +149,8 @@ const apiPrefix = "/api/v1/v1"
 //     rateLimit, so that unauthenticated floods cannot spend a company's
 //     budget, then the handler.
 func (s *Server) Handler() http.Handler {
-	r := httprouter.New()
-	r.RedirectTrailingSlash = false
-	r.RedirectFixedPath = false
-	r.HandleOPTIONS = false
-	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, &Error{Code: "route_not_found", Detail: "No route matches this method and path."}) // the path is not echoed: callers paste keys and names into it
-	})
-	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		allow := w.Header().Get("Allow")
-		writeProblem(w, r, &Error{Code: "method_not_allowed", Detail: "Method " + r.Method + " is not allowed here; allowed: " + allow + ".", Allow: allow})
-	})
+	r := newRouter()
+	r.HandleOPTIONS = false // preflights are withCORS's, below
 
 	s.route(r, http.MethodGet, apiPrefix+"/invoices", authz.InvoicesRead, s.listInvoices)
 	s.route(r, http.MethodGet, apiPrefix+"/invoices/:id", authz.InvoicesRead, s.getInvoice)
@@ -181,6 +172,23 @@ func (s *Server) Handler() http.Handler {
 	h = s.withTelemetry(h)
 	h = withRequestID(h)
 	return h
+}
+
+// newRouter is a router of either listener: no redirects (an API answers the
+// path it was given or 404) and problem+json for unknown routes and methods.
+func newRouter() *httprouter.Router {
+	r := httprouter.New()
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The path is not echoed: callers paste keys and names into it.
+		writeProblem(w, r, &Error{Code: "route_not_found", Detail: "No route matches this method and path."})
+	})
+	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		allow := w.Header().Get("Allow")
+		writeProblem(w, r, &Error{Code: "method_not_allowed", Detail: "Method " + r.Method + " is not allowed here; allowed: " + allow + ".", Allow: allow})
+	})
+	return r
 }
 
 // apiHandler is an API operation, run once the caller is known and admitted.
