@@ -144,6 +144,7 @@ func (s *Server) AdminHandler() http.Handler {
 	// No token for /metrics: scrapers need no power over keys, and the
 	// metrics hold no secret and no company data.
 	r.Handler(http.MethodGet, "/metrics", s.metrics.handler())
+	r.GET("/debug/pprof/*name", s.adminOnly(s.adminPprof))
 
 	var h http.Handler = r
 	h = withSecurityHeaders(h)
