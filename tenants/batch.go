@@ -2,19 +2,21 @@ package tenants
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Concurrent decisions of one Limiter share Redis round trips: each decision
-// is still its own atomic script call (allowScript), but the calls that arrive
-// while a round trip is in flight are sent together, pipelined, as soon as it
-// returns. An idle instance sends a lone decision at once, as before, so
-// batching adds no latency; under load it saves a round trip, a syscall pair
-// and most of the client's per-command work per decision. Redis runs the
-// scripts one after the other, so every decision sees the previous one's
-// effect exactly as without batching: the global accuracy is unchanged.
+// Concurrent decisions of one Limiter share Redis round trips and script
+// calls: the decisions that arrive while a round trip is in flight are sent
+// together as soon as it returns, in one call of allowScript (one per company
+// on Redis Cluster, pipelined). An idle instance sends a lone decision at
+// once, so batching adds no latency; under load it saves a round trip, a
+// syscall pair, the client's per-command work and Redis's per-call work per
+// decision. Redis takes a call's decisions one after the other, each seeing
+// the previous one's effect, so the global accuracy is that of one call per
+// decision.
 
 // maxBatch bounds one pipeline, so that one slow round trip does not hold
 // hundreds of decisions; the rest go in the next round.
@@ -96,13 +98,7 @@ func (l *Limiter) sendRound() (more bool) {
 	// is in flight, and each caller waits no longer than its own.
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	defer cancel()
-	if n == 1 {
-		c := calls[0]
-		v, err := allowScript.Run(ctx, l.rdb, l.keys(c), l.args[c.m]...).Result()
-		c.finish(v, err)
-	} else {
-		l.sendPipelined(ctx, calls)
-	}
+	l.send(ctx, l.group(calls))
 
 	b.mu.Lock()
 	more = len(b.queue) > 0
@@ -113,34 +109,88 @@ func (l *Limiter) sendRound() (more bool) {
 	return more
 }
 
-func (l *Limiter) keys(c *decideCall) []string {
-	return []string{tatKey(l.prefix, c.companyID, c.m), overrideKey(l.prefix, c.companyID)}
+// group splits a round into script calls: one call for the whole round, or,
+// where keys are spread over nodes, one per company (a company's keys share a
+// hash tag, hence a slot).
+func (l *Limiter) group(calls []*decideCall) [][]*decideCall {
+	if !l.oneCompanyPerCall || len(calls) == 1 {
+		return [][]*decideCall{calls}
+	}
+	at := make(map[string]int, len(calls))
+	var groups [][]*decideCall
+	for _, c := range calls {
+		i, ok := at[c.companyID]
+		if !ok {
+			i = len(groups)
+			at[c.companyID] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], c)
+	}
+	return groups
 }
 
-// sendPipelined runs the scripts by their SHA in one pipeline, and again in
-// full (EVAL) for those Redis did not know (NOSCRIPT: a restarted or flushed
-// Redis), as Script.Run does for one call.
-func (l *Limiter) sendPipelined(ctx context.Context, calls []*decideCall) {
-	cmds := make([]*redis.Cmd, len(calls))
+// scriptArgs are allowScript's KEYS and ARGV for the decisions of g.
+func (l *Limiter) scriptArgs(g []*decideCall) ([]string, []any) {
+	keys := make([]string, 0, 2*len(g))
+	args := make([]any, 0, len(l.defaults4)+len(g))
+	args = append(args, l.defaults4...)
+	for _, c := range g {
+		keys = append(keys, tatKey(l.prefix, c.companyID, c.m), overrideKey(l.prefix, c.companyID))
+		args = append(args, modeField[c.m])
+	}
+	return keys, args
+}
+
+// send runs one script call per group: a lone call directly, several in one
+// pipeline, by SHA, and again in full (EVAL) for those Redis did not know
+// (NOSCRIPT: a restarted or flushed Redis), as Script.Run does for one call.
+func (l *Limiter) send(ctx context.Context, groups [][]*decideCall) {
+	if len(groups) == 1 {
+		keys, args := l.scriptArgs(groups[0])
+		v, err := allowScript.Run(ctx, l.rdb, keys, args...).Result()
+		finishGroup(groups[0], v, err)
+		return
+	}
+	cmds := make([]*redis.Cmd, len(groups))
 	pipe := l.rdb.Pipeline()
-	for i, c := range calls {
-		cmds[i] = allowScript.EvalSha(ctx, pipe, l.keys(c), l.args[c.m]...)
+	for i, g := range groups {
+		keys, args := l.scriptArgs(g)
+		cmds[i] = allowScript.EvalSha(ctx, pipe, keys, args...)
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	var again redis.Pipeliner
-	for i, c := range calls {
+	for i, g := range groups {
 		if err := cmds[i].Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			if again == nil {
 				again = l.rdb.Pipeline()
 			}
-			cmds[i] = allowScript.Eval(ctx, again, l.keys(c), l.args[c.m]...)
+			keys, args := l.scriptArgs(g)
+			cmds[i] = allowScript.Eval(ctx, again, keys, args...)
 		}
 	}
 	if again != nil {
 		_, _ = again.Exec(ctx)
 	}
-	for i, c := range calls {
-		c.finish(cmds[i].Result())
+	for i, g := range groups {
+		v, err := cmds[i].Result()
+		finishGroup(g, v, err)
+	}
+}
+
+// finishGroup answers the decisions of one script call from its reply: six
+// values per decision, in order.
+func finishGroup(g []*decideCall, v any, err error) {
+	a, ok := v.([]any)
+	if err == nil && (!ok || len(a) != 6*len(g)) {
+		err = fmt.Errorf("%w: %T of length %d for %d decisions", errBadReply, v, len(a), len(g))
+	}
+	for i, c := range g {
+		if err != nil {
+			c.finish(nil, err)
+			continue
+		}
+		c.finish(a[6*i:6*i+6:6*i+6], nil)
 	}
 }
 

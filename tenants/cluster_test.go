@@ -73,4 +73,33 @@ func TestLimiterOnRedisCluster(t *testing.T) {
 	if got, err := l1.Limits(ctx, "acme"); err != nil || got.TestCustom {
 		t.Fatalf("Limits after reset = %+v, %v", got, err)
 	}
+
+	// One round holding several companies' decisions (concurrent requests):
+	// the batcher makes one script call per company, each within one slot.
+	calls := map[string][]*decideCall{}
+	for _, company := range []string{"umbrella", "hooli", "vandelay"} {
+		for range 8 {
+			c := &decideCall{companyID: company, m: live, done: make(chan struct{})}
+			calls[company] = append(calls[company], c)
+			l1.batch.queue = append(l1.batch.queue, c)
+		}
+	}
+	l1.batch.busy = true
+	for l1.sendRound() {
+	}
+	for company, cs := range calls {
+		n := 0
+		for i, c := range cs {
+			<-c.done
+			if c.err != nil {
+				t.Fatalf("%s: decision %d in a shared round: %v", company, i, c.err)
+			}
+			if c.d.Allowed {
+				n++
+			}
+		}
+		if n != 5 {
+			t.Errorf("%s: %d of 8 admitted in one round, want the burst of 5", company, n)
+		}
+	}
 }

@@ -90,14 +90,17 @@ func (c Config) Validate() error {
 // instances in fallback together admit up to N times the limit: bounded, and
 // preferred to refusing everyone or admitting everything.
 type Limiter struct {
-	rdb        redis.UniversalClient
-	prefix     string
-	defaults   [2]Limit
-	args       [2][]any // script ARGV per mode; read-only, shared by all calls
-	timeout    time.Duration
-	retryEvery time.Duration
-	now        func() time.Time
-	log        *slog.Logger
+	rdb       redis.UniversalClient
+	prefix    string
+	defaults  [2]Limit
+	defaults4 []any // the script's first ARGV: the default limits; read-only
+	// oneCompanyPerCall: the client spreads keys over nodes by hash tag
+	// (Redis Cluster, Ring), so one script call may touch one company only.
+	oneCompanyPerCall bool
+	timeout           time.Duration
+	retryEvery        time.Duration
+	now               func() time.Time
+	log               *slog.Logger
 
 	tracer    trace.Tracer
 	fallback  atomic.Bool
@@ -127,8 +130,10 @@ func New(cfg Config) *Limiter {
 	}
 	for _, m := range [...]mode{live, test} {
 		d := l.defaults[m]
-		l.args[m] = []any{rateField[m], burstField[m], strconv.FormatFloat(d.Rate, 'g', -1, 64), strconv.Itoa(d.Burst)}
+		l.defaults4 = append(l.defaults4, strconv.FormatFloat(d.Rate, 'g', -1, 64), strconv.Itoa(d.Burst))
 	}
+	_, single := cfg.Redis.(*redis.Client) // one server, or Sentinel's current master
+	l.oneCompanyPerCall = !single
 	if !contextTimeoutEnabled(cfg.Redis) {
 		l.log.Warn("tenants: the Redis client ignores context deadlines (ContextTimeoutEnabled is off); a hung Redis delays decisions by the client's ReadTimeout, not RedisTimeout")
 	}

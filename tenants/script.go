@@ -9,16 +9,21 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// allowScript is the whole admission decision in one atomic step: it reads the
-// company's override (so a change reaches every instance on its next request),
-// and applies GCRA, the generic cell rate algorithm, to one stored "theoretical
-// arrival time" (TAT) per company and mode.
+// allowScript decides a batch of requests in one atomic step: for each, it
+// reads the company's override (so a change reaches every instance on its next
+// request), and applies GCRA, the generic cell rate algorithm, to one stored
+// "theoretical arrival time" (TAT) per company and mode. The decisions of a
+// batch are taken one after the other, each seeing the previous one's effect,
+// exactly as separate calls would; one call per batch saves Redis the
+// per-call cost (a Lua call, its argument tables, its reply) that used to be
+// most of its work per decision.
 //
-// Time is Redis's own (TIME), so the clocks of the instances cannot skew the
-// global limit; writing after TIME needs effects replication, the default
-// since Redis 5. Timestamps are microseconds in a Lua number (a float64, exact
-// up to 2^53 µs, i.e. for centuries); the TAT is stored with %.17g because
-// Redis would otherwise round a number to 14 digits when converting it.
+// Time is Redis's own (TIME, once per batch), so the clocks of the instances
+// cannot skew the global limit; writing after TIME needs effects replication,
+// the default since Redis 5. Timestamps are microseconds in a Lua number (a
+// float64, exact up to 2^53 µs, i.e. for centuries); the TAT is stored with
+// %.17g because Redis would otherwise round a number to 14 digits when
+// converting it.
 //
 // Only an admitted request moves the TAT, so rejected requests cost nothing
 // and a client recovers as soon as it slows down. A TAT further ahead than the
@@ -29,34 +34,50 @@ import (
 // An override outside the bounds of Limit.Validate (only a hand edit can store
 // one) is ignored, as parseOverride does.
 //
-// KEYS[1] TAT of the company and mode, KEYS[2] the company's override hash.
-// ARGV: rate field, burst field, default rate, default burst.
-// Reply: {allowed 0|1, remaining, retry after µs, reset µs, rate, burst}.
+// KEYS, per decision i: [2i-1] the TAT of the company and mode, [2i] the
+// company's override hash (in Redis Cluster, every key of one call must be of
+// one company: see batch.go).
+// ARGV: live default rate, live default burst, test default rate, test default
+// burst, then per decision its mode, "live" or "test" (the override's fields
+// are MODE_rate and MODE_burst).
+// Reply: per decision, {allowed 0|1, remaining, retry after µs, reset µs,
+// rate, burst}, flattened.
 var allowScript = redis.NewScript(fmt.Sprintf(`
-local rate, burst = ARGV[3], tonumber(ARGV[4])
-local ov = redis.call('HMGET', KEYS[2], ARGV[1], ARGV[2])
-local orate, oburst = tonumber(ov[1]), tonumber(ov[2])
-if orate and oburst and orate >= %g and orate <= %d and oburst >= 1 and oburst < %d then
-  rate, burst = ov[1], math.floor(oburst)
-end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local interval = 1000000 / tonumber(rate)
-local tolerance = interval * burst
-local tat = tonumber(redis.call('GET', KEYS[1]))
-if not tat or tat < now then
-  tat = now
-elseif tat > now + tolerance then
-  tat = now + tolerance
-  redis.call('SET', KEYS[1], string.format('%%.17g', tat), 'PX', math.ceil(tolerance / 1000))
+local out = {}
+for i = 1, #KEYS / 2 do
+  local m = ARGV[4 + i]
+  local d = 1
+  if m == 'test' then d = 3 end
+  local rate, burst = ARGV[d], tonumber(ARGV[d + 1])
+  local ov = redis.call('HMGET', KEYS[2 * i], m .. '_rate', m .. '_burst')
+  local orate, oburst = tonumber(ov[1]), tonumber(ov[2])
+  if orate and oburst and orate >= %g and orate <= %d and oburst >= 1 and oburst < %d then
+    rate, burst = ov[1], math.floor(oburst)
+  end
+  local tk = KEYS[2 * i - 1]
+  local interval = 1000000 / tonumber(rate)
+  local tolerance = interval * burst
+  local tat = tonumber(redis.call('GET', tk))
+  if not tat or tat < now then
+    tat = now
+  elseif tat > now + tolerance then
+    tat = now + tolerance
+    redis.call('SET', tk, string.format('%%.17g', tat), 'PX', math.ceil(tolerance / 1000))
+  end
+  local newtat = tat + interval
+  local allowat = newtat - tolerance
+  local n = #out
+  if allowat > now then
+    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = 0, 0, math.ceil(allowat - now), math.ceil(tat - now)
+  else
+    redis.call('SET', tk, string.format('%%.17g', newtat), 'PX', math.ceil((newtat - now) / 1000))
+    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = 1, math.floor((now - allowat) / interval), 0, math.ceil(newtat - now)
+  end
+  out[n + 5], out[n + 6] = rate, burst
 end
-local newtat = tat + interval
-local allowat = newtat - tolerance
-if allowat > now then
-  return {0, 0, math.ceil(allowat - now), math.ceil(tat - now), rate, burst}
-end
-redis.call('SET', KEYS[1], string.format('%%.17g', newtat), 'PX', math.ceil((newtat - now) / 1000))
-return {1, math.floor((now - allowat) / interval), 0, math.ceil(newtat - now), rate, burst}
+return out
 `, MinRate, MaxRate, MaxBurst+1))
 
 // errBadReply means the script answered something this code does not expect.
@@ -75,8 +96,10 @@ func overrideKey(prefix, companyID string) string {
 	return prefix + "{" + companyID + "}:limits"
 }
 
-// Fields of the override hash, per mode.
+// Fields of the override hash, per mode: MODE_rate and MODE_burst, as the
+// script builds them from modeField.
 var (
+	modeField  = [2]string{live: "live", test: "test"}
 	rateField  = [2]string{live: "live_rate", test: "test_rate"}
 	burstField = [2]string{live: "live_burst", test: "test_burst"}
 )
