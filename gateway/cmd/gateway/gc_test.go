@@ -19,8 +19,8 @@ func TestTuneGC(t *testing.T) {
 		wantPct  int
 		wantLimt int64
 	}{
-		{"neither set", nil, 100, math.MaxInt64, "GOGC=off GOMEMLIMIT=64MiB", -1, 64 << 20},
-		{"GOGC set", map[string]string{"GOGC": "150"}, 150, math.MaxInt64, "GOGC=150 GOMEMLIMIT=64MiB", 150, 64 << 20},
+		{"neither set", nil, 100, math.MaxInt64, "GOGC=off GOMEMLIMIT=48MiB", -1, 48 << 20},
+		{"GOGC set", map[string]string{"GOGC": "150"}, 150, math.MaxInt64, "GOGC=150 GOMEMLIMIT=48MiB", 150, 48 << 20},
 		{"GOMEMLIMIT set", map[string]string{"GOMEMLIMIT": "1GiB"}, 100, 1 << 30, "GOGC=off GOMEMLIMIT=1024MiB", -1, 1 << 30},
 		{"both set", map[string]string{"GOGC": "off", "GOMEMLIMIT": "200MiB"}, -1, 200 << 20, "GOGC=off GOMEMLIMIT=200MiB", -1, 200 << 20},
 	} {
