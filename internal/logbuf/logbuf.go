@@ -73,23 +73,15 @@ func (w *Writer) flushEvery(d time.Duration) {
 // Write buffers p; it writes out first when p would not fit, and writes p
 // directly when it is larger than the whole buffer or the writer is closed.
 func (w *Writer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	if !w.closed && len(w.buf)+len(p) <= w.size {
-		w.buf = append(w.buf, p...)
-		w.mu.Unlock()
+	if w.buffered(p) {
 		return len(p), nil
 	}
-	w.mu.Unlock()
 	if err := w.Flush(); err != nil {
 		return 0, err
 	}
-	w.mu.Lock()
-	if !w.closed && len(w.buf)+len(p) <= w.size {
-		w.buf = append(w.buf, p...)
-		w.mu.Unlock()
+	if w.buffered(p) {
 		return len(p), nil
 	}
-	w.mu.Unlock()
 	// Too large for the buffer (or closed): out directly, after what was
 	// buffered before it.
 	w.outMu.Lock()
@@ -98,6 +90,17 @@ func (w *Writer) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return w.out.Write(p)
+}
+
+// buffered appends p to the buffer if it fits and the writer is open.
+func (w *Writer) buffered(p []byte) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || len(w.buf)+len(p) > w.size {
+		return false
+	}
+	w.buf = append(w.buf, p...)
+	return true
 }
 
 // Flush writes out what is buffered. Writers are held only while the
