@@ -147,6 +147,7 @@ func (s *Server) AdminHandler() http.Handler {
 	r.GET("/debug/pprof/*name", s.adminOnly(s.adminPprof))
 
 	var h http.Handler = r
+	h = withHeaderLimit(h)
 	h = withSecurityHeaders(h)
 	h = withRecover(h)
 	h = accessLog(s.logger, s.now)(h)

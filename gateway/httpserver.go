@@ -16,8 +16,10 @@ type HTTPConfig struct {
 	ReadTimeout       time.Duration // whole request, body included; zero means 15s
 	WriteTimeout      time.Duration // zero means 30s
 	IdleTimeout       time.Duration // keep-alive; zero means 120s
-	// MaxHeaderBytes bounds the request line and headers; zero means 16 KiB.
-	// Go's server allows 4 KiB of slack beyond it, then answers 431.
+	// MaxHeaderBytes is where net/http stops reading a request head and
+	// answers 431 itself, in plain text (with 4 KiB of slack); zero means
+	// 4 × MaxHeaderBytes (64 KiB). Below it, both listeners' handlers answer
+	// heads over MaxHeaderBytes with a problem+json 431 (withHeaderLimit).
 	MaxHeaderBytes int
 	ErrorLog       *log.Logger // nil means the log package's standard logger
 }
@@ -32,7 +34,7 @@ func NewHTTPServer(h http.Handler, c HTTPConfig) *http.Server {
 		return d
 	}
 	if c.MaxHeaderBytes <= 0 {
-		c.MaxHeaderBytes = 16 << 10
+		c.MaxHeaderBytes = 4 * MaxHeaderBytes
 	}
 	return &http.Server{
 		Handler:           h,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -75,6 +76,32 @@ func withRequestID(next http.Handler) http.Handler {
 		w.Header().Set("X-Request-Id", id)
 		st := &reqState{ID: id}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, st)))
+	})
+}
+
+// MaxHeaderBytes bounds a request's line and headers together: API calls
+// need a few hundred bytes, and a larger head only costs memory.
+const MaxHeaderBytes = 16 << 10
+
+// withHeaderLimit answers requests whose line and headers exceed
+// MaxHeaderBytes with a 431 in the API's error format. The count is that of
+// the head as sent (each header as "Name: value\r\n"); net/http's own
+// cut-off, set higher (NewHTTPServer), only stops what would not fit in
+// memory, and answers in plain text.
+func withHeaderLimit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := len(r.Method) + 1 + len(r.RequestURI) + 1 + len(r.Proto) + 2 + len("Host: \r\n") + len(r.Host)
+		for k, vs := range r.Header {
+			for _, v := range vs {
+				n += len(k) + len(v) + 4
+			}
+		}
+		if n > MaxHeaderBytes {
+			writeProblem(w, r, &Error{Code: "headers_too_large",
+				Detail: "The request line and headers must be at most " + strconv.Itoa(MaxHeaderBytes) + " bytes together."})
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

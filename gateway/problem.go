@@ -63,6 +63,7 @@ var problemCodes = map[string]problemCode{
 	"method_not_allowed":         {http.StatusMethodNotAllowed, "Method not allowed"},
 	"nif_conflict":               {http.StatusConflict, "NIF already registered"},
 	"body_too_large":             {http.StatusRequestEntityTooLarge, "Request body too large"},
+	"headers_too_large":          {http.StatusRequestHeaderFieldsTooLarge, "Request headers too large"},
 	"unsupported_media_type":     {http.StatusUnsupportedMediaType, "Unsupported media type"},
 	"rate_limit_live":            {http.StatusTooManyRequests, "LIVE rate limit exceeded"},
 	"rate_limit_test":            {http.StatusTooManyRequests, "TEST rate limit exceeded"},

@@ -143,6 +143,8 @@ const apiPrefix = "/api/v1/v1"
 //   - accessLog: sees the final status of everything inside, panics included;
 //   - withRecover: inside the log, so a panic is logged as the 500 it became;
 //   - withSecurityHeaders: on every answer, errors and 404s included;
+//   - withHeaderLimit: a head over 16 KiB is refused before any work, in
+//     the API's error format (net/http's own, higher cut-off is plain text);
 //   - withCORS: answers preflights (which carry no key) before the router
 //     and authentication, and marks answers readable by listed origins;
 //   - the router, then per route: authenticate (key, company, scope) before
@@ -166,6 +168,7 @@ func (s *Server) Handler() http.Handler {
 		handle, _, _ := r.Lookup(method, path)
 		return handle != nil && (method == http.MethodGet || method == http.MethodPost)
 	})(h)
+	h = withHeaderLimit(h)
 	h = withSecurityHeaders(h)
 	h = withRecover(h)
 	h = accessLog(s.logger, s.now)(h)
