@@ -57,6 +57,11 @@ func withCORS(allowed []string, routed func(method, path string) bool) func(http
 		set[o] = true
 	}
 	return func(next http.Handler) http.Handler {
+		if len(set) == 0 {
+			// Closed: no answer depends on Origin, so none says Vary: Origin
+			// (caches keep one copy), and preflights meet the router's 405.
+			return next
+		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			h := w.Header()
 			h.Add("Vary", "Origin")

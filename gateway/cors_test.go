@@ -122,4 +122,8 @@ func TestCORS(t *testing.T) {
 		checkAnswer(t, name, w)
 		noCORS(name, w)
 	}
+	// Closed, no answer depends on Origin: none says it varies by it.
+	if v := closed.serve(req("GET", "/api/v1/v1/clients", allowed, nil)).Header().Values("Vary"); slices.Contains(v, "Origin") {
+		t.Errorf("closed gateway: Vary %v", v)
+	}
 }
