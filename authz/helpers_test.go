@@ -13,27 +13,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
-// clock is a settable clock shared by the "instances" of a test.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Now().Truncate(time.Millisecond)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+func newClock() *testenv.Clock { return testenv.NewClock(time.Now().Truncate(time.Millisecond)) }
 
 // probe is a go-redis hook that counts commands by name and can make every
 // command fail, as an outage would.
@@ -117,7 +101,7 @@ const (
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // newRing returns a Keyring on rdb under prefix, closed when the test ends.
-func newRing(t testing.TB, rdb redis.UniversalClient, prefix string, c *clock, edit func(*Config)) *Keyring {
+func newRing(t testing.TB, rdb redis.UniversalClient, prefix string, c *testenv.Clock, edit func(*Config)) *Keyring {
 	t.Helper()
 	cfg := Config{Redis: rdb, Prefix: prefix, Logger: quiet, NoPubSub: true}
 	if c != nil {

@@ -1,44 +1,24 @@
 package authz
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"log/slog"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
-// syncBuffer collects log output from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestNoSecretInLogsOrErrors drives every path that logs or fails (outage,
 // recovery, corrupt record, revocation, bad input) and scans all of it.
 func TestNoSecretInLogsOrErrors(t *testing.T) {
 	rdb, _ := testenv.Miniredis(t)
 	p := attachProbe(t, rdb)
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	c := newClock()
 	k := newRing(t, rdb, "hyg:", c, func(cfg *Config) {
 		cfg.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

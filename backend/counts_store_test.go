@@ -2,24 +2,12 @@ package backend_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/internal/testenv"
 )
-
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *testClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // TestKeptTotals runs the count cache against real databases, with every list
 // "large" (ExactTotalBelow 3): a kept total lags a write until it is
@@ -30,7 +18,7 @@ func TestKeptTotals(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			url := mk(t)
 			load(t, url, liveFixtures())
-			clock := &testClock{t: fixedNow}
+			clock := testenv.NewClock(fixedNow)
 			ctx := context.Background()
 			s, err := backend.Open(ctx, backend.Config{URL: url, Now: clock.Now, TotalMaxAge: 10 * time.Second, ExactTotalBelow: 3})
 			if err != nil {

@@ -7,25 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/invoicing-ao/gateway/internal/testenv"
 )
-
-// fakeClock is a settable clock shared by a test and the cache.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // counter is a count query over a settable number of rows. When gate is set,
 // each count waits for a value on it, so a test controls when counts end.
@@ -50,7 +34,7 @@ func (c *counter) count(ctx context.Context) (int64, error) {
 
 const testMaxAge = 10 * time.Second
 
-func newTestCache(clock *fakeClock) *countCache {
+func newTestCache(clock *testenv.Clock) *countCache {
 	return newCountCache(testMaxAge, 100, clock.Now)
 }
 
@@ -82,7 +66,7 @@ func waitIdle(t *testing.T, c *countCache, k countKey) {
 }
 
 func TestCountCacheSmallListsAreExact(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1e9, 0)}
+	clock := testenv.NewClock(time.Unix(1e9, 0))
 	c := newTestCache(clock)
 	var cnt counter
 	for i := int64(1); i <= 5; i++ {
@@ -100,7 +84,7 @@ func TestCountCacheSmallListsAreExact(t *testing.T) {
 // and served while young, refreshed in the background from half its age on,
 // never served at or past maxAge.
 func TestCountCacheStalenessBound(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1e9, 0)}
+	clock := testenv.NewClock(time.Unix(1e9, 0))
 	c := newTestCache(clock)
 	var cnt counter
 	cnt.rows.Store(1000)
@@ -152,7 +136,7 @@ func TestCountCacheStalenessBound(t *testing.T) {
 }
 
 func TestCountCacheSingleFlight(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1e9, 0)}
+	clock := testenv.NewClock(time.Unix(1e9, 0))
 	c := newTestCache(clock)
 	cnt := counter{gate: make(chan struct{})}
 	cnt.rows.Store(5000)
@@ -190,7 +174,7 @@ func TestCountCacheSingleFlight(t *testing.T) {
 
 // TestCountCacheKeys: a filter or a company never gets another's total.
 func TestCountCacheKeys(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1e9, 0)}
+	clock := testenv.NewClock(time.Unix(1e9, 0))
 	c := newTestCache(clock)
 	keys := []countKey{
 		{company: "co-a", query: "all"},
@@ -215,7 +199,7 @@ func TestCountCacheKeys(t *testing.T) {
 }
 
 func TestCountCacheErrors(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1e9, 0)}
+	clock := testenv.NewClock(time.Unix(1e9, 0))
 	c := newTestCache(clock)
 	var cnt counter
 	cnt.rows.Store(1000)
@@ -252,7 +236,7 @@ func TestCountCacheErrors(t *testing.T) {
 // A caller that gives up does not cancel the count others wait for, and its
 // result is kept.
 func TestCountCacheCallerCancels(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1e9, 0)}
+	clock := testenv.NewClock(time.Unix(1e9, 0))
 	c := newTestCache(clock)
 	cnt := counter{gate: make(chan struct{})}
 	cnt.rows.Store(1000)
@@ -283,7 +267,7 @@ func TestCountCacheCallerCancels(t *testing.T) {
 }
 
 func TestCountCacheBounded(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1e9, 0)}
+	clock := testenv.NewClock(time.Unix(1e9, 0))
 	c := newTestCache(clock)
 	c.maxEntries = 2
 	var cnt counter
@@ -302,7 +286,7 @@ func TestCountCacheBounded(t *testing.T) {
 }
 
 func TestCountCacheDisabled(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1e9, 0)}
+	clock := testenv.NewClock(time.Unix(1e9, 0))
 	c := newCountCache(-1, 100, clock.Now)
 	var cnt counter
 	cnt.rows.Store(1000)

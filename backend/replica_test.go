@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
 // TestReadReplica checks the routing of a Store with a read replica. The
@@ -20,24 +20,12 @@ func TestReadReplica(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { testReadReplica(t, sqliteDB) })
 }
 
-type stepClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *stepClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *stepClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 func testReadReplica(t *testing.T, mk newDB) {
 	ctx := context.Background()
 	primaryURL, replicaURL := mk(t), mk(t)
 	load(t, primaryURL, liveFixtures())
 	load(t, replicaURL, liveFixtures())
-	clock := &stepClock{t: fixedNow}
+	clock := testenv.NewClock(fixedNow)
 	open := func(cfg backend.Config) *backend.Store {
 		t.Helper()
 		cfg.Now = clock.Now

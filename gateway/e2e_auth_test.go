@@ -119,7 +119,7 @@ func TestRevocationSeenBySecondInstance(t *testing.T) {
 	if r.Status != 200 || r.json(t)["state"] != "revoked" {
 		t.Fatalf("revoke: %d %s", r.Status, r.Body)
 	}
-	b.clock.Advance(time.Second)
+	b.clock.Add(time.Second)
 	expectProblem(t, do(t, b.pub.URL, q), 401, "invalid_api_key")
 	expectProblem(t, do(t, a.pub.URL, q), 401, "invalid_api_key")
 }

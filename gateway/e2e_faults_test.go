@@ -355,7 +355,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 	}
 
 	srv.Kill()
-	in.clock.Advance(2 * time.Second) // past the key cache's 1 s: Redis must be asked
+	in.clock.Add(2 * time.Second) // past the key cache's 1 s: Redis must be asked
 	var slowest time.Duration
 	for i := range 30 {
 		h := send("GET", url, k.Key, coA, "")
@@ -377,7 +377,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 	}
 
 	srv.Restart()
-	in.clock.Advance(2 * time.Second)
+	in.clock.Add(2 * time.Second)
 	start := time.Now()
 	for {
 		good := send("GET", url, k.Key, coA, "")

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -61,8 +59,8 @@ type instance struct {
 	pub, admin *httptest.Server
 	keys       *authz.Keyring
 	limiter    *tenants.Limiter
-	clock      *clock
-	logs       *syncBuffer
+	clock      *testenv.Clock
+	logs       *testenv.SyncBuffer
 	live, test *backend.Store
 	adminToken string
 }
@@ -90,7 +88,7 @@ func (w *world) start(opts ...instanceOpt) *instance {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	in := &instance{clock: &clock{now: time.Now()}, logs: &syncBuffer{}, adminToken: cfg.adminToken}
+	in := &instance{clock: testenv.NewClock(time.Now()), logs: &testenv.SyncBuffer{}, adminToken: cfg.adminToken}
 	var err error
 	liveCfg, testCfg := backend.Config{URL: w.live}, backend.Config{URL: w.test}
 	if cfg.store != nil {
@@ -243,42 +241,6 @@ func expectProblem(t *testing.T, r resp, status int, code string) map[string]any
 		t.Fatalf("code %v, want %s: %s", m["code"], code, r.Body)
 	}
 	return m
-}
-
-// clock is an adjustable time source.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-// syncBuffer collects log lines from concurrent handlers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // deadRedis is a client of a Redis that is not there.

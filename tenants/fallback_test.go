@@ -14,25 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// clock is a settable Now.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+func newClock() *testenv.Clock { return testenv.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)) }
 
 // callCounter counts the commands a client sends.
 type callCounter struct{ n atomic.Int64 }
@@ -89,7 +71,7 @@ func TestFallbackWhenRedisIsDown(t *testing.T) {
 
 	// Within RetryEvery no request waits for the dead Redis.
 	before := calls.n.Load()
-	clk.Advance(300 * time.Millisecond)
+	clk.Add(300 * time.Millisecond)
 	admitted = 0
 	for range 20 {
 		if d := firstDecision(t, l, "acme", ModeLive); d.Allowed {
@@ -108,7 +90,7 @@ func TestFallbackWhenRedisIsDown(t *testing.T) {
 	}
 
 	// After RetryEvery exactly one request probes, and fails back to local.
-	clk.Advance(time.Second)
+	clk.Add(time.Second)
 	before = calls.n.Load()
 	for range 20 {
 		if d := firstDecision(t, l, "acme", ModeLive); !d.Local {
@@ -123,7 +105,7 @@ func TestFallbackWhenRedisIsDown(t *testing.T) {
 	if err := mr.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(time.Second)
+	clk.Add(time.Second)
 	d := firstDecision(t, l, "acme", ModeLive)
 	if d.Local || l.Fallback() {
 		t.Errorf("after Redis returned and RetryEvery passed: %+v, Fallback() = %v", d, l.Fallback())

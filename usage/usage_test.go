@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,28 +22,11 @@ const (
 
 var ctx = context.Background()
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
-
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // newCounter never flushes on its own during a test (FlushEvery is long):
 // tests flush when they mean to.
-func newCounter(t *testing.T, rdb redis.UniversalClient, prefix string, clk *clock, edit func(*Config)) *Counter {
+func newCounter(t *testing.T, rdb redis.UniversalClient, prefix string, clk *testenv.Clock, edit func(*Config)) *Counter {
 	t.Helper()
 	cfg := Config{Redis: rdb, Prefix: prefix, FlushEvery: time.Hour, Now: clk.Now, Logger: quiet()}
 	if edit != nil {
@@ -74,7 +56,7 @@ func TestDayBoundaries(t *testing.T) {
 
 func TestCountsPerDayModeAndClass(t *testing.T) {
 	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
-		clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+		clk := testenv.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 		c := newCounter(t, rdb, prefix, clk, nil)
 		for range 3 {
 			c.Add(coA, "LIVE", 200)
@@ -179,7 +161,7 @@ func TestFailedFlushKeepsCounts(t *testing.T) {
 	rdb, _ := testenv.Miniredis(t)
 	f := &failing{}
 	rdb.AddHook(f)
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clk := testenv.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	c := newCounter(t, rdb, "u:", clk, func(cfg *Config) { cfg.MaxPending = 2 })
 	c.Add(coA, "LIVE", 200)
 	c.Add(coA, "LIVE", 200)
@@ -209,7 +191,7 @@ func TestFailedFlushKeepsCounts(t *testing.T) {
 // and Close writes what is left.
 func TestPeriodicFlushAndClose(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
-	clk := &clock{t: time.Now()}
+	clk := testenv.NewClock(time.Now())
 	c := New(Config{Redis: rdb, Prefix: prefix, FlushEvery: 20 * time.Millisecond, Now: clk.Now, Logger: quiet()})
 	c.Add(coA, "TEST", 200)
 	deadline := time.Now().Add(5 * time.Second)

@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"math/rand/v2"
 	"net"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -89,7 +87,7 @@ func startRedisProcess(t testing.TB, dir string, args func(port string) []string
 			continue
 		}
 		p := strconv.Itoa(port)
-		log := &syncWriter{w: &bytes.Buffer{}}
+		log := &SyncBuffer{}
 		cmd := exec.Command("redis-server", args(p)...)
 		cmd.Stdout, cmd.Stderr = log, log
 		if err := cmd.Start(); err != nil {
@@ -163,24 +161,6 @@ func portFree(port int) bool {
 	}
 	_ = l.Close()
 	return true
-}
-
-// syncWriter lets a process's stdout and stderr share one buffer.
-type syncWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.String()
 }
 
 // RedisSentinel starts a Redis server and one Sentinel monitoring it as

@@ -1,32 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/invoicing-ao/gateway/internal/testenv"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // The demo starts with nothing installed and its printed curl lines work as
 // printed.
@@ -35,7 +18,7 @@ func TestDemoCurlLinesWork(t *testing.T) {
 		t.Skip("curl not installed")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errb lockedBuffer
+	var out, errb testenv.SyncBuffer
 	done := make(chan int, 1)
 	env := envOf(map[string]string{"GATEWAY_ADDR": "127.0.0.1:0", "GATEWAY_ADMIN_ADDR": "127.0.0.1:0"})
 	go func() { done <- run(ctx, []string{"demo", "--data", t.TempDir()}, &out, &errb, env) }()

@@ -201,7 +201,7 @@ func checkLog(t *testing.T, g *observedGateway, rc *otlpReceiver, tracedID, badI
 		}
 	}
 	seen := 0
-	for _, l := range g.logs.lines() {
+	for _, l := range jsonLines(g.logs) {
 		id, _ := l["requestId"].(string)
 		if id != tracedID && id != badID {
 			continue

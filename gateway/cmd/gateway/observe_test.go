@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/hex"
@@ -23,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
 // otlpReceiver is a real OTLP/HTTP trace endpoint: POST /v1/traces with a
@@ -140,27 +140,15 @@ type observedGateway struct {
 	d          *deps
 	tel        *telemetry
 	pub, admin *httptest.Server
-	logs       *syncBuf
+	logs       *testenv.SyncBuffer
 	token      string
 	cfg        Config
 }
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) lines() []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// jsonLines are the log lines written to logs so far that parse as JSON.
+func jsonLines(logs *testenv.SyncBuffer) []map[string]any {
 	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(s.b.Bytes()))
+	sc := bufio.NewScanner(strings.NewReader(logs.String()))
 	for sc.Scan() {
 		var m map[string]any
 		if json.Unmarshal(sc.Bytes(), &m) == nil {
@@ -180,7 +168,7 @@ func startObserved(t *testing.T, extra map[string]string) *observedGateway {
 		}
 		return base(k)
 	}
-	g := &observedGateway{env: env, logs: &syncBuf{}, token: extra["GATEWAY_ADMIN_TOKEN"]}
+	g := &observedGateway{env: env, logs: &testenv.SyncBuffer{}, token: extra["GATEWAY_ADMIN_TOKEN"]}
 	cfg, err := loadConfig("../../../configs/gateway.yaml", env)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
 // The developer portal's checks that need tools from outside Go, all against
@@ -104,7 +106,7 @@ func TestPortal(t *testing.T) {
 func startDemo(t *testing.T) (base, key, company string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errb lockedBuffer
+	var out, errb testenv.SyncBuffer
 	done := make(chan int, 1)
 	env := envOf(map[string]string{"GATEWAY_ADDR": "127.0.0.1:0", "GATEWAY_ADMIN_ADDR": "127.0.0.1:0"})
 	go func() { done <- run(ctx, []string{"demo", "--data", t.TempDir()}, &out, &errb, env) }()
