@@ -98,19 +98,7 @@ func TestPostgresQueryTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	locker, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Close(ctx)
-	tx, err := locker.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, "LOCK TABLE customers IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	tx := testenv.LockTable(t, url, "customers")
 	if _, err := s.GetClient(ctx, coA, cliCompany); !errors.Is(err, backend.ErrUnavailable) {
 		t.Fatalf("GetClient behind a lock: %v, want ErrUnavailable", err)
 	}

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invoicing-ao/gateway/authz"
@@ -297,19 +296,7 @@ func TestSlowQueryEndsAtDeadline(t *testing.T) {
 		t.Fatalf("before the lock: %v", h)
 	}
 	ctx := context.Background()
-	locker, err := pgx.Connect(ctx, w.live)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Close(ctx)
-	tx, err := locker.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, "LOCK TABLE customers IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	tx := testenv.LockTable(t, w.live, "customers")
 
 	h := send("GET", url, k.Key, coA, "")
 	checkUnavailable(t, h, 1)

@@ -155,3 +155,26 @@ func RedisBackends(t *testing.T, fn func(t *testing.T, rdb *redis.Client, prefix
 		fn(t, rdb, fmt.Sprintf("%s:", Name("mr")))
 	})
 }
+
+// LockTable holds an ACCESS EXCLUSIVE lock on table of the PostgreSQL
+// database at url, so that the queries of the code under test wait on it, as
+// behind a long migration. It returns the transaction that holds the lock:
+// the test rolls it back to release the lock (else the test's end does).
+func LockTable(t testing.TB, url, table string) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(ctx) })
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	if _, err := tx.Exec(ctx, "LOCK TABLE "+pgx.Identifier{table}.Sanitize()+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}

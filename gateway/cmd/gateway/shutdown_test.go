@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
 type answer struct {
@@ -109,19 +108,7 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 
 	// A request in flight: its query waits on a table lock held by the test.
-	locker, err := pgx.Connect(ctx, env("GATEWAY_LIVE_DATABASE_URL"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Close(ctx)
-	tx, err := locker.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, "LOCK TABLE customers IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	tx := testenv.LockTable(t, env("GATEWAY_LIVE_DATABASE_URL"), "customers")
 	inflight := make(chan answer, 1)
 	go func() { inflight <- get(base+"/api/v1/v1/clients/"+clients.Data[0].ID, k.Key) }()
 	for waiting := 0; waiting == 0; time.Sleep(10 * time.Millisecond) {
