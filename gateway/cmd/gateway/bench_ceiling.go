@@ -31,17 +31,6 @@ const ceilingQuery = `SELECT c.id, c.name, c.nif, c.email, c.phone, c.address, c
 FROM customers c
 WHERE c.company_id = $1 AND c.id = $2 AND c.deleted_at IS NULL`
 
-type ceilingClient struct {
-	ID        string            `json:"id"`
-	Name      string            `json:"name"`
-	NIF       *string           `json:"nif"`
-	Email     *string           `json:"email"`
-	Phone     *string           `json:"phone"`
-	Address   *string           `json:"address"`
-	Type      *string           `json:"type"`
-	CreatedAt backend.Timestamp `json:"createdAt"`
-}
-
 // serveCeilingMain serves the bare service until ctx ends; it prints
 // "listening ADDR" once ready.
 func serveCeilingMain(ctx context.Context, addr, database string, conns int, stdout io.Writer) error {
@@ -59,7 +48,7 @@ func serveCeilingMain(ctx context.Context, addr, database string, conns int, std
 	defer pool.Close()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+apiBase+"/clients/{id}", func(w http.ResponseWriter, r *http.Request) {
-		var c ceilingClient
+		var c backend.Client // the same resource, encoded the same way
 		err := pool.QueryRow(r.Context(), ceilingQuery, r.Header.Get("X-Company-Id"), r.PathValue("id")).
 			Scan(&c.ID, &c.Name, &c.NIF, &c.Email, &c.Phone, &c.Address, &c.Type, &c.CreatedAt.Time)
 		if err != nil {
