@@ -105,30 +105,7 @@ func TestPortal(t *testing.T) {
 // address, the full-access LIVE key of company A and A's id.
 func startDemo(t *testing.T) (base, key, company string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errb testenv.SyncBuffer
-	done := make(chan int, 1)
-	env := envOf(map[string]string{"GATEWAY_ADDR": "127.0.0.1:0", "GATEWAY_ADMIN_ADDR": "127.0.0.1:0"})
-	go func() { done <- run(ctx, []string{"demo", "--data", t.TempDir()}, &out, &errb, env) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			t.Error("demo did not stop")
-		}
-	})
-	deadline := time.After(60 * time.Second)
-	for !strings.Contains(out.String(), "Press Ctrl+C") {
-		select {
-		case code := <-done:
-			t.Fatalf("demo exited %d: %s %s", code, out.String(), errb.String())
-		case <-deadline:
-			t.Fatalf("demo not ready: %s %s", out.String(), errb.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	s := out.String()
+	s := runDemo(t)
 	m := regexp.MustCompile(`ready on (http://\S+)`).FindStringSubmatch(s)
 	k := regexp.MustCompile(`LIVE full access\s+company A\s+(igw_live_\S+)`).FindStringSubmatch(s)
 	c := regexp.MustCompile(`Companies: A (\S+)`).FindStringSubmatch(s)
@@ -266,4 +243,38 @@ func runCodeSamples(t *testing.T, base, key, company string) {
 			}
 		}
 	}
+}
+
+// runDemo runs `gateway demo` in-process on free ports until the test ends
+// (it must then stop, with exit code 0, within 20 s) and returns what the
+// demo printed once ready.
+func runDemo(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb testenv.SyncBuffer
+	done := make(chan int, 1)
+	env := envOf(map[string]string{"GATEWAY_ADDR": "127.0.0.1:0", "GATEWAY_ADMIN_ADDR": "127.0.0.1:0"})
+	go func() { done <- run(ctx, []string{"demo", "--data", t.TempDir()}, &out, &errb, env) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("demo exit %d: %s", code, errb.String())
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("demo did not stop")
+		}
+	})
+	deadline := time.After(60 * time.Second)
+	for !strings.Contains(out.String(), "Press Ctrl+C") {
+		select {
+		case code := <-done:
+			t.Fatalf("demo exited %d: %s %s", code, out.String(), errb.String())
+		case <-deadline:
+			t.Fatalf("demo not ready: %s %s", out.String(), errb.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return out.String()
 }
