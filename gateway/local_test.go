@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/invoicing-ao/gateway/authz"
@@ -25,7 +23,7 @@ import (
 type localGateway struct {
 	srv     *Server
 	h       http.Handler
-	logs    *lockedBuffer
+	logs    *testenv.SyncBuffer
 	keys    map[string]string // name -> secret: aLive, aTest, aRead (clients:read), bLive, bTest
 	live    *backend.Store
 	test    *backend.Store
@@ -38,15 +36,10 @@ func newLocalGateway(tb testing.TB, edit func(*Config)) *localGateway {
 	ctx := context.Background()
 	dir := tb.TempDir()
 	liveURL, testURL := "sqlite:"+filepath.Join(dir, "live.db"), "sqlite:"+filepath.Join(dir, "test.db")
-	for _, u := range []string{liveURL, testURL} {
-		if err := backend.ApplySchema(ctx, u); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if _, err := gendata.LoadSmall(ctx, liveURL, testURL, 7); err != nil {
+	if _, err := gendata.SetUpSmall(ctx, liveURL, testURL, 7); err != nil {
 		tb.Fatal(err)
 	}
-	g := &localGateway{logs: &lockedBuffer{}, keys: map[string]string{}, ownIDs: map[string]bool{}, otherID: map[string]bool{}}
+	g := &localGateway{logs: &testenv.SyncBuffer{}, keys: map[string]string{}, ownIDs: map[string]bool{}, otherID: map[string]bool{}}
 	var err error
 	if g.live, err = backend.Open(ctx, backend.Config{URL: liveURL}); err != nil {
 		tb.Fatal(err)
@@ -158,22 +151,4 @@ func checkAnswer(t *testing.T, what string, w *httptest.ResponseRecorder) proble
 		t.Fatalf("%s: problem out of the table: %d %s", what, w.Code, w.Body)
 	}
 	return p
-}
-
-// lockedBuffer collects log lines from concurrent handlers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
