@@ -42,12 +42,7 @@ func newWorld(t *testing.T) *world {
 	ctx := context.Background()
 	w := &world{t: t, live: testenv.Postgres(t), test: testenv.Postgres(t)}
 	w.rdb, w.prefix = testenv.Redis(t)
-	for _, u := range []string{w.live, w.test} {
-		if err := backend.ApplySchema(ctx, u); err != nil {
-			t.Fatalf("schema: %v", err)
-		}
-	}
-	if _, err := gendata.LoadSmall(ctx, w.live, w.test, 7); err != nil {
+	if _, err := gendata.SetUpSmall(ctx, w.live, w.test, 7); err != nil {
 		t.Fatalf("demo data: %v", err)
 	}
 	return w

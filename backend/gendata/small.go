@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/invoicing-ao/gateway/backend"
 )
 
 // The demo's companies: the same ids in the live and the sandbox database.
@@ -29,6 +31,18 @@ type Counts struct {
 type smallCompany struct {
 	id, name, nif, status string
 	customers, documents  int
+}
+
+// SetUpSmall applies the platform schema to the live and the sandbox database
+// (both new) and loads LoadSmall's data into them: where `gateway demo` and the
+// tests start from.
+func SetUpSmall(ctx context.Context, liveURL, sandboxURL string, seed int64) (Summary, error) {
+	for _, u := range []string{liveURL, sandboxURL} {
+		if err := backend.ApplySchema(ctx, u); err != nil {
+			return Summary{}, fmt.Errorf("gendata: schema: %w", err)
+		}
+	}
+	return LoadSmall(ctx, liveURL, sandboxURL, seed)
 }
 
 // LoadSmall writes the demo data into the live and the sandbox database (both

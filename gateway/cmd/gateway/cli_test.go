@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 )
@@ -18,12 +17,7 @@ func cliEnv(t *testing.T) func(string) string {
 	t.Helper()
 	ctx := context.Background()
 	live, test := testenv.Postgres(t), testenv.Postgres(t)
-	for _, u := range []string{live, test} {
-		if err := backend.ApplySchema(ctx, u); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := gendata.LoadSmall(ctx, live, test, 3); err != nil {
+	if _, err := gendata.SetUpSmall(ctx, live, test, 3); err != nil {
 		t.Fatal(err)
 	}
 	_, prefix := testenv.Redis(t)

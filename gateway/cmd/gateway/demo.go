@@ -15,7 +15,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invoicing-ao/gateway/authz"
-	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
 )
 
@@ -69,12 +68,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer, env f
 		fresh = false
 	}
 	if fresh {
-		for _, u := range []string{cfg.LiveDatabaseURL, cfg.TestDatabaseURL} {
-			if err := backend.ApplySchema(ctx, u); err != nil {
-				return fmt.Errorf("demo schema: %w", err)
-			}
-		}
-		if _, err := gendata.LoadSmall(ctx, cfg.LiveDatabaseURL, cfg.TestDatabaseURL, 1); err != nil {
+		if _, err := gendata.SetUpSmall(ctx, cfg.LiveDatabaseURL, cfg.TestDatabaseURL, 1); err != nil {
 			return fmt.Errorf("demo data: %w", err)
 		}
 	}

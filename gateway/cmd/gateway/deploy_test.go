@@ -24,7 +24,6 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
 )
 
@@ -110,12 +109,7 @@ func servedStatus(t *testing.T, path string) int {
 		cfg := defaultConfig()
 		cfg.LiveDatabaseURL = "sqlite:" + filepath.Join(dir, "live.db")
 		cfg.TestDatabaseURL = "sqlite:" + filepath.Join(dir, "sandbox.db")
-		for _, u := range []string{cfg.LiveDatabaseURL, cfg.TestDatabaseURL} {
-			if probeErr = backend.ApplySchema(ctx, u); probeErr != nil {
-				return
-			}
-		}
-		if _, probeErr = gendata.LoadSmall(ctx, cfg.LiveDatabaseURL, cfg.TestDatabaseURL, 1); probeErr != nil {
+		if _, probeErr = gendata.SetUpSmall(ctx, cfg.LiveDatabaseURL, cfg.TestDatabaseURL, 1); probeErr != nil {
 			return
 		}
 		mr, err := miniredis.Run()

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 )
@@ -93,12 +92,7 @@ func TestThreeProcessesShareOneLimit(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	live, sandbox := "sqlite:"+filepath.Join(dir, "live.db"), "sqlite:"+filepath.Join(dir, "sandbox.db")
-	for _, u := range []string{live, sandbox} {
-		if err := backend.ApplySchema(ctx, u); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := gendata.LoadSmall(ctx, live, sandbox, 5); err != nil {
+	if _, err := gendata.SetUpSmall(ctx, live, sandbox, 5); err != nil {
 		t.Fatal(err)
 	}
 	_, prefix := testenv.Redis(t)

@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invoicing-ao/gateway/authz"
-	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 )
@@ -116,12 +115,7 @@ func smokeGateway(t *testing.T, redisURL string) *deps {
 	t.Helper()
 	ctx := context.Background()
 	live, test := testenv.Postgres(t), testenv.Postgres(t)
-	for _, u := range []string{live, test} {
-		if err := backend.ApplySchema(ctx, u); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := gendata.LoadSmall(ctx, live, test, 3); err != nil {
+	if _, err := gendata.SetUpSmall(ctx, live, test, 3); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := loadConfig("../../../configs/gateway.yaml", envOf(map[string]string{
