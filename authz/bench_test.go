@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // BenchmarkVerifyWarm is the hot path: a known key, cached, real clock (so
@@ -12,7 +13,7 @@ import (
 func BenchmarkVerifyWarm(b *testing.B) {
 	rdb, _ := testenv.Miniredis(b)
 	k := newRing(b, rdb, "bench:", nil, nil)
-	_, secret := mustCreate(b, k, companyA, Live, "invoices:read,clients:read")
+	_, secret := mustCreate(b, k, companyA, invoicing.Live, "invoices:read,clients:read")
 	if _, err := k.Verify(ctx, secret); err != nil {
 		b.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func BenchmarkVerifyWarm(b *testing.B) {
 func BenchmarkVerifyWarmSerial(b *testing.B) {
 	rdb, _ := testenv.Miniredis(b)
 	k := newRing(b, rdb, "bench:", nil, nil)
-	_, secret := mustCreate(b, k, companyA, Live, "invoices:read,clients:read")
+	_, secret := mustCreate(b, k, companyA, invoicing.Live, "invoices:read,clients:read")
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := k.Verify(ctx, secret); err != nil {

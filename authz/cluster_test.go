@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // TestKeyringOnRedisCluster runs the Keyring's multi-key steps (the limit
@@ -49,7 +50,7 @@ func TestKeyringOnRedisCluster(t *testing.T) {
 			if i%2 == 1 {
 				ring = k2
 			}
-			key, secret, err := ring.Create(ctx, NewKey{CompanyID: companyA, Mode: Live, Scopes: scopes, Name: fmt.Sprint("k", i)})
+			key, secret, err := ring.Create(ctx, NewKey{CompanyID: companyA, Mode: invoicing.Live, Scopes: scopes, Name: fmt.Sprint("k", i)})
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -99,15 +100,15 @@ func TestKeyringOnRedisCluster(t *testing.T) {
 		return errors.Is(err, ErrInvalidKey)
 	})
 	// The slot is free again, once.
-	mustCreate(t, k2, companyA, Test, "clients:write")
-	if _, _, err := k1.Create(ctx, NewKey{CompanyID: companyA, Mode: Live, Scopes: scopes}); !errors.Is(err, ErrKeyLimit) {
+	mustCreate(t, k2, companyA, invoicing.Test, "clients:write")
+	if _, _, err := k1.Create(ctx, NewKey{CompanyID: companyA, Mode: invoicing.Live, Scopes: scopes}); !errors.Is(err, ErrKeyLimit) {
 		t.Fatalf("creation past the limit after one revocation = %v, want ErrKeyLimit", err)
 	}
 
 	// Keys of many companies spread over the masters: this is a cluster at
 	// work, not one node answering everything.
 	for i := 0; i < 12; i++ {
-		mustCreate(t, k1, fmt.Sprintf("00000000-0000-4000-8000-%012d", i), Live, "invoices:read")
+		mustCreate(t, k1, fmt.Sprintf("00000000-0000-4000-8000-%012d", i), invoicing.Live, "invoices:read")
 	}
 	used := 0
 	err = rdb.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {

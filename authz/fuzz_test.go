@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 var (
@@ -22,7 +23,7 @@ func FuzzVerify(f *testing.F) {
 	rdb, _ := testenv.Miniredis(f)
 	p := attachProbe(f, rdb)
 	k := newRing(f, rdb, "fuzz:", nil, nil)
-	_, good := mustCreate(f, k, companyA, Live, "invoices:read")
+	_, good := mustCreate(f, k, companyA, invoicing.Live, "invoices:read")
 	for _, s := range []string{good, good[:len(good)-1] + "!", good + "x", strings.Replace(good, "live", "test", 1),
 		strings.Replace(good, "igw_live_", "IGW_LIVE_", 1), "", "igw_live_", "igw_prod_" + strings.Repeat("a", 43),
 		"igw_live_" + strings.Repeat("é", 21) + "a", "igw_live_" + strings.Repeat("0", 43), "Bearer " + good} {

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 func newClock() *testenv.Clock { return testenv.NewClock(time.Now().Truncate(time.Millisecond)) }
@@ -115,7 +116,7 @@ func newRing(t testing.TB, rdb redis.UniversalClient, prefix string, c *testenv.
 	return k
 }
 
-func mustCreate(t testing.TB, k *Keyring, company string, m Mode, scopes string) (Key, string) {
+func mustCreate(t testing.TB, k *Keyring, company string, m invoicing.Mode, scopes string) (Key, string) {
 	t.Helper()
 	s, err := ParseScopes(scopes)
 	if err != nil {

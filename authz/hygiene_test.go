@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // TestNoSecretInLogsOrErrors drives every path that logs or fails (outage,
@@ -29,7 +30,7 @@ func TestNoSecretInLogsOrErrors(t *testing.T) {
 			errs = append(errs, err.Error())
 		}
 	}
-	key, secret := mustCreate(t, k, companyA, Live, "invoices:read")
+	key, secret := mustCreate(t, k, companyA, invoicing.Live, "invoices:read")
 	_, err := k.Verify(ctx, secret)
 	note(err)
 
@@ -37,7 +38,7 @@ func TestNoSecretInLogsOrErrors(t *testing.T) {
 	c.Add(2 * time.Second)
 	_, err = k.Verify(ctx, secret)
 	note(err)
-	other, _ := newSecret(Test)
+	other, _ := newSecret(invoicing.Test)
 	_, err = k.Verify(ctx, other)
 	note(err)
 	_, err = k.Revoke(ctx, key.ID)
@@ -48,7 +49,7 @@ func TestNoSecretInLogsOrErrors(t *testing.T) {
 	note(err)
 
 	// A record Verify cannot read: refused as invalid, reported in the log.
-	corrupt, _ := newSecret(Live)
+	corrupt, _ := newSecret(invoicing.Live)
 	d := sha256.Sum256([]byte(corrupt))
 	rdb.HSet(ctx, "hyg:key:"+hex.EncodeToString(d[:]), "id", "key_x", "mode", "PROD")
 	if _, err := k.Verify(ctx, corrupt); !errors.Is(err, ErrInvalidKey) {
@@ -88,7 +89,7 @@ func TestCloseEndsGoroutines(t *testing.T) {
 		<-k.pubsubReady
 		rings = append(rings, k)
 	}
-	_, secret := mustCreate(t, rings[0], companyA, Live, "invoices:read")
+	_, secret := mustCreate(t, rings[0], companyA, invoicing.Live, "invoices:read")
 	for _, k := range rings {
 		k.Verify(ctx, secret)
 	}

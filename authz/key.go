@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // Errors of the key store. The gateway maps them to statuses; none of them
@@ -19,8 +21,6 @@ var (
 	ErrKeyLimit = errors.New("authz: active key limit reached")
 	// ErrNotFound: no key has this id.
 	ErrNotFound = errors.New("authz: key not found")
-	// ErrInvalidCompany: the company id is not UUID-shaped.
-	ErrInvalidCompany = errors.New("authz: invalid company id")
 	// ErrInvalidName: the key's name is too long or holds control characters.
 	ErrInvalidName = errors.New("authz: invalid key name")
 )
@@ -39,7 +39,7 @@ const MaxNameLen = 100
 type Key struct {
 	ID         string // public id, "key_" + 20 base32 characters; safe to log
 	CompanyID  string // lower-case UUID
-	Mode       Mode
+	Mode       invoicing.Mode
 	Scopes     ScopeSet
 	Name       string
 	Hint       string // "igw_live_…x9Qa": the prefix and the last 4 characters
@@ -66,30 +66,9 @@ func (k Key) Authorize(companyID string, need Scope) error {
 // exists.
 type NewKey struct {
 	CompanyID string
-	Mode      Mode
+	Mode      invoicing.Mode
 	Scopes    ScopeSet
 	Name      string
-}
-
-// uuidShaped reports whether s looks like 8-4-4-4-12 hex digits.
-func uuidShaped(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 func validName(s string) bool {

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -238,7 +239,7 @@ var errRedisDown = errors.New("redis failed a moment ago; not asked again yet")
 
 // fetch asks Redis for the digest's record and updates the caches. stale is
 // true when Redis failed and the copy in memory answered.
-func (k *Keyring) fetch(ctx context.Context, d *digest, mode Mode, now int64) (key Key, stale bool, err error) {
+func (k *Keyring) fetch(ctx context.Context, d *digest, mode invoicing.Mode, now int64) (key Key, stale bool, err error) {
 	// The caller's cancellation must not fail the other callers sharing
 	// this fetch; the timeout bounds it instead.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.timeout)
@@ -390,11 +391,4 @@ func mgmt(ctx context.Context) (context.Context, context.CancelFunc) {
 
 func unavailable(op string, err error) error {
 	return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
-}
-
-func normCompany(id string) (string, error) {
-	if !uuidShaped(id) {
-		return "", fmt.Errorf("%w: %q", ErrInvalidCompany, clip(id))
-	}
-	return strings.ToLower(id), nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -34,11 +35,11 @@ func testLifecycle(t *testing.T, rdb *redis.Client, prefix string) {
 	c := newClock()
 	k := newRing(t, rdb, prefix, c, nil)
 
-	live, liveSecret := mustCreate(t, k, companyA, Live, "invoices:read,clients:read")
+	live, liveSecret := mustCreate(t, k, companyA, invoicing.Live, "invoices:read,clients:read")
 	c.Add(time.Second)
 	upper := strings.ToUpper(companyA)
 	scopes, _ := ParseScopes("clients:write")
-	test, testSecret, err := k.Create(ctx, NewKey{CompanyID: upper, Mode: Test, Scopes: scopes, Name: "ERP sandbox"})
+	test, testSecret, err := k.Create(ctx, NewKey{CompanyID: upper, Mode: invoicing.Test, Scopes: scopes, Name: "ERP sandbox"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func testLifecycle(t *testing.T, rdb *redis.Client, prefix string) {
 	}
 
 	// Another company's keys stay apart.
-	other, _ := mustCreate(t, k, companyB, Live, "invoices:read")
+	other, _ := mustCreate(t, k, companyB, invoicing.Live, "invoices:read")
 
 	list, err := k.List(ctx, companyA)
 	if err != nil {
@@ -181,20 +182,20 @@ func testValidation(t *testing.T, rdb *redis.Client, prefix string) {
 		nk   NewKey
 		want error
 	}{
-		{NewKey{CompanyID: "acme", Mode: Live, Scopes: all}, ErrInvalidCompany},
-		{NewKey{CompanyID: "", Mode: Live, Scopes: all}, ErrInvalidCompany},
-		{NewKey{CompanyID: companyA, Mode: "PROD", Scopes: all}, ErrInvalidMode},
-		{NewKey{CompanyID: companyA, Mode: "live", Scopes: all}, ErrInvalidMode},
-		{NewKey{CompanyID: companyA, Mode: Live, Scopes: 0}, ErrUnknownScope},
-		{NewKey{CompanyID: companyA, Mode: Live, Scopes: 1 << 6}, ErrUnknownScope},
-		{NewKey{CompanyID: companyA, Mode: Live, Scopes: all, Name: strings.Repeat("x", MaxNameLen+1)}, ErrInvalidName},
-		{NewKey{CompanyID: companyA, Mode: Live, Scopes: all, Name: "line\nbreak"}, ErrInvalidName},
+		{NewKey{CompanyID: "acme", Mode: invoicing.Live, Scopes: all}, invoicing.ErrInvalidCompany},
+		{NewKey{CompanyID: "", Mode: invoicing.Live, Scopes: all}, invoicing.ErrInvalidCompany},
+		{NewKey{CompanyID: companyA, Mode: "PROD", Scopes: all}, invoicing.ErrInvalidMode},
+		{NewKey{CompanyID: companyA, Mode: "live", Scopes: all}, invoicing.ErrInvalidMode},
+		{NewKey{CompanyID: companyA, Mode: invoicing.Live, Scopes: 0}, ErrUnknownScope},
+		{NewKey{CompanyID: companyA, Mode: invoicing.Live, Scopes: 1 << 6}, ErrUnknownScope},
+		{NewKey{CompanyID: companyA, Mode: invoicing.Live, Scopes: all, Name: strings.Repeat("x", MaxNameLen+1)}, ErrInvalidName},
+		{NewKey{CompanyID: companyA, Mode: invoicing.Live, Scopes: all, Name: "line\nbreak"}, ErrInvalidName},
 	} {
 		if _, s, err := k.Create(ctx, tc.nk); !errors.Is(err, tc.want) || s != "" {
 			t.Errorf("Create(%+v) = %v, want %v", tc.nk, err, tc.want)
 		}
 	}
-	if _, err := k.List(ctx, "acme"); !errors.Is(err, ErrInvalidCompany) {
+	if _, err := k.List(ctx, "acme"); !errors.Is(err, invoicing.ErrInvalidCompany) {
 		t.Errorf("List(acme) = %v", err)
 	}
 	if n, _ := rdb.Keys(ctx, prefix+"*").Result(); len(n) != 0 {
@@ -220,7 +221,7 @@ func testLimit(t *testing.T, rdb *redis.Client, prefix string) {
 			if i%2 == 1 {
 				ring, company = k2, strings.ToUpper(companyA) // same company, other spelling
 			}
-			_, _, err := ring.Create(ctx, NewKey{CompanyID: company, Mode: Live, Scopes: scopes})
+			_, _, err := ring.Create(ctx, NewKey{CompanyID: company, Mode: invoicing.Live, Scopes: scopes})
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -243,7 +244,7 @@ func testLimit(t *testing.T, rdb *redis.Client, prefix string) {
 		t.Fatalf("List = %d keys", len(list))
 	}
 	// Another company is not affected.
-	mustCreate(t, k, companyB, Test, "clients:read")
+	mustCreate(t, k, companyB, invoicing.Test, "clients:read")
 
 	if _, err := k.Revoke(ctx, list[3].ID); err != nil {
 		t.Fatal(err)
@@ -252,8 +253,8 @@ func testLimit(t *testing.T, rdb *redis.Client, prefix string) {
 	if _, err := k.Revoke(ctx, list[3].ID); err != nil {
 		t.Fatal(err)
 	}
-	mustCreate(t, k, companyA, Live, "invoices:read")
-	if _, _, err := k.Create(ctx, NewKey{CompanyID: companyA, Mode: Test, Scopes: scopes}); !errors.Is(err, ErrKeyLimit) {
+	mustCreate(t, k, companyA, invoicing.Live, "invoices:read")
+	if _, _, err := k.Create(ctx, NewKey{CompanyID: companyA, Mode: invoicing.Test, Scopes: scopes}); !errors.Is(err, ErrKeyLimit) {
 		t.Fatalf("12th creation after one revocation = %v, want ErrKeyLimit", err)
 	}
 	if l, _ := k.List(ctx, companyA); len(l) != 11 {
@@ -266,7 +267,7 @@ func testLimit(t *testing.T, rdb *redis.Client, prefix string) {
 func testReclaim(t *testing.T, rdb *redis.Client, prefix string) {
 	c := newClock()
 	k := newRing(t, rdb, prefix, c, func(cfg *Config) { cfg.MaxActiveKeys = 2 })
-	mustCreate(t, k, companyA, Live, "invoices:read")
+	mustCreate(t, k, companyA, invoicing.Live, "invoices:read")
 	l := layout{p: prefix}
 	if err := countScript.Run(ctx, rdb, []string{l.active(companyA), l.all(companyA)}, 2, "key_orphanorphanorphan", c.Now().UnixMilli()).Err(); err != nil {
 		t.Fatal(err)
@@ -276,14 +277,14 @@ func testReclaim(t *testing.T, rdb *redis.Client, prefix string) {
 	}
 	scopes, _ := ParseScopes("invoices:read")
 	// Young: it may be a creation in flight; it keeps its slot.
-	if _, _, err := k.Create(ctx, NewKey{CompanyID: companyA, Mode: Live, Scopes: scopes}); !errors.Is(err, ErrKeyLimit) {
+	if _, _, err := k.Create(ctx, NewKey{CompanyID: companyA, Mode: invoicing.Live, Scopes: scopes}); !errors.Is(err, ErrKeyLimit) {
 		t.Fatalf("Create with a young orphan = %v, want ErrKeyLimit", err)
 	}
 	c.Add(2 * orphanGrace)
-	if _, _, err := k.Create(ctx, NewKey{CompanyID: companyA, Mode: Live, Scopes: scopes}); err != nil {
+	if _, _, err := k.Create(ctx, NewKey{CompanyID: companyA, Mode: invoicing.Live, Scopes: scopes}); err != nil {
 		t.Fatalf("Create after the orphan aged = %v", err)
 	}
-	if _, _, err := k.Create(ctx, NewKey{CompanyID: companyA, Mode: Live, Scopes: scopes}); !errors.Is(err, ErrKeyLimit) {
+	if _, _, err := k.Create(ctx, NewKey{CompanyID: companyA, Mode: invoicing.Live, Scopes: scopes}); !errors.Is(err, ErrKeyLimit) {
 		t.Fatalf("real keys are never reclaimed: %v", err)
 	}
 	if list, _ := k.List(ctx, companyA); len(list) != 2 {
@@ -297,7 +298,7 @@ func testRevocationTTL(t *testing.T, rdb *redis.Client, prefix string) {
 	c := newClock()
 	a := newRing(t, rdb, prefix, c, nil)
 	b := newRing(t, rdb, prefix, c, func(cfg *Config) { cfg.CacheTTL = time.Hour }) // clamped to 1s
-	key, secret := mustCreate(t, a, companyA, Live, "invoices:read")
+	key, secret := mustCreate(t, a, companyA, invoicing.Live, "invoices:read")
 	if _, err := b.Verify(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +325,7 @@ func testRevocationPubSub(t *testing.T, rdb *redis.Client, prefix string) {
 	a := newRing(t, rdb, prefix, c, nil)
 	b := newRing(t, rdb, prefix, c, func(cfg *Config) { cfg.NoPubSub = false })
 	<-b.pubsubReady
-	key, secret := mustCreate(t, a, companyA, Live, "invoices:read")
+	key, secret := mustCreate(t, a, companyA, invoicing.Live, "invoices:read")
 	if _, err := b.Verify(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
@@ -341,8 +342,8 @@ func testOutage(t *testing.T, rdb *redis.Client, prefix string) {
 	c := newClock()
 	p := attachProbe(t, rdb)
 	k := newRing(t, rdb, prefix, c, func(cfg *Config) { cfg.StaleTTL = time.Minute })
-	_, secret := mustCreate(t, k, companyA, Live, "invoices:read")
-	_, never := mustCreate(t, k, companyA, Test, "invoices:read") // valid, but never verified here
+	_, secret := mustCreate(t, k, companyA, invoicing.Live, "invoices:read")
+	_, never := mustCreate(t, k, companyA, invoicing.Test, "invoices:read") // valid, but never verified here
 	if _, err := k.Verify(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +351,7 @@ func testOutage(t *testing.T, rdb *redis.Client, prefix string) {
 
 	p.down.Store(true)
 	c.Add(30 * time.Second) // past CacheTTL: Redis is asked, and fails
-	if got, err := k.Verify(ctx, secret); err != nil || got.Mode != Live {
+	if got, err := k.Verify(ctx, secret); err != nil || got.Mode != invoicing.Live {
 		t.Fatalf("recently verified key during outage = %v", err)
 	}
 	// Until RetryEvery has passed, Verify answers from memory without
@@ -372,7 +373,7 @@ func testOutage(t *testing.T, rdb *redis.Client, prefix string) {
 	if err := k.Ping(ctx); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Ping during outage = %v", err)
 	}
-	if _, _, err := k.Create(ctx, NewKey{CompanyID: companyA, Mode: Live, Scopes: 1}); !errors.Is(err, ErrUnavailable) {
+	if _, _, err := k.Create(ctx, NewKey{CompanyID: companyA, Mode: invoicing.Live, Scopes: 1}); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Create during outage = %v", err)
 	}
 	c.Add(31 * time.Second) // 61s since the last real verification
@@ -398,7 +399,7 @@ func testNegative(t *testing.T, rdb *redis.Client, prefix string) {
 	c := newClock()
 	p := attachProbe(t, rdb)
 	k := newRing(t, rdb, prefix, c, func(cfg *Config) { cfg.NegativeSize = 64; cfg.CacheSize = 64 })
-	_, good := mustCreate(t, k, companyA, Live, "invoices:read")
+	_, good := mustCreate(t, k, companyA, invoicing.Live, "invoices:read")
 	if _, err := k.Verify(ctx, good); err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +468,7 @@ func testLastUsed(t *testing.T, rdb *redis.Client, prefix string) {
 	c := newClock()
 	p := attachProbe(t, rdb)
 	k := newRing(t, rdb, prefix, c, nil)
-	key, secret := mustCreate(t, k, companyA, Live, "invoices:read")
+	key, secret := mustCreate(t, k, companyA, invoicing.Live, "invoices:read")
 	if key.LastUsedAt != nil {
 		t.Fatal("new key has a last-used time")
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -26,12 +27,12 @@ import (
 // slot is held. Such orphans are reclaimed when the limit is hit (see
 // reclaim). A failed write is undone at once, record first.
 func (k *Keyring) Create(ctx context.Context, nk NewKey) (Key, string, error) {
-	company, err := normCompany(nk.CompanyID)
+	company, err := invoicing.ParseCompanyID(nk.CompanyID)
 	if err != nil {
 		return Key{}, "", err
 	}
-	if nk.Mode != Live && nk.Mode != Test {
-		return Key{}, "", fmt.Errorf("%w: %q", ErrInvalidMode, clip(string(nk.Mode)))
+	if nk.Mode != invoicing.Live && nk.Mode != invoicing.Test {
+		return Key{}, "", fmt.Errorf("%w: %q", invoicing.ErrInvalidMode, invoicing.Clip(string(nk.Mode)))
 	}
 	if !nk.Scopes.valid() {
 		return Key{}, "", fmt.Errorf("%w: scope set %d", ErrUnknownScope, nk.Scopes)
@@ -192,7 +193,7 @@ func (k *Keyring) lookup(ctx context.Context, keyID string) (Key, string, error)
 
 // List returns the company's keys, active and revoked, newest first.
 func (k *Keyring) List(ctx context.Context, companyID string) ([]Key, error) {
-	company, err := normCompany(companyID)
+	company, err := invoicing.ParseCompanyID(companyID)
 	if err != nil {
 		return nil, err
 	}

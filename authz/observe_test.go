@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // TestVerifyOutcomes walks a key through every cache outcome and checks both
@@ -22,7 +23,7 @@ func TestVerifyOutcomes(t *testing.T) {
 		c := newClock()
 		p := attachProbe(t, rdb)
 		k := newRing(t, rdb, prefix, c, func(cfg *Config) { cfg.TracerProvider = tp })
-		key, secret := mustCreate(t, k, companyA, Live, "invoices:read")
+		key, secret := mustCreate(t, k, companyA, invoicing.Live, "invoices:read")
 		unknown := "igw_live_" + strings.Repeat("q", secretBody)
 
 		// Each Verify runs under a recording parent, as under the server span.
@@ -93,7 +94,7 @@ func TestVerifyUntracedMakesNoSpan(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	k := newRing(t, rdb, "untraced:", nil, func(cfg *Config) { cfg.TracerProvider = tp })
-	_, secret := mustCreate(t, k, companyA, Live, "invoices:read")
+	_, secret := mustCreate(t, k, companyA, invoicing.Live, "invoices:read")
 	for range 3 {
 		if _, err := k.Verify(context.Background(), secret); err != nil {
 			t.Fatal(err)
@@ -114,7 +115,7 @@ func BenchmarkVerifyWarmTraced(b *testing.B) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(tracetest.NewNoopExporter())))
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	k := newRing(b, rdb, "bench:", nil, func(cfg *Config) { cfg.TracerProvider = tp })
-	_, secret := mustCreate(b, k, companyA, Live, "invoices:read,clients:read")
+	_, secret := mustCreate(b, k, companyA, invoicing.Live, "invoices:read,clients:read")
 	ctx, parent := tp.Tracer("bench").Start(context.Background(), "request")
 	defer parent.End()
 	b.ReportAllocs()

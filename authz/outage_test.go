@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -19,7 +20,7 @@ func TestMiniredisGone(t *testing.T) {
 		cfg.NoPubSub = false // the listener must not hang or spin when Redis goes
 		cfg.Timeout = 100 * time.Millisecond
 	})
-	_, secret := mustCreate(t, k, companyA, Live, "invoices:read")
+	_, secret := mustCreate(t, k, companyA, invoicing.Live, "invoices:read")
 	if _, err := k.Verify(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestRedisClosedPort(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
 	k := newRing(t, rdb, "closed:", nil, func(cfg *Config) { cfg.NoPubSub = false })
-	secret, _ := newSecret(Live)
+	secret, _ := newSecret(invoicing.Live)
 	if _, err := k.Verify(ctx, secret); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrInvalidKey) {
 		t.Fatalf("Verify = %v, want ErrUnavailable", err)
 	}
@@ -63,7 +64,7 @@ func TestRedisClosedPort(t *testing.T) {
 	if _, err := k.List(ctx, companyA); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("List = %v", err)
 	}
-	if _, _, err := k.Create(ctx, NewKey{CompanyID: companyA, Mode: Test, Scopes: 1}); !errors.Is(err, ErrUnavailable) {
+	if _, _, err := k.Create(ctx, NewKey{CompanyID: companyA, Mode: invoicing.Test, Scopes: 1}); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Create = %v", err)
 	}
 	if _, err := k.Revoke(ctx, "key_aaaaaaaaaaaaaaaaaaaa"); !errors.Is(err, ErrUnavailable) {

@@ -4,35 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // Errors returned by the parsers and by Key.Authorize.
 var (
-	ErrInvalidMode  = errors.New("authz: invalid mode (want LIVE or TEST)")
 	ErrUnknownScope = errors.New("authz: unknown scope")
 	ErrWrongCompany = errors.New("authz: key belongs to another company")
 	ErrMissingScope = errors.New("authz: key lacks the required scope")
 )
-
-// Mode picks the database a key works on.
-type Mode string
-
-// The two modes.
-const (
-	Live Mode = "LIVE"
-	Test Mode = "TEST"
-)
-
-// ParseMode accepts "LIVE" or "TEST", in any letter case.
-func ParseMode(s string) (Mode, error) {
-	switch {
-	case strings.EqualFold(s, string(Live)):
-		return Live, nil
-	case strings.EqualFold(s, string(Test)):
-		return Test, nil
-	}
-	return "", fmt.Errorf("%w: %q", ErrInvalidMode, clip(s))
-}
 
 // Scope names one permission of the public API.
 type Scope string
@@ -75,7 +56,7 @@ func ParseScopes(csv string) (ScopeSet, error) {
 		name = strings.TrimSpace(name)
 		b := bit(Scope(strings.ToLower(name)))
 		if b == 0 {
-			return 0, fmt.Errorf("%w: %q", ErrUnknownScope, clip(name))
+			return 0, fmt.Errorf("%w: %q", ErrUnknownScope, invoicing.Clip(name))
 		}
 		s |= b
 	}
@@ -113,12 +94,3 @@ func (s ScopeSet) String() string {
 
 // valid reports whether s is non-empty and holds only known scopes.
 func (s ScopeSet) valid() bool { return s != 0 && s&^allScopes == 0 }
-
-// clip keeps user input quoted in errors short.
-func clip(s string) string {
-	const max = 40
-	if len(s) > max {
-		return s[:max] + "…"
-	}
-	return s
-}

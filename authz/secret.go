@@ -5,6 +5,8 @@ import (
 	"encoding/base32"
 	"math/big"
 	"strings"
+
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // Secret format: a prefix that tells people and secret scanners the mode,
@@ -32,15 +34,15 @@ var base62OK = func() (t [256]byte) {
 	return t
 }()
 
-func modePrefix(m Mode) string {
-	if m == Test {
+func modePrefix(m invoicing.Mode) string {
+	if m == invoicing.Test {
 		return testPrefix
 	}
 	return livePrefix
 }
 
 // newSecret returns a fresh secret for mode m.
-func newSecret(m Mode) (string, error) {
+func newSecret(m invoicing.Mode) (string, error) {
 	var b [secretBytes]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
@@ -57,15 +59,15 @@ func newSecret(m Mode) (string, error) {
 // returns the mode its prefix names. ok is false for anything that is not a
 // secret this package could have made; such input never reaches the hash or
 // Redis.
-func secretMode(s string) (m Mode, ok bool) {
+func secretMode(s string) (m invoicing.Mode, ok bool) {
 	if len(s) != SecretLength {
 		return "", false
 	}
 	switch s[:prefixLen] {
 	case livePrefix:
-		m = Live
+		m = invoicing.Live
 	case testPrefix:
-		m = Test
+		m = invoicing.Test
 	default:
 		return "", false
 	}

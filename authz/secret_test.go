@@ -3,14 +3,16 @@ package authz
 import (
 	"strings"
 	"testing"
+
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 func TestNewSecretShape(t *testing.T) {
 	seen := map[string]bool{}
 	for i := 0; i < 500; i++ {
-		m := Live
+		m := invoicing.Live
 		if i%2 == 1 {
-			m = Test
+			m = invoicing.Test
 		}
 		s, err := newSecret(m)
 		if err != nil {
@@ -46,11 +48,11 @@ func TestSecretMode(t *testing.T) {
 	body := strings.Repeat("aZ9", 15)[:secretBody]
 	for _, tc := range []struct {
 		in   string
-		mode Mode
+		mode invoicing.Mode
 		ok   bool
 	}{
-		{"igw_live_" + body, Live, true},
-		{"igw_test_" + body, Test, true},
+		{"igw_live_" + body, invoicing.Live, true},
+		{"igw_test_" + body, invoicing.Test, true},
 		{"igw_prod_" + body, "", false},
 		{"IGW_LIVE_" + body, "", false},
 		{"igw_live_" + body[:secretBody-1], "", false},

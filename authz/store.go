@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -89,14 +90,14 @@ func decodeRecord(m map[string]string) (Key, bool, error) {
 	}
 	k := Key{ID: m["id"], CompanyID: m["company"], Name: m["name"], Hint: m["hint"], State: m["state"]}
 	var err error
-	if k.Mode, err = ParseMode(m["mode"]); err != nil {
+	if k.Mode, err = invoicing.ParseMode(m["mode"]); err != nil {
 		return Key{}, true, fmt.Errorf("%w %s: %w", errCorrupt, k.ID, err)
 	}
 	if k.Scopes, err = ParseScopes(m["scopes"]); err != nil {
 		return Key{}, true, fmt.Errorf("%w %s: %w", errCorrupt, k.ID, err)
 	}
 	if k.State != StateActive && k.State != StateRevoked {
-		return Key{}, true, fmt.Errorf("%w %s: state %q", errCorrupt, k.ID, clip(k.State))
+		return Key{}, true, fmt.Errorf("%w %s: state %q", errCorrupt, k.ID, invoicing.Clip(k.State))
 	}
 	created, ok := parseMS(m["created"])
 	if !ok || k.ID == "" || k.CompanyID == "" {

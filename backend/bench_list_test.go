@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // BenchmarkListInvoicesFilters: page 1 with total under each kind of filter;
@@ -14,7 +15,7 @@ import (
 // cache, as in production.
 func BenchmarkListInvoicesFilters(b *testing.B) {
 	e := setupBench(b)
-	for _, f := range []backend.InvoiceFilter{
+	for _, f := range []invoicing.InvoiceFilter{
 		{}, {Status: "PAID"}, {Status: "OVERDUE"}, {Type: "FT"}, {From: "2025-01-01", To: "2025-06-30"},
 		{Status: "ISSUED", Type: "FR"},
 	} {
@@ -36,7 +37,7 @@ func BenchmarkListInvoicesDeep(b *testing.B) {
 	e := setupBench(b)
 	for _, page := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("page=%d", page), func(b *testing.B) {
-			f := backend.InvoiceFilter{Page: page, PageSize: 100}
+			f := invoicing.InvoiceFilter{Page: page, PageSize: 100}
 			b.ReportAllocs()
 			for b.Loop() {
 				p, err := e.s.ListInvoices(context.Background(), e.company, f)
@@ -55,7 +56,7 @@ func BenchmarkListInvoicesDeep(b *testing.B) {
 // the large company's 100,000 customers).
 func BenchmarkListClientsDeep(b *testing.B) {
 	e := setupBench(b)
-	f := backend.ClientFilter{Page: 990, PageSize: 100}
+	f := invoicing.ClientFilter{Page: 990, PageSize: 100}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := e.s.ListClients(context.Background(), e.company, f); err != nil {
@@ -73,7 +74,7 @@ func BenchmarkListInvoicesExactTotal(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	for _, f := range []backend.InvoiceFilter{{}, {Status: "PAID"}, {Type: "FT"}} {
+	for _, f := range []invoicing.InvoiceFilter{{}, {Status: "PAID"}, {Type: "FT"}} {
 		f.Page, f.PageSize = 1, 20
 		b.Run(fmt.Sprintf("%s,%s", f.Status, f.Type), func(b *testing.B) {
 			b.ReportAllocs()

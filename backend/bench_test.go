@@ -8,6 +8,7 @@ import (
 
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -34,11 +35,11 @@ func setupBench(b *testing.B) benchEnv {
 	e.s = s
 	if os.Getenv("BACKEND_BENCH_URL") != "" {
 		e.company = gendata.LargeCompany
-		c, err := s.ListClients(ctx, e.company, backend.ClientFilter{Page: 1, PageSize: 1})
+		c, err := s.ListClients(ctx, e.company, invoicing.ClientFilter{Page: 1, PageSize: 1})
 		if err != nil || len(c.Data) == 0 {
 			b.Fatalf("BACKEND_BENCH_URL has no large company: %v", err)
 		}
-		inv, err := s.ListInvoices(ctx, e.company, backend.InvoiceFilter{Page: 1, PageSize: 1})
+		inv, err := s.ListInvoices(ctx, e.company, invoicing.InvoiceFilter{Page: 1, PageSize: 1})
 		if err != nil || len(inv.Data) == 0 {
 			b.Fatalf("BACKEND_BENCH_URL has no invoices: %v", err)
 		}
@@ -99,7 +100,7 @@ func BenchmarkListInvoices(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
 		for pb.Next() {
-			if _, err := s.ListInvoices(ctx, co, backend.InvoiceFilter{Page: 1, PageSize: 20}); err != nil {
+			if _, err := s.ListInvoices(ctx, co, invoicing.InvoiceFilter{Page: 1, PageSize: 20}); err != nil {
 				b.Error(err)
 				return
 			}

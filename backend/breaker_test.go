@@ -9,6 +9,7 @@ import (
 
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // breakerStore opens a PostgreSQL store with the fixtures, reached through a
@@ -67,7 +68,7 @@ func TestBreakerOpensFailsFastAndRecovers(t *testing.T) {
 	proxy.Pause()
 	seen := proxy.Accepted()
 	start := time.Now()
-	_, err := s.ListInvoices(ctx, coA, backend.InvoiceFilter{Page: 1, PageSize: 10})
+	_, err := s.ListInvoices(ctx, coA, invoicing.InvoiceFilter{Page: 1, PageSize: 10})
 	took := time.Since(start)
 	var open *backend.CircuitOpenError
 	if !errors.As(err, &open) || !errors.Is(err, backend.ErrCircuitOpen) || !errors.Is(err, backend.ErrUnavailable) {
@@ -122,7 +123,7 @@ func TestBreakerCountsOnlyDatabaseFailures(t *testing.T) {
 	s, proxy, _ := breakerStore(t, backend.Config{QueryTimeout: 2 * time.Second, BreakerFailures: 2, BreakerOpenFor: time.Minute})
 	const unknown = "99000000-0000-4000-8000-000000000099"
 	nif := "5417009999"
-	if _, err := s.CreateClient(ctx, coW, backend.NewClient{Name: "Primeiro", NIF: &nif}); err != nil {
+	if _, err := s.CreateClient(ctx, coW, invoicing.NewClient{Name: "Primeiro", NIF: &nif}); err != nil {
 		t.Fatal(err)
 	}
 	for range 10 {
@@ -135,13 +136,13 @@ func TestBreakerCountsOnlyDatabaseFailures(t *testing.T) {
 		if _, err := s.GetInvoice(ctx, coA, unknown); !errors.Is(err, backend.ErrNotFound) {
 			t.Fatalf("unknown invoice: %v", err)
 		}
-		if _, err := s.CreateClient(ctx, coW, backend.NewClient{Name: "Outro", NIF: &nif}); !errors.Is(err, backend.ErrNIFConflict) {
+		if _, err := s.CreateClient(ctx, coW, invoicing.NewClient{Name: "Outro", NIF: &nif}); !errors.Is(err, backend.ErrNIFConflict) {
 			t.Fatalf("duplicate NIF: %v", err)
 		}
-		if _, err := s.ListClients(ctx, coA, backend.ClientFilter{Page: 1, PageSize: 101}); !errors.Is(err, backend.ErrInvalid) {
+		if _, err := s.ListClients(ctx, coA, invoicing.ClientFilter{Page: 1, PageSize: 101}); !errors.Is(err, backend.ErrInvalid) {
 			t.Fatalf("page too large: %v", err)
 		}
-		if _, err := s.ListInvoices(ctx, coA, backend.InvoiceFilter{Status: "LOST", Page: 1, PageSize: 1}); !errors.Is(err, backend.ErrInvalid) {
+		if _, err := s.ListInvoices(ctx, coA, invoicing.InvoiceFilter{Status: "LOST", Page: 1, PageSize: 1}); !errors.Is(err, backend.ErrInvalid) {
 			t.Fatalf("bad status: %v", err)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // clientRow is a customers row as read; toClient is the one mapper used by
@@ -22,11 +24,11 @@ func (r *clientRow) dest(d *dialect) []any {
 	return []any{&r.ID, &r.Name, &r.NIF, &r.Email, &r.Phone, &r.Address, &r.Kind, d.ts(&r.CreatedAt)}
 }
 
-func (r *clientRow) toClient() Client {
-	c := Client{
+func (r *clientRow) toClient() invoicing.Client {
+	c := invoicing.Client{
 		ID: r.ID, Name: r.Name, NIF: r.NIF, Email: r.Email, Address: r.Address,
 		Type:      clientType(r.Kind),
-		CreatedAt: Timestamp{r.CreatedAt.UTC()},
+		CreatedAt: invoicing.Timestamp{Time: r.CreatedAt.UTC()},
 	}
 	if r.Phone != nil {
 		p := normalizePhone(*r.Phone)
@@ -37,21 +39,21 @@ func (r *clientRow) toClient() Client {
 
 // getClient returns a live customer of the company; ErrNotFound for an
 // unknown, deleted, malformed or another company's id.
-func (s *Store) getClient(ctx context.Context, companyID, id string) (Client, error) {
-	companyID, ok1 := lowerUUID(companyID)
-	id, ok2 := lowerUUID(id)
+func (s *Store) getClient(ctx context.Context, companyID, id string) (invoicing.Client, error) {
+	companyID, ok1 := invoicing.CanonicalUUID(companyID)
+	id, ok2 := invoicing.CanonicalUUID(id)
 	if !ok1 || !ok2 {
-		return Client{}, ErrNotFound
+		return invoicing.Client{}, ErrNotFound
 	}
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 	var r clientRow
 	err := s.queryOneFresh(ctx, companyID, s.q.client, []any{companyID, id}, r.dest(s.d)...)
 	if errors.Is(err, errNoRows) {
-		return Client{}, ErrNotFound
+		return invoicing.Client{}, ErrNotFound
 	}
 	if err != nil {
-		return Client{}, s.fail(ctx, "get client", err)
+		return invoicing.Client{}, s.fail(ctx, "get client", err)
 	}
 	return r.toClient(), nil
 }
@@ -59,12 +61,12 @@ func (s *Store) getClient(ctx context.Context, companyID, id string) (Client, er
 // listClients returns one page of the company's live customers, newest first
 // (ties by id), optionally matching Search against the name (case-insensitive
 // substring) or the NIF (spaces and case ignored).
-func (s *Store) listClients(ctx context.Context, companyID string, f ClientFilter) (Page[Client], error) {
+func (s *Store) listClients(ctx context.Context, companyID string, f invoicing.ClientFilter) (invoicing.Page[invoicing.Client], error) {
 	if err := checkPage(f.Page, f.PageSize); err != nil {
-		return Page[Client]{}, err
+		return invoicing.Page[invoicing.Client]{}, err
 	}
-	page := Page[Client]{Data: []Client{}, Page: f.Page, PageSize: f.PageSize}
-	companyID, ok := lowerUUID(companyID)
+	page := invoicing.Page[invoicing.Client]{Data: []invoicing.Client{}, Page: f.Page, PageSize: f.PageSize}
+	companyID, ok := invoicing.CanonicalUUID(companyID)
 	if !ok {
 		return page, nil // no company, no clients
 	}
@@ -85,7 +87,7 @@ func (s *Store) listClients(ctx context.Context, companyID string, f ClientFilte
 
 	var err error
 	if page.Total, err = s.listTotal(ctx, "count clients", "customers c", w); err != nil {
-		return Page[Client]{}, err
+		return invoicing.Page[invoicing.Client]{}, err
 	}
 	if pastEnd(f.Page, f.PageSize, page.Total) {
 		return page, nil
@@ -97,7 +99,7 @@ func (s *Store) listClients(ctx context.Context, companyID string, f ClientFilte
 	args := append(w.args, f.PageSize, (f.Page-1)*f.PageSize)
 	rows, err := s.db.query(ctx, q, args...)
 	if err != nil {
-		return Page[Client]{}, s.fail(ctx, "list clients", err)
+		return invoicing.Page[invoicing.Client]{}, s.fail(ctx, "list clients", err)
 	}
 	defer rows.Close()
 	var r clientRow
@@ -105,12 +107,12 @@ func (s *Store) listClients(ctx context.Context, companyID string, f ClientFilte
 	for rows.Next() {
 		r = clientRow{}
 		if err := rows.Scan(dest...); err != nil {
-			return Page[Client]{}, s.fail(ctx, "list clients", err)
+			return invoicing.Page[invoicing.Client]{}, s.fail(ctx, "list clients", err)
 		}
 		page.Data = append(page.Data, r.toClient())
 	}
 	if err := rows.Err(); err != nil {
-		return Page[Client]{}, s.fail(ctx, "list clients", err)
+		return invoicing.Page[invoicing.Client]{}, s.fail(ctx, "list clients", err)
 	}
 	return page, nil
 }
@@ -119,21 +121,21 @@ func (s *Store) listClients(ctx context.Context, companyID string, f ClientFilte
 // GetClient would. The NIF is stored normalized (an empty one as NULL) and an
 // Angolan phone as +244XXXXXXXXX. ErrNIFConflict when the company has a live
 // customer with the same NIF, decided by the database, also under races.
-func (s *Store) createClient(ctx context.Context, companyID string, c NewClient) (Client, error) {
-	companyID, ok := lowerUUID(companyID)
+func (s *Store) createClient(ctx context.Context, companyID string, c invoicing.NewClient) (invoicing.Client, error) {
+	companyID, ok := invoicing.CanonicalUUID(companyID)
 	if !ok {
-		return Client{}, ErrNotFound
+		return invoicing.Client{}, ErrNotFound
 	}
 	if strings.TrimSpace(c.Name) == "" {
-		return Client{}, fmt.Errorf("%w: client name is required", ErrInvalid)
+		return invoicing.Client{}, fmt.Errorf("%w: client name is required", ErrInvalid)
 	}
 	kind, err := kindOf(c.Type)
 	if err != nil {
-		return Client{}, err
+		return invoicing.Client{}, err
 	}
 	id, err := newUUID()
 	if err != nil {
-		return Client{}, fmt.Errorf("backend: create client: %w", err)
+		return invoicing.Client{}, fmt.Errorf("backend: create client: %w", err)
 	}
 	var nif *string
 	if c.NIF != nil {
@@ -158,10 +160,10 @@ func (s *Store) createClient(ctx context.Context, companyID string, c NewClient)
 		id, companyID, c.Name, nif, c.Email, phone, c.Address, kind, s.d.tsArg(now), s.d.tsArg(now),
 		nif, companyID, nif)
 	if err != nil {
-		return Client{}, s.fail(ctx, "create client", err)
+		return invoicing.Client{}, s.fail(ctx, "create client", err)
 	}
 	if n == 0 {
-		return Client{}, ErrNIFConflict // an existing NIF in another typed form
+		return invoicing.Client{}, ErrNIFConflict // an existing NIF in another typed form
 	}
 	s.noteWrite(companyID)
 	return r.toClient(), nil

@@ -13,6 +13,7 @@ import (
 	"github.com/invoicing-ao/gateway/backend"
 	g "github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // newDB makes an empty database holding the platform schema and returns its URL.
@@ -107,7 +108,7 @@ func runConformance(t *testing.T, mk newDB) {
 	t.Run("cancelled context", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		_, err := live.ListInvoices(cctx, coA, backend.InvoiceFilter{Page: 1, PageSize: 20})
+		_, err := live.ListInvoices(cctx, coA, invoicing.InvoiceFilter{Page: 1, PageSize: 20})
 		if !errors.Is(err, backend.ErrUnavailable) || !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled: %v, want ErrUnavailable wrapping context.Canceled", err)
 		}
@@ -117,7 +118,7 @@ func runConformance(t *testing.T, mk newDB) {
 func testCompany(t *testing.T, s *backend.Store) {
 	ctx := context.Background()
 	c, err := s.Company(ctx, coA)
-	if err != nil || c != (backend.Company{ID: coA, Name: "Empresa A Lda", Status: "active"}) {
+	if err != nil || c != (invoicing.Company{ID: coA, Name: "Empresa A Lda", Status: "active"}) {
 		t.Fatalf("Company(A) = %+v, %v", c, err)
 	}
 	upper := "A0000000-0000-4000-8000-00000000000A"
@@ -175,7 +176,7 @@ func testGetClient(t *testing.T, s *backend.Store) {
 	}
 }
 
-func clientIDs(p backend.Page[backend.Client]) []string {
+func clientIDs(p invoicing.Page[invoicing.Client]) []string {
 	ids := make([]string, len(p.Data))
 	for i, c := range p.Data {
 		ids[i] = c.ID
@@ -184,7 +185,7 @@ func clientIDs(p backend.Page[backend.Client]) []string {
 }
 
 func testListClients(t *testing.T, s *backend.Store) {
-	p, err := s.ListClients(context.Background(), coA, backend.ClientFilter{Page: 1, PageSize: 20})
+	p, err := s.ListClients(context.Background(), coA, invoicing.ClientFilter{Page: 1, PageSize: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +223,7 @@ func testClientSearch(t *testing.T, s *backend.Store) {
 		{"tie", []string{cliTieHigh, cliTieLow}},
 	}
 	for _, tc := range cases {
-		p, err := s.ListClients(context.Background(), coA, backend.ClientFilter{Search: tc.search, Page: 1, PageSize: 100})
+		p, err := s.ListClients(context.Background(), coA, invoicing.ClientFilter{Search: tc.search, Page: 1, PageSize: 100})
 		if err != nil {
 			t.Fatalf("search %q: %v", tc.search, err)
 		}
@@ -312,7 +313,7 @@ func testTransmission(t *testing.T, s *backend.Store) {
 	}
 }
 
-func invoiceIDs(p backend.Page[backend.Invoice]) []string {
+func invoiceIDs(p invoicing.Page[invoicing.Invoice]) []string {
 	ids := make([]string, len(p.Data))
 	for i, inv := range p.Data {
 		ids[i] = inv.ID
@@ -325,29 +326,29 @@ func testInvoiceFilters(t *testing.T, s *backend.Store) {
 		docOverdue, docBig, docFS, docND, docTieHigh, docTieLow, docPaidOld}
 	cases := []struct {
 		name string
-		f    backend.InvoiceFilter
+		f    invoicing.InvoiceFilter
 		want []string
 	}{
-		{"none", backend.InvoiceFilter{}, all},
-		{"DRAFT", backend.InvoiceFilter{Status: "DRAFT"}, []string{docFTDraft, docPFDraft}},
-		{"ISSUED", backend.InvoiceFilter{Status: "ISSUED"}, []string{docNC, docFT, docMidn, docBefore, docDueNow}},
-		{"OVERDUE", backend.InvoiceFilter{Status: "OVERDUE"}, []string{docPF, docOverdue, docND}},
-		{"PAID", backend.InvoiceFilter{Status: "PAID"}, []string{docAnon, docBig, docTieHigh, docTieLow, docPaidOld}},
-		{"CANCELLED", backend.InvoiceFilter{Status: "CANCELLED"}, []string{docFS}},
-		{"FT", backend.InvoiceFilter{Type: "FT"}, []string{docFTDraft, docFT, docMidn, docBefore, docDueNow, docOverdue, docPaidOld}},
-		{"FR", backend.InvoiceFilter{Type: "FR"}, []string{docBig, docTieHigh, docTieLow}},
-		{"FS", backend.InvoiceFilter{Type: "FS"}, []string{docAnon, docFS}},
-		{"NC", backend.InvoiceFilter{Type: "NC"}, []string{docNC}},
-		{"ND", backend.InvoiceFilter{Type: "ND"}, []string{docND}},
-		{"PF", backend.InvoiceFilter{Type: "PF"}, []string{docPFDraft, docPF}},
-		{"from", backend.InvoiceFilter{From: "2026-03-01"}, []string{docNC, docPF, docAnon, docFT, docMidn}},
-		{"to", backend.InvoiceFilter{To: "2026-02-28"}, []string{docBefore, docDueNow, docOverdue, docBig, docFS, docND, docTieHigh, docTieLow, docPaidOld}},
-		{"one day", backend.InvoiceFilter{From: "2026-03-01", To: "2026-03-01"}, []string{docFT, docMidn}},
-		{"empty range", backend.InvoiceFilter{From: "2026-03-02", To: "2026-03-01"}, nil},
-		{"combined", backend.InvoiceFilter{Status: "ISSUED", Type: "FT", From: "2026-02-21", To: "2026-03-01"},
+		{"none", invoicing.InvoiceFilter{}, all},
+		{"DRAFT", invoicing.InvoiceFilter{Status: "DRAFT"}, []string{docFTDraft, docPFDraft}},
+		{"ISSUED", invoicing.InvoiceFilter{Status: "ISSUED"}, []string{docNC, docFT, docMidn, docBefore, docDueNow}},
+		{"OVERDUE", invoicing.InvoiceFilter{Status: "OVERDUE"}, []string{docPF, docOverdue, docND}},
+		{"PAID", invoicing.InvoiceFilter{Status: "PAID"}, []string{docAnon, docBig, docTieHigh, docTieLow, docPaidOld}},
+		{"CANCELLED", invoicing.InvoiceFilter{Status: "CANCELLED"}, []string{docFS}},
+		{"FT", invoicing.InvoiceFilter{Type: "FT"}, []string{docFTDraft, docFT, docMidn, docBefore, docDueNow, docOverdue, docPaidOld}},
+		{"FR", invoicing.InvoiceFilter{Type: "FR"}, []string{docBig, docTieHigh, docTieLow}},
+		{"FS", invoicing.InvoiceFilter{Type: "FS"}, []string{docAnon, docFS}},
+		{"NC", invoicing.InvoiceFilter{Type: "NC"}, []string{docNC}},
+		{"ND", invoicing.InvoiceFilter{Type: "ND"}, []string{docND}},
+		{"PF", invoicing.InvoiceFilter{Type: "PF"}, []string{docPFDraft, docPF}},
+		{"from", invoicing.InvoiceFilter{From: "2026-03-01"}, []string{docNC, docPF, docAnon, docFT, docMidn}},
+		{"to", invoicing.InvoiceFilter{To: "2026-02-28"}, []string{docBefore, docDueNow, docOverdue, docBig, docFS, docND, docTieHigh, docTieLow, docPaidOld}},
+		{"one day", invoicing.InvoiceFilter{From: "2026-03-01", To: "2026-03-01"}, []string{docFT, docMidn}},
+		{"empty range", invoicing.InvoiceFilter{From: "2026-03-02", To: "2026-03-01"}, nil},
+		{"combined", invoicing.InvoiceFilter{Status: "ISSUED", Type: "FT", From: "2026-02-21", To: "2026-03-01"},
 			[]string{docFT, docMidn, docBefore, docDueNow}},
-		{"OVERDUE FT", backend.InvoiceFilter{Status: "OVERDUE", Type: "FT"}, []string{docOverdue}},
-		{"drafts never match dates", backend.InvoiceFilter{Status: "DRAFT", From: "2000-01-01"}, nil},
+		{"OVERDUE FT", invoicing.InvoiceFilter{Status: "OVERDUE", Type: "FT"}, []string{docOverdue}},
+		{"drafts never match dates", invoicing.InvoiceFilter{Status: "DRAFT", From: "2000-01-01"}, nil},
 	}
 	for _, tc := range cases {
 		tc.f.Page, tc.f.PageSize = 1, 100
@@ -384,7 +385,7 @@ func testOverdueClock(t *testing.T, url string) {
 		if err != nil || inv.Status != tc.want {
 			t.Errorf("at %s: status %q, %v; want %s", tc.now, inv.Status, err, tc.want)
 		}
-		p, err := s.ListInvoices(context.Background(), coA, backend.InvoiceFilter{Status: tc.want, Type: "FT", From: "2026-02-21", To: "2026-02-21", Page: 1, PageSize: 10})
+		p, err := s.ListInvoices(context.Background(), coA, invoicing.InvoiceFilter{Status: tc.want, Type: "FT", From: "2026-02-21", To: "2026-02-21", Page: 1, PageSize: 10})
 		if err != nil || !slices.Equal(invoiceIDs(p), []string{docDueNow}) {
 			t.Errorf("at %s: filter %s = %v, %v", tc.now, tc.want, invoiceIDs(p), err)
 		}
@@ -392,7 +393,7 @@ func testOverdueClock(t *testing.T, url string) {
 }
 
 func testListItems(t *testing.T, s *backend.Store) {
-	p, err := s.ListInvoices(context.Background(), coA, backend.InvoiceFilter{Page: 1, PageSize: 100})
+	p, err := s.ListInvoices(context.Background(), coA, invoicing.InvoiceFilter{Page: 1, PageSize: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +415,7 @@ func testPagination(t *testing.T, s *backend.Store) {
 	for _, size := range []int{1, 7, 100} {
 		var got []string
 		for page := 1; ; page++ {
-			p, err := s.ListInvoices(ctx, coP, backend.InvoiceFilter{Page: page, PageSize: size})
+			p, err := s.ListInvoices(ctx, coP, invoicing.InvoiceFilter{Page: page, PageSize: size})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -434,7 +435,7 @@ func testPagination(t *testing.T, s *backend.Store) {
 		}
 		got = nil
 		for page := 1; ; page++ {
-			p, err := s.ListClients(ctx, coP, backend.ClientFilter{Page: page, PageSize: size})
+			p, err := s.ListClients(ctx, coP, invoicing.ClientFilter{Page: page, PageSize: size})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -454,19 +455,19 @@ func testPagination(t *testing.T, s *backend.Store) {
 		page, size, n int
 	}{{3, 100, 5}, {4, 100, 0}, {1 << 40, 100, 0}, {205, 1, 1}, {206, 1, 0}}
 	for _, e := range edges {
-		p, err := s.ListInvoices(ctx, coP, backend.InvoiceFilter{Page: e.page, PageSize: e.size})
+		p, err := s.ListInvoices(ctx, coP, invoicing.InvoiceFilter{Page: e.page, PageSize: e.size})
 		if err != nil || len(p.Data) != e.n || p.Total != pagDocs || p.Data == nil {
 			t.Errorf("page %d size %d: %d rows total %d, %v; want %d rows total %d", e.page, e.size, len(p.Data), p.Total, err, e.n, pagDocs)
 		}
 	}
-	if got := jsonOf(t, backend.Page[backend.Invoice]{Data: []backend.Invoice{}, Total: 205, Page: 4, PageSize: 100}); got != `{"data":[],"total":205,"page":4,"pageSize":100}` {
+	if got := jsonOf(t, invoicing.Page[invoicing.Invoice]{Data: []invoicing.Invoice{}, Total: 205, Page: 4, PageSize: 100}); got != `{"data":[],"total":205,"page":4,"pageSize":100}` {
 		t.Fatalf("empty page JSON: %s", got)
 	}
 }
 
 func testInvalid(t *testing.T, s *backend.Store) {
 	ctx := context.Background()
-	bad := []backend.InvoiceFilter{
+	bad := []invoicing.InvoiceFilter{
 		{Page: 0, PageSize: 20}, {Page: 1, PageSize: 0}, {Page: 1, PageSize: 101}, {Page: -1, PageSize: 20},
 		{Status: "overdue", Page: 1, PageSize: 20}, {Status: "LATE", Page: 1, PageSize: 20},
 		{Type: "XX", Page: 1, PageSize: 20}, {Type: "ft", Page: 1, PageSize: 20},
@@ -478,7 +479,7 @@ func testInvalid(t *testing.T, s *backend.Store) {
 			t.Errorf("ListInvoices(%+v): %v, want ErrInvalid", f, err)
 		}
 	}
-	for _, f := range []backend.ClientFilter{{Page: 0, PageSize: 1}, {Page: 1, PageSize: 101}} {
+	for _, f := range []invoicing.ClientFilter{{Page: 0, PageSize: 1}, {Page: 1, PageSize: 101}} {
 		if _, err := s.ListClients(ctx, coA, f); !errors.Is(err, backend.ErrInvalid) {
 			t.Errorf("ListClients(%+v): %v, want ErrInvalid", f, err)
 		}
@@ -503,16 +504,16 @@ func testTenancy(t *testing.T, s *backend.Store) {
 	if err != nil || inv.Customer.ID == nil || *inv.Customer.ID != cliB {
 		t.Fatalf("B's own invoice: %+v, %v", inv, err)
 	}
-	p, err := s.ListInvoices(ctx, coB, backend.InvoiceFilter{Page: 1, PageSize: 100})
+	p, err := s.ListInvoices(ctx, coB, invoicing.InvoiceFilter{Page: 1, PageSize: 100})
 	if err != nil || !slices.Equal(invoiceIDs(p), []string{docB}) {
 		t.Errorf("B's invoices: %v, %v", invoiceIDs(p), err)
 	}
-	c, err := s.ListClients(ctx, coB, backend.ClientFilter{Search: "5417001234", Page: 1, PageSize: 100})
+	c, err := s.ListClients(ctx, coB, invoicing.ClientFilter{Search: "5417001234", Page: 1, PageSize: 100})
 	if err != nil || !slices.Equal(clientIDs(c), []string{cliB}) {
 		t.Errorf("B's clients: %v, %v", clientIDs(c), err)
 	}
 	for _, co := range []string{"f0000000-0000-4000-8000-000000000000", "not-a-uuid"} {
-		p, err := s.ListInvoices(ctx, co, backend.InvoiceFilter{Page: 1, PageSize: 20})
+		p, err := s.ListInvoices(ctx, co, invoicing.InvoiceFilter{Page: 1, PageSize: 20})
 		if err != nil || p.Total != 0 || p.Data == nil {
 			t.Errorf("unknown company %q: %+v, %v", co, p, err)
 		}
@@ -530,25 +531,25 @@ func testModes(t *testing.T, live, sandbox *backend.Store) {
 	if c, err := sandbox.GetClient(ctx, coA, cliSandbox); err != nil || c.Name != "Cliente de Teste" {
 		t.Errorf("sandbox client: %+v, %v", c, err)
 	}
-	p, err := sandbox.ListInvoices(ctx, coA, backend.InvoiceFilter{Page: 1, PageSize: 100})
+	p, err := sandbox.ListInvoices(ctx, coA, invoicing.InvoiceFilter{Page: 1, PageSize: 100})
 	if err != nil || !slices.Equal(invoiceIDs(p), []string{docSandbox}) {
 		t.Errorf("sandbox invoices: %v, %v", invoiceIDs(p), err)
 	}
-	created, err := sandbox.CreateClient(ctx, coW, backend.NewClient{Name: "Só no sandbox", NIF: g.Ptr("5777000000")})
+	created, err := sandbox.CreateClient(ctx, coW, invoicing.NewClient{Name: "Só no sandbox", NIF: g.Ptr("5777000000")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := live.GetClient(ctx, coW, created.ID); !errors.Is(err, backend.ErrNotFound) {
 		t.Errorf("a sandbox create is visible live: %v", err)
 	}
-	if _, err := live.CreateClient(ctx, coW, backend.NewClient{Name: "Live", NIF: g.Ptr("5777000000")}); err != nil {
+	if _, err := live.CreateClient(ctx, coW, invoicing.NewClient{Name: "Live", NIF: g.Ptr("5777000000")}); err != nil {
 		t.Errorf("the sandbox's NIF blocks a live create: %v", err)
 	}
 }
 
 func testCreateClient(t *testing.T, s *backend.Store) {
 	ctx := context.Background()
-	c, err := s.CreateClient(ctx, coW, backend.NewClient{
+	c, err := s.CreateClient(ctx, coW, invoicing.NewClient{
 		Name: "Nova Empresa", NIF: g.Ptr(" 5417 00 77ab "), Email: g.Ptr("a@b.example"),
 		Phone: g.Ptr("923 456 789"), Address: g.Ptr("Av. 4 de Fevereiro"), Type: g.Ptr("COMPANY"),
 	})
@@ -565,14 +566,14 @@ func testCreateClient(t *testing.T, s *backend.Store) {
 		t.Fatalf("get after create: %s, %v; want %s", jsonOf(t, got), err, jsonOf(t, c))
 	}
 
-	minimal, err := s.CreateClient(ctx, coW, backend.NewClient{Name: "Só Nome"})
+	minimal, err := s.CreateClient(ctx, coW, invoicing.NewClient{Name: "Só Nome"})
 	if err != nil || minimal.NIF != nil || minimal.Type != nil || minimal.Phone != nil {
 		t.Fatalf("minimal create: %s, %v", jsonOf(t, minimal), err)
 	}
-	if _, err := s.CreateClient(ctx, coW, backend.NewClient{Name: "Outro Sem NIF"}); err != nil {
+	if _, err := s.CreateClient(ctx, coW, invoicing.NewClient{Name: "Outro Sem NIF"}); err != nil {
 		t.Fatalf("two clients without NIF: %v", err)
 	}
-	indiv, err := s.CreateClient(ctx, coW, backend.NewClient{Name: "Pessoa", Type: g.Ptr("INDIVIDUAL"), Phone: g.Ptr("+351 912")})
+	indiv, err := s.CreateClient(ctx, coW, invoicing.NewClient{Name: "Pessoa", Type: g.Ptr("INDIVIDUAL"), Phone: g.Ptr("+351 912")})
 	if err != nil || jsonOf(t, indiv.Type) != `"INDIVIDUAL"` || *indiv.Phone != "+351 912" {
 		t.Fatalf("individual: %s, %v", jsonOf(t, indiv), err)
 	}
@@ -588,20 +589,20 @@ func testCreateClient(t *testing.T, s *backend.Store) {
 		{"another company's NIF is fine", "5417001234", nil},
 	}
 	for _, tc := range conflicts {
-		_, err := s.CreateClient(ctx, coW, backend.NewClient{Name: tc.name, NIF: g.Ptr(tc.nif)})
+		_, err := s.CreateClient(ctx, coW, invoicing.NewClient{Name: tc.name, NIF: g.Ptr(tc.nif)})
 		if !errors.Is(err, tc.want) && !(tc.want == nil && err == nil) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
 	invalid := []struct {
 		co   string
-		c    backend.NewClient
+		c    invoicing.NewClient
 		want error
 	}{
-		{coW, backend.NewClient{Name: ""}, backend.ErrInvalid},
-		{coW, backend.NewClient{Name: "X", Type: g.Ptr("PERSON")}, backend.ErrInvalid},
-		{"f0000000-0000-4000-8000-000000000000", backend.NewClient{Name: "X"}, backend.ErrNotFound},
-		{"not-a-uuid", backend.NewClient{Name: "X"}, backend.ErrNotFound},
+		{coW, invoicing.NewClient{Name: ""}, backend.ErrInvalid},
+		{coW, invoicing.NewClient{Name: "X", Type: g.Ptr("PERSON")}, backend.ErrInvalid},
+		{"f0000000-0000-4000-8000-000000000000", invoicing.NewClient{Name: "X"}, backend.ErrNotFound},
+		{"not-a-uuid", invoicing.NewClient{Name: "X"}, backend.ErrNotFound},
 	}
 	for _, tc := range invalid {
 		if _, err := s.CreateClient(ctx, tc.co, tc.c); !errors.Is(err, tc.want) {
@@ -620,7 +621,7 @@ func testCreateRace(t *testing.T, s *backend.Store) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, errs[i] = s.CreateClient(context.Background(), coW, backend.NewClient{Name: "Corrida", NIF: g.Ptr("5888000000")})
+			_, errs[i] = s.CreateClient(context.Background(), coW, invoicing.NewClient{Name: "Corrida", NIF: g.Ptr("5888000000")})
 		}()
 	}
 	close(start)
@@ -639,7 +640,7 @@ func testCreateRace(t *testing.T, s *backend.Store) {
 	if ok != 1 || conflict != n-1 {
 		t.Fatalf("%d created, %d conflicts; want 1 and %d", ok, conflict, n-1)
 	}
-	p, err := s.ListClients(context.Background(), coW, backend.ClientFilter{Search: "5888000000", Page: 1, PageSize: 100})
+	p, err := s.ListClients(context.Background(), coW, invoicing.ClientFilter{Search: "5888000000", Page: 1, PageSize: 100})
 	if err != nil || p.Total != 1 {
 		t.Fatalf("rows with the raced NIF: %d, %v", p.Total, err)
 	}

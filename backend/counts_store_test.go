@@ -7,6 +7,7 @@ import (
 
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // TestKeptTotals runs the count cache against real databases, with every list
@@ -27,9 +28,9 @@ func TestKeptTotals(t *testing.T) {
 			t.Cleanup(s.Close)
 			exact := openStore(t, url, fixedNow) // default: lists this small are always exact
 
-			clients := func(s *backend.Store, co string) backend.Page[backend.Client] {
+			clients := func(s *backend.Store, co string) invoicing.Page[invoicing.Client] {
 				t.Helper()
-				p, err := s.ListClients(ctx, co, backend.ClientFilter{Page: 1, PageSize: 100})
+				p, err := s.ListClients(ctx, co, invoicing.ClientFilter{Page: 1, PageSize: 100})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -39,7 +40,7 @@ func TestKeptTotals(t *testing.T) {
 			if other := clients(s, coB).Total; other == before || other != clients(exact, coB).Total {
 				t.Fatalf("company B's total %d; company A's is %d", other, before)
 			}
-			if _, err := s.CreateClient(ctx, coA, backend.NewClient{Name: "Cliente Novo"}); err != nil {
+			if _, err := s.CreateClient(ctx, coA, invoicing.NewClient{Name: "Cliente Novo"}); err != nil {
 				t.Fatal(err)
 			}
 			clock.Add(4 * time.Second)
@@ -55,7 +56,7 @@ func TestKeptTotals(t *testing.T) {
 				t.Fatalf("at TotalMaxAge: total %d, want %d", got, before+1)
 			}
 
-			for _, f := range []backend.InvoiceFilter{{}, {Status: "PAID"}, {Type: "FT"}, {Status: "OVERDUE"}, {From: "2026-03-01"}} {
+			for _, f := range []invoicing.InvoiceFilter{{}, {Status: "PAID"}, {Type: "FT"}, {Status: "OVERDUE"}, {From: "2026-03-01"}} {
 				f.Page, f.PageSize = 1, 100
 				for i := 0; i < 2; i++ { // counted, then kept
 					got, err := s.ListInvoices(ctx, coA, f)

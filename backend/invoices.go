@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // invoiceRow is a documents row as read; toInvoice is the one mapper used by
@@ -26,23 +28,23 @@ func (r *invoiceRow) dest(d *dialect) []any {
 		&r.CustomerNIF, &r.Currency, &r.GrossTotal, d.tsNull(&r.IssuedAt), &r.DueDate}
 }
 
-func (r *invoiceRow) toInvoice(today string) (Invoice, error) {
+func (r *invoiceRow) toInvoice(today string) (invoicing.Invoice, error) {
 	status, err := invoiceStatus(r.State, r.DueDate, today)
 	if err != nil {
-		return Invoice{}, err
+		return invoicing.Invoice{}, err
 	}
 	total, err := canonicalDecimal(r.GrossTotal, moneyScale)
 	if err != nil {
-		return Invoice{}, err
+		return invoicing.Invoice{}, err
 	}
-	inv := Invoice{
+	inv := invoicing.Invoice{
 		ID: r.ID, Number: invoiceNumber(r.DocType, r.Series, r.Seq), Type: r.DocType,
 		Status: status, TotalAmount: total, Currency: r.Currency, DueDate: r.DueDate,
-		Customer: InvoiceCustomer{ID: r.CustomerID, Name: r.CustomerName, NIF: r.CustomerNIF},
-		Items:    []InvoiceItem{},
+		Customer: invoicing.InvoiceCustomer{ID: r.CustomerID, Name: r.CustomerName, NIF: r.CustomerNIF},
+		Items:    []invoicing.InvoiceItem{},
 	}
 	if r.IssuedAt != nil {
-		inv.IssuedAt = &Timestamp{r.IssuedAt.UTC()}
+		inv.IssuedAt = &invoicing.Timestamp{Time: r.IssuedAt.UTC()}
 	}
 	return inv, nil
 }
@@ -57,26 +59,26 @@ func (r *lineRow) dest() []any {
 	return []any{&r.DocumentID, &r.Description, &r.Quantity, &r.UnitPrice, &r.Total}
 }
 
-func (r *lineRow) toItem() (InvoiceItem, error) {
+func (r *lineRow) toItem() (invoicing.InvoiceItem, error) {
 	q, err := canonicalDecimal(r.Quantity, qtyMinScale)
 	if err != nil {
-		return InvoiceItem{}, err
+		return invoicing.InvoiceItem{}, err
 	}
 	p, err := canonicalDecimal(r.UnitPrice, priceMinScale)
 	if err != nil {
-		return InvoiceItem{}, err
+		return invoicing.InvoiceItem{}, err
 	}
 	t, err := canonicalDecimal(r.Total, moneyScale)
 	if err != nil {
-		return InvoiceItem{}, err
+		return invoicing.InvoiceItem{}, err
 	}
-	return InvoiceItem{Description: r.Description, Quantity: q, UnitPrice: p, Total: t}, nil
+	return invoicing.InvoiceItem{Description: r.Description, Quantity: q, UnitPrice: p, Total: t}, nil
 }
 
 // invoiceWhere turns a filter into conditions. Status ISSUED/OVERDUE compare
 // the due date with today's Luanda date; from/to become a UTC range on
 // issued_at (NULL for drafts, so drafts never match a date).
-func (s *Store) invoiceWhere(companyID string, f InvoiceFilter, today string) (where, error) {
+func (s *Store) invoiceWhere(companyID string, f invoicing.InvoiceFilter, today string) (where, error) {
 	var w where
 	w.add("d.company_id = ?", companyID)
 	switch f.Status {
@@ -122,17 +124,17 @@ func (s *Store) invoiceWhere(companyID string, f InvoiceFilter, today string) (w
 // newest issuedAt first, ties by id (descending), a total order so that
 // walking the pages never repeats or skips one. Items come in one extra query
 // for the whole page.
-func (s *Store) listInvoices(ctx context.Context, companyID string, f InvoiceFilter) (Page[Invoice], error) {
+func (s *Store) listInvoices(ctx context.Context, companyID string, f invoicing.InvoiceFilter) (invoicing.Page[invoicing.Invoice], error) {
 	if err := checkPage(f.Page, f.PageSize); err != nil {
-		return Page[Invoice]{}, err
+		return invoicing.Page[invoicing.Invoice]{}, err
 	}
 	today := today(s.now())
 	w, err := s.invoiceWhere("", f, today)
 	if err != nil {
-		return Page[Invoice]{}, err
+		return invoicing.Page[invoicing.Invoice]{}, err
 	}
-	page := Page[Invoice]{Data: []Invoice{}, Page: f.Page, PageSize: f.PageSize}
-	companyID, ok := lowerUUID(companyID)
+	page := invoicing.Page[invoicing.Invoice]{Data: []invoicing.Invoice{}, Page: f.Page, PageSize: f.PageSize}
+	companyID, ok := invoicing.CanonicalUUID(companyID)
 	if !ok {
 		return page, nil
 	}
@@ -142,7 +144,7 @@ func (s *Store) listInvoices(ctx context.Context, companyID string, f InvoiceFil
 
 	// The total of a large list may come from the count cache (counts.go).
 	if page.Total, err = s.listTotal(ctx, "count invoices", "documents d", w); err != nil {
-		return Page[Invoice]{}, err
+		return invoicing.Page[invoicing.Invoice]{}, err
 	}
 	if pastEnd(f.Page, f.PageSize, page.Total) {
 		return page, nil
@@ -157,7 +159,7 @@ func (s *Store) listInvoices(ctx context.Context, companyID string, f InvoiceFil
 	args := append(w.args, f.PageSize, (f.Page-1)*f.PageSize)
 	rows, err := s.db.query(ctx, q, args...)
 	if err != nil {
-		return Page[Invoice]{}, s.fail(ctx, "list invoices", err)
+		return invoicing.Page[invoicing.Invoice]{}, s.fail(ctx, "list invoices", err)
 	}
 	defer rows.Close()
 	var r invoiceRow
@@ -167,18 +169,18 @@ func (s *Store) listInvoices(ctx context.Context, companyID string, f InvoiceFil
 	for rows.Next() {
 		r = invoiceRow{}
 		if err := rows.Scan(dest...); err != nil {
-			return Page[Invoice]{}, s.fail(ctx, "list invoices", err)
+			return invoicing.Page[invoicing.Invoice]{}, s.fail(ctx, "list invoices", err)
 		}
 		inv, err := r.toInvoice(today)
 		if err != nil {
-			return Page[Invoice]{}, s.fail(ctx, "list invoices", err)
+			return invoicing.Page[invoicing.Invoice]{}, s.fail(ctx, "list invoices", err)
 		}
 		byID[inv.ID] = len(page.Data)
 		ids = append(ids, inv.ID)
 		page.Data = append(page.Data, inv)
 	}
 	if err := rows.Err(); err != nil {
-		return Page[Invoice]{}, s.fail(ctx, "list invoices", err)
+		return invoicing.Page[invoicing.Invoice]{}, s.fail(ctx, "list invoices", err)
 	}
 	rows.Close()
 	if len(ids) == 0 {
@@ -187,18 +189,18 @@ func (s *Store) listInvoices(ctx context.Context, companyID string, f InvoiceFil
 
 	lq := s.d.rebind("SELECT " + lineCols(s.d) + "\nFROM document_lines l\nWHERE " +
 		s.d.inIDs("l.document_id") + "\nORDER BY l.document_id, l.line_no")
-	err = s.eachLine(ctx, lq, []any{s.d.idsArg(ids)}, func(l *lineRow, item InvoiceItem) {
+	err = s.eachLine(ctx, lq, []any{s.d.idsArg(ids)}, func(l *lineRow, item invoicing.InvoiceItem) {
 		inv := &page.Data[byID[l.DocumentID]]
 		inv.Items = append(inv.Items, item)
 	})
 	if err != nil {
-		return Page[Invoice]{}, s.fail(ctx, "list invoice lines", err)
+		return invoicing.Page[invoicing.Invoice]{}, s.fail(ctx, "list invoice lines", err)
 	}
 	return page, nil
 }
 
 // eachLine runs a document_lines query and hands each mapped line to fn.
-func (s *Store) eachLine(ctx context.Context, q string, args []any, fn func(*lineRow, InvoiceItem)) error {
+func (s *Store) eachLine(ctx context.Context, q string, args []any, fn func(*lineRow, invoicing.InvoiceItem)) error {
 	rows, err := s.db.query(ctx, q, args...)
 	if err != nil {
 		return err
@@ -221,11 +223,11 @@ func (s *Store) eachLine(ctx context.Context, q string, args []any, fn func(*lin
 
 // getInvoice returns one document of the company with its items and the
 // state of its newest AGT submission.
-func (s *Store) getInvoice(ctx context.Context, companyID, id string) (Invoice, error) {
-	companyID, ok1 := lowerUUID(companyID)
-	id, ok2 := lowerUUID(id)
+func (s *Store) getInvoice(ctx context.Context, companyID, id string) (invoicing.Invoice, error) {
+	companyID, ok1 := invoicing.CanonicalUUID(companyID)
+	id, ok2 := invoicing.CanonicalUUID(id)
 	if !ok1 || !ok2 {
-		return Invoice{}, ErrNotFound
+		return invoicing.Invoice{}, ErrNotFound
 	}
 	today := today(s.now())
 	ctx, cancel := s.deadline(ctx)
@@ -234,20 +236,20 @@ func (s *Store) getInvoice(ctx context.Context, companyID, id string) (Invoice, 
 	var r invoiceRow
 	err := s.queryOne(ctx, s.q.invoice, []any{companyID, id}, r.dest(s.d)...)
 	if errors.Is(err, errNoRows) {
-		return Invoice{}, ErrNotFound
+		return invoicing.Invoice{}, ErrNotFound
 	}
 	if err != nil {
-		return Invoice{}, s.fail(ctx, "get invoice", err)
+		return invoicing.Invoice{}, s.fail(ctx, "get invoice", err)
 	}
 	inv, err := r.toInvoice(today)
 	if err != nil {
-		return Invoice{}, s.fail(ctx, "get invoice", err)
+		return invoicing.Invoice{}, s.fail(ctx, "get invoice", err)
 	}
-	err = s.eachLine(ctx, s.q.invoiceLines, []any{companyID, id}, func(_ *lineRow, item InvoiceItem) {
+	err = s.eachLine(ctx, s.q.invoiceLines, []any{companyID, id}, func(_ *lineRow, item invoicing.InvoiceItem) {
 		inv.Items = append(inv.Items, item)
 	})
 	if err != nil {
-		return Invoice{}, s.fail(ctx, "get invoice lines", err)
+		return invoicing.Invoice{}, s.fail(ctx, "get invoice lines", err)
 	}
 
 	var sub *submission
@@ -259,12 +261,12 @@ func (s *Store) getInvoice(ctx context.Context, companyID, id string) (Invoice, 
 		case err == nil:
 			sub = &sb
 		case !errors.Is(err, errNoRows):
-			return Invoice{}, s.fail(ctx, "get invoice transmission", err)
+			return invoicing.Invoice{}, s.fail(ctx, "get invoice transmission", err)
 		}
 	}
 	inv.Transmission, err = transmission(r.DocType, sub)
 	if err != nil {
-		return Invoice{}, s.fail(ctx, "get invoice transmission", err)
+		return invoicing.Invoice{}, s.fail(ctx, "get invoice transmission", err)
 	}
 	return inv, nil
 }

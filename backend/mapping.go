@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // The mapping rules from the platform's values to the API's, shared by both
@@ -111,7 +113,7 @@ const (
 
 // canonicalDecimal rewrites a plain decimal ("-12.3400", "7", "0.5") keeping
 // at least minScale decimals and dropping further trailing zeros.
-func canonicalDecimal(s string, minScale int) (Decimal, error) {
+func canonicalDecimal(s string, minScale int) (invoicing.Decimal, error) {
 	bad := fmt.Errorf("backend: malformed decimal in database (%d bytes)", len(s))
 	neg := strings.HasPrefix(s, "-")
 	if neg {
@@ -142,7 +144,7 @@ func canonicalDecimal(s string, minScale int) (Decimal, error) {
 		b.WriteByte('.')
 		b.WriteString(frac)
 	}
-	return Decimal(b.String()), nil
+	return invoicing.Decimal(b.String()), nil
 }
 
 func allDigits(s string) bool {
@@ -175,8 +177,8 @@ type submission struct {
 
 // transmission maps a document's newest submission to the API's object. A PF
 // has no fiscal value and is never transmitted, whatever rows exist.
-func transmission(docType string, sub *submission) (*Transmission, error) {
-	t := &Transmission{Errors: []TransmissionError{}}
+func transmission(docType string, sub *submission) (*invoicing.Transmission, error) {
+	t := &invoicing.Transmission{Errors: []invoicing.TransmissionError{}}
 	switch {
 	case docType == "PF":
 		t.Status = txNotApplicable
@@ -186,9 +188,9 @@ func transmission(docType string, sub *submission) (*Transmission, error) {
 		return t, nil
 	}
 	t.RequestID = sub.RequestID
-	t.SubmittedAt = &Timestamp{sub.SubmittedAt}
+	t.SubmittedAt = &invoicing.Timestamp{Time: sub.SubmittedAt}
 	if sub.CheckedAt != nil {
-		t.CheckedAt = &Timestamp{*sub.CheckedAt}
+		t.CheckedAt = &invoicing.Timestamp{Time: *sub.CheckedAt}
 	}
 	switch {
 	case sub.Status == nil:
@@ -212,7 +214,7 @@ func transmission(docType string, sub *submission) (*Transmission, error) {
 
 // agtErrors decodes AGT's error list. AGT's codes are strings ("E11"), but a
 // bare number is accepted and kept as its text.
-func agtErrors(raw string) ([]TransmissionError, error) {
+func agtErrors(raw string) ([]invoicing.TransmissionError, error) {
 	var items []struct {
 		ID   json.RawMessage `json:"idError"`
 		Desc json.RawMessage `json:"descriptionError"`
@@ -220,9 +222,9 @@ func agtErrors(raw string) ([]TransmissionError, error) {
 	if err := json.Unmarshal([]byte(raw), &items); err != nil {
 		return nil, fmt.Errorf("backend: malformed AGT errors in database: %w", err)
 	}
-	out := make([]TransmissionError, 0, len(items))
+	out := make([]invoicing.TransmissionError, 0, len(items))
 	for _, it := range items {
-		out = append(out, TransmissionError{Code: jsonText(it.ID), Message: jsonText(it.Desc)})
+		out = append(out, invoicing.TransmissionError{Code: jsonText(it.ID), Message: jsonText(it.Desc)})
 	}
 	return out, nil
 }
@@ -241,33 +243,6 @@ func jsonText(raw json.RawMessage) string {
 // invoiceNumber is the number people see: doc_type, space, series, slash, seq.
 func invoiceNumber(docType, series string, seq int64) string {
 	return fmt.Sprintf("%s %s/%d", docType, series, seq)
-}
-
-// lowerUUID returns the canonical (lower-case, hyphenated) form of a UUID, or
-// false for anything else, so that a malformed id is "not found" without a
-// database error, and SQLite's text ids compare exactly.
-func lowerUUID(s string) (string, bool) {
-	if len(s) != 36 {
-		return "", false
-	}
-	b := []byte(s)
-	for i, c := range b {
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return "", false
-			}
-			continue
-		}
-		switch {
-		case c >= '0' && c <= '9', c >= 'a' && c <= 'f':
-		case c >= 'A' && c <= 'F':
-			b[i] = c + ('a' - 'A')
-		default:
-			return "", false
-		}
-	}
-	return string(b), true
 }
 
 // escapeLike makes s a literal inside a LIKE pattern (escape character \).

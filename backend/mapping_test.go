@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 func TestNormalizePhone(t *testing.T) {
@@ -98,7 +100,7 @@ func TestCanonicalDecimal(t *testing.T) {
 	cases := []struct {
 		in    string
 		scale int
-		want  Decimal
+		want  invoicing.Decimal
 	}{
 		{"1500.00", moneyScale, "1500.00"},
 		{"1500", moneyScale, "1500.00"},
@@ -160,7 +162,7 @@ func TestTransmission(t *testing.T) {
 	}
 	got, _ := transmission("FT", &submission{Status: s("I"), SubmittedAt: at,
 		Errors: s(`[{"idError":7,"descriptionError":"x"}]`)})
-	if got.Errors[0] != (TransmissionError{Code: "7", Message: "x"}) {
+	if got.Errors[0] != (invoicing.TransmissionError{Code: "7", Message: "x"}) {
 		t.Errorf("numeric idError: %+v", got.Errors[0])
 	}
 	if _, err := transmission("FT", &submission{Status: s("I"), SubmittedAt: at, Errors: s(`{not json`)}); err == nil {
@@ -168,24 +170,6 @@ func TestTransmission(t *testing.T) {
 	}
 	if _, err := transmission("FT", &submission{Status: s("X"), SubmittedAt: at}); err == nil {
 		t.Error("unknown status accepted")
-	}
-}
-
-func TestLowerUUID(t *testing.T) {
-	cases := map[string]string{
-		"a0000000-0000-4000-8000-00000000000a":  "a0000000-0000-4000-8000-00000000000a",
-		"A0000000-0000-4000-8000-00000000000A":  "a0000000-0000-4000-8000-00000000000a",
-		"a0000000000040008000-00000000000a00":   "",
-		"g0000000-0000-4000-8000-00000000000a":  "",
-		"a0000000-0000-4000-8000-00000000000":   "",
-		"":                                      "",
-		"a0000000-0000-4000-8000-00000000000a'": "",
-	}
-	for in, want := range cases {
-		got, ok := lowerUUID(in)
-		if got != want || ok != (want != "") {
-			t.Errorf("lowerUUID(%q) = %q, %v; want %q", in, got, ok, want)
-		}
 	}
 }
 

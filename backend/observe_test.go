@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // TestStatementSpans: each statement run under a recording span is a child
@@ -31,12 +32,12 @@ func TestStatementSpans(t *testing.T) {
 
 			ctx, parent := tp.Tracer("test").Start(context.Background(), "request")
 			search := "Sonangol"
-			page, err := s.ListClients(ctx, coA, backend.ClientFilter{Search: search, Page: 1, PageSize: 20})
+			page, err := s.ListClients(ctx, coA, invoicing.ClientFilter{Search: search, Page: 1, PageSize: 20})
 			if err != nil || len(page.Data) != 1 {
 				t.Fatalf("list: %v %+v", err, page)
 			}
 			nif, email, phone := "5417009876", "pessoa@example.ao", "+244923000111"
-			if _, err := s.CreateClient(ctx, coW, backend.NewClient{Name: "Pessoa Privada", NIF: &nif, Email: &email, Phone: &phone}); err != nil {
+			if _, err := s.CreateClient(ctx, coW, invoicing.NewClient{Name: "Pessoa Privada", NIF: &nif, Email: &email, Phone: &phone}); err != nil {
 				t.Fatal(err)
 			}
 			parent.End()

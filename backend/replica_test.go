@@ -9,6 +9,7 @@ import (
 
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // TestReadReplica checks the routing of a Store with a read replica. The
@@ -43,15 +44,15 @@ func testReadReplica(t *testing.T, mk newDB) {
 
 	count := func(st *backend.Store, company, search string) int64 {
 		t.Helper()
-		p, err := st.ListClients(ctx, company, backend.ClientFilter{Search: search, Page: 1, PageSize: 10})
+		p, err := st.ListClients(ctx, company, invoicing.ClientFilter{Search: search, Page: 1, PageSize: 10})
 		if err != nil {
 			t.Fatalf("list %s: %v", search, err)
 		}
 		return p.Total
 	}
-	create := func(st *backend.Store, company, name string) backend.Client {
+	create := func(st *backend.Store, company, name string) invoicing.Client {
 		t.Helper()
-		c, err := st.CreateClient(ctx, company, backend.NewClient{Name: name})
+		c, err := st.CreateClient(ctx, company, invoicing.NewClient{Name: name})
 		if err != nil {
 			t.Fatalf("create %s: %v", name, err)
 		}
@@ -117,8 +118,8 @@ func testReadReplica(t *testing.T, mk newDB) {
 		t.Fatalf("unknown id: %v", err)
 	}
 	// Invoices are read from the replica and answer as without one.
-	a, errA := s.ListInvoices(ctx, coA, backend.InvoiceFilter{Page: 1, PageSize: 5})
-	b, errB := onPrimary.ListInvoices(ctx, coA, backend.InvoiceFilter{Page: 1, PageSize: 5})
+	a, errA := s.ListInvoices(ctx, coA, invoicing.InvoiceFilter{Page: 1, PageSize: 5})
+	b, errB := onPrimary.ListInvoices(ctx, coA, invoicing.InvoiceFilter{Page: 1, PageSize: 5})
 	if errA != nil || errB != nil || jsonOf(t, a) != jsonOf(t, b) {
 		t.Fatalf("invoices through the replica differ: %v %v", errA, errB)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoicing-ao/gateway/invoicing"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -212,20 +213,20 @@ func (s *Store) queryOne(ctx context.Context, q string, args []any, dest ...any)
 
 // company returns a platform company by id; ErrNotFound for an unknown or
 // malformed id. Company (breaker.go) is its guarded form.
-func (s *Store) company(ctx context.Context, id string) (Company, error) {
-	id, ok := lowerUUID(id)
+func (s *Store) company(ctx context.Context, id string) (invoicing.Company, error) {
+	id, ok := invoicing.CanonicalUUID(id)
 	if !ok {
-		return Company{}, ErrNotFound
+		return invoicing.Company{}, ErrNotFound
 	}
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	var c Company
+	var c invoicing.Company
 	err := s.queryOne(ctx, s.q.company, []any{id}, &c.ID, &c.Name, &c.Status)
 	if errors.Is(err, errNoRows) {
-		return Company{}, ErrNotFound
+		return invoicing.Company{}, ErrNotFound
 	}
 	if err != nil {
-		return Company{}, s.fail(ctx, "company", err)
+		return invoicing.Company{}, s.fail(ctx, "company", err)
 	}
 	return c, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -133,7 +134,7 @@ func TestSQLiteBusy(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.CreateClient(ctx, coW, backend.NewClient{Name: "Bloqueado"})
+	_, err = s.CreateClient(ctx, coW, invoicing.NewClient{Name: "Bloqueado"})
 	if !errors.Is(err, backend.ErrUnavailable) {
 		t.Fatalf("create while another writer holds the lock: %v, want ErrUnavailable", err)
 	}
@@ -143,7 +144,7 @@ func TestSQLiteBusy(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CreateClient(ctx, coW, backend.NewClient{Name: "Livre"}); err != nil {
+	if _, err := s.CreateClient(ctx, coW, invoicing.NewClient{Name: "Livre"}); err != nil {
 		t.Fatalf("after the lock: %v", err)
 	}
 }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // bearer extracts the token of an "Authorization: Bearer <token>" header. The
@@ -88,7 +88,7 @@ type companyCache struct {
 }
 
 type companyCacheKey struct {
-	mode authz.Mode
+	mode invoicing.Mode
 	id   string
 }
 
@@ -105,7 +105,7 @@ func newCompanyCache(ttl time.Duration, now func() time.Time) *companyCache {
 	return &companyCache{ttl: ttl, now: now, m: make(map[companyCacheKey]companyEntry)}
 }
 
-func (c *companyCache) status(ctx context.Context, mode authz.Mode, id string, st Store) (string, error) {
+func (c *companyCache) status(ctx context.Context, mode invoicing.Mode, id string, st Store) (string, error) {
 	k := companyCacheKey{mode, id}
 	now := c.now()
 	c.mu.RLock()
@@ -130,53 +130,4 @@ func (c *companyCache) status(ctx context.Context, mode authz.Mode, id string, s
 	c.m[k] = companyEntry{status: co.Status, at: now}
 	c.mu.Unlock()
 	return co.Status, nil
-}
-
-// admit applies the company's rate limit for the key's mode and reports its
-// state in the IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers):
-// the policy is the burst (q) over the time it takes to refill (w), and the
-// state is what remains (r) and when the bucket is full again (t).
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, st *reqState) error {
-	mode := string(st.Key.Mode)
-	d, err := s.limiter.Allow(r.Context(), st.Key.CompanyID, mode)
-	if err != nil {
-		return err
-	}
-	s.metrics.decided(mode, d)
-	policy := "live"
-	if st.Key.Mode != authz.Live {
-		policy = strings.ToLower(mode)
-	}
-	window := 1
-	if d.Limit.Rate > 0 {
-		window = ceilSeconds(time.Duration(float64(d.Limit.Burst) / d.Limit.Rate * float64(time.Second)))
-	}
-	reset := int((d.Reset + time.Second - 1) / time.Second)
-	// Both values are built in one buffer and share one string and one
-	// slice: two allocations on every admitted request instead of eight.
-	var buf [128]byte
-	b := append(buf[:0], '"')
-	b = append(b, policy...)
-	b = append(b, `";q=`...)
-	b = strconv.AppendInt(b, int64(d.Limit.Burst), 10)
-	b = append(b, ";w="...)
-	b = strconv.AppendInt(b, int64(window), 10)
-	cut := len(b)
-	b = append(b, '"')
-	b = append(b, policy...)
-	b = append(b, `";r=`...)
-	b = strconv.AppendInt(b, int64(max(d.Remaining, 0)), 10)
-	b = append(b, ";t="...)
-	b = strconv.AppendInt(b, int64(reset), 10)
-	both := string(b)
-	vals := []string{both[:cut], both[cut:]}
-	h := w.Header()
-	h["Ratelimit-Policy"] = vals[0:1:1] // the canonical forms of RateLimit-Policy and RateLimit
-	h["Ratelimit"] = vals[1:2:2]
-	if !d.Allowed {
-		return &Error{Code: "rate_limit_" + policy, RetryAfter: d.RetryAfter,
-			Detail: "The company's " + mode + " rate limit (" + strconv.FormatFloat(d.Limit.Rate, 'f', -1, 64) +
-				" requests/s, burst " + strconv.Itoa(d.Limit.Burst) + ") is exhausted; retry after the Retry-After delay."}
-	}
-	return nil
 }

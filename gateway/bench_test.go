@@ -13,9 +13,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invoicing-ao/gateway/authz"
-	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
 )
 
@@ -32,27 +32,27 @@ import (
 
 // fixedStore answers every call with the same values, without I/O.
 type fixedStore struct {
-	invoices backend.Page[backend.Invoice]
-	clients  backend.Page[backend.Client]
-	client   backend.Client
+	invoices invoicing.Page[invoicing.Invoice]
+	clients  invoicing.Page[invoicing.Client]
+	client   invoicing.Client
 }
 
-func (f *fixedStore) Company(_ context.Context, id string) (backend.Company, error) {
-	return backend.Company{ID: id, Name: "Bench Lda", Status: "active"}, nil
+func (f *fixedStore) Company(_ context.Context, id string) (invoicing.Company, error) {
+	return invoicing.Company{ID: id, Name: "Bench Lda", Status: "active"}, nil
 }
-func (f *fixedStore) ListInvoices(context.Context, string, backend.InvoiceFilter) (backend.Page[backend.Invoice], error) {
+func (f *fixedStore) ListInvoices(context.Context, string, invoicing.InvoiceFilter) (invoicing.Page[invoicing.Invoice], error) {
 	return f.invoices, nil
 }
-func (f *fixedStore) GetInvoice(context.Context, string, string) (backend.Invoice, error) {
+func (f *fixedStore) GetInvoice(context.Context, string, string) (invoicing.Invoice, error) {
 	return f.invoices.Data[0], nil
 }
-func (f *fixedStore) ListClients(context.Context, string, backend.ClientFilter) (backend.Page[backend.Client], error) {
+func (f *fixedStore) ListClients(context.Context, string, invoicing.ClientFilter) (invoicing.Page[invoicing.Client], error) {
 	return f.clients, nil
 }
-func (f *fixedStore) GetClient(context.Context, string, string) (backend.Client, error) {
+func (f *fixedStore) GetClient(context.Context, string, string) (invoicing.Client, error) {
 	return f.client, nil
 }
-func (f *fixedStore) CreateClient(context.Context, string, backend.NewClient) (backend.Client, error) {
+func (f *fixedStore) CreateClient(context.Context, string, invoicing.NewClient) (invoicing.Client, error) {
 	return f.client, nil
 }
 func (f *fixedStore) Ping(context.Context) error { return nil }
@@ -65,23 +65,23 @@ func newFixedStore(n int) *fixedStore {
 	at := time.Date(2026, 3, 1, 9, 15, 2, 120e6, time.UTC)
 	f := &fixedStore{}
 	for i := 0; i < n; i++ {
-		c := backend.Client{
+		c := invoicing.Client{
 			ID: fmt.Sprintf("11000000-0000-4000-8000-%012d", i), Name: fmt.Sprintf("Conceição & Filhos %d, Lda", i),
 			NIF: strp("5000123456"), Email: strp("geral@conceicao.co.ao"), Phone: strp("+244923456789"),
-			Address: strp("Rua Rainha Ginga 12, Luanda"), Type: strp("COMPANY"), CreatedAt: backend.Timestamp{Time: at},
+			Address: strp("Rua Rainha Ginga 12, Luanda"), Type: strp("COMPANY"), CreatedAt: invoicing.Timestamp{Time: at},
 		}
 		if i%3 == 0 {
 			c.Email, c.Address, c.Type = nil, nil, nil
 		}
 		f.clients.Data = append(f.clients.Data, c)
-		inv := backend.Invoice{
+		inv := invoicing.Invoice{
 			ID: fmt.Sprintf("21000000-0000-4000-8000-%012d", i), Number: fmt.Sprintf("FT 2026/%d", 1000+i), Type: "FT",
-			Status: "ISSUED", TotalAmount: "1254300.50", Currency: "AOA", IssuedAt: &backend.Timestamp{Time: at},
+			Status: "ISSUED", TotalAmount: "1254300.50", Currency: "AOA", IssuedAt: &invoicing.Timestamp{Time: at},
 			DueDate:  strp("2026-03-31"),
-			Customer: backend.InvoiceCustomer{ID: &c.ID, Name: c.Name, NIF: c.NIF},
+			Customer: invoicing.InvoiceCustomer{ID: &c.ID, Name: c.Name, NIF: c.NIF},
 		}
 		for j := 0; j < 3; j++ {
-			inv.Items = append(inv.Items, backend.InvoiceItem{Description: "Serviço de manutenção \"premium\"",
+			inv.Items = append(inv.Items, invoicing.InvoiceItem{Description: "Serviço de manutenção \"premium\"",
 				Quantity: "2.5", UnitPrice: "12500.0000", Total: "31250.00"})
 		}
 		f.invoices.Data = append(f.invoices.Data, inv)
@@ -136,7 +136,7 @@ func benchHandler(b *testing.B, limiter string) (http.Handler, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	v, err := srv.CreateKey(context.Background(), benchCompany, authz.Live, scopes, "bench")
+	v, err := srv.CreateKey(context.Background(), benchCompany, invoicing.Live, scopes, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}

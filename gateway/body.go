@@ -13,7 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // maxBodyBytes bounds a request body (64 KiB: a client record is far smaller).
@@ -33,9 +33,10 @@ const finalConsumerNIF = "999999999"
 
 var clientFields = []string{"name", "nif", "email", "phone", "address", "type"}
 
-// readJSONBody enforces media type and size, then returns the top-level
-// object's members, refusing unknown and repeated members.
-func readJSONBody(w http.ResponseWriter, r *http.Request, known []string) (map[string]json.RawMessage, error) {
+// readJSONBody enforces media type and size (the body is bounded by
+// withBodyLimit), then returns the top-level object's members, refusing
+// unknown and repeated members.
+func readJSONBody(r *http.Request, known []string) (map[string]json.RawMessage, error) {
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" || (params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8")) {
 		return nil, &Error{Code: "unsupported_media_type", Detail: "Send the body as Content-Type: application/json (UTF-8)."}
@@ -43,7 +44,7 @@ func readJSONBody(w http.ResponseWriter, r *http.Request, known []string) (map[s
 	if r.ContentLength > maxBodyBytes {
 		return nil, &Error{Code: "body_too_large", Detail: "The body must be at most " + strconv.Itoa(maxBodyBytes) + " bytes."}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -112,12 +113,12 @@ func stringMember(m map[string]json.RawMessage, name string, fields *[]FieldErro
 
 // decodeNewClient validates a create-client body (issue rules, README "Create
 // client") and returns it normalized.
-func decodeNewClient(w http.ResponseWriter, r *http.Request) (backend.NewClient, error) {
-	m, err := readJSONBody(w, r, clientFields)
+func decodeNewClient(r *http.Request) (invoicing.NewClient, error) {
+	m, err := readJSONBody(r, clientFields)
 	if err != nil {
-		return backend.NewClient{}, err
+		return invoicing.NewClient{}, err
 	}
-	var nc backend.NewClient
+	var nc invoicing.NewClient
 	var fe []FieldError
 	fail := func(f, msg string) { fe = append(fe, FieldError{f, msg}) }
 
@@ -185,7 +186,7 @@ func decodeNewClient(w http.ResponseWriter, r *http.Request) (backend.NewClient,
 		}
 	}
 	if len(fe) > 0 {
-		return backend.NewClient{}, &Error{Code: "invalid_body", Detail: "The client is invalid.", Fields: fe}
+		return invoicing.NewClient{}, &Error{Code: "invalid_body", Detail: "The client is invalid.", Fields: fe}
 	}
 	return nc, nil
 }

@@ -51,18 +51,18 @@ func ParseOrigins(s string) ([]string, error) {
 // preflight carries no Authorization header and must not meet authentication.
 // routed reports whether method and path name an API operation, so that a
 // preflight for a route that does not exist gets the router's own 404 or 405.
-func withCORS(allowed []string, routed func(method, path string) bool) func(http.Handler) http.Handler {
+func withCORS(allowed []string, routed func(method, path string) bool) layer {
 	set := make(map[string]bool, len(allowed))
 	for _, o := range allowed {
 		set[o] = true
 	}
-	return func(next http.Handler) http.Handler {
+	return func(next handler) handler {
 		if len(set) == 0 {
 			// Closed: no answer depends on Origin, so none says Vary: Origin
 			// (caches keep one copy), and preflights meet the router's 405.
 			return next
 		}
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		return func(w http.ResponseWriter, r *http.Request) (answer, error) {
 			h := w.Header()
 			h.Add("Vary", "Origin")
 			origin := r.Header.Get("Origin")
@@ -75,8 +75,7 @@ func withCORS(allowed []string, routed func(method, path string) bool) func(http
 					h.Set("Access-Control-Allow-Methods", corsAllowMethods)
 					h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
 					h.Set("Access-Control-Max-Age", corsMaxAge)
-					w.WriteHeader(http.StatusNoContent)
-					return
+					return answer{status: http.StatusNoContent}, nil
 				}
 				// An origin not listed, or no such operation: the router
 				// answers as it would without CORS (405 or 404), with no
@@ -85,7 +84,7 @@ func withCORS(allowed []string, routed func(method, path string) bool) func(http
 				h.Set("Access-Control-Allow-Origin", origin)
 				h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
 			}
-			next.ServeHTTP(w, r)
-		})
+			return next(w, r)
+		}
 	}
 }

@@ -33,17 +33,23 @@ var portal = sync.OnceValues(func() (*apidocs.Portal, error) {
 // errors guide) on the public listener. It needs no key: it is public
 // documentation. The embedded document is checked by the tests, so failing
 // to build it is a programming error.
-func (s *Server) routeDocs(r *httprouter.Router) {
+func (s *Server) routeDocs(rt *routes) {
 	p, err := portal()
 	if err != nil {
 		panic(err)
 	}
 	for _, f := range p.Files() {
 		h := serveDocFile(f)
-		r.Handler(http.MethodGet, f.Path, h)
-		r.Handler(http.MethodHead, f.Path, h)
+		for _, m := range []string{http.MethodGet, http.MethodHead} {
+			rt.handle(m, f.Path, m+" "+f.Path, func(http.ResponseWriter, *http.Request, httprouter.Params) (answer, error) {
+				return answer{serve: h}, nil
+			})
+		}
 	}
-	r.Handler(http.MethodGet, apidocs.DocsPath+"/", http.RedirectHandler(apidocs.DocsPath, http.StatusMovedPermanently))
+	redirect := http.RedirectHandler(apidocs.DocsPath, http.StatusMovedPermanently)
+	rt.handle(http.MethodGet, apidocs.DocsPath+"/", "", func(http.ResponseWriter, *http.Request, httprouter.Params) (answer, error) {
+		return answer{serve: redirect}, nil
+	})
 }
 
 // serveDocFile serves one portal file with validators (ETag, 304) and, when
@@ -59,7 +65,6 @@ func serveDocFile(f *apidocs.File) http.Handler {
 			h.Set("X-Frame-Options", "DENY")
 			h.Set("Referrer-Policy", "no-referrer")
 		}
-		stateFrom(r.Context()).Route = r.Method + " " + f.Path
 		body, tag := f.Body, f.ETag
 		if f.Compressible() {
 			h.Add("Vary", "Accept-Encoding")

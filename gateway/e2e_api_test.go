@@ -9,8 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 type page struct {
@@ -44,7 +44,7 @@ func ids(p page) map[string]bool {
 func TestListsAndGets(t *testing.T) {
 	w := newWorld(t)
 	in := w.start()
-	k := in.key(t, coA, authz.Live, allScopes)
+	k := in.key(t, coA, invoicing.Live, allScopes)
 	get := func(path string) page { return getPage(t, in.pub.URL, req{Path: path, Key: k.Key, Company: coA}) }
 
 	inv := get("/api/v1/v1/invoices")
@@ -102,8 +102,8 @@ func TestListsAndGets(t *testing.T) {
 func TestModesAreSeparate(t *testing.T) {
 	w := newWorld(t)
 	in := w.start()
-	live := in.key(t, coA, authz.Live, allScopes)
-	test := in.key(t, coA, authz.Test, allScopes)
+	live := in.key(t, coA, invoicing.Live, allScopes)
+	test := in.key(t, coA, invoicing.Test, allScopes)
 	li := getPage(t, in.pub.URL, req{Path: "/api/v1/v1/invoices?pageSize=100", Key: live.Key, Company: coA})
 	ti := getPage(t, in.pub.URL, req{Path: "/api/v1/v1/invoices?pageSize=100", Key: test.Key, Company: coA})
 	for id := range ids(li) {
@@ -132,8 +132,8 @@ func TestModesAreSeparate(t *testing.T) {
 func TestCrossCompany(t *testing.T) {
 	w := newWorld(t)
 	in := w.start()
-	a := in.key(t, coA, authz.Live, allScopes)
-	b := in.key(t, coB, authz.Live, allScopes)
+	a := in.key(t, coA, invoicing.Live, allScopes)
+	b := in.key(t, coB, invoicing.Live, allScopes)
 	bInv := getPage(t, in.pub.URL, req{Path: "/api/v1/v1/invoices", Key: b.Key, Company: coB})
 	bCl := getPage(t, in.pub.URL, req{Path: "/api/v1/v1/clients", Key: b.Key, Company: coB})
 	if len(bInv.Data) == 0 || len(bCl.Data) == 0 {
@@ -167,7 +167,7 @@ func TestCrossCompany(t *testing.T) {
 func TestCreateClient(t *testing.T) {
 	w := newWorld(t)
 	in := w.start()
-	k := in.key(t, coA, authz.Live, allScopes)
+	k := in.key(t, coA, invoicing.Live, allScopes)
 	post := func(body string) resp {
 		return do(t, in.pub.URL, req{Method: "POST", Path: "/api/v1/v1/clients", Key: k.Key, Company: coA, Body: body})
 	}
@@ -204,7 +204,7 @@ func TestCreateClient(t *testing.T) {
 		t.Fatalf("total %d -> %d, want one more", before, after)
 	}
 	// The same NIF in another company is fine.
-	kb := in.key(t, coB, authz.Live, allScopes)
+	kb := in.key(t, coB, invoicing.Live, allScopes)
 	if r := do(t, in.pub.URL, req{Method: "POST", Path: "/api/v1/v1/clients", Key: kb.Key, Company: coB, Body: `{"name":"B's","nif":"5417000001"}`}); r.Status != 201 {
 		t.Fatalf("same NIF other company: %d %s", r.Status, r.Body)
 	}
@@ -213,7 +213,7 @@ func TestCreateClient(t *testing.T) {
 func TestInvalidInput(t *testing.T) {
 	w := newWorld(t)
 	in := w.start()
-	k := in.key(t, coA, authz.Live, allScopes)
+	k := in.key(t, coA, invoicing.Live, allScopes)
 	get := func(path string) resp { return do(t, in.pub.URL, req{Path: path, Key: k.Key, Company: coA}) }
 	for _, path := range []string{
 		"/api/v1/v1/invoices?pageSize=101", "/api/v1/v1/invoices?pageSize=0", "/api/v1/v1/invoices?page=0",
@@ -278,7 +278,7 @@ func TestInvalidInput(t *testing.T) {
 func TestRoutingStatuses(t *testing.T) {
 	w := newWorld(t)
 	in := w.start()
-	k := in.key(t, coA, authz.Live, allScopes)
+	k := in.key(t, coA, invoicing.Live, allScopes)
 	expectProblem(t, do(t, in.pub.URL, req{Path: "/api/v1/v1/nothing", Key: k.Key, Company: coA}), 404, "route_not_found")
 	expectProblem(t, do(t, in.pub.URL, req{Path: "/api/v1/v1/clients/not-a-uuid", Key: k.Key, Company: coA}), 404, "not_found")
 	expectProblem(t, do(t, in.pub.URL, req{Path: "/api/v1/v1/invoices/00000000-0000-4000-8000-000000000000", Key: k.Key, Company: coA}), 404, "not_found")
@@ -311,8 +311,8 @@ func TestRoutingStatuses(t *testing.T) {
 func TestRateLimit(t *testing.T) {
 	w := newWorld(t)
 	in := w.start()
-	k := in.key(t, coA, authz.Live, allScopes)
-	kt := in.key(t, coA, authz.Test, allScopes)
+	k := in.key(t, coA, invoicing.Live, allScopes)
+	kt := in.key(t, coA, invoicing.Test, allScopes)
 	if _, err := in.srv.SetCompanyLimit(t.Context(), coA, "LIVE", 0.5, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func TestRateLimit(t *testing.T) {
 func TestDatabaseUnavailable(t *testing.T) {
 	w := newWorld(t)
 	in := w.start()
-	k := in.key(t, coA, authz.Test, allScopes)
+	k := in.key(t, coA, invoicing.Test, allScopes)
 	dropDatabase(t, w.test)
 	r := do(t, in.pub.URL, req{Path: "/api/v1/v1/clients", Key: k.Key, Company: coA})
 	expectProblem(t, r, 503, "database_unavailable")

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // The API's authentication and authorization, in the promised order.
@@ -14,10 +14,10 @@ func TestAuthStatuses(t *testing.T) {
 	w := newWorld(t)
 	in := w.start()
 	base := in.pub.URL
-	full := in.key(t, coA, authz.Live, allScopes)
-	readOnly := in.key(t, coA, authz.Live, "clients:read")
-	suspended := in.key(t, coS, authz.Live, allScopes)
-	revoked := in.key(t, coA, authz.Live, allScopes)
+	full := in.key(t, coA, invoicing.Live, allScopes)
+	readOnly := in.key(t, coA, invoicing.Live, "clients:read")
+	suspended := in.key(t, coS, invoicing.Live, allScopes)
+	revoked := in.key(t, coA, invoicing.Live, allScopes)
 	if _, err := in.srv.RevokeKey(t.Context(), revoked.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -78,9 +78,9 @@ func TestScopeMatrix(t *testing.T) {
 	// Seven keys per company would pass the 10-key limit with the rest of the
 	// suite; both modes are covered by splitting the sets across them.
 	for i, set := range sets {
-		mode := authz.Live
+		mode := invoicing.Live
 		if i%2 == 1 {
-			mode = authz.Test
+			mode = invoicing.Test
 		}
 		k := in.key(t, coA, mode, set)
 		for _, e := range endpoints {
@@ -108,7 +108,7 @@ func TestScopeMatrix(t *testing.T) {
 func TestRevocationSeenBySecondInstance(t *testing.T) {
 	w := newWorld(t)
 	a, b := w.start(), w.start()
-	k := a.key(t, coA, authz.Live, allScopes)
+	k := a.key(t, coA, invoicing.Live, allScopes)
 	q := req{Path: "/api/v1/v1/clients", Key: k.Key, Company: coA}
 	if r := do(t, b.pub.URL, q); r.Status != 200 {
 		t.Fatalf("before revocation: %d %s", r.Status, r.Body)
@@ -128,7 +128,7 @@ func TestRevocationSeenBySecondInstance(t *testing.T) {
 func TestRedisDownIsNotUnauthorized(t *testing.T) {
 	w := newWorld(t)
 	good := w.start()
-	k := good.key(t, coA, authz.Live, allScopes)
+	k := good.key(t, coA, invoicing.Live, allScopes)
 	dead := w.start(withRedis(deadRedis()))
 	r := do(t, dead.pub.URL, req{Path: "/api/v1/v1/clients", Key: k.Key, Company: coA})
 	expectProblem(t, r, 503, "authentication_unavailable")

@@ -14,9 +14,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // Faults of the real dependencies, end to end: PostgreSQL cut, paused and
@@ -95,7 +95,7 @@ func checkUnavailable(t *testing.T, h hit, maxRetry int) {
 // firstClient is a client id of company coA, read before any fault.
 func firstClient(t *testing.T, s *backend.Store) string {
 	t.Helper()
-	p, err := s.ListClients(context.Background(), coA, backend.ClientFilter{Page: 1, PageSize: 1})
+	p, err := s.ListClients(context.Background(), coA, invoicing.ClientFilter{Page: 1, PageSize: 1})
 	if err != nil || len(p.Data) == 0 {
 		t.Fatalf("a client of %s: %v", coA, err)
 	}
@@ -131,7 +131,7 @@ func TestPostgresCutUnderLoad(t *testing.T) {
 	proxy := testenv.PostgresProxy(t)
 	openFor := time.Second
 	in := w.start(viaProxy(proxy, 2*time.Second, 3, openFor))
-	k := in.key(t, coA, authz.Live, allScopes)
+	k := in.key(t, coA, invoicing.Live, allScopes)
 	client := firstClient(t, in.live)
 	paths := []string{"/api/v1/v1/clients/" + client, "/api/v1/v1/invoices?pageSize=5", "/api/v1/v1/clients?pageSize=5"}
 	if h := send("GET", in.pub.URL+paths[0], k.Key, coA, ""); h.status != 200 {
@@ -225,7 +225,7 @@ func TestPostgresPaused(t *testing.T) {
 	proxy := testenv.PostgresProxy(t)
 	timeout, openFor := 300*time.Millisecond, 1500*time.Millisecond // Retry-After: 2, rounded up
 	in := w.start(viaProxy(proxy, timeout, 3, openFor))
-	k := in.key(t, coA, authz.Live, allScopes)
+	k := in.key(t, coA, invoicing.Live, allScopes)
 	url := in.pub.URL + "/api/v1/v1/clients/" + firstClient(t, in.live)
 	get := func() hit { return send("GET", url, k.Key, coA, "") }
 	if h := get(); h.status != 200 {
@@ -290,7 +290,7 @@ func TestSlowQueryEndsAtDeadline(t *testing.T) {
 	w := newWorld(t)
 	timeout := 300 * time.Millisecond
 	in := w.start(withStore(func(c *backend.Config) { c.QueryTimeout = timeout }))
-	k := in.key(t, coA, authz.Live, allScopes)
+	k := in.key(t, coA, invoicing.Live, allScopes)
 	url := in.pub.URL + "/api/v1/v1/clients/" + firstClient(t, in.live)
 	if h := send("GET", url, k.Key, coA, ""); h.status != 200 {
 		t.Fatalf("before the lock: %v", h)
@@ -326,7 +326,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = rdb.Close() })
 	in := w.start(withRedis(rdb))
-	k := in.key(t, coA, authz.Live, allScopes)
+	k := in.key(t, coA, invoicing.Live, allScopes)
 	url := in.pub.URL + "/api/v1/v1/invoices?pageSize=5"
 	unknown := "igw_live_" + strings.Repeat("Z", 43) // well formed, never issued
 	if h := send("GET", url, k.Key, coA, ""); h.status != 200 {
@@ -388,7 +388,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 func TestClientErrorsKeepTheBreakerClosed(t *testing.T) {
 	w := newWorld(t)
 	in := w.start(withStore(func(c *backend.Config) { c.BreakerFailures = 2; c.BreakerOpenFor = time.Minute }))
-	k := in.key(t, coA, authz.Live, allScopes)
+	k := in.key(t, coA, invoicing.Live, allScopes)
 	base := in.pub.URL + "/api/v1/v1"
 	const missing = "99999999-9999-4999-8999-999999999999"
 	body := `{"name":"Cliente Repetido","nif":"5417123456"}`

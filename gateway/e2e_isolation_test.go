@@ -15,14 +15,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // tenant is one company in one mode, and what its database holds for it.
 type tenant struct {
 	co       string
-	mode     authz.Mode
+	mode     invoicing.Mode
 	invoices map[string]bool
 	clients  map[string]bool
 	names    []string // client names and NIFs, as search terms
@@ -41,16 +41,16 @@ func (a isolationActor) String() string {
 
 func (a isolationActor) can(scope string) bool { return a.scopes == allScopes || a.scopes == scope }
 
-func loadTenant(t *testing.T, st *backend.Store, co string, mode authz.Mode) *tenant {
+func loadTenant(t *testing.T, st *backend.Store, co string, mode invoicing.Mode) *tenant {
 	t.Helper()
 	ctx := context.Background()
 	tn := &tenant{co: co, mode: mode, invoices: map[string]bool{}, clients: map[string]bool{}}
 	for p := 1; ; p++ {
-		inv, err := st.ListInvoices(ctx, co, backend.InvoiceFilter{Page: p, PageSize: 100})
+		inv, err := st.ListInvoices(ctx, co, invoicing.InvoiceFilter{Page: p, PageSize: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
-		cl, err := st.ListClients(ctx, co, backend.ClientFilter{Page: p, PageSize: 100})
+		cl, err := st.ListClients(ctx, co, invoicing.ClientFilter{Page: p, PageSize: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,9 +131,9 @@ func TestTenantIsolation(t *testing.T) {
 	tenants := map[string]*tenant{}
 	var all []*tenant
 	for _, co := range []string{coA, coB} {
-		for _, m := range []authz.Mode{authz.Live, authz.Test} {
+		for _, m := range []invoicing.Mode{invoicing.Live, invoicing.Test} {
 			st := in.live
-			if m == authz.Test {
+			if m == invoicing.Test {
 				st = in.test
 			}
 			tn := loadTenant(t, st, co, m)
@@ -233,7 +233,7 @@ func TestTenantIsolation(t *testing.T) {
 	})
 
 	t.Run("X-Company-Id of another company tells nothing about it", func(t *testing.T) {
-		suspended := isolationActor{tenant: &tenant{co: coS, mode: authz.Live}, scopes: allScopes, key: in.key(t, coS, authz.Live, allScopes).Key}
+		suspended := isolationActor{tenant: &tenant{co: coS, mode: invoicing.Live}, scopes: allScopes, key: in.key(t, coS, invoicing.Live, allScopes).Key}
 		var first resp
 		for i, a := range append(slices.Clone(actors), suspended) {
 			for _, other := range []string{coA, coB, coS, strings.ToUpper(coB), "00000000-0000-4000-8000-0000000000ee", "not-a-company", "' OR 1=1 --"} {
@@ -254,7 +254,7 @@ func TestTenantIsolation(t *testing.T) {
 
 	t.Run("creates stay in the caller's company and mode", func(t *testing.T) {
 		aLive, aTest, bLive, bTest := actors[0], actors[4], actors[8], actors[12]
-		if aLive.tenant.co != coA || aTest.tenant.mode != authz.Test || bLive.tenant.co != coB || bTest.tenant.mode != authz.Test {
+		if aLive.tenant.co != coA || aTest.tenant.mode != invoicing.Test || bLive.tenant.co != coB || bTest.tenant.mode != invoicing.Test {
 			t.Fatal("actor order changed")
 		}
 		create := func(a isolationActor, company, body string) resp {

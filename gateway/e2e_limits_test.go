@@ -23,6 +23,7 @@ import (
 
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // serveLimited serves h the way the binary does, with cfg's limits, on a
@@ -42,7 +43,7 @@ func serveLimited(t *testing.T, h http.Handler, cfg gateway.HTTPConfig) string {
 func TestRequestSizeLimits(t *testing.T) {
 	w := newWorld(t)
 	in := w.start()
-	k := in.key(t, coA, authz.Live, allScopes)
+	k := in.key(t, coA, invoicing.Live, allScopes)
 	base := "http://" + serveLimited(t, in.srv.Handler(), gateway.HTTPConfig{})
 	get := func(path string, hdr map[string]string) resp {
 		return do(t, base, req{Path: path, Key: k.Key, Company: coA, Header: hdr})
@@ -289,7 +290,7 @@ func TestInvalidKeyFlood(t *testing.T) {
 	rdb.AddHook(counter)
 	t.Cleanup(func() { rdb.Close() })
 	in := w.start(withRedis(rdb)) // its clock stands still: no cache entry expires during the test
-	good := in.key(t, coA, authz.Live, allScopes)
+	good := in.key(t, coA, invoicing.Live, allScopes)
 	q := req{Path: "/api/v1/v1/clients?pageSize=1", Key: good.Key, Company: coA}
 	if r := do(t, in.pub.URL, q); r.Status != 200 {
 		t.Fatalf("good key: %d", r.Status)

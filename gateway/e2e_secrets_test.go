@@ -13,11 +13,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/invoicing-ao/gateway/invoicing"
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
-	"github.com/invoicing-ao/gateway/authz"
 )
 
 // capture is everything a run showed to the outside, by kind.
@@ -223,7 +222,7 @@ func TestAdminAPIIsolated(t *testing.T) {
 	wrong := []string{"", "Bearer ", "Bearer x", "Bearer " + in.adminToken[:len(in.adminToken)-1], "Bearer " + in.adminToken + "x",
 		"Bearer " + strings.ToUpper(in.adminToken), "Bearer " + strings.Repeat("a", len(in.adminToken)), "Bearer " + strings.Repeat(in.adminToken, 200),
 		"Basic " + in.adminToken, in.adminToken}
-	k := in.key(t, coA, authz.Live, allScopes)
+	k := in.key(t, coA, invoicing.Live, allScopes)
 	wrong = append(wrong, "Bearer "+k.Key)
 	for _, rt := range routes {
 		path := strings.NewReplacer(":id", keyOrCompany(rt[1], coA)).Replace(rt[1])
@@ -264,7 +263,8 @@ func adminRoutes(t *testing.T) [][2]string {
 		t.Fatal(err)
 	}
 	var out [][2]string
-	for _, m := range regexp.MustCompile(`r\.(GET|POST|PUT|DELETE|PATCH)\("(/admin/[^"]+)"`).FindAllStringSubmatch(string(src), -1) {
+	for _, m := range regexp.MustCompile(`s\.adminRoute\(rt, http\.Method(Get|Post|Put|Delete|Patch), "(/admin/[^"]+)"`).FindAllStringSubmatch(string(src), -1) {
+		m[1] = strings.ToUpper(m[1])
 		out = append(out, [2]string{m[1], m[2]})
 	}
 	return out

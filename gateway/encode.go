@@ -6,7 +6,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // The API's resources are written by hand-rolled appenders into pooled
@@ -43,7 +43,7 @@ func releaseBuf(p *[]byte) {
 }
 
 // appendPage appends the list envelope, each item by appendItem.
-func appendPage[T any](b []byte, p *backend.Page[T], appendItem func([]byte, *T) []byte) []byte {
+func appendPage[T any](b []byte, p *invoicing.Page[T], appendItem func([]byte, *T) []byte) []byte {
 	b = append(b, `{"data":`...)
 	if p.Data == nil {
 		b = append(b, "null"...)
@@ -63,13 +63,13 @@ func appendPage[T any](b []byte, p *backend.Page[T], appendItem func([]byte, *T)
 // appendJSON appends the API's resource types; nil for any other type.
 func appendJSON(b []byte, v any) []byte {
 	switch v := v.(type) {
-	case backend.Page[backend.Invoice]:
+	case invoicing.Page[invoicing.Invoice]:
 		return appendPage(b, &v, appendInvoice)
-	case backend.Page[backend.Client]:
+	case invoicing.Page[invoicing.Client]:
 		return appendPage(b, &v, appendClient)
-	case backend.Client:
+	case invoicing.Client:
 		return appendClient(b, &v)
-	case backend.Invoice:
+	case invoicing.Invoice:
 		return appendInvoice(b, &v)
 	}
 	return nil
@@ -85,7 +85,7 @@ func appendPageEnd(b []byte, total int64, page, size int) []byte {
 	return append(b, '}')
 }
 
-func appendClient(b []byte, c *backend.Client) []byte {
+func appendClient(b []byte, c *invoicing.Client) []byte {
 	b = append(b, `{"id":`...)
 	b = appendString(b, c.ID)
 	b = append(b, `,"name":`...)
@@ -105,7 +105,7 @@ func appendClient(b []byte, c *backend.Client) []byte {
 	return append(b, '}')
 }
 
-func appendInvoice(b []byte, inv *backend.Invoice) []byte {
+func appendInvoice(b []byte, inv *invoicing.Invoice) []byte {
 	b = append(b, `{"id":`...)
 	b = appendString(b, inv.ID)
 	b = append(b, `,"number":`...)
@@ -182,7 +182,7 @@ func appendInvoice(b []byte, inv *backend.Invoice) []byte {
 }
 
 // appendTimestamp writes what backend.Timestamp.MarshalJSON writes; nil is null.
-func appendTimestamp(b []byte, t *backend.Timestamp) []byte {
+func appendTimestamp(b []byte, t *invoicing.Timestamp) []byte {
 	if t == nil {
 		return append(b, "null"...)
 	}
@@ -193,7 +193,7 @@ func appendTimestamp(b []byte, t *backend.Timestamp) []byte {
 
 // appendDecimal writes what backend.Decimal.MarshalJSON writes: the number's
 // canonical text (made by the adapter from the database's exact numerics).
-func appendDecimal(b []byte, d backend.Decimal) []byte {
+func appendDecimal(b []byte, d invoicing.Decimal) []byte {
 	if d == "" {
 		return append(b, "null"...)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 func sp(s string) *string { return &s }
@@ -21,27 +21,27 @@ var trickyStrings = []string{
 }
 
 func sampleValues() []any {
-	at := backend.Timestamp{Time: time.Date(2026, 3, 1, 9, 15, 2, 123456789, time.FixedZone("WAT", 3600))}
+	at := invoicing.Timestamp{Time: time.Date(2026, 3, 1, 9, 15, 2, 123456789, time.FixedZone("WAT", 3600))}
 	var vals []any
 	for _, s := range trickyStrings {
-		c := backend.Client{ID: "11000000-0000-4000-8000-000000000001", Name: s, NIF: sp(s), Email: sp("a@b.ao"),
+		c := invoicing.Client{ID: "11000000-0000-4000-8000-000000000001", Name: s, NIF: sp(s), Email: sp("a@b.ao"),
 			Phone: nil, Address: sp(s), Type: sp("COMPANY"), CreatedAt: at}
-		inv := backend.Invoice{ID: "21000000-0000-4000-8000-000000000001", Number: "FT 2026/1", Type: "FT", Status: "ISSUED",
+		inv := invoicing.Invoice{ID: "21000000-0000-4000-8000-000000000001", Number: "FT 2026/1", Type: "FT", Status: "ISSUED",
 			TotalAmount: "12345678901234.56", Currency: "AOA", IssuedAt: &at, DueDate: sp("2026-03-31"),
-			Customer: backend.InvoiceCustomer{ID: sp("x"), Name: s, NIF: nil},
-			Items:    []backend.InvoiceItem{{Description: s, Quantity: "2.5", UnitPrice: "12500.0000", Total: "31250.00"}, {Description: "b", Quantity: "1", UnitPrice: "1.00", Total: ""}},
-			Transmission: &backend.Transmission{Status: "INVALID", RequestID: sp(s), SubmittedAt: &at, CheckedAt: nil,
-				Errors: []backend.TransmissionError{{Code: "E1", Message: s}, {Code: "E2", Message: "ok"}}},
+			Customer: invoicing.InvoiceCustomer{ID: sp("x"), Name: s, NIF: nil},
+			Items:    []invoicing.InvoiceItem{{Description: s, Quantity: "2.5", UnitPrice: "12500.0000", Total: "31250.00"}, {Description: "b", Quantity: "1", UnitPrice: "1.00", Total: ""}},
+			Transmission: &invoicing.Transmission{Status: "INVALID", RequestID: sp(s), SubmittedAt: &at, CheckedAt: nil,
+				Errors: []invoicing.TransmissionError{{Code: "E1", Message: s}, {Code: "E2", Message: "ok"}}},
 		}
-		draft := backend.Invoice{ID: "d", Number: "PF A/2", Type: "PF", Status: "DRAFT", TotalAmount: "0.00", Currency: "AOA",
-			Items: []backend.InvoiceItem{}, Transmission: &backend.Transmission{Status: "NOT_APPLICABLE", Errors: []backend.TransmissionError{}}}
-		vals = append(vals, c, inv, draft, backend.Invoice{},
-			backend.Page[backend.Client]{Data: []backend.Client{c, {}}, Total: 1_000_001, Page: 3, PageSize: 100},
-			backend.Page[backend.Invoice]{Data: []backend.Invoice{inv, draft}, Total: 2, Page: 1, PageSize: 20},
+		draft := invoicing.Invoice{ID: "d", Number: "PF A/2", Type: "PF", Status: "DRAFT", TotalAmount: "0.00", Currency: "AOA",
+			Items: []invoicing.InvoiceItem{}, Transmission: &invoicing.Transmission{Status: "NOT_APPLICABLE", Errors: []invoicing.TransmissionError{}}}
+		vals = append(vals, c, inv, draft, invoicing.Invoice{},
+			invoicing.Page[invoicing.Client]{Data: []invoicing.Client{c, {}}, Total: 1_000_001, Page: 3, PageSize: 100},
+			invoicing.Page[invoicing.Invoice]{Data: []invoicing.Invoice{inv, draft}, Total: 2, Page: 1, PageSize: 20},
 		)
 	}
-	vals = append(vals, backend.Page[backend.Client]{Data: []backend.Client{}}, backend.Page[backend.Invoice]{},
-		backend.Page[backend.Client]{})
+	vals = append(vals, invoicing.Page[invoicing.Client]{Data: []invoicing.Client{}}, invoicing.Page[invoicing.Invoice]{},
+		invoicing.Page[invoicing.Client]{})
 	return vals
 }
 
@@ -84,13 +84,13 @@ func TestAppendStringRandom(t *testing.T) {
 // A field added to a resource type must be added to the appenders too.
 func TestAppendJSONKnowsEveryField(t *testing.T) {
 	for typ, n := range map[reflect.Type]int{
-		reflect.TypeFor[backend.Client]():               8,
-		reflect.TypeFor[backend.Invoice]():              11,
-		reflect.TypeFor[backend.InvoiceCustomer]():      3,
-		reflect.TypeFor[backend.InvoiceItem]():          4,
-		reflect.TypeFor[backend.Transmission]():         5,
-		reflect.TypeFor[backend.TransmissionError]():    2,
-		reflect.TypeFor[backend.Page[backend.Client]](): 4,
+		reflect.TypeFor[invoicing.Client]():                 8,
+		reflect.TypeFor[invoicing.Invoice]():                11,
+		reflect.TypeFor[invoicing.InvoiceCustomer]():        3,
+		reflect.TypeFor[invoicing.InvoiceItem]():            4,
+		reflect.TypeFor[invoicing.Transmission]():           5,
+		reflect.TypeFor[invoicing.TransmissionError]():      2,
+		reflect.TypeFor[invoicing.Page[invoicing.Client]](): 4,
 	} {
 		if typ.NumField() != n {
 			t.Errorf("%v has %d fields, the appenders in encode.go know %d: update them", typ, typ.NumField(), n)

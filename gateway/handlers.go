@@ -2,95 +2,85 @@ package gateway
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/julienschmidt/httprouter"
 )
 
-func (s *Server) listInvoices(w http.ResponseWriter, r *http.Request, st *reqState, _ httprouter.Params) {
+// The five operations of the public API. Each reads and validates its input,
+// makes one store call for the caller's company in the key's mode, and
+// returns the resource: writeAnswers writes it, or the error.
+
+func (s *Server) listInvoices(r *http.Request, st *reqState, _ httprouter.Params) (answer, error) {
 	f, err := invoiceFilter(r.URL.RawQuery)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return answer{}, err
 	}
-	s.withData(w, r, st, func(store Store) (any, error) {
+	return s.read(r, st, func(store Store) (any, error) {
 		return store.ListInvoices(r.Context(), st.Key.CompanyID, f)
-	}, http.StatusOK)
+	})
 }
 
-func (s *Server) getInvoice(w http.ResponseWriter, r *http.Request, st *reqState, p httprouter.Params) {
+func (s *Server) getInvoice(r *http.Request, st *reqState, p httprouter.Params) (answer, error) {
 	if err := parseQuery(r.URL.RawQuery).err(); err != nil {
-		writeProblem(w, r, err)
-		return
+		return answer{}, err
 	}
-	id := p.ByName("id")
-	s.withData(w, r, st, func(store Store) (any, error) {
-		return store.GetInvoice(r.Context(), st.Key.CompanyID, id)
-	}, http.StatusOK)
+	return s.read(r, st, func(store Store) (any, error) {
+		return store.GetInvoice(r.Context(), st.Key.CompanyID, p.ByName("id"))
+	})
 }
 
-func (s *Server) listClients(w http.ResponseWriter, r *http.Request, st *reqState, _ httprouter.Params) {
+func (s *Server) listClients(r *http.Request, st *reqState, _ httprouter.Params) (answer, error) {
 	f, err := clientFilter(r.URL.RawQuery)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return answer{}, err
 	}
-	s.withData(w, r, st, func(store Store) (any, error) {
+	return s.read(r, st, func(store Store) (any, error) {
 		return store.ListClients(r.Context(), st.Key.CompanyID, f)
-	}, http.StatusOK)
+	})
 }
 
-func (s *Server) getClient(w http.ResponseWriter, r *http.Request, st *reqState, p httprouter.Params) {
+func (s *Server) getClient(r *http.Request, st *reqState, p httprouter.Params) (answer, error) {
 	if err := parseQuery(r.URL.RawQuery).err(); err != nil {
-		writeProblem(w, r, err)
-		return
+		return answer{}, err
 	}
-	id := p.ByName("id")
-	s.withData(w, r, st, func(store Store) (any, error) {
-		return store.GetClient(r.Context(), st.Key.CompanyID, id)
-	}, http.StatusOK)
+	return s.read(r, st, func(store Store) (any, error) {
+		return store.GetClient(r.Context(), st.Key.CompanyID, p.ByName("id"))
+	})
 }
 
-func (s *Server) createClient(w http.ResponseWriter, r *http.Request, st *reqState, _ httprouter.Params) {
+func (s *Server) createClient(r *http.Request, st *reqState, _ httprouter.Params) (answer, error) {
 	if err := parseQuery(r.URL.RawQuery).err(); err != nil {
-		writeProblem(w, r, err)
-		return
+		return answer{}, err
 	}
-	nc, err := decodeNewClient(w, r)
+	nc, err := decodeNewClient(r)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return answer{}, err
 	}
 	release, err := s.acquire(r, st)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return answer{}, err
 	}
 	defer release()
 	c, err := s.store(st.Key.Mode).CreateClient(r.Context(), st.Key.CompanyID, nc)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return answer{}, err
 	}
-	w.Header().Set("Location", apiPrefix+"/clients/"+c.ID)
-	writeJSON(w, http.StatusCreated, c)
+	return answer{status: http.StatusCreated, body: c, location: apiPrefix + "/clients/" + c.ID}, nil
 }
 
-// withData runs one database call for the caller's company in the key's
-// mode, within the in-flight cap, and writes its result or its error.
-func (s *Server) withData(w http.ResponseWriter, r *http.Request, st *reqState, call func(Store) (any, error), status int) {
+// read runs one database call for the caller's company in the key's mode,
+// within the in-flight cap, and answers its result.
+func (s *Server) read(r *http.Request, st *reqState, call func(Store) (any, error)) (answer, error) {
 	release, err := s.acquire(r, st)
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return answer{}, err
 	}
 	v, err := call(s.store(st.Key.Mode))
 	release()
 	if err != nil {
-		writeProblem(w, r, err)
-		return
+		return answer{}, err
 	}
-	writeJSON(w, status, v)
+	return answer{body: v}, nil
 }
 
 func (s *Server) acquire(r *http.Request, st *reqState) (func(), error) {
@@ -99,25 +89,3 @@ func (s *Server) acquire(r *http.Request, st *reqState) (func(), error) {
 	}
 	return s.guard.Acquire(r.Context(), st.Key.CompanyID)
 }
-
-// writeJSON writes v as the response body with an exact Content-Length.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, buf, err := marshalJSON(v) // encode.go
-	if err != nil {
-		// Resources always encode; should one not, the caller still gets
-		// the API's error format.
-		w.Header().Set("Content-Type", "application/problem+json")
-		w.WriteHeader(http.StatusInternalServerError)
-		_, _ = w.Write([]byte(`{"type":"` + problemTypeBase + `internal_error","title":"Internal server error","status":500,"detail":"An internal error occurred.","code":"internal_error"}` + "\n"))
-		return
-	}
-	defer releaseBuf(buf)
-	h := w.Header()
-	h["Content-Type"] = jsonContentType
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-}
-
-// jsonContentType is shared by every answer, as the values in middleware.go.
-var jsonContentType = []string{"application/json"}

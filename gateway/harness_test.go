@@ -19,6 +19,7 @@ import (
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
 )
 
@@ -116,7 +117,7 @@ func (w *world) start(opts ...instanceOpt) *instance {
 }
 
 // key creates a key through the same path as the admin API and the CLI.
-func (in *instance) key(t *testing.T, company string, mode authz.Mode, scopes string) gateway.KeyView {
+func (in *instance) key(t *testing.T, company string, mode invoicing.Mode, scopes string) gateway.KeyView {
 	t.Helper()
 	sc, err := authz.ParseScopes(scopes)
 	if err != nil {

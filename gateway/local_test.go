@@ -13,6 +13,7 @@ import (
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
 )
 
@@ -66,14 +67,14 @@ func newLocalGateway(tb testing.TB, edit func(*Config)) *localGateway {
 	})
 	for name, k := range map[string]struct {
 		co     string
-		mode   authz.Mode
+		mode   invoicing.Mode
 		scopes string
 	}{
-		"aLive": {gendata.DemoCompanyA, authz.Live, "invoices:read,clients:read,clients:write"},
-		"aTest": {gendata.DemoCompanyA, authz.Test, "invoices:read,clients:read,clients:write"},
-		"aRead": {gendata.DemoCompanyA, authz.Live, "clients:read"},
-		"bLive": {gendata.DemoCompanyB, authz.Live, "invoices:read,clients:read,clients:write"},
-		"bTest": {gendata.DemoCompanyB, authz.Test, "invoices:read,clients:read,clients:write"},
+		"aLive": {gendata.DemoCompanyA, invoicing.Live, "invoices:read,clients:read,clients:write"},
+		"aTest": {gendata.DemoCompanyA, invoicing.Test, "invoices:read,clients:read,clients:write"},
+		"aRead": {gendata.DemoCompanyA, invoicing.Live, "clients:read"},
+		"bLive": {gendata.DemoCompanyB, invoicing.Live, "invoices:read,clients:read,clients:write"},
+		"bTest": {gendata.DemoCompanyB, invoicing.Test, "invoices:read,clients:read,clients:write"},
 	} {
 		sc, err := authz.ParseScopes(k.scopes)
 		if err != nil {
@@ -97,11 +98,11 @@ func newLocalGateway(tb testing.TB, edit func(*Config)) *localGateway {
 func collectIDs(tb testing.TB, st *backend.Store, company string, set map[string]bool) {
 	ctx := context.Background()
 	for p := 1; ; p++ {
-		inv, err := st.ListInvoices(ctx, company, backend.InvoiceFilter{Page: p, PageSize: 100})
+		inv, err := st.ListInvoices(ctx, company, invoicing.InvoiceFilter{Page: p, PageSize: 100})
 		if err != nil {
 			tb.Fatal(err)
 		}
-		cl, err := st.ListClients(ctx, company, backend.ClientFilter{Page: p, PageSize: 100})
+		cl, err := st.ListClients(ctx, company, invoicing.ClientFilter{Page: p, PageSize: 100})
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
 )
 
@@ -64,7 +65,7 @@ func (m *metrics) observe(route string, status int, elapsed time.Duration) {
 	m.duration.WithLabelValues(route).Observe(elapsed.Seconds())
 }
 
-func (m *metrics) decided(mode string, d tenants.Decision) {
+func (m *metrics) decided(mode invoicing.Mode, d tenants.Decision) {
 	decision, source := "allowed", "redis"
 	if !d.Allowed {
 		decision = "rejected"
@@ -72,7 +73,7 @@ func (m *metrics) decided(mode string, d tenants.Decision) {
 	if d.Local {
 		source = "local"
 	}
-	m.ratelimit.WithLabelValues(mode, decision, source).Inc()
+	m.ratelimit.WithLabelValues(string(mode), decision, source).Inc()
 }
 
 func (m *metrics) handler() http.Handler {

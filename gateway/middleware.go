@@ -4,11 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
-	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -23,11 +23,9 @@ type ctxKey struct{}
 
 type reqState struct {
 	ID     string
-	Route  string    // the route's pattern, for logs and traces
+	Route  string    // the route's name, for logs, traces and metrics
 	Key    authz.Key // set once the key is verified
 	Authed bool
-	Code   string // the problem code of an error answer
-	Cause  string // the internal cause of a 5xx, for the log only
 }
 
 func stateFrom(ctx context.Context) *reqState {
@@ -66,17 +64,18 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// withRequestID gives every request an id, echoed in X-Request-Id.
-func withRequestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// withRequestID gives every request an id, echoed in X-Request-Id, and the
+// state record the later layers fill in.
+func withRequestID(next handler) handler {
+	return func(w http.ResponseWriter, r *http.Request) (answer, error) {
 		id := r.Header.Get("X-Request-Id")
 		if !saneRequestID(id) {
 			id = newRequestID()
 		}
 		w.Header().Set("X-Request-Id", id)
 		st := &reqState{ID: id}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, st)))
-	})
+		return next(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, st)))
+	}
 }
 
 // MaxHeaderBytes bounds a request's line and headers together: API calls
@@ -88,8 +87,8 @@ const MaxHeaderBytes = 16 << 10
 // the head as sent (each header as "Name: value\r\n"); net/http's own
 // cut-off, set higher (NewHTTPServer), only stops what would not fit in
 // memory, and answers in plain text.
-func withHeaderLimit(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func withHeaderLimit(next handler) handler {
+	return func(w http.ResponseWriter, r *http.Request) (answer, error) {
 		n := len(r.Method) + 1 + len(r.RequestURI) + 1 + len(r.Proto) + 2 + len("Host: \r\n") + len(r.Host)
 		for k, vs := range r.Header {
 			for _, v := range vs {
@@ -97,38 +96,49 @@ func withHeaderLimit(next http.Handler) http.Handler {
 			}
 		}
 		if n > MaxHeaderBytes {
-			writeProblem(w, r, &Error{Code: "headers_too_large",
-				Detail: "The request line and headers must be at most " + strconv.Itoa(MaxHeaderBytes) + " bytes together."})
-			return
+			return answer{}, &Error{Code: "headers_too_large",
+				Detail: "The request line and headers must be at most " + strconv.Itoa(MaxHeaderBytes) + " bytes together."}
 		}
-		next.ServeHTTP(w, r)
-	})
+		return next(w, r)
+	}
+}
+
+// withBodyLimit bounds every request body to maxBodyBytes: reading past it
+// fails (readJSONBody answers 413) and the connection is closed after the
+// answer rather than drained.
+func withBodyLimit(next handler) handler {
+	return func(w http.ResponseWriter, r *http.Request) (answer, error) {
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+		}
+		return next(w, r)
+	}
 }
 
 // withRecover turns a panic into a 500 problem instead of a dropped connection.
-func withRecover(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func withRecover(next handler) handler {
+	return func(w http.ResponseWriter, r *http.Request) (ans answer, err error) {
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				writeProblem(w, r, &Error{Code: "internal_error", Detail: "An internal error occurred.", Err: fmt.Errorf("panic: %v", v)})
+				ans, err = answer{}, &Error{Code: "internal_error", Detail: "An internal error occurred.", Err: fmt.Errorf("panic: %v", v)}
 			}
 		}()
-		next.ServeHTTP(w, r)
-	})
+		return next(w, r)
+	}
 }
 
 // withSecurityHeaders sets the headers every API response needs: API answers
 // are private to the caller and never to be sniffed as HTML.
-func withSecurityHeaders(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func withSecurityHeaders(next handler) handler {
+	return func(w http.ResponseWriter, r *http.Request) (answer, error) {
 		h := w.Header()
 		h["X-Content-Type-Options"] = nosniff
 		h["Cache-Control"] = noStore
-		next.ServeHTTP(w, r)
-	})
+		return next(w, r)
+	}
 }
 
 // Constant header values, shared by every answer (net/http only reads them;
@@ -138,74 +148,45 @@ var (
 	noStore = []string{"no-store"}
 )
 
-// statusWriter remembers the status for the access log.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-	bytes  int
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	n, err := s.ResponseWriter.Write(b)
-	s.bytes += n
-	return n, err
-}
-
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
 // accessLog writes one structured line per request: ids, route, status and
 // latency, never the key secret, the body or the query string (it can hold a
 // search for a person's name or NIF).
-func accessLog(logger *slog.Logger, now func() time.Time) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			start := now()
-			sw := &statusWriter{ResponseWriter: w}
-			next.ServeHTTP(sw, r)
-			if sw.status == 0 {
-				sw.status = http.StatusOK
+func (s *Server) accessLog(next handler) handler {
+	return func(w http.ResponseWriter, r *http.Request) (answer, error) {
+		start := s.now()
+		ans, err := next(w, r)
+		st := stateFrom(r.Context())
+		route := st.Route
+		if route == "" {
+			route = "unmatched"
+		}
+		attrs := make([]slog.Attr, 0, 14)
+		attrs = append(attrs,
+			slog.String("requestId", st.ID),
+			slog.String("method", r.Method),
+			slog.String("route", route),
+			slog.Int("status", ans.status),
+			slog.Int("bytes", ans.bytes),
+			slog.Float64("latencyMs", float64(s.now().Sub(start).Microseconds())/1000),
+		)
+		var p *Error
+		if errors.As(err, &p) {
+			attrs = append(attrs, slog.String("code", p.Code))
+			if ans.status >= 500 && p.Err != nil {
+				attrs = append(attrs, slog.String("error", p.Err.Error()))
 			}
-			st := stateFrom(r.Context())
-			route := st.Route
-			if route == "" {
-				route = "unmatched"
-			}
-			attrs := make([]slog.Attr, 0, 14)
-			attrs = append(attrs,
-				slog.String("requestId", st.ID),
-				slog.String("method", r.Method),
-				slog.String("route", route),
-				slog.Int("status", sw.status),
-				slog.Int("bytes", sw.bytes),
-				slog.Float64("latencyMs", float64(now().Sub(start).Microseconds())/1000),
-			)
-			if st.Code != "" {
-				attrs = append(attrs, slog.String("code", st.Code))
-			}
-			if st.Cause != "" {
-				attrs = append(attrs, slog.String("error", st.Cause))
-			}
-			level := slog.LevelInfo
-			if sw.status >= 500 {
-				level = slog.LevelError
-			}
-			if st.Authed {
-				attrs = append(attrs, slog.String("company", st.Key.CompanyID), slog.String("keyId", st.Key.ID), slog.String("mode", string(st.Key.Mode)))
-			}
-			if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
-				attrs = append(attrs, slog.String("traceId", sc.TraceID().String()), slog.String("spanId", sc.SpanID().String()))
-			}
-			logger.LogAttrs(r.Context(), level, "request", attrs...)
-		})
+		}
+		level := slog.LevelInfo
+		if ans.status >= 500 {
+			level = slog.LevelError
+		}
+		if st.Authed {
+			attrs = append(attrs, slog.String("company", st.Key.CompanyID), slog.String("keyId", st.Key.ID), slog.String("mode", string(st.Key.Mode)))
+		}
+		if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
+			attrs = append(attrs, slog.String("traceId", sc.TraceID().String()), slog.String("spanId", sc.SpanID().String()))
+		}
+		s.logger.LogAttrs(r.Context(), level, "request", attrs...)
+		return ans, err
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // Page defaults and bounds (API document 8; defaults and the answer to an
@@ -205,9 +205,9 @@ var (
 )
 
 // invoiceFilter reads the query of GET /invoices.
-func invoiceFilter(raw string) (backend.InvoiceFilter, error) {
+func invoiceFilter(raw string) (invoicing.InvoiceFilter, error) {
 	q := parseQuery(raw, "page", "pageSize", "status", "type", "from", "to")
-	var f backend.InvoiceFilter
+	var f invoicing.InvoiceFilter
 	f.Page, f.PageSize = q.page()
 	f.Status = q.enumParam("status", invoiceStatuses...)
 	f.Type = q.enumParam("type", invoiceTypes...)
@@ -219,9 +219,9 @@ func invoiceFilter(raw string) (backend.InvoiceFilter, error) {
 }
 
 // clientFilter reads the query of GET /clients.
-func clientFilter(raw string) (backend.ClientFilter, error) {
+func clientFilter(raw string) (invoicing.ClientFilter, error) {
 	q := parseQuery(raw, "page", "pageSize", "search")
-	var f backend.ClientFilter
+	var f invoicing.ClientFilter
 	f.Page, f.PageSize = q.page()
 	f.Search = q.searchParam("search")
 	return f, q.err()

@@ -12,18 +12,17 @@ import (
 // real load without a rebuild, and callers of the public API never reach it.
 // CPU profiles and traces must be shorter than the listener's write timeout
 // (30s by default): ask for ?seconds=20.
-func (s *Server) adminPprof(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+func (s *Server) adminPprof(_ *http.Request, p httprouter.Params) (answer, error) {
 	switch p.ByName("name") {
 	case "/profile":
-		pprof.Profile(w, r)
+		return answer{serve: http.HandlerFunc(pprof.Profile)}, nil
 	case "/trace":
-		pprof.Trace(w, r)
+		return answer{serve: http.HandlerFunc(pprof.Trace)}, nil
 	case "/symbol":
-		pprof.Symbol(w, r)
+		return answer{serve: http.HandlerFunc(pprof.Symbol)}, nil
 	case "/cmdline":
 		// The command line can hold a secret passed as a flag; it is not served.
-		writeProblem(w, r, &Error{Code: "route_not_found", Detail: "No route matches this method and path."})
-	default:
-		pprof.Index(w, r) // the index, and heap, goroutine, allocs... by name
+		return answer{}, &Error{Code: "route_not_found", Detail: "No route matches this method and path."}
 	}
+	return answer{serve: http.HandlerFunc(pprof.Index)}, nil // the index, and heap, goroutine, allocs... by name
 }

@@ -2,14 +2,13 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
 	"github.com/invoicing-ao/gateway/usage"
 )
@@ -82,6 +81,14 @@ var problemCodes = map[string]problemCode{
 // problemFor maps any error to the Error the caller sees. It is the one place
 // that knows which package's error means which status.
 func problemFor(err error) *Error {
+	p := problemOf(err)
+	if _, ok := problemCodes[p.Code]; !ok {
+		return &Error{Code: "internal_error", Detail: "An internal error occurred.", Err: err}
+	}
+	return p
+}
+
+func problemOf(err error) *Error {
 	var e *Error
 	switch {
 	case errors.As(err, &e):
@@ -114,9 +121,9 @@ func problemFor(err error) *Error {
 		return &Error{Code: "insufficient_scope", Detail: "The API key lacks the scope this operation needs.", Err: err}
 	case errors.Is(err, authz.ErrKeyLimit):
 		return &Error{Code: "key_limit_reached", Detail: "The company already has the maximum number of active keys.", Err: err}
-	case errors.Is(err, authz.ErrUnknownScope), errors.Is(err, authz.ErrInvalidMode),
-		errors.Is(err, authz.ErrInvalidCompany), errors.Is(err, authz.ErrInvalidName),
-		errors.Is(err, tenants.ErrInvalidLimit), errors.Is(err, tenants.ErrInvalidMode):
+	case errors.Is(err, authz.ErrUnknownScope), errors.Is(err, invoicing.ErrInvalidMode),
+		errors.Is(err, invoicing.ErrInvalidCompany), errors.Is(err, authz.ErrInvalidName),
+		errors.Is(err, tenants.ErrInvalidLimit):
 		return &Error{Code: "invalid_body", Detail: err.Error(), Err: err}
 	case errors.Is(err, usage.ErrUnavailable):
 		return &Error{Code: "usage_unavailable", Detail: "Usage cannot be read right now; retry later.", RetryAfter: time.Second, Err: err}
@@ -143,40 +150,6 @@ type problemBody struct {
 
 // problemTypeBase is where each code is explained (the portal's errors guide).
 const problemTypeBase = "/api/docs/errors#"
-
-// writeProblem writes err as application/problem+json, with the headers its
-// code calls for, and logs the cause of server-side failures.
-func writeProblem(w http.ResponseWriter, r *http.Request, err error) {
-	p := problemFor(err)
-	pc, ok := problemCodes[p.Code]
-	if !ok {
-		pc = problemCodes["internal_error"]
-		p = &Error{Code: "internal_error", Detail: "An internal error occurred.", Err: err}
-	}
-	// The access log reports the code, and the cause of server-side failures.
-	st := stateFrom(r.Context())
-	st.Code = p.Code
-	if pc.Status >= 500 && p.Err != nil {
-		st.Cause = p.Err.Error()
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/problem+json")
-	h.Set("Cache-Control", "no-store")
-	switch {
-	case pc.Status == http.StatusUnauthorized && p.Code != "unauthorized_admin":
-		h.Set("WWW-Authenticate", `Bearer realm="invoicing-api"`)
-	case pc.Status == http.StatusMethodNotAllowed:
-		h.Set("Allow", p.Allow)
-	}
-	if p.RetryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(ceilSeconds(p.RetryAfter)))
-	}
-	w.WriteHeader(pc.Status)
-	_ = json.NewEncoder(w).Encode(problemBody{
-		Type: problemTypeBase + p.Code, Title: pc.Title, Status: pc.Status,
-		Detail: p.Detail, Code: p.Code, RequestID: st.ID, Errors: p.Fields, Checks: p.Checks,
-	})
-}
 
 // ceilSeconds rounds up to whole seconds, at least 1: a client told to retry
 // after 0 seconds would retry at once and be refused again.

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"net/http"
 
 	"go.opentelemetry.io/otel"
@@ -30,8 +31,8 @@ var w3c propagation.TraceContext
 // count and latency in the metrics, and, once the caller is known, its count
 // in the company's usage. The span is named by the route pattern and carries
 // ids only: never the key, the query string, the body or personal data.
-func (s *Server) withTelemetry(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func (s *Server) withTelemetry(next handler) handler {
+	return func(w http.ResponseWriter, r *http.Request) (answer, error) {
 		start := s.now()
 		ctx := r.Context()
 		var span trace.Span
@@ -41,25 +42,21 @@ func (s *Server) withTelemetry(next http.Handler) http.Handler {
 			defer span.End() // also when a panic escapes (http.ErrAbortHandler)
 			r = r.WithContext(ctx)
 		}
-		sw := &statusWriter{ResponseWriter: w}
-		next.ServeHTTP(sw, r)
-		status := sw.status
-		if status == 0 {
-			status = http.StatusOK
-		}
+		ans, err := next(w, r)
 		st := stateFrom(ctx)
 		route := st.Route
 		if route == "" {
 			route = "unmatched"
 		}
-		s.metrics.observe(route, status, s.now().Sub(start))
+		s.metrics.observe(route, ans.status, s.now().Sub(start))
 		if st.Authed && s.usage != nil {
-			s.usage.Add(st.Key.CompanyID, string(st.Key.Mode), status)
+			s.usage.Add(st.Key.CompanyID, st.Key.Mode, ans.status)
 		}
 		if span != nil && span.IsRecording() {
-			s.describeSpan(span, r, st, status)
+			s.describeSpan(span, r, st, ans.status, err)
 		}
-	})
+		return ans, err
+	}
 }
 
 // tracingOff reports whether spans are no-ops (no exporter configured). The
@@ -75,17 +72,12 @@ func (s *Server) tracingOff() bool {
 	return off
 }
 
-// named records a route pattern for routes registered without s.route, so
-// that logs, spans and metrics name them.
-func named(route string, h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		stateFrom(r.Context()).Route = route
-		h(w, r)
-	}
-}
-
 // describeSpan names the span by its route and sets the request's facts.
-func (s *Server) describeSpan(span trace.Span, r *http.Request, st *reqState, status int) {
+func (s *Server) describeSpan(span trace.Span, r *http.Request, st *reqState, status int, err error) {
+	var code string
+	if p := (*Error)(nil); errors.As(err, &p) {
+		code = p.Code
+	}
 	attrs := make([]attribute.KeyValue, 0, 10)
 	attrs = append(attrs,
 		attribute.String("http.request.method", r.Method),
@@ -96,8 +88,8 @@ func (s *Server) describeSpan(span trace.Span, r *http.Request, st *reqState, st
 		span.SetName(st.Route)
 		attrs = append(attrs, attribute.String("http.route", st.Route))
 	}
-	if st.Code != "" {
-		attrs = append(attrs, attribute.String("gateway.problem.code", st.Code))
+	if code != "" {
+		attrs = append(attrs, attribute.String("gateway.problem.code", code))
 	}
 	if st.Authed {
 		attrs = append(attrs,
@@ -111,7 +103,7 @@ func (s *Server) describeSpan(span trace.Span, r *http.Request, st *reqState, st
 	// A server span is an error for 5xx only: a 4xx is the caller's error,
 	// answered correctly.
 	if status >= 500 {
-		errType := st.Code
+		errType := code
 		if errType == "" {
 			errType = "_OTHER"
 		}

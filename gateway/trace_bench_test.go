@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // benchTelemetry measures what withTelemetry (span, metrics, usage) and the
@@ -26,14 +27,14 @@ func benchTelemetry(b *testing.B, tp trace.TracerProvider, traceparent bool) {
 
 func benchChain(b *testing.B, tp trace.TracerProvider, traceparent, telemetry bool) {
 	s := New(Config{TracerProvider: tp, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	inner := func(w http.ResponseWriter, r *http.Request) (answer, error) {
 		st := stateFrom(r.Context())
 		st.Route = "GET /api/v1/v1/clients"
-		st.Key = authz.Key{ID: "key_x", CompanyID: "0a5e7c1e-0000-4000-8000-00000000000a", Mode: authz.Live}
+		st.Key = authz.Key{ID: "key_x", CompanyID: "0a5e7c1e-0000-4000-8000-00000000000a", Mode: invoicing.Live}
 		st.Authed = true
-		w.WriteHeader(http.StatusOK)
-	})
-	h := accessLog(s.logger, s.now)(inner)
+		return answer{}, nil
+	}
+	h := s.accessLog(writeAnswers(inner))
 	if telemetry {
 		h = s.withTelemetry(h)
 	}
@@ -44,7 +45,7 @@ func benchChain(b *testing.B, tp trace.TracerProvider, traceparent, telemetry bo
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		h.ServeHTTP(discardWriter{}, req)
+		_, _ = h(discardWriter{}, req)
 	}
 }
 

@@ -40,21 +40,21 @@ func TestTelemetryOffSkipsSpans(t *testing.T) {
 			var logs bytes.Buffer
 			s := New(Config{TracerProvider: tc.tp, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 			var outer, seen *http.Request
-			inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			inner := func(w http.ResponseWriter, r *http.Request) (answer, error) {
 				seen = r
 				stateFrom(r.Context()).Route = "GET /x"
-				w.WriteHeader(http.StatusNoContent)
-			})
-			chain := s.withTelemetry(accessLog(s.logger, s.now)(inner))
-			h := withRequestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				return answer{status: http.StatusNoContent}, nil
+			}
+			chain := s.withTelemetry(s.accessLog(writeAnswers(inner)))
+			h := withRequestID(func(w http.ResponseWriter, r *http.Request) (answer, error) {
 				outer = r
-				chain.ServeHTTP(w, r)
-			}))
+				return chain(w, r)
+			})
 			req := httptest.NewRequest(http.MethodGet, "/x", nil)
 			if tc.traceparent {
 				req.Header.Set("traceparent", parent)
 			}
-			h.ServeHTTP(httptest.NewRecorder(), req)
+			_, _ = h(httptest.NewRecorder(), req)
 			if got := seen == outer; got != tc.sameRequest {
 				t.Errorf("handler got the same request: %v, want %v", got, tc.sameRequest)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
 )
 
@@ -99,10 +100,10 @@ func TestQueryParsing(t *testing.T) {
 }
 
 func TestDecodeNewClient(t *testing.T) {
-	post := func(body string) (backend.NewClient, error) {
+	post := func(body string) (invoicing.NewClient, error) {
 		r := httptest.NewRequest("POST", "/", strings.NewReader(body))
 		r.Header.Set("Content-Type", "application/json; charset=utf-8")
-		return decodeNewClient(httptest.NewRecorder(), r)
+		return decodeNewClient(r)
 	}
 	nc, err := post(`{"name":" Ana ","nif":"000238553ca017","phone":"+244 923 456 789","email":null,"type":"INDIVIDUAL"}`)
 	if err != nil {
@@ -148,7 +149,7 @@ func TestProblemTable(t *testing.T) {
 	for _, c := range cases {
 		rec := httptest.NewRecorder()
 		r := httptest.NewRequest("GET", "/", nil)
-		writeProblem(rec, r, c.err)
+		_, _ = writeAnswers(func(http.ResponseWriter, *http.Request) (answer, error) { return answer{}, c.err })(rec, r)
 		var body map[string]any
 		_ = json.Unmarshal(rec.Body.Bytes(), &body)
 		if rec.Code != c.status || body["code"] != c.code || rec.Header().Get("Content-Type") != "application/problem+json" {
@@ -164,9 +165,9 @@ func TestProblemTable(t *testing.T) {
 }
 
 func TestRecoverAnswers500(t *testing.T) {
-	h := withRequestID(withRecover(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("secret internals") })))
+	h := withRequestID(writeAnswers(withRecover(func(http.ResponseWriter, *http.Request) (answer, error) { panic("secret internals") })))
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	_, _ = h(rec, httptest.NewRequest("GET", "/", nil))
 	if rec.Code != 500 || strings.Contains(rec.Body.String(), "secret internals") || !strings.Contains(rec.Body.String(), `"internal_error"`) {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}

@@ -2,20 +2,18 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/usage"
 )
 
 // Usage counts each company's requests (usage.Counter).
 type Usage interface {
-	Add(companyID, mode string, status int)
+	Add(companyID string, mode invoicing.Mode, status int)
 	Days(ctx context.Context, companyID string, days int) ([]usage.Day, error)
 }
 
@@ -32,7 +30,6 @@ const DefaultUsageDays = 7
 // for the last days days (today included). It is the one path of the admin
 // API and of "gateway usage".
 func (s *Server) CompanyUsage(ctx context.Context, companyID string, days int) (UsageView, error) {
-	companyID = strings.ToLower(strings.TrimSpace(companyID))
 	if s.usage == nil {
 		return UsageView{}, &Error{Code: "usage_unavailable", Detail: "Usage counting is not configured."}
 	}
@@ -40,11 +37,8 @@ func (s *Server) CompanyUsage(ctx context.Context, companyID string, days int) (
 		return UsageView{}, &Error{Code: "invalid_parameter", Detail: "days must be 1 to " + strconv.Itoa(usage.MaxDays) + ".",
 			Fields: []FieldError{{"days", "must be 1 to " + strconv.Itoa(usage.MaxDays)}}}
 	}
-	// A mistyped id would read as a company without requests: say so instead.
-	if _, err := s.live.Company(ctx, companyID); err != nil {
-		if errors.Is(err, backend.ErrNotFound) {
-			return UsageView{}, &Error{Code: "unknown_company", Detail: "No company " + companyID + " exists on the platform.", Err: err}
-		}
+	companyID, err := s.knownCompany(ctx, companyID)
+	if err != nil {
 		return UsageView{}, err
 	}
 	d, err := s.usage.Days(ctx, companyID, days)
@@ -54,21 +48,15 @@ func (s *Server) CompanyUsage(ctx context.Context, companyID string, days int) (
 	return UsageView{CompanyID: companyID, Days: d}, nil
 }
 
-func (s *Server) adminUsage(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+func (s *Server) adminUsage(r *http.Request, p httprouter.Params) (answer, error) {
 	q := r.URL.Query()
 	days := DefaultUsageDays
 	if v, ok := q["days"]; ok {
 		n, err := strconv.Atoi(v[0])
 		if err != nil || len(v) > 1 {
-			writeProblem(w, r, &Error{Code: "invalid_parameter", Detail: "days must be one integer.", Fields: []FieldError{{"days", "must be an integer"}}})
-			return
+			return answer{}, &Error{Code: "invalid_parameter", Detail: "days must be one integer.", Fields: []FieldError{{"days", "must be an integer"}}}
 		}
 		days = n
 	}
-	v, err := s.CompanyUsage(r.Context(), p.ByName("id"), days)
-	if err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
+	return result(s.CompanyUsage(r.Context(), p.ByName("id"), days))
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -46,7 +47,7 @@ type event struct {
 // hammer sends requests of one company as fast as workers per instance can
 // (pausing between requests if pause > 0), until stop, and returns every
 // decision.
-func hammer(ls []*Limiter, workers int, pause time.Duration, company, mode string, stop time.Time) []event {
+func hammer(ls []*Limiter, workers int, pause time.Duration, company string, mode invoicing.Mode, stop time.Time) []event {
 	var (
 		mu  sync.Mutex
 		all []event
@@ -102,7 +103,7 @@ func TestGlobalAccuracy(t *testing.T) {
 	lim := Limit{Rate: 100, Burst: 10}
 	ls := instances(t, 3, Config{LiveDefault: lim})
 	start := time.Now()
-	evs := hammer(ls, 4, 0, "acme", ModeLive, start.Add(window))
+	evs := hammer(ls, 4, 0, "acme", invoicing.Live, start.Add(window))
 	got := admitted(t, evs, start, start.Add(window))
 	want := lim.Rate*window.Seconds() + float64(lim.Burst)
 	per := map[bool]int{}
@@ -134,10 +135,10 @@ func TestLimitChangeUnderLoad(t *testing.T) {
 	start := time.Now()
 	stop := start.Add(time.Duration(len(changes)+1) * 1200 * time.Millisecond)
 	done := make(chan []event)
-	go func() { done <- hammer(workers, 4, 0, "acme", ModeLive, stop) }()
+	go func() { done <- hammer(workers, 4, 0, "acme", invoicing.Live, stop) }()
 	for i, lim := range changes {
 		time.Sleep(time.Until(start.Add(time.Duration(i+1) * 1200 * time.Millisecond)))
-		if err := admin.SetLimit(ctx, "acme", ModeLive, lim); err != nil {
+		if err := admin.SetLimit(ctx, "acme", invoicing.Live, lim); err != nil {
 			t.Fatal(err)
 		}
 		changed = append(changed, time.Now())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,7 +25,7 @@ const maxBatch = 128
 
 type decideCall struct {
 	companyID string
-	m         mode
+	m         invoicing.Mode
 	d         Decision
 	err       error
 	done      chan struct{}
@@ -39,7 +40,7 @@ type batcher struct {
 }
 
 // decideRedis asks Redis for one decision, within the limiter's timeout.
-func (l *Limiter) decideRedis(ctx context.Context, companyID string, m mode) (Decision, error) {
+func (l *Limiter) decideRedis(ctx context.Context, companyID string, m invoicing.Mode) (Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err
 	}
@@ -137,7 +138,7 @@ func (l *Limiter) scriptArgs(g []*decideCall) ([]string, []any) {
 	args = append(args, l.defaults4...)
 	for _, c := range g {
 		keys = append(keys, tatKey(l.prefix, c.companyID, c.m), overrideKey(l.prefix, c.companyID))
-		args = append(args, modeField[c.m])
+		args = append(args, modeField[c.m.Index()])
 	}
 	return keys, args
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -20,7 +21,7 @@ func TestPipelinedRoundDecidesEachCall(t *testing.T) {
 	ctx := context.Background()
 	l := New(Config{Redis: rdb, Logger: discard()})
 	lim := Limit{Rate: MinRate, Burst: 7}
-	if err := l.SetLimit(ctx, "acme", ModeLive, lim); err != nil {
+	if err := l.SetLimit(ctx, "acme", invoicing.Live, lim); err != nil {
 		t.Fatal(err)
 	}
 	for _, flush := range []bool{true, false} { // NOSCRIPT, then the script known
@@ -29,15 +30,15 @@ func TestPipelinedRoundDecidesEachCall(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := rdb.Del(ctx, tatKey(l.prefix, "acme", live)).Err(); err != nil {
+		if err := rdb.Del(ctx, tatKey(l.prefix, "acme", invoicing.Live)).Err(); err != nil {
 			t.Fatal(err)
 		}
 		calls := make([]*decideCall, 20)
 		for i := range calls {
-			calls[i] = &decideCall{companyID: "acme", m: live, done: make(chan struct{})}
+			calls[i] = &decideCall{companyID: "acme", m: invoicing.Live, done: make(chan struct{})}
 		}
 		// Another company in the same round keeps its own budget.
-		other := &decideCall{companyID: "other", m: live, done: make(chan struct{})}
+		other := &decideCall{companyID: "other", m: invoicing.Live, done: make(chan struct{})}
 		l.batch.queue = append(append(l.batch.queue, calls...), other)
 		l.batch.busy = true
 		if more := l.sendRound(); more {
@@ -76,7 +77,7 @@ func TestConcurrentDecisionsShareRounds(t *testing.T) {
 	ctx := context.Background()
 	l := New(Config{Redis: rdb, Prefix: prefix, Logger: discard()})
 	lim := Limit{Rate: MinRate, Burst: 25}
-	if err := l.SetLimit(ctx, "acme", ModeLive, lim); err != nil {
+	if err := l.SetLimit(ctx, "acme", invoicing.Live, lim); err != nil {
 		t.Fatal(err)
 	}
 	var (
@@ -86,7 +87,7 @@ func TestConcurrentDecisionsShareRounds(t *testing.T) {
 	)
 	for range 200 {
 		wg.Go(func() {
-			d, err := l.Allow(ctx, "acme", ModeLive)
+			d, err := l.Allow(ctx, "acme", invoicing.Live)
 			if err != nil || d.Local {
 				t.Errorf("decision %+v, %v: want one by Redis", d, err)
 				return

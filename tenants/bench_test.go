@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -17,7 +18,7 @@ func BenchmarkAllowRedis(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := l.Allow(ctx, "acme", ModeLive); err != nil {
+		if _, err := l.Allow(ctx, "acme", invoicing.Live); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -35,7 +36,7 @@ func BenchmarkAllowRedisParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
 		for pb.Next() {
-			if _, err := l.Allow(context.Background(), companies[i%len(companies)], ModeLive); err != nil {
+			if _, err := l.Allow(context.Background(), companies[i%len(companies)], invoicing.Live); err != nil {
 				b.Error(err)
 				return
 			}
@@ -50,12 +51,12 @@ func BenchmarkAllowFallback(b *testing.B) {
 	defer rdb.Close()
 	l := New(Config{Redis: rdb, RetryEvery: time.Hour, Logger: discard()})
 	ctx := context.Background()
-	if d, _ := l.Allow(ctx, "acme", ModeLive); !d.Local {
+	if d, _ := l.Allow(ctx, "acme", invoicing.Live); !d.Local {
 		b.Fatal("not in fallback")
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := l.Allow(ctx, "acme", ModeLive); err != nil {
+		if _, err := l.Allow(ctx, "acme", invoicing.Live); err != nil {
 			b.Fatal(err)
 		}
 	}

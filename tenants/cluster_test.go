@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // TestLimiterOnRedisCluster runs the limiter on a real three-master Redis
@@ -24,7 +25,7 @@ func TestLimiterOnRedisCluster(t *testing.T) {
 	l1 := New(Config{Redis: rdb, Prefix: prefix, Logger: discard(), LiveDefault: Limit{Rate: 0.01, Burst: 5}})
 	l2 := New(Config{Redis: rdb, Prefix: prefix, Logger: discard(), LiveDefault: Limit{Rate: 0.01, Burst: 5}})
 
-	allowed := func(l *Limiter, company, mode string) bool {
+	allowed := func(l *Limiter, company string, mode invoicing.Mode) bool {
 		t.Helper()
 		d, err := l.Allow(ctx, company, mode)
 		if err != nil {
@@ -43,7 +44,7 @@ func TestLimiterOnRedisCluster(t *testing.T) {
 			if i%2 == 1 {
 				l = l2
 			}
-			if allowed(l, company, ModeLive) {
+			if allowed(l, company, invoicing.Live) {
 				n++
 			}
 		}
@@ -53,7 +54,7 @@ func TestLimiterOnRedisCluster(t *testing.T) {
 	}
 
 	// An override set through one instance is what the other applies next.
-	if err := l1.SetLimit(ctx, "acme", ModeTest, Limit{Rate: 0.01, Burst: 2}); err != nil {
+	if err := l1.SetLimit(ctx, "acme", invoicing.Test, Limit{Rate: 0.01, Burst: 2}); err != nil {
 		t.Fatalf("SetLimit: %v", err)
 	}
 	got, err := l2.Limits(ctx, "acme")
@@ -62,7 +63,7 @@ func TestLimiterOnRedisCluster(t *testing.T) {
 	}
 	pattern := ""
 	for i := 0; i < 4; i++ {
-		pattern += fmt.Sprint(allowed(l2, "acme", ModeTest), " ")
+		pattern += fmt.Sprint(allowed(l2, "acme", invoicing.Test), " ")
 	}
 	if pattern != "true true false false " {
 		t.Errorf("TEST decisions under burst 2: %s", pattern)
@@ -79,7 +80,7 @@ func TestLimiterOnRedisCluster(t *testing.T) {
 	calls := map[string][]*decideCall{}
 	for _, company := range []string{"umbrella", "hooli", "vandelay"} {
 		for range 8 {
-			c := &decideCall{companyID: company, m: live, done: make(chan struct{})}
+			c := &decideCall{companyID: company, m: invoicing.Live, done: make(chan struct{})}
 			calls[company] = append(calls[company], c)
 			l1.batch.queue = append(l1.batch.queue, c)
 		}

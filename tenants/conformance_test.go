@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -28,7 +29,7 @@ func TestLimitsSetGetReset(t *testing.T) {
 		}
 		check("fresh", Limits{Live: liveDef, Test: testDef})
 
-		if err := l.SetLimit(ctx, "acme", ModeTest, Limit{Rate: 2.5, Burst: 3}); err != nil {
+		if err := l.SetLimit(ctx, "acme", invoicing.Test, Limit{Rate: 2.5, Burst: 3}); err != nil {
 			t.Fatal(err)
 		}
 		check("TEST set", Limits{Live: liveDef, Test: Limit{2.5, 3}, TestCustom: true})
@@ -38,13 +39,13 @@ func TestLimitsSetGetReset(t *testing.T) {
 		}
 		check("both set", Limits{Live: Limit{400, 800}, Test: Limit{400, 800}, LiveCustom: true, TestCustom: true})
 
-		if err := l.SetLimit(ctx, "acme", ModeLive, Limit{Rate: 0, Burst: 1}); !errors.Is(err, ErrInvalidLimit) {
+		if err := l.SetLimit(ctx, "acme", invoicing.Live, Limit{Rate: 0, Burst: 1}); !errors.Is(err, ErrInvalidLimit) {
 			t.Errorf("rate 0: %v, want ErrInvalidLimit", err)
 		}
-		if err := l.SetLimit(ctx, "acme", "live", Limit{Rate: 1, Burst: 1}); !errors.Is(err, ErrInvalidMode) {
-			t.Errorf("mode live: %v, want ErrInvalidMode", err)
+		if err := l.SetLimit(ctx, "acme", "live", Limit{Rate: 1, Burst: 1}); !errors.Is(err, invoicing.ErrInvalidMode) {
+			t.Errorf("mode live: %v, want invoicing.ErrInvalidMode", err)
 		}
-		if err := l.SetLimit(ctx, "", ModeLive, Limit{Rate: 1, Burst: 1}); !errors.Is(err, ErrInvalidCompany) {
+		if err := l.SetLimit(ctx, "", invoicing.Live, Limit{Rate: 1, Burst: 1}); !errors.Is(err, ErrInvalidCompany) {
 			t.Errorf("no company: %v, want ErrInvalidCompany", err)
 		}
 		check("after refused changes", Limits{Live: Limit{400, 800}, Test: Limit{400, 800}, LiveCustom: true, TestCustom: true})
@@ -68,26 +69,26 @@ func TestOverrideReachesEveryInstance(t *testing.T) {
 		ctx := context.Background()
 		a := New(Config{Redis: rdb, Prefix: prefix, Logger: discard()})
 		b := New(Config{Redis: rdb, Prefix: prefix, Logger: discard()})
-		if d, err := b.Allow(ctx, "acme", ModeLive); err != nil || d.Limit != liveDef {
+		if d, err := b.Allow(ctx, "acme", invoicing.Live); err != nil || d.Limit != liveDef {
 			t.Fatalf("before: %+v, %v; want the default", d, err)
 		}
-		if err := a.SetLimit(ctx, "acme", ModeLive, Limit{Rate: 7, Burst: 3}); err != nil {
+		if err := a.SetLimit(ctx, "acme", invoicing.Live, Limit{Rate: 7, Burst: 3}); err != nil {
 			t.Fatal(err)
 		}
-		if d, err := b.Allow(ctx, "acme", ModeLive); err != nil || d.Limit != (Limit{7, 3}) {
+		if d, err := b.Allow(ctx, "acme", invoicing.Live); err != nil || d.Limit != (Limit{7, 3}) {
 			t.Fatalf("after set: %+v, %v; want {7 3}", d, err)
 		}
 		if err := a.ResetLimits(ctx, "acme"); err != nil {
 			t.Fatal(err)
 		}
-		if d, err := b.Allow(ctx, "acme", ModeLive); err != nil || d.Limit != liveDef {
+		if d, err := b.Allow(ctx, "acme", invoicing.Live); err != nil || d.Limit != liveDef {
 			t.Fatalf("after reset: %+v, %v; want the default", d, err)
 		}
 		// A hand-edited override the code would refuse is ignored too.
 		if err := rdb.HSet(ctx, overrideKey(prefix, "acme"), "live_rate", "1e12", "live_burst", "5").Err(); err != nil {
 			t.Fatal(err)
 		}
-		if d, err := b.Allow(ctx, "acme", ModeLive); err != nil || d.Limit != liveDef {
+		if d, err := b.Allow(ctx, "acme", invoicing.Live); err != nil || d.Limit != liveDef {
 			t.Fatalf("absurd override: %+v, %v; want the default", d, err)
 		}
 	})
@@ -100,7 +101,7 @@ func TestLiveAndTestApart(t *testing.T) {
 		// Slow rates: nothing refills while the test runs, on either clock.
 		l := New(Config{Redis: rdb, Prefix: prefix, Logger: discard(),
 			LiveDefault: Limit{Rate: 0.01, Burst: 6}, TestDefault: Limit{Rate: 0.01, Burst: 2}})
-		count := func(m string, n int) (admitted int, last Decision) {
+		count := func(m invoicing.Mode, n int) (admitted int, last Decision) {
 			for range n {
 				d, err := l.Allow(ctx, "acme", m)
 				if err != nil {
@@ -116,34 +117,34 @@ func TestLiveAndTestApart(t *testing.T) {
 			}
 			return admitted, last
 		}
-		if n, last := count(ModeTest, 10); n != 2 || last.Allowed || last.Limit != (Limit{0.01, 2}) {
+		if n, last := count(invoicing.Test, 10); n != 2 || last.Allowed || last.Limit != (Limit{0.01, 2}) {
 			t.Errorf("TEST: admitted %d of 10 (last %+v), want 2 at {0.01 2}", n, last)
 		}
-		if last := firstDecision(t, l, "acme", ModeTest); last.RetryAfter < 99*time.Second || last.RetryAfter > 100*time.Second {
+		if last := firstDecision(t, l, "acme", invoicing.Test); last.RetryAfter < 99*time.Second || last.RetryAfter > 100*time.Second {
 			t.Errorf("TEST retry after %v, want ~100s (1/rate)", last.RetryAfter)
 		}
-		if n, last := count(ModeLive, 10); n != 6 || last.Limit != (Limit{0.01, 6}) {
+		if n, last := count(invoicing.Live, 10); n != 6 || last.Limit != (Limit{0.01, 6}) {
 			t.Errorf("LIVE after TEST exhausted: admitted %d of 10 (last %+v), want 6 at {0.01 6}", n, last)
 		}
 		// Idle companies leave nothing behind: the TAT expires once the bucket
 		// would be full again, burst/rate after it was emptied.
-		for _, m := range []mode{live, test} {
+		for _, m := range invoicing.Modes {
 			ttl, err := rdb.PTTL(ctx, tatKey(prefix, "acme", m)).Result()
-			max := map[mode]time.Duration{live: 600 * time.Second, test: 200 * time.Second}[m]
+			max := map[invoicing.Mode]time.Duration{invoicing.Live: 600 * time.Second, invoicing.Test: 200 * time.Second}[m]
 			if err != nil || ttl <= max-5*time.Second || ttl > max {
 				t.Errorf("%v TAT key TTL = %v, %v; want about %v", m, ttl, err, max)
 			}
 		}
-		if _, err := l.Allow(ctx, "acme", "PROD"); !errors.Is(err, ErrInvalidMode) {
-			t.Errorf("mode PROD: %v, want ErrInvalidMode", err)
+		if _, err := l.Allow(ctx, "acme", "PROD"); !errors.Is(err, invoicing.ErrInvalidMode) {
+			t.Errorf("mode PROD: %v, want invoicing.ErrInvalidMode", err)
 		}
-		if _, err := l.Allow(ctx, "", ModeLive); !errors.Is(err, ErrInvalidCompany) {
+		if _, err := l.Allow(ctx, "", invoicing.Live); !errors.Is(err, ErrInvalidCompany) {
 			t.Errorf("no company: %v, want ErrInvalidCompany", err)
 		}
 	})
 }
 
-func firstDecision(t *testing.T, l *Limiter, company, m string) Decision {
+func firstDecision(t *testing.T, l *Limiter, company string, m invoicing.Mode) Decision {
 	t.Helper()
 	d, err := l.Allow(context.Background(), company, m)
 	if err != nil {
@@ -169,7 +170,7 @@ func TestRejectedRequestsDoNotConsumeBudget(t *testing.T) {
 				if i == 10_000 {
 					t.Fatalf("round %d: no rejection to end the run", round)
 				}
-				d, err := l.Allow(ctx, "acme", ModeLive)
+				d, err := l.Allow(ctx, "acme", invoicing.Live)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -185,7 +186,7 @@ func TestRejectedRequestsDoNotConsumeBudget(t *testing.T) {
 				t.Fatalf("round %d: retry after %v, want within (0, %v]", round, last.RetryAfter, lim.interval())
 			}
 			time.Sleep(last.RetryAfter)
-			if d := firstDecision(t, l, "acme", ModeLive); !d.Allowed {
+			if d := firstDecision(t, l, "acme", invoicing.Live); !d.Allowed {
 				t.Fatalf("round %d: after %d rejections and the advised %v: %+v", round, rejected, last.RetryAfter, d)
 			}
 		}

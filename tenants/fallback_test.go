@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -39,17 +40,17 @@ func TestFallbackWhenRedisIsDown(t *testing.T) {
 	logs := &logRecorder{}
 	l := New(Config{Redis: rdb, Now: clk.Now, RetryEvery: time.Second, RedisTimeout: 50 * time.Millisecond, Logger: slogOf(logs)})
 	custom := Limit{Rate: 10, Burst: 5}
-	if err := l.SetLimit(ctx, "acme", ModeLive, custom); err != nil {
+	if err := l.SetLimit(ctx, "acme", invoicing.Live, custom); err != nil {
 		t.Fatal(err)
 	}
-	if d := firstDecision(t, l, "acme", ModeLive); d.Local || d.Limit != custom {
+	if d := firstDecision(t, l, "acme", invoicing.Live); d.Local || d.Limit != custom {
 		t.Fatalf("with Redis: %+v", d)
 	}
 
 	mr.Close()
 	admitted := 0
 	for i := range 20 {
-		d, err := l.Allow(ctx, "acme", ModeLive)
+		d, err := l.Allow(ctx, "acme", invoicing.Live)
 		if err != nil {
 			t.Fatalf("request %d with Redis down: %v", i, err)
 		}
@@ -74,7 +75,7 @@ func TestFallbackWhenRedisIsDown(t *testing.T) {
 	clk.Add(300 * time.Millisecond)
 	admitted = 0
 	for range 20 {
-		if d := firstDecision(t, l, "acme", ModeLive); d.Allowed {
+		if d := firstDecision(t, l, "acme", invoicing.Live); d.Allowed {
 			admitted++
 		}
 	}
@@ -85,7 +86,7 @@ func TestFallbackWhenRedisIsDown(t *testing.T) {
 		t.Errorf("admitted %d after 300ms at 10/s, want 3", admitted)
 	}
 	// A company never seen gets the default, from its own bucket.
-	if d := firstDecision(t, l, "newco", ModeTest); !d.Local || !d.Allowed || d.Limit != testDef {
+	if d := firstDecision(t, l, "newco", invoicing.Test); !d.Local || !d.Allowed || d.Limit != testDef {
 		t.Errorf("unseen company in fallback: %+v, want local at the TEST default", d)
 	}
 
@@ -93,7 +94,7 @@ func TestFallbackWhenRedisIsDown(t *testing.T) {
 	clk.Add(time.Second)
 	before = calls.n.Load()
 	for range 20 {
-		if d := firstDecision(t, l, "acme", ModeLive); !d.Local {
+		if d := firstDecision(t, l, "acme", invoicing.Live); !d.Local {
 			t.Fatalf("decided by a dead Redis: %+v", d)
 		}
 	}
@@ -106,7 +107,7 @@ func TestFallbackWhenRedisIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Add(time.Second)
-	d := firstDecision(t, l, "acme", ModeLive)
+	d := firstDecision(t, l, "acme", invoicing.Live)
 	if d.Local || l.Fallback() {
 		t.Errorf("after Redis returned and RetryEvery passed: %+v, Fallback() = %v", d, l.Fallback())
 	}
@@ -127,7 +128,7 @@ func TestAllowCanceledIsNotFallback(t *testing.T) {
 	l := New(Config{Redis: rdb, Logger: discard()})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := l.Allow(ctx, "acme", ModeLive); !errors.Is(err, context.Canceled) {
+	if _, err := l.Allow(ctx, "acme", invoicing.Live); !errors.Is(err, context.Canceled) {
 		t.Errorf("canceled: %v, want context.Canceled", err)
 	}
 	if l.Fallback() {
@@ -169,7 +170,7 @@ func TestFallbackWhenRedisHangs(t *testing.T) {
 	defer rdb.Close()
 	l := New(Config{Redis: rdb, RedisTimeout: 30 * time.Millisecond, Logger: discard()})
 	start := time.Now()
-	d, err := l.Allow(context.Background(), "acme", ModeLive)
+	d, err := l.Allow(context.Background(), "acme", invoicing.Live)
 	if err != nil || !d.Local || !d.Allowed || d.Limit != liveDef {
 		t.Fatalf("hung Redis: %+v, %v; want admitted locally at the default", d, err)
 	}

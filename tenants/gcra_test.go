@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // The script's arithmetic, step by step on miniredis, whose clock (what the
@@ -37,7 +38,7 @@ func TestGCRASteps(t *testing.T) {
 		{1050 * ms, true, 1, 0, 150 * ms},
 	} {
 		mr.SetTime(t0.Add(step.at))
-		d, err := l.Allow(ctx, "acme", ModeLive)
+		d, err := l.Allow(ctx, "acme", invoicing.Live)
 		if err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
@@ -48,7 +49,7 @@ func TestGCRASteps(t *testing.T) {
 	}
 	// The TAT expires when the bucket would be full again: idle companies
 	// leave nothing behind.
-	if ttl := mr.TTL(tatKey("tenants:", "acme", live)); ttl != 150*ms {
+	if ttl := mr.TTL(tatKey("tenants:", "acme", invoicing.Live)); ttl != 150*ms {
 		t.Errorf("TAT key TTL = %v, want 150ms", ttl)
 	}
 }
@@ -62,25 +63,25 @@ func TestGCRARaisedLimitIsNotHeldBackByOldDebt(t *testing.T) {
 	l := New(Config{Redis: rdb, Logger: discard()})
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	mr.SetTime(t0)
-	if err := l.SetLimit(ctx, "acme", ModeLive, Limit{Rate: 0.1, Burst: 1}); err != nil {
+	if err := l.SetLimit(ctx, "acme", invoicing.Live, Limit{Rate: 0.1, Burst: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := l.Allow(ctx, "acme", ModeLive); !d.Allowed {
+	if d, _ := l.Allow(ctx, "acme", invoicing.Live); !d.Allowed {
 		t.Fatalf("first request rejected: %+v", d)
 	}
-	if d, _ := l.Allow(ctx, "acme", ModeLive); d.Allowed || d.RetryAfter != 10*time.Second {
+	if d, _ := l.Allow(ctx, "acme", invoicing.Live); d.Allowed || d.RetryAfter != 10*time.Second {
 		t.Fatalf("second request at 0.1/s: %+v, want rejected for 10s", d)
 	}
-	if err := l.SetLimit(ctx, "acme", ModeLive, Limit{Rate: 100, Burst: 1}); err != nil {
+	if err := l.SetLimit(ctx, "acme", invoicing.Live, Limit{Rate: 100, Burst: 1}); err != nil {
 		t.Fatal(err)
 	}
 	mr.SetTime(t0.Add(10 * time.Millisecond))
-	d, err := l.Allow(ctx, "acme", ModeLive)
+	d, err := l.Allow(ctx, "acme", invoicing.Live)
 	if err != nil || d.Allowed || d.RetryAfter != 10*time.Millisecond || d.Limit != (Limit{100, 1}) {
 		t.Fatalf("just after raising to 100/s: %+v, %v; want rejected for one new interval (10ms)", d, err)
 	}
 	mr.SetTime(t0.Add(20 * time.Millisecond))
-	d, err = l.Allow(ctx, "acme", ModeLive)
+	d, err = l.Allow(ctx, "acme", invoicing.Live)
 	if err != nil || !d.Allowed {
 		t.Fatalf("one new interval later: %+v, %v; want admitted", d, err)
 	}
@@ -98,7 +99,7 @@ func TestGCRALoweredLimit(t *testing.T) {
 	}
 	admitted := 0
 	for range 100 {
-		if d, _ := l.Allow(ctx, "acme", ModeLive); d.Allowed {
+		if d, _ := l.Allow(ctx, "acme", invoicing.Live); d.Allowed {
 			admitted++
 		}
 	}

@@ -1,8 +1,7 @@
 // Package tenants knows each company's request limits: defaults, live
 // overrides kept in Redis, the global admission decision, the local fallback
 // when Redis is unreachable, and a per-instance cap on requests in flight to
-// the database. It knows nothing of HTTP, of API keys (a mode is the plain
-// string "LIVE" or "TEST" here) or of the database.
+// the database. It knows nothing of HTTP, of API keys or of the database.
 package tenants
 
 import (
@@ -10,12 +9,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-)
-
-// Modes of a company's traffic; each has its own limit and its own budget.
-const (
-	ModeLive = "LIVE"
-	ModeTest = "TEST"
 )
 
 // Bounds of a Limit. They keep the arithmetic of the Redis script exact
@@ -28,8 +21,6 @@ const (
 )
 
 var (
-	// ErrInvalidMode is returned for a mode other than "LIVE" or "TEST".
-	ErrInvalidMode = errors.New("tenants: invalid mode")
 	// ErrInvalidLimit is returned for a rate or burst outside the bounds.
 	ErrInvalidLimit = errors.New("tenants: invalid limit")
 	// ErrBusy is returned by Guard.Acquire when the company already has its
@@ -73,29 +64,4 @@ type Decision struct {
 	RetryAfter time.Duration // when !Allowed: how long until one request would be admitted
 	Reset      time.Duration // how long until the bucket is full again
 	Local      bool          // decided by the in-process fallback because Redis was unreachable
-}
-
-// mode is the index of a mode in per-mode tables.
-type mode int
-
-const (
-	live mode = iota
-	test
-)
-
-func parseMode(s string) (mode, error) {
-	switch s {
-	case ModeLive:
-		return live, nil
-	case ModeTest:
-		return test, nil
-	}
-	return 0, fmt.Errorf("%w %q: want %q or %q", ErrInvalidMode, s, ModeLive, ModeTest)
-}
-
-func (m mode) String() string {
-	if m == test {
-		return ModeTest
-	}
-	return ModeLive
 }

@@ -1,12 +1,14 @@
 package tenants
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -35,24 +37,13 @@ func TestLimitValidate(t *testing.T) {
 	}
 }
 
-func TestParseMode(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want mode
-		err  error
-	}{
-		{"LIVE", live, nil},
-		{"TEST", test, nil},
-		{"live", 0, ErrInvalidMode},
-		{"", 0, ErrInvalidMode},
-		{"PROD", 0, ErrInvalidMode},
-	} {
-		m, err := parseMode(tc.in)
-		if !errors.Is(err, tc.err) || (tc.err == nil && (err != nil || m != tc.want)) {
-			t.Errorf("parseMode(%q) = %v, %v; want %v, %v", tc.in, m, err, tc.want, tc.err)
-		}
-		if err == nil && m.String() != tc.in {
-			t.Errorf("mode %v prints as %q, want %q", m, m.String(), tc.in)
+// TestModeValidity: the limiter takes only the two modes, exactly as the
+// vocabulary spells them (callers parse what people type).
+func TestModeValidity(t *testing.T) {
+	l := New(Config{Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})})
+	for _, in := range []invoicing.Mode{"live", "", "PROD"} {
+		if _, err := l.Allow(context.Background(), "acme", in); !errors.Is(err, invoicing.ErrInvalidMode) {
+			t.Errorf("Allow mode %q: %v, want invoicing.ErrInvalidMode", in, err)
 		}
 	}
 }
@@ -96,17 +87,17 @@ func hashTag(key string) string {
 
 func TestKeysShareOneSlot(t *testing.T) {
 	for _, id := range []string{"c1", "6f1c2d3e-0000-4000-8000-000000000001", "we}ird", "{odd", "a b"} {
-		keys := []string{tatKey("tenants:", id, live), tatKey("tenants:", id, test), overrideKey("tenants:", id)}
+		keys := []string{tatKey("tenants:", id, invoicing.Live), tatKey("tenants:", id, invoicing.Test), overrideKey("tenants:", id)}
 		for _, k := range keys[1:] {
 			if hashTag(k) != hashTag(keys[0]) {
 				t.Errorf("company %q: %q and %q hash differently", id, keys[0], k)
 			}
 		}
-		if tatKey("tenants:", id, live) == tatKey("tenants:", id, test) {
+		if tatKey("tenants:", id, invoicing.Live) == tatKey("tenants:", id, invoicing.Test) {
 			t.Errorf("company %q: LIVE and TEST share a key", id)
 		}
 	}
-	if hashTag(tatKey("p:", "c1", live)) == hashTag(tatKey("p:", "c2", live)) {
+	if hashTag(tatKey("p:", "c1", invoicing.Live)) == hashTag(tatKey("p:", "c2", invoicing.Live)) {
 		t.Error("two companies share a slot by construction")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -120,7 +121,7 @@ func New(cfg Config) *Limiter {
 	l := &Limiter{
 		rdb:        cfg.Redis,
 		prefix:     cfg.Prefix,
-		defaults:   [2]Limit{live: cfg.LiveDefault, test: cfg.TestDefault},
+		defaults:   [2]Limit{cfg.LiveDefault, cfg.TestDefault}, // by Mode.Index
 		timeout:    cfg.RedisTimeout,
 		retryEvery: cfg.RetryEvery,
 		now:        cfg.Now,
@@ -128,8 +129,7 @@ func New(cfg Config) *Limiter {
 		states:     newStates(),
 		tracer:     tracerOf(cfg.TracerProvider),
 	}
-	for _, m := range [...]mode{live, test} {
-		d := l.defaults[m]
+	for _, d := range l.defaults {
 		l.defaults4 = append(l.defaults4, strconv.FormatFloat(d.Rate, 'g', -1, 64), strconv.Itoa(d.Burst))
 	}
 	_, single := cfg.Redis.(*redis.Client) // one server, or Sentinel's current master
@@ -152,22 +152,20 @@ func contextTimeoutEnabled(c redis.UniversalClient) bool {
 	return true // unknown kind: nothing to say
 }
 
-// Allow decides whether one request of the company in the mode ("LIVE" or
-// "TEST") is admitted, and takes it from the budget if so. A Redis failure is
+// Allow decides whether one request of the company in the mode is admitted, and takes it from the budget if so. A Redis failure is
 // not an error: the decision is then made locally (Decision.Local). An error
 // means invalid arguments, or that ctx ended: the caller gave up, which says
 // nothing about Redis.
-func (l *Limiter) Allow(ctx context.Context, companyID, modeName string) (Decision, error) {
+func (l *Limiter) Allow(ctx context.Context, companyID string, m invoicing.Mode) (Decision, error) {
 	if trace.SpanFromContext(ctx).IsRecording() {
-		return l.allowTraced(ctx, companyID, modeName)
+		return l.allowTraced(ctx, companyID, m)
 	}
-	return l.allow(ctx, companyID, modeName)
+	return l.allow(ctx, companyID, m)
 }
 
-func (l *Limiter) allow(ctx context.Context, companyID, modeName string) (Decision, error) {
-	m, err := parseMode(modeName)
-	if err != nil {
-		return Decision{}, err
+func (l *Limiter) allow(ctx context.Context, companyID string, m invoicing.Mode) (Decision, error) {
+	if !m.Valid() {
+		return Decision{}, fmt.Errorf("tenants: %w: %q", invoicing.ErrInvalidMode, m)
 	}
 	if companyID == "" {
 		return Decision{}, ErrInvalidCompany
@@ -192,11 +190,11 @@ func (l *Limiter) allow(ctx context.Context, companyID, modeName string) (Decisi
 
 // known is the limit the fallback applies: the last one Redis applied to the
 // company and mode, else the default.
-func (l *Limiter) known(st *state, m mode) Limit {
+func (l *Limiter) known(st *state, m invoicing.Mode) Limit {
 	if lim := st.limit.Load(); lim != nil {
 		return *lim
 	}
-	return l.defaults[m]
+	return l.defaults[m.Index()]
 }
 
 // probeDue lets one request, at most every RetryEvery, try Redis while in
@@ -231,7 +229,7 @@ func (l *Limiter) Limits(ctx context.Context, companyID string) (Limits, error) 
 		return Limits{}, ErrInvalidCompany
 	}
 	v, err := l.rdb.HMGet(ctx, overrideKey(l.prefix, companyID),
-		rateField[live], burstField[live], rateField[test], burstField[test]).Result()
+		rateField[0], burstField[0], rateField[1], burstField[1]).Result()
 	if err != nil {
 		return Limits{}, fmt.Errorf("tenants: read limits: %w", err)
 	}
@@ -239,37 +237,36 @@ func (l *Limiter) Limits(ctx context.Context, companyID string) (Limits, error) 
 	ls.Live, ls.LiveCustom = parseOverride(v[0], v[1])
 	ls.Test, ls.TestCustom = parseOverride(v[2], v[3])
 	if !ls.LiveCustom {
-		ls.Live = l.defaults[live]
+		ls.Live = l.defaults[0]
 	}
 	if !ls.TestCustom {
-		ls.Test = l.defaults[test]
+		ls.Test = l.defaults[1]
 	}
 	return ls, nil
 }
 
 // SetLimit overrides the company's limit for the mode, or for both modes when
-// mode is "". Every instance applies it on the company's next request. The
+// m is "". Every instance applies it on the company's next request. The
 // override lives in Redis only: it survives a Redis restart only if that Redis
 // persists its data.
-func (l *Limiter) SetLimit(ctx context.Context, companyID, modeName string, lim Limit) error {
+func (l *Limiter) SetLimit(ctx context.Context, companyID string, m invoicing.Mode, lim Limit) error {
 	if companyID == "" {
 		return ErrInvalidCompany
 	}
 	if err := lim.Validate(); err != nil {
 		return err
 	}
-	modes := []mode{live, test}
-	if modeName != "" {
-		m, err := parseMode(modeName)
-		if err != nil {
-			return err
+	modes := invoicing.Modes[:]
+	if m != "" {
+		if !m.Valid() {
+			return fmt.Errorf("tenants: %w: %q", invoicing.ErrInvalidMode, invoicing.Clip(string(m)))
 		}
-		modes = modes[m : m+1]
+		modes = modes[m.Index() : m.Index()+1]
 	}
 	r, b := strconv.FormatFloat(lim.Rate, 'g', -1, 64), strconv.Itoa(lim.Burst)
 	fields := make([]any, 0, 4)
 	for _, m := range modes {
-		fields = append(fields, rateField[m], r, burstField[m], b)
+		fields = append(fields, rateField[m.Index()], r, burstField[m.Index()], b)
 	}
 	if err := l.rdb.HSet(ctx, overrideKey(l.prefix, companyID), fields...).Err(); err != nil {
 		return fmt.Errorf("tenants: set limit: %w", err)

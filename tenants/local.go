@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/invoicing-ao/gateway/invoicing"
 	"golang.org/x/time/rate"
 )
 
@@ -35,7 +36,7 @@ func newStates() *states {
 
 type stateKey struct {
 	company string
-	mode    mode
+	mode    invoicing.Mode
 }
 
 type state struct {
@@ -46,7 +47,7 @@ type state struct {
 	local *rate.Limiter // created on the first local decision
 }
 
-func (s *states) state(company string, m mode, now time.Time) *state {
+func (s *states) state(company string, m invoicing.Mode, now time.Time) *state {
 	ns := now.UnixNano()
 	k := stateKey{company, m}
 	v, ok := s.m.Load(k)

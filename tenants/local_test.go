@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 func TestDecideLocal(t *testing.T) {
@@ -61,25 +63,25 @@ func TestStatesStayBounded(t *testing.T) {
 	s.nextSweep.Store(t0.Add(time.Hour).UnixNano()) // no background sweep: the test calls it
 	s.sweeping.Store(true)
 	for i := range 50 {
-		s.state(fmt.Sprint("old", i), live, t0)
+		s.state(fmt.Sprint("old", i), invoicing.Live, t0)
 	}
 	for i := range 40 {
-		s.state(fmt.Sprint("new", i), test, t0.Add(s.idle))
+		s.state(fmt.Sprint("new", i), invoicing.Test, t0.Add(s.idle))
 	}
-	s.state("old0", live, t0.Add(s.idle)) // used again: kept
+	s.state("old0", invoicing.Live, t0.Add(s.idle)) // used again: kept
 	s.sweep(t0.Add(s.idle + time.Second))
 	if n := s.n.Load(); n != 41 {
 		t.Errorf("after sweeping the idle: %d entries, want 41", n)
 	}
-	if _, ok := s.m.Load(stateKey{"old0", live}); !ok {
+	if _, ok := s.m.Load(stateKey{"old0", invoicing.Live}); !ok {
 		t.Error("an entry in use was swept")
 	}
-	if _, ok := s.m.Load(stateKey{"old1", live}); ok {
+	if _, ok := s.m.Load(stateKey{"old1", invoicing.Live}); ok {
 		t.Error("an idle entry was kept")
 	}
 	now := t0.Add(s.idle + 2*time.Second)
 	for i := range 200 {
-		s.state(fmt.Sprint("flood", i), live, now)
+		s.state(fmt.Sprint("flood", i), invoicing.Live, now)
 	}
 	s.sweep(now)
 	if n, count := s.n.Load(), mapLen(s); n > s.max || n != count {
@@ -96,14 +98,14 @@ func mapLen(s *states) (n int64) {
 func TestStatesSweepByThemselves(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	s := newStates()
-	s.state("a", live, t0)
+	s.state("a", invoicing.Live, t0)
 	later := t0.Add(s.idle + s.sweepEvery + time.Second)
 	deadline := time.Now().Add(5 * time.Second)
 	// A use at a later time starts the sweep in the background; wait for it
 	// to have removed "a" (and to have finished).
 	for {
-		s.state("b", live, later)
-		if _, ok := s.m.Load(stateKey{"a", live}); !ok && !s.sweeping.Load() {
+		s.state("b", invoicing.Live, later)
+		if _, ok := s.m.Load(stateKey{"a", invoicing.Live}); !ok && !s.sweeping.Load() {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -111,7 +113,7 @@ func TestStatesSweepByThemselves(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if _, ok := s.m.Load(stateKey{"b", live}); !ok || mapLen(s) != 1 {
+	if _, ok := s.m.Load(stateKey{"b", invoicing.Live}); !ok || mapLen(s) != 1 {
 		t.Errorf("after the sweep: %d entries, want only the used one", mapLen(s))
 	}
 }

@@ -3,6 +3,7 @@ package tenants
 import (
 	"context"
 
+	"github.com/invoicing-ao/gateway/invoicing"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -22,10 +23,10 @@ func tracerOf(tp trace.TracerProvider) trace.Tracer {
 // recording parent so that untraced requests pay nothing for it. The span
 // says what was decided and who decided it (Redis, or this instance's
 // fallback); the company is the server span's business.
-func (l *Limiter) allowTraced(ctx context.Context, companyID, modeName string) (Decision, error) {
+func (l *Limiter) allowTraced(ctx context.Context, companyID string, m invoicing.Mode) (Decision, error) {
 	ctx, span := l.tracer.Start(ctx, "ratelimit.Allow")
 	defer span.End()
-	d, err := l.allow(ctx, companyID, modeName)
+	d, err := l.allow(ctx, companyID, m)
 	if err != nil {
 		span.SetStatus(codes.Error, "no decision")
 		return d, err
@@ -37,7 +38,7 @@ func (l *Limiter) allowTraced(ctx context.Context, companyID, modeName string) (
 	span.SetAttributes(
 		attribute.Bool("ratelimit.allowed", d.Allowed),
 		attribute.String("ratelimit.source", source),
-		attribute.String("ratelimit.mode", modeName),
+		attribute.String("ratelimit.mode", string(m)),
 		attribute.Int("ratelimit.remaining", max(d.Remaining, 0)),
 	)
 	return d, nil

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // TestAllowSpans: a traced decision says allowed or not and whether Redis or
@@ -21,7 +22,7 @@ func TestAllowSpans(t *testing.T) {
 	allow := func() {
 		ctx, parent := tp.Tracer("test").Start(context.Background(), "request")
 		defer parent.End()
-		if _, err := l.Allow(ctx, "acme", ModeLive); err != nil {
+		if _, err := l.Allow(ctx, "acme", invoicing.Live); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -30,7 +31,7 @@ func TestAllowSpans(t *testing.T) {
 	mr.Close()
 	allow() // local: the fallback knows the limit but not Redis's budget, allowed
 	allow() // local, rejected
-	if _, err := l.Allow(context.Background(), "acme", ModeLive); err != nil {
+	if _, err := l.Allow(context.Background(), "acme", invoicing.Live); err != nil {
 		t.Fatal(err)
 	}
 
@@ -55,7 +56,7 @@ func TestAllowSpans(t *testing.T) {
 			case "ratelimit.source":
 				r.source = a.Value.AsString()
 			case "ratelimit.mode":
-				if a.Value.AsString() != ModeLive {
+				if a.Value.AsString() != string(invoicing.Live) {
 					t.Errorf("mode %q", a.Value.AsString())
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -21,7 +22,7 @@ func TestRedisKilledAndRestartedUnderLoad(t *testing.T) {
 	l := New(Config{Redis: rdb, RetryEvery: retry, RedisTimeout: 50 * time.Millisecond, Logger: slogOf(logs)})
 	custom := Limit{Rate: 100, Burst: 10}
 	ctx := context.Background()
-	if err := l.SetLimit(ctx, "acme", ModeLive, custom); err != nil {
+	if err := l.SetLimit(ctx, "acme", invoicing.Live, custom); err != nil {
 		t.Fatal(err)
 	}
 
@@ -30,7 +31,7 @@ func TestRedisKilledAndRestartedUnderLoad(t *testing.T) {
 	pause := 100 * time.Microsecond
 
 	// Phase 1: Redis up.
-	evs := hammer([]*Limiter{l}, 4, pause, "acme", ModeLive, time.Now().Add(300*time.Millisecond))
+	evs := hammer([]*Limiter{l}, 4, pause, "acme", invoicing.Live, time.Now().Add(300*time.Millisecond))
 	for _, e := range evs {
 		if e.err != nil || e.d.Local || e.d.Limit != custom {
 			t.Fatalf("with Redis up: %+v, %v", e.d, e.err)
@@ -41,7 +42,7 @@ func TestRedisKilledAndRestartedUnderLoad(t *testing.T) {
 	srv.Kill()
 	killed := time.Now()
 	down := 1500 * time.Millisecond
-	evs = hammer([]*Limiter{l}, 4, pause, "acme", ModeLive, killed.Add(down))
+	evs = hammer([]*Limiter{l}, 4, pause, "acme", invoicing.Live, killed.Add(down))
 	local := 0
 	for _, e := range evs {
 		if e.err != nil {
@@ -70,7 +71,7 @@ func TestRedisKilledAndRestartedUnderLoad(t *testing.T) {
 	// Phase 3: Redis back on the same port (empty: the override is gone).
 	testenv.StartRedisServer(t, srv.Port)
 	back := time.Now()
-	evs = hammer([]*Limiter{l}, 4, pause, "acme", ModeLive, back.Add(retry+1500*time.Millisecond))
+	evs = hammer([]*Limiter{l}, 4, pause, "acme", invoicing.Live, back.Add(retry+1500*time.Millisecond))
 	var returned time.Time
 	for _, e := range evs {
 		if e.err != nil {
@@ -87,7 +88,7 @@ func TestRedisKilledAndRestartedUnderLoad(t *testing.T) {
 	if l.Fallback() {
 		t.Error("Fallback() = true with Redis back")
 	}
-	if d := firstDecision(t, l, "acme", ModeLive); d.Local || d.Limit != liveDef {
+	if d := firstDecision(t, l, "acme", invoicing.Live); d.Local || d.Limit != liveDef {
 		t.Errorf("after the restart: %+v, want decided by the new Redis at the default", d)
 	}
 	// go-redis itself backs off dialling (once per second) after PoolSize

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -85,11 +86,8 @@ var errBadReply = errors.New("tenants: unexpected reply from the rate limit scri
 
 // keys of one company. The company ID is a hash tag, so that the keys of one
 // company share a slot in Redis Cluster and the script may touch them together.
-func tatKey(prefix, companyID string, m mode) string {
-	if m == test {
-		return prefix + "{" + companyID + "}:tat:test"
-	}
-	return prefix + "{" + companyID + "}:tat:live"
+func tatKey(prefix, companyID string, m invoicing.Mode) string {
+	return prefix + "{" + companyID + "}:tat:" + m.Lower()
 }
 
 func overrideKey(prefix, companyID string) string {
@@ -97,11 +95,11 @@ func overrideKey(prefix, companyID string) string {
 }
 
 // Fields of the override hash, per mode: MODE_rate and MODE_burst, as the
-// script builds them from modeField.
+// script builds them from modeField; indexed by Mode.Index.
 var (
-	modeField  = [2]string{live: "live", test: "test"}
-	rateField  = [2]string{live: "live_rate", test: "test_rate"}
-	burstField = [2]string{live: "live_burst", test: "test_burst"}
+	modeField  = [2]string{"live", "test"}
+	rateField  = [2]string{"live_rate", "test_rate"}
+	burstField = [2]string{"live_burst", "test_burst"}
 )
 
 // parseOverride reads one mode's override from the hash fields, as the script

@@ -16,15 +16,12 @@ import (
 	"time"
 	_ "time/tzdata" // Africa/Luanda must resolve on hosts without tzdata
 
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 )
 
 // ErrUnavailable wraps the error of a Redis that cannot answer.
 var ErrUnavailable = errors.New("usage: Redis unavailable")
-
-// ErrInvalidCompany is returned by Days for an empty company id or one that
-// would break the key's hash tag.
-var ErrInvalidCompany = errors.New("usage: invalid company id")
 
 // Config configures a Counter. Every zero value has a working default.
 type Config struct {
@@ -61,11 +58,9 @@ var luanda = func() *time.Location {
 type counter struct {
 	company string
 	day     int64 // days since 1970-01-01 in Luanda
-	mode    uint8 // index in modes
+	mode    uint8 // invoicing.Mode.Index
 	class   uint8 // status / 100
 }
-
-var modes = [...]string{"LIVE", "TEST"}
 
 // Counter counts requests. It is safe for concurrent use; Close flushes.
 type Counter struct {
@@ -128,21 +123,15 @@ func dayOf(t time.Time) int64 {
 
 func dateOf(day int64) string { return time.Unix(day*86400, 0).UTC().Format(time.DateOnly) }
 
-// Add counts one request of the company in the mode ("LIVE" or "TEST") that
-// was answered with status. It never blocks on Redis.
-func (c *Counter) Add(companyID, mode string, status int) {
-	var m uint8
-	switch mode {
-	case "LIVE":
-	case "TEST":
-		m = 1
-	default:
+// Add counts one request of the company (a canonical id, see
+// invoicing.ParseCompanyID) in the mode that was answered with status. It
+// never blocks on Redis; anything else than a company id, a mode and a status
+// is ignored.
+func (c *Counter) Add(companyID string, mode invoicing.Mode, status int) {
+	if !mode.Valid() || status < 100 || status > 599 || !canonical(companyID) {
 		return
 	}
-	if companyID == "" || status < 100 || status > 599 || strings.ContainsAny(companyID, "{}") {
-		return
-	}
-	k := counter{company: companyID, day: dayOf(c.now()), mode: m, class: uint8(status / 100)}
+	k := counter{company: companyID, day: dayOf(c.now()), mode: uint8(mode.Index()), class: uint8(status / 100)}
 	c.mu.Lock()
 	if _, ok := c.pending[k]; !ok && len(c.pending) >= c.max {
 		c.dropped++
@@ -175,7 +164,16 @@ func (c *Counter) key(company string, day int64) string {
 	return c.prefix + "{" + company + "}:" + dateOf(day)
 }
 
-func field(mode, class uint8) string { return modes[mode] + ":" + strconv.Itoa(int(class)) + "xx" }
+func field(mode, class uint8) string {
+	return string(invoicing.Modes[mode]) + ":" + strconv.Itoa(int(class)) + "xx"
+}
+
+// canonical reports whether id is a company id as invoicing.ParseCompanyID
+// makes them: the hash tag of every key of the company.
+func canonical(id string) bool {
+	c, ok := invoicing.CanonicalUUID(id)
+	return ok && c == id
+}
 
 // Flush writes the pending counts in one pipeline. Counts whose command
 // failed are kept for the next flush; a reply lost after Redis applied a
@@ -254,8 +252,8 @@ const MaxDays = 400
 // Days returns the company's usage on the last n days (1 to MaxDays), oldest
 // first, today included; counts of the last FlushEvery may not be there yet.
 func (c *Counter) Days(ctx context.Context, companyID string, n int) ([]Day, error) {
-	if companyID == "" || strings.ContainsAny(companyID, "{}") {
-		return nil, ErrInvalidCompany
+	if !canonical(companyID) {
+		return nil, fmt.Errorf("usage: %w: %q", invoicing.ErrInvalidCompany, invoicing.Clip(companyID))
 	}
 	if n < 1 || n > MaxDays {
 		return nil, fmt.Errorf("usage: days must be 1 to %d", MaxDays)
@@ -278,10 +276,10 @@ func (c *Counter) Days(ctx context.Context, companyID string, n int) ([]Day, err
 			if !ok || err != nil {
 				continue
 			}
-			switch mode {
-			case "LIVE":
+			switch invoicing.Mode(mode) {
+			case invoicing.Live:
 				d.Live[class] += count
-			case "TEST":
+			case invoicing.Test:
 				d.Test[class] += count
 			default:
 				continue

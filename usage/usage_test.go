@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 const (
@@ -105,7 +106,7 @@ func TestCountsPerDayModeAndClass(t *testing.T) {
 		if _, err := c.Days(ctx, coA, 0); err == nil {
 			t.Error("0 days accepted")
 		}
-		if _, err := c.Days(ctx, "{x}", 1); !errors.Is(err, ErrInvalidCompany) {
+		if _, err := c.Days(ctx, "{x}", 1); !errors.Is(err, invoicing.ErrInvalidCompany) {
 			t.Errorf("brace company: %v", err)
 		}
 	})

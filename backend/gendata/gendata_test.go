@@ -11,6 +11,7 @@ import (
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -40,7 +41,7 @@ func dump(t *testing.T, url string) string {
 	defer s.Close()
 	var out []any
 	for page := 1; ; page++ {
-		p, err := s.ListInvoices(ctx, gendata.DemoCompanyA, backend.InvoiceFilter{Page: page, PageSize: 100})
+		p, err := s.ListInvoices(ctx, gendata.DemoCompanyA, invoicing.InvoiceFilter{Page: page, PageSize: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +56,7 @@ func dump(t *testing.T, url string) string {
 			out = append(out, full)
 		}
 	}
-	clients, err := s.ListClients(ctx, gendata.DemoCompanyA, backend.ClientFilter{Page: 1, PageSize: 100})
+	clients, err := s.ListClients(ctx, gendata.DemoCompanyA, invoicing.ClientFilter{Page: 1, PageSize: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,13 +100,13 @@ func TestLoadSmall(t *testing.T) {
 	}
 
 	// The variety the demo promises.
-	var invoices []backend.Invoice
+	var invoices []invoicing.Invoice
 	var rest []json.RawMessage
 	if err := json.Unmarshal([]byte(liveDump), &rest); err != nil {
 		t.Fatal(err)
 	}
 	for _, raw := range rest[:len(rest)-1] {
-		var inv backend.Invoice
+		var inv invoicing.Invoice
 		if err := json.Unmarshal(raw, &inv); err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +139,7 @@ func TestLoadSmall(t *testing.T) {
 			t.Errorf("no %s", want)
 		}
 	}
-	var clients backend.Page[backend.Client]
+	var clients invoicing.Page[invoicing.Client]
 	if err := json.Unmarshal(rest[len(rest)-1], &clients); err != nil {
 		t.Fatal(err)
 	}

@@ -16,9 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/invoicing-ao/gateway/backend"
 )
 
 // The ceiling of GET /clients/{id}: a bare Go HTTP service running the same
@@ -48,7 +47,7 @@ func serveCeilingMain(ctx context.Context, addr, database string, conns int, std
 	defer pool.Close()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+apiBase+"/clients/{id}", func(w http.ResponseWriter, r *http.Request) {
-		var c backend.Client // the same resource, encoded the same way
+		var c invoicing.Client // the same resource, encoded the same way
 		err := pool.QueryRow(r.Context(), ceilingQuery, r.Header.Get("X-Company-Id"), r.PathValue("id")).
 			Scan(&c.ID, &c.Name, &c.NIF, &c.Email, &c.Phone, &c.Address, &c.Type, &c.CreatedAt.Time)
 		if err != nil {

@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/invoicing-ao/gateway/authz"
-	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // gateway bench against an in-process gateway on the real services: it
@@ -109,7 +109,7 @@ func TestCeilingService(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	page, err := d.live.ListClients(ctx, gendata.DemoCompanyA, backend.ClientFilter{Page: 1, PageSize: 5})
+	page, err := d.live.ListClients(ctx, gendata.DemoCompanyA, invoicing.ClientFilter{Page: 1, PageSize: 5})
 	if err != nil || len(page.Data) == 0 {
 		t.Fatalf("clients: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // demoKeySets are the scope sets the demo makes a key for, in each mode.
@@ -86,7 +87,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer, env f
 
 	type demoKey struct{ company, mode, set, secret string }
 	var keys []demoKey
-	for _, mode := range []authz.Mode{authz.Live, authz.Test} {
+	for _, mode := range []invoicing.Mode{invoicing.Live, invoicing.Test} {
 		for _, ks := range demoKeySets {
 			scopes, _ := authz.ParseScopes(ks.scopes)
 			v, err := d.server.CreateKey(ctx, gendata.DemoCompanyA, mode, scopes, "demo "+ks.name)
@@ -98,7 +99,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer, env f
 	}
 	all, _ := authz.ParseScopes(demoKeySets[0].scopes)
 	for _, co := range []string{gendata.DemoCompanyB, gendata.DemoCompanySuspended} {
-		v, err := d.server.CreateKey(ctx, co, authz.Live, all, "demo full access")
+		v, err := d.server.CreateKey(ctx, co, invoicing.Live, all, "demo full access")
 		if err != nil {
 			return fmt.Errorf("demo key: %w", err)
 		}

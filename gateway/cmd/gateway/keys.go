@@ -11,6 +11,7 @@ import (
 
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // management opens what a management command needs, quietly.
@@ -46,7 +47,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer, env f
 		if *company == "" || *modeS == "" || *scopesS == "" {
 			return fmt.Errorf("%w: keys create needs --company, --mode and --scopes", errUsage)
 		}
-		mode, err := authz.ParseMode(*modeS)
+		mode, err := invoicing.ParseMode(*modeS)
 		if err != nil {
 			return fmt.Errorf("--mode %q: must be LIVE or TEST", *modeS)
 		}

@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/common/model"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
-	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 const (
@@ -38,7 +38,7 @@ func TestObservability(t *testing.T) {
 		"GATEWAY_ADMIN_TOKEN":            "adm-token-observe",
 	})
 	co := gendata.DemoCompanyA
-	live, test := g.key(t, co, authz.Live), g.key(t, co, authz.Test)
+	live, test := g.key(t, co, invoicing.Live), g.key(t, co, invoicing.Test)
 	bad := "igw_live_" + strings.Repeat("Z", 43)
 	// Personal data that must reach no span and no metric.
 	name, nif, email, phone := "Maria Observada", "5417009999", "maria.observada@example.ao", "+244 923 111 222"

@@ -23,6 +23,7 @@ import (
 
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // otlpReceiver is a real OTLP/HTTP trace endpoint: POST /v1/traces with a
@@ -196,7 +197,7 @@ func startObserved(t *testing.T, extra map[string]string) *observedGateway {
 	return g
 }
 
-func (g *observedGateway) key(t *testing.T, company string, mode authz.Mode) string {
+func (g *observedGateway) key(t *testing.T, company string, mode invoicing.Mode) string {
 	t.Helper()
 	sc, _ := authz.ParseScopes("invoices:read,clients:read,clients:write")
 	v, err := g.d.server.CreateKey(context.Background(), company, mode, sc, "observability test")

@@ -15,6 +15,7 @@ import (
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 func TestRedisURLForms(t *testing.T) {
@@ -135,7 +136,7 @@ func smokeGateway(t *testing.T, redisURL string) *deps {
 	t.Cleanup(pub.Close)
 
 	scopes, _ := authz.ParseScopes("clients:read")
-	k, err := d.server.CreateKey(ctx, gendata.DemoCompanyA, authz.Live, scopes, "smoke")
+	k, err := d.server.CreateKey(ctx, gendata.DemoCompanyA, invoicing.Live, scopes, "smoke")
 	if err != nil {
 		t.Fatalf("create key through %s: %v", redisURL, err)
 	}

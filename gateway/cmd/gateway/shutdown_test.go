@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/authz"
-	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 type answer struct {
@@ -80,11 +80,11 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	defer d.Close()
 	sc, _ := authz.ParseScopes("clients:read,invoices:read")
-	k, err := d.server.CreateKey(ctx, gendata.DemoCompanyA, authz.Live, sc, "shutdown")
+	k, err := d.server.CreateKey(ctx, gendata.DemoCompanyA, invoicing.Live, sc, "shutdown")
 	if err != nil {
 		t.Fatal(err)
 	}
-	clients, err := d.live.ListClients(ctx, gendata.DemoCompanyA, backend.ClientFilter{Page: 1, PageSize: 1})
+	clients, err := d.live.ListClients(ctx, gendata.DemoCompanyA, invoicing.ClientFilter{Page: 1, PageSize: 1})
 	if err != nil || len(clients.Data) == 0 {
 		t.Fatalf("a client to read: %v", err)
 	}

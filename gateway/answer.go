@@ -1,0 +1,136 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// answer is what a handler answers when it does not fail: writeAnswers
+// writes it. The layers outside writeAnswers get it back with status and
+// bytes as written.
+type answer struct {
+	status   int    // zero means 200
+	body     any    // written as JSON (encode.go); nil means no body
+	location string // the Location header, for a created resource
+	// serve writes an answer of its own kind (portal files with validators,
+	// profiles, metrics); body and location are then unused.
+	serve http.Handler
+
+	bytes int // set by writeAnswers: body bytes written
+}
+
+// writeAnswers is the one place that writes: the answer of the handler it
+// wraps, or its error as a problem. It returns the answer as written (status
+// and bytes set) and, for a failure, the problem it wrote (an *Error whose
+// Err is the cause), for the layers outside it to observe.
+func writeAnswers(next handler) handler {
+	return func(w http.ResponseWriter, r *http.Request) (answer, error) {
+		ans, err := next(w, r)
+		if err != nil {
+			p := problemFor(err)
+			status, n := writeProblem(w, r, p)
+			return answer{status: status, bytes: n}, p
+		}
+		if ans.serve != nil {
+			cw := &countingWriter{ResponseWriter: w}
+			ans.serve.ServeHTTP(cw, r)
+			ans.status, ans.bytes = cw.status, cw.bytes
+			if ans.status == 0 {
+				ans.status = http.StatusOK
+			}
+			return ans, nil
+		}
+		if ans.status == 0 {
+			ans.status = http.StatusOK
+		}
+		if ans.location != "" {
+			w.Header().Set("Location", ans.location)
+		}
+		if ans.body == nil {
+			w.WriteHeader(ans.status)
+			return ans, nil
+		}
+		ans.status, ans.bytes = writeJSON(w, ans.status, ans.body)
+		return ans, nil
+	}
+}
+
+// writeJSON writes v as the response body with an exact Content-Length and
+// returns the status and the bytes written.
+func writeJSON(w http.ResponseWriter, status int, v any) (int, int) {
+	b, buf, err := marshalJSON(v) // encode.go
+	if err != nil {
+		// Resources always encode; should one not, the caller still gets
+		// the API's error format.
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusInternalServerError)
+		n, _ := w.Write([]byte(`{"type":"` + problemTypeBase + `internal_error","title":"Internal server error","status":500,"detail":"An internal error occurred.","code":"internal_error"}` + "\n"))
+		return http.StatusInternalServerError, n
+	}
+	defer releaseBuf(buf)
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	n, _ := w.Write(b)
+	return status, n
+}
+
+// jsonContentType is shared by every answer, as the values in middleware.go.
+var jsonContentType = []string{"application/json"}
+
+// writeProblem writes p as application/problem+json, with the headers its
+// code calls for, and returns the status and the bytes written.
+func writeProblem(w http.ResponseWriter, r *http.Request, p *Error) (status, n int) {
+	pc := problemCodes[p.Code]
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	switch {
+	case pc.Status == http.StatusUnauthorized && p.Code != "unauthorized_admin":
+		h.Set("WWW-Authenticate", `Bearer realm="invoicing-api"`)
+	case pc.Status == http.StatusMethodNotAllowed:
+		h.Set("Allow", p.Allow)
+	}
+	if p.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(ceilSeconds(p.RetryAfter)))
+	}
+	b, err := json.Marshal(problemBody{
+		Type: problemTypeBase + p.Code, Title: pc.Title, Status: pc.Status,
+		Detail: p.Detail, Code: p.Code, RequestID: stateFrom(r.Context()).ID, Errors: p.Fields, Checks: p.Checks,
+	})
+	if err != nil { // only strings, ints and maps of strings: cannot happen
+		panic(fmt.Sprintf("gateway: encoding a problem: %v", err))
+	}
+	w.WriteHeader(pc.Status)
+	n, _ = w.Write(append(b, '\n'))
+	return pc.Status, n
+}
+
+// countingWriter remembers the status and counts the body bytes of an answer
+// its handler writes itself.
+type countingWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (c *countingWriter) WriteHeader(code int) {
+	if c.status == 0 {
+		c.status = code
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	n, err := c.ResponseWriter.Write(b)
+	c.bytes += n
+	return n, err
+}
+
+func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }

@@ -1,0 +1,139 @@
+package gateway
+
+import (
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// handler is the gateway's handler type: it returns what it answers, or an
+// error, and writes nothing itself. One layer of the chain (writeAnswers)
+// writes every answer and every problem; the layers outside it receive the
+// written answer and the problem as return values, so that what a request
+// ended with is known without any layer reporting it on the side.
+type handler func(w http.ResponseWriter, r *http.Request) (answer, error)
+
+// layer wraps a handler in one concern of the chain.
+type layer func(handler) handler
+
+// listener names the two listeners, which share most of the chain.
+type listener uint8
+
+const (
+	public listener = 1 << iota // the API, the developer portal, health
+	admin                       // keys, limits, usage, metrics, profiles
+	both   = public | admin
+)
+
+// chain is the middleware of both listeners, outermost first, and why in
+// that order:
+//   - withRequestID: every later layer, error bodies and logs need the id;
+//   - withTelemetry (public): the span, metrics and usage of every request,
+//     rejections included; inside withRequestID so the id is on the span,
+//     outside accessLog so the log line carries the trace id;
+//   - accessLog: sees the final status and problem of everything inside,
+//     panics included;
+//   - writeAnswers: the one place that writes answers and problems; every
+//     layer inside it returns instead of writing;
+//   - withRecover: inside the writer, so a panic is answered (and logged) as
+//     the 500 it became;
+//   - withSecurityHeaders: on every answer, errors and 404s included;
+//   - withHeaderLimit: a head over 16 KiB is refused before any work, in
+//     the API's error format (net/http's own, higher cut-off is plain text);
+//   - withBodyLimit: no body is read past 64 KiB, whoever reads it;
+//   - withCORS (public): answers preflights (which carry no key) before the
+//     router and authentication, and marks answers readable by listed
+//     origins;
+//   - then the router, and per API route: authenticate (key, company, scope)
+//     before the rate limit, so that unauthenticated floods cannot spend a
+//     company's budget, then the handler.
+func (s *Server) chain(l listener, routed func(method, path string) bool) []layer {
+	all := []struct {
+		on listener
+		l  layer
+	}{
+		{both, withRequestID},
+		{public, s.withTelemetry},
+		{both, s.accessLog},
+		{both, writeAnswers},
+		{both, withRecover},
+		{both, withSecurityHeaders},
+		{both, withHeaderLimit},
+		{both, withBodyLimit},
+		{public, withCORS(s.cors, routed)},
+	}
+	var out []layer
+	for _, e := range all {
+		if e.on&l != 0 {
+			out = append(out, e.l)
+		}
+	}
+	return out
+}
+
+// build wraps the router in the listener's chain and returns the listener's
+// http.Handler.
+func (s *Server) build(l listener, rt *routes) http.Handler {
+	h := rt.serve
+	layers := s.chain(l, rt.routed)
+	for i := len(layers) - 1; i >= 0; i-- {
+		h = layers[i](h)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = h(w, r) })
+}
+
+// routes is a listener's route table: httprouter matches method and path,
+// the gateway's handlers answer. No redirects (an API answers the path it was
+// given or 404), problem+json for unknown routes and methods.
+type routes struct{ r *httprouter.Router }
+
+// routeHandler is a routed handler: a handler with the path's parameters.
+type routeHandler func(w http.ResponseWriter, r *http.Request, p httprouter.Params) (answer, error)
+
+func newRoutes() *routes {
+	r := httprouter.New()
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleOPTIONS = false // preflights are withCORS's
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		// The path is not echoed: callers paste keys and names into it.
+		w.(*slot).err = &Error{Code: "route_not_found", Detail: "No route matches this method and path."}
+	})
+	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		allow := w.Header().Get("Allow")
+		w.(*slot).err = &Error{Code: "method_not_allowed", Detail: "Method " + r.Method + " is not allowed here; allowed: " + allow + ".", Allow: allow}
+	})
+	return &routes{r: r}
+}
+
+// handle registers h for method and path under the route name route (the
+// name logs, spans and metrics use).
+func (rt *routes) handle(method, path, route string, h routeHandler) {
+	rt.r.Handle(method, path, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+		stateFrom(r.Context()).Route = route
+		sl := w.(*slot)
+		sl.ans, sl.err = h(sl.ResponseWriter, r, p)
+	})
+}
+
+// slot carries a routed handler's result back out of httprouter, whose
+// handlers return nothing. It lives only between serve and the handler.
+type slot struct {
+	http.ResponseWriter
+	ans answer
+	err error
+}
+
+// serve is the innermost handler of the chain: the routed handler's result.
+func (rt *routes) serve(w http.ResponseWriter, r *http.Request) (answer, error) {
+	sl := slot{ResponseWriter: w}
+	rt.r.ServeHTTP(&sl, r)
+	return sl.ans, sl.err
+}
+
+// routed reports whether method and path name an API operation (GET or POST)
+// of the table; CORS preflights are answered only for those.
+func (rt *routes) routed(method, path string) bool {
+	h, _, _ := rt.r.Lookup(method, path)
+	return h != nil && (method == http.MethodGet || method == http.MethodPost)
+}

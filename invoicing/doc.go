@@ -1,0 +1,7 @@
+// Package invoicing is the gateway's shared vocabulary: the key mode, the
+// company id, and the public API's resources, filters and pages. Every other
+// package of the gateway may import it; it imports none of them. Adapters
+// (backend for the platform's database, authz and tenants for Redis) translate
+// to and from these types at their edge, so that one definition of "LIVE",
+// of a company id and of a client serves them all.
+package invoicing
