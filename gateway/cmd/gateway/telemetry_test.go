@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
+	"math"
 	"net"
 	"strings"
 	"sync"
 	"testing"
 
+	"go.opentelemetry.io/otel/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -37,7 +40,8 @@ func TestTelemetrySettings(t *testing.T) {
 		{"bad headers, value not echoed", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%zzsecret"}, "", "OTEL_EXPORTER_OTLP_HEADERS"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			tel, err := setupTelemetry(context.Background(), envOf(c.env), "test")
+			setOTelEnv(t, c.env)
+			tel, err := setupTelemetry(context.Background(), "test")
 			if c.describe == "" {
 				if err == nil || !strings.Contains(err.Error(), c.errHas) || strings.Contains(err.Error(), "secret") {
 					t.Fatalf("err = %v, want one naming %s", err, c.errHas)
@@ -58,17 +62,84 @@ func TestTelemetrySettings(t *testing.T) {
 	}
 }
 
+// otelVars are the variables setupTelemetry and the libraries it uses read.
+var otelVars = []string{"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_SERVICE_NAME",
+	"OTEL_RESOURCE_ATTRIBUTES", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG"}
+
+func init() {
+	for _, v := range []string{"ENDPOINT", "PROTOCOL", "HEADERS", "TIMEOUT", "COMPRESSION"} {
+		otelVars = append(otelVars, "OTEL_EXPORTER_OTLP_"+v, "OTEL_EXPORTER_OTLP_TRACES_"+v)
+	}
+}
+
+// setOTelEnv makes m the OpenTelemetry environment of the process for the
+// test (the libraries read os.Getenv): the other variables are emptied,
+// which they take as unset. Not for parallel tests.
+func setOTelEnv(t *testing.T, m map[string]string) {
+	t.Helper()
+	for _, k := range otelVars {
+		t.Setenv(k, m[k])
+	}
+	for k, v := range m {
+		t.Setenv(k, v)
+	}
+}
+
+// TestSamplers: the SDK samples as OTEL_TRACES_SAMPLER(_ARG) say, by
+// default parentbased_always_on. Each sampler is told by its decisions: for
+// new traces, under a remote parent sampled or not, and for a ratio at the
+// trace ids on either side of its bound.
 func TestSamplers(t *testing.T) {
-	for _, c := range []struct{ name, arg, want string }{
-		{"", "", "ParentBased{root:AlwaysOnSampler"},
-		{"always_off", "", "AlwaysOffSampler"},
-		{"traceidratio", "0.25", "TraceIDRatioBased{0.25}"},
-		{"parentbased_traceidratio", "0.5", "ParentBased{root:TraceIDRatioBased{0.5}"},
-	} {
-		s, err := parseSampler(c.name, c.arg)
-		if err != nil || !strings.HasPrefix(s.Description(), c.want) {
-			t.Errorf("%s %s: %v %v, want %s", c.name, c.arg, s, err, c.want)
+	under := func(low uint64, sampled bool) trace.SpanContext {
+		tid := trace.TraceID{0: 1}
+		binary.BigEndian.PutUint64(tid[8:], low)
+		var flags trace.TraceFlags
+		if sampled {
+			flags = trace.FlagsSampled
 		}
+		return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: trace.SpanID{0: 1}, TraceFlags: flags, Remote: true})
+	}
+	for _, c := range []struct {
+		name, arg     string
+		ratio         float64 // of new traces sampled
+		followsParent bool
+	}{
+		{"", "", 1, true},
+		{"always_off", "", 0, false},
+		{"traceidratio", "0.25", 0.25, false},
+		{"parentbased_traceidratio", "0.5", 0.5, true},
+	} {
+		setOTelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1",
+			"OTEL_TRACES_SAMPLER": c.name, "OTEL_TRACES_SAMPLER_ARG": c.arg})
+		tel, err := setupTelemetry(context.Background(), "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The spans are not ended: nothing is exported.
+		sampled := func(parent trace.SpanContext) bool {
+			ctx := trace.ContextWithRemoteSpanContext(context.Background(), parent)
+			_, s := tel.provider.Tracer("test").Start(ctx, "s")
+			return s.SpanContext().IsSampled()
+		}
+		n := 0
+		for range 400 {
+			if sampled(trace.SpanContext{}) {
+				n++
+			}
+		}
+		if got := float64(n) / 400; math.Abs(got-c.ratio) > 0.1 {
+			t.Errorf("%s %s: %v of new traces sampled, want %v", c.name, c.arg, got, c.ratio)
+		}
+		// A ratio sampler decides by the trace id alone: at 0.25, those whose
+		// last 8 bytes are below 2^62 (a quarter of them).
+		if c.followsParent && (!sampled(under(1<<63, true)) || sampled(under(0, false))) {
+			t.Errorf("%s %s: a remote parent's decision not followed", c.name, c.arg)
+		}
+		if !c.followsParent && (sampled(under(0, false)) != (c.ratio > 0) ||
+			sampled(under(1<<62-1, true)) != (c.ratio >= 0.25) || sampled(under(1<<62, true)) != (c.ratio > 0.25)) {
+			t.Errorf("%s %s: not sampled by the trace id at ratio %v", c.name, c.arg, c.ratio)
+		}
+		_ = tel.shutdown(context.Background())
 	}
 }
 
@@ -108,11 +179,12 @@ func TestTracesOverGRPC(t *testing.T) {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(srv.Stop)
 
-	tel, err := setupTelemetry(context.Background(), envOf(map[string]string{
+	setOTelEnv(t, map[string]string{
 		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + ln.Addr().String(),
 		"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
 		"OTEL_EXPORTER_OTLP_HEADERS":  "x-tenant=platform%20team",
-	}), "test")
+	})
+	tel, err := setupTelemetry(context.Background(), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
