@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"encoding/binary"
+	"io"
 	"math"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -38,6 +41,10 @@ func TestTelemetrySettings(t *testing.T) {
 		{"bad timeout", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "soon"}, "", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"},
 		{"bad compression", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_COMPRESSION": "zstd"}, "", "OTEL_EXPORTER_OTLP_COMPRESSION"},
 		{"bad headers, value not echoed", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%zzsecret"}, "", "OTEL_EXPORTER_OTLP_HEADERS"},
+		// The exporter reads the general variable too, and would print a bad entry.
+		{"bad general headers under good traces ones", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_HEADERS": "secret", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "a=b"}, "", "OTEL_EXPORTER_OTLP_HEADERS"},
+		{"bad header key", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x tenant=secret"}, "", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"},
+		{"bad resource attributes", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_RESOURCE_ATTRIBUTES": "team=a%zz"}, "", "OTEL_RESOURCE_ATTRIBUTES"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			setOTelEnv(t, c.env)
@@ -197,5 +204,46 @@ func TestTracesOverGRPC(t *testing.T) {
 	defer rc.mu.Unlock()
 	if len(rc.names) != 1 || rc.names[0] != "over grpc" || len(rc.headers) != 1 || rc.headers[0] != "platform team" {
 		t.Fatalf("received %v with headers %v", rc.names, rc.headers)
+	}
+}
+
+// TestTracesOverHTTPJSON: with http/json, otlptracehttp sends JSON to the
+// traces endpoint as it is, with the default service.name and the other
+// OTEL_RESOURCE_ATTRIBUTES, percent-decoded.
+func TestTracesOverHTTPJSON(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, r.URL.Path+" "+r.Header.Get("Content-Type")+" "+string(b))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("{}"))
+	}))
+	t.Cleanup(srv.Close)
+	setOTelEnv(t, map[string]string{
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": srv.URL + "/custom",
+		"OTEL_EXPORTER_OTLP_PROTOCOL":        "http/json",
+		"OTEL_RESOURCE_ATTRIBUTES":           "deployment.environment=test%20env",
+	})
+	tel, err := setupTelemetry(context.Background(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, s := tel.provider.Tracer("test").Start(context.Background(), "over json")
+	s.End()
+	if err := tel.shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || !strings.HasPrefix(got[0], "/custom application/json {") {
+		t.Fatalf("received %q", got)
+	}
+	for _, want := range []string{`"over json"`, `"invoicing-gateway"`, `"test env"`} {
+		if !strings.Contains(got[0], want) {
+			t.Errorf("no %s in %s", want, got[0])
+		}
 	}
 }
