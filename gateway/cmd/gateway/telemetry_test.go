@@ -129,12 +129,12 @@ func TestSamplers(t *testing.T) {
 			return s.SpanContext().IsSampled()
 		}
 		n := 0
-		for range 400 {
+		for range 2000 {
 			if sampled(trace.SpanContext{}) {
 				n++
 			}
 		}
-		if got := float64(n) / 400; math.Abs(got-c.ratio) > 0.1 {
+		if got := float64(n) / 2000; math.Abs(got-c.ratio) > 0.1 {
 			t.Errorf("%s %s: %v of new traces sampled, want %v", c.name, c.arg, got, c.ratio)
 		}
 		// A ratio sampler decides by the trace id alone: at 0.25, those whose
