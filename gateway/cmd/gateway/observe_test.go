@@ -175,7 +175,14 @@ func startObserved(t *testing.T, extra map[string]string) *observedGateway {
 		t.Fatal(err)
 	}
 	g.cfg = cfg
-	g.tel, err = setupTelemetry(ctx, env, "test")
+	otelEnv := map[string]string{}
+	for k, v := range extra {
+		if strings.HasPrefix(k, "OTEL_") {
+			otelEnv[k] = v
+		}
+	}
+	setOTelEnv(t, otelEnv) // the OpenTelemetry libraries read the process environment
+	g.tel, err = setupTelemetry(ctx, "test")
 	if err != nil {
 		t.Fatal(err)
 	}

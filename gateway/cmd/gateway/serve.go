@@ -56,7 +56,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer, env 
 	defer logOut.Close() // last: the shutdown lines are logged before it
 	logger := newLogger(logOut, cfg.LogLevel)
 	gc := tuneGC(env)
-	tel, err := setupTelemetry(ctx, env, versionString())
+	tel, err := setupTelemetry(ctx, versionString())
 	if err != nil {
 		return err
 	}

@@ -2,13 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -33,126 +35,86 @@ type telemetry struct {
 }
 
 // defaultServiceName is the service.name of the spans unless
-// OTEL_SERVICE_NAME says otherwise.
+// OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES say otherwise.
 const defaultServiceName = "invoicing-gateway"
 
-// setupTelemetry reads the OpenTelemetry environment through env (the
-// process environment in the binary, a map in tests). Tracing is off unless
-// an OTLP endpoint is set, and off whatever is set when OTEL_SDK_DISABLED is
-// true or OTEL_TRACES_EXPORTER is none. Supported: the OTLP endpoint,
-// protocol (http/protobuf, the default; http/json; grpc), headers, timeout
-// and compression, each also in its _TRACES_ form, which wins;
-// OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER and
-// OTEL_TRACES_SAMPLER_ARG. The batch processor's OTEL_BSP_* are the SDK's.
-// A value it cannot use stops start-up with a message naming it.
-func setupTelemetry(ctx context.Context, env func(string) string, version string) (*telemetry, error) {
+// setupTelemetry sets tracing up from the process environment, which the
+// libraries read themselves: the OTLP exporters the endpoint, protocol
+// (otlptracehttp does http/protobuf, the default, and http/json), headers,
+// timeout and compression, each also in its _TRACES_ form, which wins; the
+// SDK OTEL_TRACES_SAMPLER(_ARG) and OTEL_BSP_*; resource.WithFromEnv
+// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES. Done here: tracing is off
+// unless an endpoint is set (the exporters would send to localhost), and off
+// whatever is set when OTEL_SDK_DISABLED is true or OTEL_TRACES_EXPORTER is
+// none; HTTP or gRPC; the description for the start-up log; checkEnv.
+//
+// Not contrib's autoexport: v0.72.0 refuses http/json, accepts a console
+// exporter, and its errors name no variable; it would only replace the
+// choice between otlptracegrpc and otlptracehttp below.
+func setupTelemetry(ctx context.Context, version string) (*telemetry, error) {
 	off := &telemetry{provider: noop.NewTracerProvider(), describe: "off"}
-	if strings.EqualFold(strings.TrimSpace(env("OTEL_SDK_DISABLED")), "true") {
+	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
 		return off, nil
 	}
-	switch exp := strings.TrimSpace(env("OTEL_TRACES_EXPORTER")); exp {
+	switch exp := getenv("OTEL_TRACES_EXPORTER"); exp {
 	case "", "otlp":
 	case "none":
 		return off, nil
 	default:
 		return nil, fmt.Errorf("setting OTEL_TRACES_EXPORTER: %q is not supported (otlp or none)", exp)
 	}
-	// The signal-specific variable wins over the general one.
-	get := func(name string) (string, string) {
-		specific := strings.Replace(name, "OTEL_EXPORTER_OTLP_", "OTEL_EXPORTER_OTLP_TRACES_", 1)
-		if v := strings.TrimSpace(env(specific)); v != "" {
-			return v, specific
-		}
-		return strings.TrimSpace(env(name)), name
-	}
-	endpoint, endpointVar := get("OTEL_EXPORTER_OTLP_ENDPOINT")
+	endpoint, endpointVar := tracesEnv("OTEL_EXPORTER_OTLP_ENDPOINT")
 	if endpoint == "" {
 		return off, nil
 	}
-	u, err := url.Parse(endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("setting %s: %q is not an http:// or https:// URL", endpointVar, endpoint)
-	}
-	protocol, protocolVar := get("OTEL_EXPORTER_OTLP_PROTOCOL")
-	if protocol == "" {
-		protocol = "http/protobuf"
-	}
-	headers, err := parseKeyValues(get("OTEL_EXPORTER_OTLP_HEADERS"))
-	if err != nil {
+	if err := checkEnv(); err != nil {
 		return nil, err
 	}
-	var timeout time.Duration
-	if v, name := get("OTEL_EXPORTER_OTLP_TIMEOUT"); v != "" {
-		ms, err := strconv.Atoi(v)
-		if err != nil || ms <= 0 {
-			return nil, fmt.Errorf("setting %s: %q is not a positive number of milliseconds", name, v)
-		}
-		timeout = time.Duration(ms) * time.Millisecond
-	}
-	gzip := false
-	switch v, name := get("OTEL_EXPORTER_OTLP_COMPRESSION"); v {
-	case "", "none":
-	case "gzip":
-		gzip = true
-	default:
-		return nil, fmt.Errorf("setting %s: %q is not gzip or none", name, v)
-	}
-
+	u, _ := url.Parse(endpoint) // checked by checkEnv
+	protocol, _ := tracesEnv("OTEL_EXPORTER_OTLP_PROTOCOL")
 	var exporter sdktrace.SpanExporter
-	switch protocol {
-	case "http/protobuf", "http/json":
-		// The general endpoint is a base URL to which the signal's path is
-		// added; the traces endpoint is used as it is.
+	var err error
+	where := u.Host
+	if protocol == "grpc" {
+		exporter, err = otlptracegrpc.New(ctx)
+	} else {
+		if protocol == "" {
+			protocol = "http/protobuf"
+		}
+		exporter, err = otlptracehttp.New(ctx)
+		// The general endpoint is a base URL to which the exporter adds the
+		// signal's path; the traces endpoint is used as it is.
 		if endpointVar == "OTEL_EXPORTER_OTLP_ENDPOINT" {
 			u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/traces"
 		}
-		opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(u.String()), otlptracehttp.WithHeaders(headers)}
-		if protocol == "http/json" {
-			opts = append(opts, otlptracehttp.WithEncoding(otlptracehttp.EncodingJSON))
-		}
-		if timeout > 0 {
-			opts = append(opts, otlptracehttp.WithTimeout(timeout))
-		}
-		if gzip {
-			opts = append(opts, otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
-		}
-		exporter, err = otlptracehttp.New(ctx, opts...)
-	case "grpc":
-		opts := []otlptracegrpc.Option{otlptracegrpc.WithEndpointURL(u.String()), otlptracegrpc.WithHeaders(headers)}
-		if timeout > 0 {
-			opts = append(opts, otlptracegrpc.WithTimeout(timeout))
-		}
-		if gzip {
-			opts = append(opts, otlptracegrpc.WithCompressor("gzip"))
-		}
-		exporter, err = otlptracegrpc.New(ctx, opts...)
-	default:
-		return nil, fmt.Errorf("setting %s: %q is not http/protobuf, http/json or grpc", protocolVar, protocol)
+		where = u.String()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("tracing: OTLP exporter: %w", err)
 	}
-
-	sampler, err := parseSampler(env("OTEL_TRACES_SAMPLER"), env("OTEL_TRACES_SAMPLER_ARG"))
+	res, err := resource.New(ctx, resource.WithTelemetrySDK(),
+		resource.WithAttributes(attribute.String("service.name", defaultServiceName), attribute.String("service.version", version)),
+		resource.WithFromEnv()) // last: the variables override the defaults
 	if err != nil {
 		_ = exporter.Shutdown(ctx)
-		return nil, err
+		return nil, fmt.Errorf("setting OTEL_RESOURCE_ATTRIBUTES or OTEL_SERVICE_NAME: %w", err)
 	}
-	res, err := newResource(ctx, env, version)
-	if err != nil {
-		_ = exporter.Shutdown(ctx)
-		return nil, err
-	}
-	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exporter),
-		sdktrace.WithSampler(sampler),
-		sdktrace.WithResource(res),
-	)
-	where := u.Host
-	if strings.HasPrefix(protocol, "http") {
-		where = u.String()
-	}
+	// No sampler option: the SDK reads OTEL_TRACES_SAMPLER(_ARG).
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
 	return &telemetry{provider: tp, sdk: tp, describe: "otlp " + protocol + " to " + where}, nil
+}
+
+// getenv is a variable without surrounding spaces, as the libraries read it.
+func getenv(name string) string { return strings.TrimSpace(os.Getenv(name)) }
+
+// tracesEnv is the _TRACES_ form of an OTEL_EXPORTER_OTLP_ variable when it
+// is set, else the general one, and the name of the one used.
+func tracesEnv(name string) (string, string) {
+	specific := strings.Replace(name, "OTEL_EXPORTER_OTLP_", "OTEL_EXPORTER_OTLP_TRACES_", 1)
+	if v := getenv(specific); v != "" {
+		return v, specific
+	}
+	return getenv(name), name
 }
 
 // install makes t the process-wide provider, with W3C trace context as the
@@ -184,85 +146,103 @@ func (t *telemetry) flush(logger *slog.Logger) {
 	}
 }
 
-// parseKeyValues parses the OTEL_*_HEADERS and OTEL_RESOURCE_ATTRIBUTES
-// format: key=value pairs separated by commas, values percent-encoded. The
-// error names the variable, never the values (headers hold credentials).
-func parseKeyValues(s, name string) (map[string]string, error) {
-	out := map[string]string{}
-	if strings.TrimSpace(s) == "" {
-		return out, nil
+// envChecks stop start-up, naming the variable, on values the libraries
+// would not refuse. The exporters take an unknown protocol or compression
+// for the default, skip an endpoint they cannot parse, a timeout that is not
+// a number (and take zero), and a header entry without "=", with a bad key or
+// percent-encoding, printing it to stderr with its value (a credential): the
+// check runs first, and its error never holds a value. The SDK reports an
+// unknown sampler or a bad ratio, then samples everything; WithFromEnv keeps
+// a bad percent-encoding as it is. The exporters read both forms of their
+// variables, even when the _TRACES_ one wins: both are checked.
+var envChecks = []struct {
+	name  string
+	check func(string) error
+}{
+	{"OTEL_EXPORTER_OTLP_ENDPOINT", func(v string) error {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%q is not an http:// or https:// URL", v)
+		}
+		return nil
+	}},
+	{"OTEL_EXPORTER_OTLP_PROTOCOL", oneOf("http/protobuf", "http/json", "grpc")},
+	{"OTEL_EXPORTER_OTLP_HEADERS", func(v string) error { return checkKeyValues(v, true) }},
+	{"OTEL_EXPORTER_OTLP_TIMEOUT", func(v string) error {
+		if ms, err := strconv.Atoi(v); err != nil || ms <= 0 {
+			return fmt.Errorf("%q is not a positive number of milliseconds", v)
+		}
+		return nil
+	}},
+	{"OTEL_EXPORTER_OTLP_COMPRESSION", oneOf("gzip", "none")},
+	{"OTEL_RESOURCE_ATTRIBUTES", func(v string) error { return checkKeyValues(v, false) }},
+	// The SDK lower-cases the sampler's name.
+	{"OTEL_TRACES_SAMPLER", func(v string) error {
+		return oneOf("always_on", "always_off", "traceidratio", "parentbased_always_on",
+			"parentbased_always_off", "parentbased_traceidratio")(strings.ToLower(v))
+	}},
+	{"OTEL_TRACES_SAMPLER_ARG", func(v string) error { // read by the ratio samplers only
+		if !strings.HasSuffix(strings.ToLower(getenv("OTEL_TRACES_SAMPLER")), "traceidratio") {
+			return nil
+		}
+		if r, err := strconv.ParseFloat(v, 64); err != nil || r < 0 || r > 1 {
+			return fmt.Errorf("%q is not a ratio from 0 to 1", v)
+		}
+		return nil
+	}},
+}
+
+// checkEnv runs envChecks on the variables that are set.
+func checkEnv() error {
+	for _, c := range envChecks {
+		names := []string{c.name}
+		if strings.HasPrefix(c.name, "OTEL_EXPORTER_OTLP_") {
+			names = append(names, strings.Replace(c.name, "OTEL_EXPORTER_OTLP_", "OTEL_EXPORTER_OTLP_TRACES_", 1))
+		}
+		for _, name := range names {
+			if v := getenv(name); v != "" {
+				if err := c.check(v); err != nil {
+					return fmt.Errorf("setting %s: %w", name, err)
+				}
+			}
+		}
 	}
+	return nil
+}
+
+func oneOf(values ...string) func(string) error {
+	return func(v string) error {
+		if slices.Contains(values, v) {
+			return nil
+		}
+		return fmt.Errorf("%q is not supported (%s)", v, strings.Join(values, ", "))
+	}
+}
+
+// checkKeyValues checks the format of OTEL_*_HEADERS and
+// OTEL_RESOURCE_ATTRIBUTES: key=value pairs separated by commas, values
+// percent-encoded; a header's key is an HTTP token. An error names the entry
+// by its position, and by its key once the key is known good.
+func checkKeyValues(s string, header bool) error {
 	for i, pair := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(pair, "=")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {
-			return nil, fmt.Errorf("setting %s: entry %d is not key=value", name, i+1)
+			return fmt.Errorf("entry %d is not key=value", i+1)
 		}
-		dv, err := url.PathUnescape(strings.TrimSpace(v))
-		if err != nil {
-			return nil, fmt.Errorf("setting %s: entry %d (%s): bad percent-encoding", name, i+1, k)
+		if header && strings.ContainsFunc(k, notTokenChar) {
+			return fmt.Errorf("entry %d: the key is not an HTTP header name", i+1)
 		}
-		out[k] = dv
+		if _, err := url.PathUnescape(strings.TrimSpace(v)); err != nil {
+			return fmt.Errorf("entry %d (%s): bad percent-encoding", i+1, k)
+		}
 	}
-	return out, nil
+	return nil
 }
 
-// parseSampler maps OTEL_TRACES_SAMPLER(_ARG) to a sampler; the default is
-// parentbased_always_on, as the specification says: a caller's sampling
-// decision is followed, new traces are all sampled.
-func parseSampler(name, arg string) (sdktrace.Sampler, error) {
-	name, arg = strings.TrimSpace(name), strings.TrimSpace(arg)
-	ratio := 1.0
-	if arg != "" && strings.HasSuffix(name, "traceidratio") {
-		r, err := strconv.ParseFloat(arg, 64)
-		if err != nil || r < 0 || r > 1 {
-			return nil, fmt.Errorf("setting OTEL_TRACES_SAMPLER_ARG: %q is not a ratio from 0 to 1", arg)
-		}
-		ratio = r
-	}
-	switch name {
-	case "", "parentbased_always_on":
-		return sdktrace.ParentBased(sdktrace.AlwaysSample()), nil
-	case "parentbased_always_off":
-		return sdktrace.ParentBased(sdktrace.NeverSample()), nil
-	case "parentbased_traceidratio":
-		return sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio)), nil
-	case "always_on":
-		return sdktrace.AlwaysSample(), nil
-	case "always_off":
-		return sdktrace.NeverSample(), nil
-	case "traceidratio":
-		return sdktrace.TraceIDRatioBased(ratio), nil
-	}
-	return nil, fmt.Errorf("setting OTEL_TRACES_SAMPLER: %q is not supported (always_on, always_off, traceidratio or their parentbased_ forms)", name)
-}
-
-// newResource describes the process: service.name (OTEL_SERVICE_NAME, else
-// OTEL_RESOURCE_ATTRIBUTES' service.name, else invoicing-gateway),
-// service.version and the other OTEL_RESOURCE_ATTRIBUTES.
-func newResource(ctx context.Context, env func(string) string, version string) (*resource.Resource, error) {
-	kv, err := parseKeyValues(env("OTEL_RESOURCE_ATTRIBUTES"), "OTEL_RESOURCE_ATTRIBUTES")
-	if err != nil {
-		return nil, err
-	}
-	if kv["service.name"] == "" {
-		kv["service.name"] = defaultServiceName
-	}
-	if v := strings.TrimSpace(env("OTEL_SERVICE_NAME")); v != "" {
-		kv["service.name"] = v
-	}
-	if kv["service.version"] == "" {
-		kv["service.version"] = version
-	}
-	attrs := make([]attribute.KeyValue, 0, len(kv))
-	for k, v := range kv {
-		attrs = append(attrs, attribute.String(k, v))
-	}
-	res, err := resource.New(ctx, resource.WithTelemetrySDK(), resource.WithAttributes(attrs...))
-	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
-		return nil, fmt.Errorf("tracing: resource: %w", err)
-	}
-	return res, nil
+// notTokenChar reports whether r may not be in an HTTP header name.
+func notTokenChar(r rune) bool {
+	return r > unicode.MaxASCII || !(unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("!#$%&'*+-.^_`|~", r))
 }
 
 // wireOption adjusts what connectWith builds.
