@@ -22,10 +22,10 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
-// gateway bench drives a running gateway with a realistic mix of the API's
+// The load drives a running gateway with a realistic mix of the API's
 // operations across many companies and keys, and prints throughput, latency
 // percentiles per operation and status counts. With --ceiling it then runs
-// the same load against a bare service (bench_ceiling.go) for reference.
+// the same load against a bare service (ceiling.go) for reference.
 
 // benchOptions are the command's flags.
 type benchOptions struct {
@@ -66,7 +66,7 @@ var benchOps = []struct {
 }
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs := flag.NewFlagSet("gateway-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o benchOptions
 	fs.StringVar(&o.url, "url", "http://127.0.0.1:8080", "base URL of the gateway's public API")
@@ -89,12 +89,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, env 
 	fs.IntVar(&o.ceilingConns, "ceiling-db-conns", 10, "the bare service's database pool (the gateway's default)")
 	fs.IntVar(&o.pid, "pid", 0, "report this process's resident memory (the gateway's) after the run")
 	serveCeiling := fs.String("serve-ceiling", "", "internal: serve the bare service on this address")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, pos[0])
 	}
 	if *serveCeiling != "" {
 		return serveCeilingMain(ctx, *serveCeiling, o.database, o.ceilingConns, stdout)
