@@ -7,7 +7,6 @@
 //	gateway limits get|set|reset      per-company rate limits
 //	gateway usage --company ID        per-company requests per day
 //	gateway data schema|load          platform schema and generated data
-//	gateway bench                     load a running gateway, print latencies
 //	gateway probe URL                 health check for containers
 //	gateway version
 package main
@@ -43,7 +42,6 @@ Usage:
   gateway usage --company ID [--days N] [--json]   requests per day by status class
   gateway data schema --database URL
   gateway data load --size small|large [--database URL] [--seed N]
-  gateway bench [--url URL --admin-url URL --admin-token T | --keys-file F] [--company IDS] [--companies N --database URL] [--mix OP] [--rate N] [--connections N] [--duration D] [--ceiling]
   gateway probe URL                   exit 0 if URL answers 200 (container health checks)
   gateway version
 
@@ -75,8 +73,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		err = cmdUsage(ctx, args[1:], stdout, stderr, env)
 	case "data":
 		err = cmdData(ctx, args[1:], stdout, stderr, env)
-	case "bench":
-		err = cmdBench(ctx, args[1:], stdout, stderr, env)
 	case "probe":
 		err = cmdProbe(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":

@@ -14,35 +14,68 @@ import (
 	"testing"
 
 	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/tenants"
 )
 
-// gateway bench against an in-process gateway on the real services: it
+// target is an in-process gateway on this test's own databases (the demo
+// data) and Redis prefix on the real services, with the gateway command's
+// default limits.
+type target struct {
+	pub, admin, adminToken string
+	liveURL                string
+	live                   *backend.Store
+	keys                   *authz.Keyring
+	limiter                *tenants.Limiter
+}
+
+func startGateway(t *testing.T) *target {
+	t.Helper()
+	ctx := context.Background()
+	g := &target{adminToken: "bench-admin-token-0123456789", liveURL: testenv.Postgres(t)}
+	testURL := testenv.Postgres(t)
+	if _, err := gendata.SetUpSmall(ctx, g.liveURL, testURL, 3); err != nil {
+		t.Fatal(err)
+	}
+	open := func(url string) *backend.Store {
+		st, err := backend.Open(ctx, backend.Config{URL: url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(st.Close)
+		return st
+	}
+	rdb, prefix := testenv.Redis(t)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	g.live = open(g.liveURL)
+	g.keys = authz.New(authz.Config{Redis: rdb, Prefix: prefix + "authz:", Logger: logger})
+	t.Cleanup(func() { _ = g.keys.Close() })
+	g.limiter = tenants.New(tenants.Config{Redis: rdb, Prefix: prefix + "tenants:", Logger: logger,
+		LiveDefault: tenants.Limit{Rate: 50, Burst: 100}, TestDefault: tenants.Limit{Rate: 10, Burst: 20}})
+	srv := gateway.New(gateway.Config{Live: g.live, Test: open(testURL), Keys: g.keys, Limiter: g.limiter,
+		AdminToken: g.adminToken, Logger: logger})
+	pub, adm := httptest.NewServer(srv.Handler()), httptest.NewServer(srv.AdminHandler())
+	t.Cleanup(pub.Close)
+	t.Cleanup(adm.Close)
+	g.pub, g.admin = pub.URL, adm.URL
+	return g
+}
+
+// gateway-bench against an in-process gateway on the real services: it
 // creates its keys, lifts the limits, runs every operation of the mix for a
 // second, reports requests and no transport error, and undoes its changes.
 func TestBenchCommand(t *testing.T) {
-	env := cliEnv(t)
+	g := startGateway(t)
 	ctx := context.Background()
-	cfg, err := loadConfig("../../../configs/gateway.yaml", env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.AdminToken = "bench-admin-token-0123456789"
-	d, err := connect(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(d.Close)
-	pub, adm := httptest.NewServer(d.server.Handler()), httptest.NewServer(d.server.AdminHandler())
-	t.Cleanup(pub.Close)
-	t.Cleanup(adm.Close)
-
 	companies := []string{gendata.DemoCompanyA, gendata.DemoCompanyB}
 	var out, errb strings.Builder
-	code := run(ctx, []string{"bench", "--url", pub.URL, "--admin-url", adm.URL, "--admin-token", cfg.AdminToken,
+	code := run(ctx, []string{"--url", g.pub, "--admin-url", g.admin, "--admin-token", g.adminToken,
 		"--company", strings.Join(companies, ","), "--keys-per-company", "2", "--raise-limits",
-		"--duration", "1s", "--warmup", "0s", "--connections", "4"}, &out, &errb, env)
+		"--duration", "1s", "--warmup", "0s", "--connections", "4"}, &out, &errb, noEnv)
 	if code != 0 {
 		t.Fatalf("bench: %d %s %s", code, errb.String(), out.String())
 	}
@@ -69,7 +102,7 @@ func TestBenchCommand(t *testing.T) {
 
 	// Undone: the keys it made are revoked, the limits back to the defaults.
 	for _, co := range companies {
-		keys, err := d.keys.List(ctx, co)
+		keys, err := g.keys.List(ctx, co)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +111,7 @@ func TestBenchCommand(t *testing.T) {
 				t.Errorf("key %s of %s left %s", k.ID, co, k.State)
 			}
 		}
-		lim, err := d.limiter.Limits(ctx, co)
+		lim, err := g.limiter.Limits(ctx, co)
 		if err != nil || lim.LiveCustom {
 			t.Errorf("limits of %s not reset: %+v %v", co, lim, err)
 		}
@@ -87,12 +120,12 @@ func TestBenchCommand(t *testing.T) {
 
 // The ceiling service answers GET /clients/{id} as the gateway does.
 func TestCeilingService(t *testing.T) {
-	env := cliEnv(t)
+	g := startGateway(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- serveCeilingMain(ctx, "127.0.0.1:0", env("GATEWAY_LIVE_DATABASE_URL"), 2, pw) }()
+	go func() { done <- serveCeilingMain(ctx, "127.0.0.1:0", g.liveURL, 2, pw) }()
 	line, err := bufio.NewReader(pr).ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
@@ -100,16 +133,7 @@ func TestCeilingService(t *testing.T) {
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
 	base := "http://" + strings.TrimSpace(strings.TrimPrefix(line, "listening "))
 
-	cfg, err := loadConfig("../../../configs/gateway.yaml", env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := connect(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	page, err := d.live.ListClients(ctx, gendata.DemoCompanyA, invoicing.ClientFilter{Page: 1, PageSize: 5})
+	page, err := g.live.ListClients(ctx, gendata.DemoCompanyA, invoicing.ClientFilter{Page: 1, PageSize: 5})
 	if err != nil || len(page.Data) == 0 {
 		t.Fatalf("clients: %v", err)
 	}
@@ -140,3 +164,7 @@ func TestCeilingService(t *testing.T) {
 		t.Fatalf("ceiling: %v", err)
 	}
 }
+
+// noEnv is an empty environment: no GATEWAY_* variable reaches the flags'
+// defaults.
+func noEnv(string) string { return "" }

@@ -23,7 +23,7 @@ import (
 // The ceiling of GET /clients/{id}: a bare Go HTTP service running the same
 // query as the gateway's adapter on a pool of the same size, with no key,
 // limit, company check, logging or tracing. It runs as its own process (the
-// gateway binary re-executed with --serve-ceiling), as the gateway does, so
+// gateway-bench binary re-executed with --serve-ceiling), as the gateway does, so
 // both share the machine with the load generator alike.
 
 const ceilingQuery = `SELECT c.id, c.name, c.nif, c.email, c.phone, c.address, c.kind, c.created_at
@@ -83,7 +83,7 @@ func startCeiling(ctx context.Context, database string, conns int) (string, func
 	if err != nil {
 		return "", nil, err
 	}
-	cmd := exec.CommandContext(ctx, exe, "bench", "--serve-ceiling", "127.0.0.1:0",
+	cmd := exec.CommandContext(ctx, exe, "--serve-ceiling", "127.0.0.1:0",
 		"--database", database, "--ceiling-db-conns", fmt.Sprint(conns))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()

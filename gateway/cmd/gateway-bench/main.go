@@ -1,0 +1,196 @@
+// Command gateway-bench loads a running gateway: it drives the public API
+// with a realistic mix of its operations across many companies and keys, and
+// prints throughput, latency percentiles per operation and status counts
+// (with --ceiling, also those of a bare service, for reference). That is its
+// one job; it lives apart from the gateway so that the production binary
+// links no load generator.
+//
+//	gateway-bench [--url URL --admin-url URL --admin-token T | --keys-file F] [--company IDS] [--companies N --database URL] [--mix OP] [--rate N] [--connections N] [--duration D] [--ceiling]
+//
+// Run gateway-bench --help for every flag.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+)
+
+const usage = `gateway-bench: load a running gateway and print throughput and latencies.
+
+Usage:
+  gateway-bench [--url URL --admin-url URL --admin-token T | --keys-file F] [--company IDS] [--companies N --database URL] [--mix OP] [--rate N] [--connections N] [--duration D] [--ceiling]
+
+Flags:
+`
+
+// errUsage marks a mistake in the command line (exit status 2).
+var errUsage = errors.New("usage")
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+}
+
+// run runs the command line and returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) int {
+	err := cmdBench(ctx, args, stdout, stderr, env)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "gateway-bench: %v\nRun gateway-bench --help for the flags.\n", err)
+		return 2
+	}
+	fmt.Fprintf(stderr, "gateway-bench: %v\n", err)
+	return 1
+}
+
+// parseArgs parses the command line into fs; it takes no positional
+// arguments.
+func parseArgs(fs *flag.FlagSet, args []string) error {
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	return nil
+}
+
+// benchOptions are the command's flags.
+type benchOptions struct {
+	url, adminURL, adminToken string
+	keysFile, writeKeys       string
+	database                  string
+	companyList               string
+	companies, keysPerCompany int
+	mix                       string
+	rate, connections         int
+	duration, warmup          time.Duration
+	raiseLimits               bool
+	ceiling                   bool
+	ceilingConns, rounds      int
+	pid                       int
+	serveCeiling              string // internal: serve the ceiling (ceiling.go)
+}
+
+// cmdBench prepares the companies and keys (bench.go), loads the gateway
+// with the mix (load.go) and prints the report (report.go). With --ceiling it
+// loads a bare service as well, for reference (ceiling.go).
+func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) error {
+	fs := flag.NewFlagSet("gateway-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o benchOptions
+	o.define(fs, env)
+	if err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	if o.serveCeiling != "" {
+		return serveCeilingMain(ctx, o.serveCeiling, o.database, o.ceilingConns, stdout)
+	}
+	weights, err := mixWeights(o.mix)
+	if err != nil {
+		return err
+	}
+	if o.ceiling && o.mix != "get-client" {
+		return fmt.Errorf("%w: --ceiling serves get-client only; add --mix get-client", errUsage)
+	}
+
+	b := &bencher{o: o, out: stdout, http: &http.Client{Timeout: 30 * time.Second}}
+	defer b.cleanup()
+	if err := b.setup(ctx); err != nil {
+		return err
+	}
+	if !o.ceiling {
+		return b.measure(ctx, weights)
+	}
+	return b.measureWithCeiling(ctx, weights)
+}
+
+// define declares the command's flags on fs.
+func (o *benchOptions) define(fs *flag.FlagSet, env func(string) string) {
+	fs.StringVar(&o.url, "url", "http://127.0.0.1:8080", "base URL of the gateway's public API")
+	fs.StringVar(&o.adminURL, "admin-url", "http://127.0.0.1:8081", "base URL of the admin API (to create keys and raise limits)")
+	fs.StringVar(&o.adminToken, "admin-token", env("GATEWAY_ADMIN_TOKEN"), "admin token (default $GATEWAY_ADMIN_TOKEN)")
+	fs.StringVar(&o.keysFile, "keys-file", "", "use these keys (lines: COMPANY_ID KEY) instead of creating them")
+	fs.StringVar(&o.writeKeys, "write-keys", "", "save the created keys to this file (mode 0600) and keep them")
+	fs.StringVar(&o.database, "database", env("GATEWAY_LIVE_DATABASE_URL"), "PostgreSQL URL to pick companies from, and the ceiling's database")
+	fs.StringVar(&o.companyList, "company", "", "comma-separated company ids to load (before those picked from --database)")
+	fs.IntVar(&o.companies, "companies", 0, "further active companies to pick from --database")
+	fs.IntVar(&o.keysPerCompany, "keys-per-company", 1, "LIVE keys to create per company (at most 10)")
+	fs.StringVar(&o.mix, "mix", "all", "all (the realistic mix), or one operation: "+opNames())
+	fs.IntVar(&o.rate, "rate", 0, "requests per second; 0 means as fast as --connections allow")
+	fs.IntVar(&o.connections, "connections", 64, "concurrent connections (and workers)")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measured duration")
+	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before the measure (caches, connections)")
+	fs.BoolVar(&o.raiseLimits, "raise-limits", false, "lift the companies' LIVE rate limit during the run (reset after)")
+	fs.BoolVar(&o.ceiling, "ceiling", false, "then run the same load against a bare service on --database (get-client only)")
+	fs.IntVar(&o.rounds, "rounds", 5, "with --ceiling: alternate gateway and ceiling in this many slices of --duration/rounds")
+	fs.IntVar(&o.ceilingConns, "ceiling-db-conns", 10, "the bare service's database pool (the gateway's default)")
+	fs.IntVar(&o.pid, "pid", 0, "report this process's resident memory (the gateway's) after the run")
+	fs.StringVar(&o.serveCeiling, "serve-ceiling", "", "internal: serve the bare service on this address")
+}
+
+// measure loads the gateway alone and prints its report.
+func (b *bencher) measure(ctx context.Context, weights []int) error {
+	gwTarget := b.targeter(b.o.url, weights)
+	gw := newBenchReport("gateway")
+	b.attack(ctx, gwTarget, b.o.warmup, nil)
+	b.attack(ctx, gwTarget, b.o.duration, gw)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	gw.finish()
+	gw.print(b.out)
+	if b.o.pid > 0 {
+		printRSS(b.out, b.o.pid)
+	}
+	return nil
+}
+
+// measureWithCeiling loads the gateway and the bare service in turns and
+// prints both reports and their ratio. The reference runs in the same
+// command, in alternating slices, so that a change of the machine's load
+// (other processes) hits both alike.
+func (b *bencher) measureWithCeiling(ctx context.Context, weights []int) error {
+	base, stop, err := startCeiling(ctx, b.o.database, b.o.ceilingConns)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	gwTarget, ceilTarget := b.targeter(b.o.url, weights), b.targeter(base, weights)
+	gw, ref := newBenchReport("gateway"), newBenchReport("ceiling")
+	b.attack(ctx, gwTarget, b.o.warmup, nil)
+	b.attack(ctx, ceilTarget, b.o.warmup, nil)
+	rounds := max(b.o.rounds, 1)
+	for i := 0; i < rounds && ctx.Err() == nil; i++ {
+		b.attack(ctx, gwTarget, b.o.duration/time.Duration(rounds), gw)
+		b.attack(ctx, ceilTarget, b.o.duration/time.Duration(rounds), ref)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	gw.finish()
+	ref.finish()
+	gw.print(b.out)
+	if b.o.pid > 0 {
+		printRSS(b.out, b.o.pid)
+	}
+	ref.print(b.out)
+	if ref.throughput > 0 {
+		fmt.Fprintf(b.out, "\ngateway / ceiling throughput: %.1f%% (%d alternating rounds)\n", 100*gw.throughput/ref.throughput, rounds)
+	}
+	return nil
+}

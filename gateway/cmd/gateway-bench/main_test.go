@@ -1,0 +1,30 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// --help shows the flags and succeeds; a bad command line is refused with
+// exit status 2 before anything is loaded.
+func TestCommandLine(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--help"}, 0, "-keys-per-company"},
+		{[]string{"--mix", "frobnicate"}, 2, "--mix must be all or one of"},
+		{[]string{"extra"}, 2, `unexpected argument "extra"`},
+		{[]string{"--no-such-flag"}, 2, "flag provided but not defined"},
+		{[]string{"--ceiling"}, 2, "--ceiling serves get-client only"},
+		{[]string{"--company", "x"}, 2, "creating keys needs --admin-token"},
+	} {
+		var out, errb strings.Builder
+		code := run(context.Background(), c.args, &out, &errb, noEnv)
+		if code != c.code || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errb.String(), c.code, c.want)
+		}
+	}
+}
