@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/sony/gobreaker/v2"
 )
 
@@ -136,76 +135,6 @@ func run[T any](ctx context.Context, s *Store, op func() (T, error)) (T, error) 
 		return zero, &CircuitOpenError{retryAfter: wait}
 	}
 	return out, err
-}
-
-// validIDs reports whether every id is a UUID: calls with a malformed one
-// are answered ErrNotFound (or an empty page) without a query, and without
-// the breaker, which must only hear of calls that reached the database.
-func validIDs(ids ...string) bool {
-	for _, id := range ids {
-		if _, ok := invoicing.CanonicalUUID(id); !ok {
-			return false
-		}
-	}
-	return true
-}
-
-// Company returns a platform company by id; ErrNotFound for an unknown or
-// malformed id.
-func (s *Store) Company(ctx context.Context, id string) (invoicing.Company, error) {
-	if !validIDs(id) {
-		return s.company(ctx, id)
-	}
-	return run(ctx, s, func() (invoicing.Company, error) { return s.company(ctx, id) })
-}
-
-// GetClient returns a live customer of the company; ErrNotFound for an
-// unknown, deleted, malformed or another company's id.
-func (s *Store) GetClient(ctx context.Context, companyID, id string) (invoicing.Client, error) {
-	if !validIDs(companyID, id) {
-		return s.getClient(ctx, companyID, id)
-	}
-	return run(ctx, s, func() (invoicing.Client, error) { return s.getClient(ctx, companyID, id) })
-}
-
-// ListClients returns one page of the company's live customers, newest first
-// (ties by id), optionally matching Search against the name (case-insensitive
-// substring) or the NIF (spaces and case ignored).
-func (s *Store) ListClients(ctx context.Context, companyID string, f invoicing.ClientFilter) (invoicing.Page[invoicing.Client], error) {
-	if !validIDs(companyID) {
-		return s.listClients(ctx, companyID, f)
-	}
-	return run(ctx, s, func() (invoicing.Page[invoicing.Client], error) { return s.listClients(ctx, companyID, f) })
-}
-
-// CreateClient inserts a customer into the company and returns it as
-// GetClient would. The NIF is stored normalized (an empty one as NULL) and an
-// Angolan phone as +244XXXXXXXXX. ErrNIFConflict when the company has a live
-// customer with the same NIF, decided by the database, also under races.
-func (s *Store) CreateClient(ctx context.Context, companyID string, c invoicing.NewClient) (invoicing.Client, error) {
-	if !validIDs(companyID) {
-		return s.createClient(ctx, companyID, c)
-	}
-	return run(ctx, s, func() (invoicing.Client, error) { return s.createClient(ctx, companyID, c) })
-}
-
-// ListInvoices returns one page of the company's documents: drafts first, then
-// newest issuedAt first, ties by id (descending), a total order so that
-// walking the pages never repeats or skips one.
-func (s *Store) ListInvoices(ctx context.Context, companyID string, f invoicing.InvoiceFilter) (invoicing.Page[invoicing.Invoice], error) {
-	if !validIDs(companyID) {
-		return s.listInvoices(ctx, companyID, f)
-	}
-	return run(ctx, s, func() (invoicing.Page[invoicing.Invoice], error) { return s.listInvoices(ctx, companyID, f) })
-}
-
-// GetInvoice returns one document of the company with its items and the
-// state of its newest AGT submission.
-func (s *Store) GetInvoice(ctx context.Context, companyID, id string) (invoicing.Invoice, error) {
-	if !validIDs(companyID, id) {
-		return s.getInvoice(ctx, companyID, id)
-	}
-	return run(ctx, s, func() (invoicing.Invoice, error) { return s.getInvoice(ctx, companyID, id) })
 }
 
 // BreakerState is the state of the Store's circuit breaker: "closed",

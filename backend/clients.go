@@ -37,14 +37,8 @@ func (r *clientRow) toClient() invoicing.Client {
 	return c
 }
 
-// getClient returns a live customer of the company; ErrNotFound for an
-// unknown, deleted, malformed or another company's id.
-func (s *Store) getClient(ctx context.Context, companyID, id string) (invoicing.Client, error) {
-	companyID, ok1 := invoicing.CanonicalUUID(companyID)
-	id, ok2 := invoicing.CanonicalUUID(id)
-	if !ok1 || !ok2 {
-		return invoicing.Client{}, ErrNotFound
-	}
+// queryClient is GetClient for canonical ids.
+func (s *Store) queryClient(ctx context.Context, companyID, id string) (invoicing.Client, error) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 	var r clientRow
@@ -58,18 +52,9 @@ func (s *Store) getClient(ctx context.Context, companyID, id string) (invoicing.
 	return r.toClient(), nil
 }
 
-// listClients returns one page of the company's live customers, newest first
-// (ties by id), optionally matching Search against the name (case-insensitive
-// substring) or the NIF (spaces and case ignored).
-func (s *Store) listClients(ctx context.Context, companyID string, f invoicing.ClientFilter) (invoicing.Page[invoicing.Client], error) {
-	if err := checkPage(f.Page, f.PageSize); err != nil {
-		return invoicing.Page[invoicing.Client]{}, err
-	}
-	page := invoicing.Page[invoicing.Client]{Data: []invoicing.Client{}, Page: f.Page, PageSize: f.PageSize}
-	companyID, ok := invoicing.CanonicalUUID(companyID)
-	if !ok {
-		return page, nil // no company, no clients
-	}
+// queryClients is ListClients for a canonical company id and a checked page.
+func (s *Store) queryClients(ctx context.Context, companyID string, f invoicing.ClientFilter) (invoicing.Page[invoicing.Client], error) {
+	page := emptyPage[invoicing.Client](f.Page, f.PageSize)
 	var w where
 	w.add("c.company_id = ?", companyID)
 	w.add("c.deleted_at IS NULL")
@@ -117,15 +102,8 @@ func (s *Store) listClients(ctx context.Context, companyID string, f invoicing.C
 	return page, nil
 }
 
-// createClient inserts a customer into the company and returns it as
-// GetClient would. The NIF is stored normalized (an empty one as NULL) and an
-// Angolan phone as +244XXXXXXXXX. ErrNIFConflict when the company has a live
-// customer with the same NIF, decided by the database, also under races.
-func (s *Store) createClient(ctx context.Context, companyID string, c invoicing.NewClient) (invoicing.Client, error) {
-	companyID, ok := invoicing.CanonicalUUID(companyID)
-	if !ok {
-		return invoicing.Client{}, ErrNotFound
-	}
+// insertClient is CreateClient for a canonical company id.
+func (s *Store) insertClient(ctx context.Context, companyID string, c invoicing.NewClient) (invoicing.Client, error) {
 	if strings.TrimSpace(c.Name) == "" {
 		return invoicing.Client{}, fmt.Errorf("%w: client name is required", ErrInvalid)
 	}

@@ -120,25 +120,15 @@ func (s *Store) invoiceWhere(companyID string, f invoicing.InvoiceFilter, today 
 	return w, nil
 }
 
-// listInvoices returns one page of the company's documents: drafts first, then
-// newest issuedAt first, ties by id (descending), a total order so that
-// walking the pages never repeats or skips one. Items come in one extra query
-// for the whole page.
-func (s *Store) listInvoices(ctx context.Context, companyID string, f invoicing.InvoiceFilter) (invoicing.Page[invoicing.Invoice], error) {
-	if err := checkPage(f.Page, f.PageSize); err != nil {
-		return invoicing.Page[invoicing.Invoice]{}, err
-	}
+// queryInvoices is ListInvoices for a canonical company id and a checked
+// page. Items come in one extra query for the whole page.
+func (s *Store) queryInvoices(ctx context.Context, companyID string, f invoicing.InvoiceFilter) (invoicing.Page[invoicing.Invoice], error) {
 	today := today(s.now())
-	w, err := s.invoiceWhere("", f, today)
+	w, err := s.invoiceWhere(companyID, f, today)
 	if err != nil {
 		return invoicing.Page[invoicing.Invoice]{}, err
 	}
-	page := invoicing.Page[invoicing.Invoice]{Data: []invoicing.Invoice{}, Page: f.Page, PageSize: f.PageSize}
-	companyID, ok := invoicing.CanonicalUUID(companyID)
-	if !ok {
-		return page, nil
-	}
-	w.args[0] = companyID
+	page := emptyPage[invoicing.Invoice](f.Page, f.PageSize)
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 
@@ -221,14 +211,8 @@ func (s *Store) eachLine(ctx context.Context, q string, args []any, fn func(*lin
 	return rows.Err()
 }
 
-// getInvoice returns one document of the company with its items and the
-// state of its newest AGT submission.
-func (s *Store) getInvoice(ctx context.Context, companyID, id string) (invoicing.Invoice, error) {
-	companyID, ok1 := invoicing.CanonicalUUID(companyID)
-	id, ok2 := invoicing.CanonicalUUID(id)
-	if !ok1 || !ok2 {
-		return invoicing.Invoice{}, ErrNotFound
-	}
+// queryInvoice is GetInvoice for canonical ids.
+func (s *Store) queryInvoice(ctx context.Context, companyID, id string) (invoicing.Invoice, error) {
 	today := today(s.now())
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()

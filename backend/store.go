@@ -143,6 +143,83 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
+// The Store's operations. Each first reads its ids: a malformed one is "not
+// found" (or an empty list) without a query and without the breaker, which
+// must only hear of calls that reached the database. Then its statements run
+// through the breaker (breaker.go), within QueryTimeout.
+
+// Company returns a platform company by id; ErrNotFound for an unknown or
+// malformed id.
+func (s *Store) Company(ctx context.Context, id string) (invoicing.Company, error) {
+	id, ok := invoicing.CanonicalUUID(id)
+	if !ok {
+		return invoicing.Company{}, ErrNotFound
+	}
+	return run(ctx, s, func() (invoicing.Company, error) { return s.queryCompany(ctx, id) })
+}
+
+// GetClient returns a live customer of the company; ErrNotFound for an
+// unknown, deleted, malformed or another company's id.
+func (s *Store) GetClient(ctx context.Context, companyID, id string) (invoicing.Client, error) {
+	companyID, ok1 := invoicing.CanonicalUUID(companyID)
+	id, ok2 := invoicing.CanonicalUUID(id)
+	if !ok1 || !ok2 {
+		return invoicing.Client{}, ErrNotFound
+	}
+	return run(ctx, s, func() (invoicing.Client, error) { return s.queryClient(ctx, companyID, id) })
+}
+
+// ListClients returns one page of the company's live customers, newest first
+// (ties by id), optionally matching Search against the name (case-insensitive
+// substring) or the NIF (spaces and case ignored).
+func (s *Store) ListClients(ctx context.Context, companyID string, f invoicing.ClientFilter) (invoicing.Page[invoicing.Client], error) {
+	if err := checkPage(f.Page, f.PageSize); err != nil {
+		return invoicing.Page[invoicing.Client]{}, err
+	}
+	companyID, ok := invoicing.CanonicalUUID(companyID)
+	if !ok {
+		return emptyPage[invoicing.Client](f.Page, f.PageSize), nil // no company, no clients
+	}
+	return run(ctx, s, func() (invoicing.Page[invoicing.Client], error) { return s.queryClients(ctx, companyID, f) })
+}
+
+// CreateClient inserts a customer into the company and returns it as
+// GetClient would. The NIF is stored normalized (an empty one as NULL) and an
+// Angolan phone as +244XXXXXXXXX. ErrNIFConflict when the company has a live
+// customer with the same NIF, decided by the database, also under races.
+func (s *Store) CreateClient(ctx context.Context, companyID string, c invoicing.NewClient) (invoicing.Client, error) {
+	companyID, ok := invoicing.CanonicalUUID(companyID)
+	if !ok {
+		return invoicing.Client{}, ErrNotFound
+	}
+	return run(ctx, s, func() (invoicing.Client, error) { return s.insertClient(ctx, companyID, c) })
+}
+
+// ListInvoices returns one page of the company's documents: drafts first, then
+// newest issuedAt first, ties by id (descending), a total order so that
+// walking the pages never repeats or skips one.
+func (s *Store) ListInvoices(ctx context.Context, companyID string, f invoicing.InvoiceFilter) (invoicing.Page[invoicing.Invoice], error) {
+	if err := checkPage(f.Page, f.PageSize); err != nil {
+		return invoicing.Page[invoicing.Invoice]{}, err
+	}
+	companyID, ok := invoicing.CanonicalUUID(companyID)
+	if !ok {
+		return emptyPage[invoicing.Invoice](f.Page, f.PageSize), nil
+	}
+	return run(ctx, s, func() (invoicing.Page[invoicing.Invoice], error) { return s.queryInvoices(ctx, companyID, f) })
+}
+
+// GetInvoice returns one document of the company with its items and the
+// state of its newest AGT submission.
+func (s *Store) GetInvoice(ctx context.Context, companyID, id string) (invoicing.Invoice, error) {
+	companyID, ok1 := invoicing.CanonicalUUID(companyID)
+	id, ok2 := invoicing.CanonicalUUID(id)
+	if !ok1 || !ok2 {
+		return invoicing.Invoice{}, ErrNotFound
+	}
+	return run(ctx, s, func() (invoicing.Invoice, error) { return s.queryInvoice(ctx, companyID, id) })
+}
+
 func isPostgresURL(u string) bool {
 	return strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://")
 }
@@ -211,13 +288,8 @@ func (s *Store) queryOne(ctx context.Context, q string, args []any, dest ...any)
 	return rows.Err()
 }
 
-// company returns a platform company by id; ErrNotFound for an unknown or
-// malformed id. Company (breaker.go) is its guarded form.
-func (s *Store) company(ctx context.Context, id string) (invoicing.Company, error) {
-	id, ok := invoicing.CanonicalUUID(id)
-	if !ok {
-		return invoicing.Company{}, ErrNotFound
-	}
+// queryCompany is Company for a canonical id.
+func (s *Store) queryCompany(ctx context.Context, id string) (invoicing.Company, error) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 	var c invoicing.Company
@@ -231,7 +303,12 @@ func (s *Store) company(ctx context.Context, id string) (invoicing.Company, erro
 	return c, nil
 }
 
-// checkPage validates page and pageSize and returns the row offset.
+// emptyPage is the answer of a list with no rows.
+func emptyPage[T any](page, size int) invoicing.Page[T] {
+	return invoicing.Page[T]{Data: []T{}, Page: page, PageSize: size}
+}
+
+// checkPage validates page and pageSize.
 func checkPage(page, pageSize int) error {
 	if page < 1 || pageSize < 1 || pageSize > 100 {
 		return fmt.Errorf("%w: page must be >= 1 and pageSize 1..100", ErrInvalid)
