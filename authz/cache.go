@@ -24,16 +24,70 @@ type entry struct {
 	touched atomic.Int64
 }
 
-// posCache holds verified keys, bounded to about size entries.
-type posCache struct {
-	perShard int
+// shardedMap is a map keyed by digest, split in shards each under its own
+// lock, so that verifications of different keys rarely wait for each other.
+type shardedMap[V any] struct {
+	perShard int // the bound of each shard
 	s        [shards]struct {
 		mu sync.RWMutex
-		m  map[digest]*entry
+		m  map[digest]V
 		// hits is per shard so that parallel hits on different keys do not
 		// all write one cache line.
 		hits atomic.Uint64
 	}
+}
+
+func (c *shardedMap[V]) init(size int) {
+	c.perShard = max(1, size/shards)
+	for i := range c.s {
+		c.s[i].m = make(map[digest]V)
+	}
+}
+
+func (c *shardedMap[V]) load(d *digest) (V, bool) {
+	s := &c.s[shardOf(d)]
+	s.mu.RLock()
+	v, ok := s.m[*d]
+	s.mu.RUnlock()
+	return v, ok
+}
+
+// store sets d to v; when d is new and its shard full, it first evicts the
+// key victim picks from the shard's entries (map order is random: a random
+// sample).
+func (c *shardedMap[V]) store(d *digest, v V, victim func(m map[digest]V) digest) {
+	s := &c.s[shardOf(d)]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.m[*d]; !ok && len(s.m) >= c.perShard {
+		delete(s.m, victim(s.m))
+	}
+	s.m[*d] = v
+}
+
+func (c *shardedMap[V]) drop(d *digest) {
+	s := &c.s[shardOf(d)]
+	s.mu.Lock()
+	delete(s.m, *d)
+	s.mu.Unlock()
+}
+
+func (c *shardedMap[V]) len() (n int) {
+	for i := range c.s {
+		c.s[i].mu.RLock()
+		n += len(c.s[i].m)
+		c.s[i].mu.RUnlock()
+	}
+	return n
+}
+
+// posCache holds verified keys, bounded to about size entries.
+type posCache struct{ shardedMap[*entry] }
+
+func newPosCache(size int) *posCache {
+	c := &posCache{}
+	c.init(size)
+	return c
 }
 
 // hit counts a cache hit for Stats.
@@ -46,34 +100,21 @@ func (c *posCache) hitCount() (n uint64) {
 	return n
 }
 
-func newPosCache(size int) *posCache {
-	c := &posCache{perShard: max(1, size/shards)}
-	for i := range c.s {
-		c.s[i].m = make(map[digest]*entry)
-	}
-	return c
-}
-
 func (c *posCache) get(d *digest) *entry {
-	s := &c.s[shardOf(d)]
-	s.mu.RLock()
-	e := s.m[*d]
-	s.mu.RUnlock()
+	e, _ := c.load(d)
 	return e
 }
 
-// put stores e, evicting the least recently verified of a few entries when
-// the shard is full: cheap, and good enough to keep hot keys.
+// put stores e (keeping the replaced entry's touched time), evicting the
+// least recently verified of a few entries when the shard is full: cheap, and
+// good enough to keep hot keys.
 func (c *posCache) put(d *digest, e *entry) {
-	s := &c.s[shardOf(d)]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old, ok := s.m[*d]; ok {
+	if old := c.get(d); old != nil {
 		e.touched.Store(old.touched.Load())
-	} else if len(s.m) >= c.perShard {
-		var victim digest
+	}
+	c.store(d, e, func(m map[digest]*entry) (victim digest) {
 		oldest, seen := int64(0), 0
-		for k, v := range s.m { // map order is random: a random sample
+		for k, v := range m {
 			if seen == 0 || v.verified < oldest {
 				victim, oldest = k, v.verified
 			}
@@ -81,88 +122,40 @@ func (c *posCache) put(d *digest, e *entry) {
 				break
 			}
 		}
-		delete(s.m, victim)
-	}
-	s.m[*d] = e
-}
-
-func (c *posCache) drop(d *digest) {
-	s := &c.s[shardOf(d)]
-	s.mu.Lock()
-	delete(s.m, *d)
-	s.mu.Unlock()
-}
-
-func (c *posCache) len() (n int) {
-	for i := range c.s {
-		c.s[i].mu.RLock()
-		n += len(c.s[i].m)
-		c.s[i].mu.RUnlock()
-	}
-	return n
+		return victim
+	})
 }
 
 // negCache remembers digests Redis did not know (or knew as revoked) until
 // an expiry time. It is separate from posCache so that a flood of invalid
 // keys can only evict other invalid keys.
-type negCache struct {
-	perShard int
-	s        [shards]struct {
-		mu sync.RWMutex
-		m  map[digest]int64
-	}
-}
+type negCache struct{ shardedMap[int64] }
 
 func newNegCache(size int) *negCache {
-	c := &negCache{perShard: max(1, size/shards)}
-	for i := range c.s {
-		c.s[i].m = make(map[digest]int64)
-	}
+	c := &negCache{}
+	c.init(size)
 	return c
 }
 
 // has reports whether d is remembered as invalid at now.
 func (c *negCache) has(d *digest, now int64) bool {
-	s := &c.s[shardOf(d)]
-	s.mu.RLock()
-	exp, ok := s.m[*d]
-	s.mu.RUnlock()
+	exp, ok := c.load(d)
 	return ok && now < exp
 }
 
+// add remembers d as invalid until then, preferring an expired victim among
+// a random sample when the shard is full.
 func (c *negCache) add(d *digest, until int64, now int64) {
-	s := &c.s[shardOf(d)]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.m[*d]; !ok && len(s.m) >= c.perShard {
-		// Prefer an expired victim among a random sample, else any.
-		var victim digest
+	c.store(d, until, func(m map[digest]int64) (victim digest) {
 		seen := 0
-		for k, exp := range s.m {
+		for k, exp := range m {
 			victim = k
 			if seen++; exp <= now || seen == 8 {
 				break
 			}
 		}
-		delete(s.m, victim)
-	}
-	s.m[*d] = until
-}
-
-func (c *negCache) drop(d *digest) {
-	s := &c.s[shardOf(d)]
-	s.mu.Lock()
-	delete(s.m, *d)
-	s.mu.Unlock()
-}
-
-func (c *negCache) len() (n int) {
-	for i := range c.s {
-		c.s[i].mu.RLock()
-		n += len(c.s[i].m)
-		c.s[i].mu.RUnlock()
-	}
-	return n
+		return victim
+	})
 }
 
 // flight lets one caller per digest ask Redis while the others wait for its

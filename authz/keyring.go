@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/invoicing-ao/gateway/internal/tracing"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
@@ -132,7 +133,7 @@ func New(cfg Config) *Keyring {
 		touches:     make(chan touch, 1024),
 		done:        make(chan struct{}),
 		pubsubReady: make(chan struct{}),
-		tracer:      tracerOf(cfg.TracerProvider),
+		tracer:      tracing.Tracer(cfg.TracerProvider, tracerName),
 	}
 	if k.now == nil {
 		k.now = time.Now

@@ -5,21 +5,12 @@ import (
 	"errors"
 	"sync/atomic"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // tracerName names the instrumentation scope of authz's spans.
 const tracerName = "github.com/invoicing-ao/gateway/authz"
-
-func tracerOf(tp trace.TracerProvider) trace.Tracer {
-	if tp == nil {
-		return otel.Tracer(tracerName)
-	}
-	return tp.Tracer(tracerName)
-}
 
 // cacheOutcome is how Verify's cache answered.
 type cacheOutcome uint8

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -11,41 +12,19 @@ import (
 // returns the resource: writeAnswers writes it, or the error.
 
 func (s *Server) listInvoices(r *http.Request, st *reqState, _ httprouter.Params) (answer, error) {
-	f, err := invoiceFilter(r.URL.RawQuery)
-	if err != nil {
-		return answer{}, err
-	}
-	return s.read(r, st, func(store Store) (any, error) {
-		return store.ListInvoices(r.Context(), st.Key.CompanyID, f)
-	})
+	return list(s, r, st, invoiceFilter, Store.ListInvoices)
 }
 
 func (s *Server) getInvoice(r *http.Request, st *reqState, p httprouter.Params) (answer, error) {
-	if err := parseQuery(r.URL.RawQuery).err(); err != nil {
-		return answer{}, err
-	}
-	return s.read(r, st, func(store Store) (any, error) {
-		return store.GetInvoice(r.Context(), st.Key.CompanyID, p.ByName("id"))
-	})
+	return get(s, r, st, p, Store.GetInvoice)
 }
 
 func (s *Server) listClients(r *http.Request, st *reqState, _ httprouter.Params) (answer, error) {
-	f, err := clientFilter(r.URL.RawQuery)
-	if err != nil {
-		return answer{}, err
-	}
-	return s.read(r, st, func(store Store) (any, error) {
-		return store.ListClients(r.Context(), st.Key.CompanyID, f)
-	})
+	return list(s, r, st, clientFilter, Store.ListClients)
 }
 
 func (s *Server) getClient(r *http.Request, st *reqState, p httprouter.Params) (answer, error) {
-	if err := parseQuery(r.URL.RawQuery).err(); err != nil {
-		return answer{}, err
-	}
-	return s.read(r, st, func(store Store) (any, error) {
-		return store.GetClient(r.Context(), st.Key.CompanyID, p.ByName("id"))
-	})
+	return get(s, r, st, p, Store.GetClient)
 }
 
 func (s *Server) createClient(r *http.Request, st *reqState, _ httprouter.Params) (answer, error) {
@@ -66,6 +45,27 @@ func (s *Server) createClient(r *http.Request, st *reqState, _ httprouter.Params
 		return answer{}, err
 	}
 	return answer{status: http.StatusCreated, body: c, location: apiPrefix + "/clients/" + c.ID}, nil
+}
+
+// list answers a list operation: its filter read from the query string, then
+// one store call.
+func list[F, T any](s *Server, r *http.Request, st *reqState, filter func(rawQuery string) (F, error),
+	call func(Store, context.Context, string, F) (T, error)) (answer, error) {
+	f, err := filter(r.URL.RawQuery)
+	if err != nil {
+		return answer{}, err
+	}
+	return s.read(r, st, func(store Store) (any, error) { return call(store, r.Context(), st.Key.CompanyID, f) })
+}
+
+// get answers an operation on one resource, named by the path's id; it takes
+// no query parameter.
+func get[T any](s *Server, r *http.Request, st *reqState, p httprouter.Params,
+	call func(Store, context.Context, string, string) (T, error)) (answer, error) {
+	if err := parseQuery(r.URL.RawQuery).err(); err != nil {
+		return answer{}, err
+	}
+	return s.read(r, st, func(store Store) (any, error) { return call(store, r.Context(), st.Key.CompanyID, p.ByName("id")) })
 }
 
 // read runs one database call for the caller's company in the key's mode,

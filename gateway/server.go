@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/internal/tracing"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
 )
@@ -111,7 +112,7 @@ func New(cfg Config) *Server {
 		ttl = 5 * time.Second
 	}
 	s.companies = newCompanyCache(ttl, s.now)
-	s.tracer = tracerOf(cfg.TracerProvider)
+	s.tracer = tracing.Tracer(cfg.TracerProvider, tracerName)
 	s.tp = cfg.TracerProvider
 	s.usage = cfg.Usage
 	s.metrics = newMetrics(s, cfg.RedisPool)

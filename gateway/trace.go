@@ -14,13 +14,6 @@ import (
 
 const tracerName = "github.com/invoicing-ao/gateway/gateway"
 
-func tracerOf(tp trace.TracerProvider) trace.Tracer {
-	if tp == nil {
-		return otel.Tracer(tracerName)
-	}
-	return tp.Tracer(tracerName)
-}
-
 // w3c reads the caller's W3C traceparent. The gateway honours it whatever
 // the process-wide propagator is, so the API's tracing contract does not
 // depend on how the binary was set up.

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/invoicing-ao/gateway/internal/tracing"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
@@ -127,7 +128,7 @@ func New(cfg Config) *Limiter {
 		now:        cfg.Now,
 		log:        cfg.Logger,
 		states:     newStates(),
-		tracer:     tracerOf(cfg.TracerProvider),
+		tracer:     tracing.Tracer(cfg.TracerProvider, tracerName),
 	}
 	for _, d := range l.defaults {
 		l.defaults4 = append(l.defaults4, strconv.FormatFloat(d.Rate, 'g', -1, 64), strconv.Itoa(d.Burst))

@@ -4,20 +4,11 @@ import (
 	"context"
 
 	"github.com/invoicing-ao/gateway/invoicing"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
 )
 
 const tracerName = "github.com/invoicing-ao/gateway/tenants"
-
-func tracerOf(tp trace.TracerProvider) trace.Tracer {
-	if tp == nil {
-		return otel.Tracer(tracerName)
-	}
-	return tp.Tracer(tracerName)
-}
 
 // allowTraced is Allow inside a "ratelimit.Allow" span, made only under a
 // recording parent so that untraced requests pay nothing for it. The span
