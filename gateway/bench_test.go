@@ -32,9 +32,10 @@ import (
 
 // fixedStore answers every call with the same values, without I/O.
 type fixedStore struct {
-	invoices invoicing.Page[invoicing.Invoice]
-	clients  invoicing.Page[invoicing.Client]
-	client   invoicing.Client
+	gateway.Store // nil: operations not defined below are not benchmarked
+	invoices      invoicing.Page[invoicing.Invoice]
+	clients       invoicing.Page[invoicing.Client]
+	client        invoicing.Client
 }
 
 func (f *fixedStore) Company(_ context.Context, id string) (invoicing.Company, error) {

@@ -4,12 +4,25 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/julienschmidt/httprouter"
 )
 
 // The five operations of the public API. Each reads and validates its input,
 // makes one store call for the caller's company in the key's mode, and
 // returns the resource: writeAnswers writes it, or the error.
+
+// Store is one database's worth of API resources (backend.Store): the
+// operations below, one method each.
+type Store interface {
+	Company(ctx context.Context, id string) (invoicing.Company, error)
+	ListInvoices(ctx context.Context, companyID string, f invoicing.InvoiceFilter) (invoicing.Page[invoicing.Invoice], error)
+	GetInvoice(ctx context.Context, companyID, id string) (invoicing.Invoice, error)
+	ListClients(ctx context.Context, companyID string, f invoicing.ClientFilter) (invoicing.Page[invoicing.Client], error)
+	GetClient(ctx context.Context, companyID, id string) (invoicing.Client, error)
+	CreateClient(ctx context.Context, companyID string, c invoicing.NewClient) (invoicing.Client, error)
+	Ping(ctx context.Context) error
+}
 
 func (s *Server) listInvoices(r *http.Request, st *reqState, _ httprouter.Params) (answer, error) {
 	return list(s, r, st, invoiceFilter, Store.ListInvoices)

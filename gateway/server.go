@@ -14,17 +14,6 @@ import (
 	"github.com/invoicing-ao/gateway/tenants"
 )
 
-// Store is one database's worth of API resources (backend.Store).
-type Store interface {
-	Company(ctx context.Context, id string) (invoicing.Company, error)
-	ListInvoices(ctx context.Context, companyID string, f invoicing.InvoiceFilter) (invoicing.Page[invoicing.Invoice], error)
-	GetInvoice(ctx context.Context, companyID, id string) (invoicing.Invoice, error)
-	ListClients(ctx context.Context, companyID string, f invoicing.ClientFilter) (invoicing.Page[invoicing.Client], error)
-	GetClient(ctx context.Context, companyID, id string) (invoicing.Client, error)
-	CreateClient(ctx context.Context, companyID string, c invoicing.NewClient) (invoicing.Client, error)
-	Ping(ctx context.Context) error
-}
-
 // Keys verifies API keys and, on the admin listener, manages them (authz.Keyring).
 type Keys interface {
 	Verify(ctx context.Context, secret string) (authz.Key, error)
