@@ -51,13 +51,9 @@ func LoadLarge(ctx context.Context, url string, seed int64, spec LargeSpec, prog
 	g := gen{seed: uint64(seed)}
 	start := time.Date(2023, 1, 1, 8, 0, 0, 0, time.UTC)
 
-	type company struct {
-		id                   string
-		customers, documents int
-	}
-	companies := []company{{LargeCompany, spec.BigCustomers, spec.BigDocuments}}
+	companies := []largeCompany{{LargeCompany, spec.BigCustomers, spec.BigDocuments}}
 	for i := 1; i <= spec.SmallCompanies; i++ {
-		companies = append(companies, company{g.rowID(0, i, i), smallCustomers, smallDocuments})
+		companies = append(companies, largeCompany{g.rowID(0, i, i), smallCustomers, smallDocuments})
 	}
 	began := time.Now()
 	report := func(format string, args ...any) {
@@ -74,38 +70,7 @@ func LoadLarge(ctx context.Context, url string, seed int64, spec LargeSpec, prog
 	report("%d companies", len(companies))
 
 	for co, c := range companies {
-		err := copyRows(ctx, conn, "customers", customerCols, c.customers, func(i int) []any {
-			cust := g.customerAt(c.id, co, i, start.Add(time.Duration(i)*time.Minute))
-			return customerRow(&cust)
-		})
-		if err != nil {
-			return err
-		}
-		plan := docPlan{coID: c.id, co: co, customers: c.customers, start: start, span: 3 * 365 * 24 * time.Hour}
-		err = copyRows(ctx, conn, "documents", documentCols, c.documents, func(i int) []any {
-			d := g.documentAt(plan, i, nil)
-			return documentRow(&d)
-		})
-		if err != nil {
-			return err
-		}
-		var d Document
-		err = copyRows(ctx, conn, "document_lines", lineCols, 3*c.documents, func(i int) []any {
-			if i%3 == 0 { // rows come in order: make each document once
-				d = g.documentAt(plan, i/3, nil)
-			}
-			return lineRow(d.ID, &d.Lines[i%3])
-		})
-		if err != nil {
-			return err
-		}
-		var sent []Document
-		for i := 0; i < c.documents; i += submitEvery {
-			sent = append(sent, g.documentAt(plan, i, nil))
-		}
-		subs := g.submissionsFor(c.id, co, sent, 0)
-		err = copyDataset(ctx, conn, &Dataset{Submissions: subs})
-		if err != nil {
+		if err := g.copyCompany(ctx, conn, co, c, start); err != nil {
 			return err
 		}
 		if co == 0 || co%100 == 0 {
@@ -118,4 +83,45 @@ func LoadLarge(ctx context.Context, url string, seed int64, spec LargeSpec, prog
 	}
 	report("done")
 	return nil
+}
+
+// largeCompany is one company of the large set and how much it holds.
+type largeCompany struct {
+	id                   string
+	customers, documents int
+}
+
+// copyCompany streams one company's customers, documents, their lines and
+// their AGT submissions (co is the company's index in the set).
+func (g gen) copyCompany(ctx context.Context, conn *pgx.Conn, co int, c largeCompany, start time.Time) error {
+	err := copyRows(ctx, conn, "customers", customerCols, c.customers, func(i int) []any {
+		cust := g.customerAt(c.id, co, i, start.Add(time.Duration(i)*time.Minute))
+		return customerRow(&cust)
+	})
+	if err != nil {
+		return err
+	}
+	plan := docPlan{coID: c.id, co: co, customers: c.customers, start: start, span: 3 * 365 * 24 * time.Hour}
+	err = copyRows(ctx, conn, "documents", documentCols, c.documents, func(i int) []any {
+		d := g.documentAt(plan, i, nil)
+		return documentRow(&d)
+	})
+	if err != nil {
+		return err
+	}
+	var d Document
+	err = copyRows(ctx, conn, "document_lines", lineCols, 3*c.documents, func(i int) []any {
+		if i%3 == 0 { // rows come in order: make each document once
+			d = g.documentAt(plan, i/3, nil)
+		}
+		return lineRow(d.ID, &d.Lines[i%3])
+	})
+	if err != nil {
+		return err
+	}
+	var sent []Document
+	for i := 0; i < c.documents; i += submitEvery {
+		sent = append(sent, g.documentAt(plan, i, nil))
+	}
+	return copyDataset(ctx, conn, &Dataset{Submissions: g.submissionsFor(c.id, co, sent, 0)})
 }
