@@ -6,7 +6,11 @@
 // the sentinel errors below.
 package backend
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/invoicing-ao/gateway/invoicing"
+)
 
 // Sentinel errors. Every error a Store returns either is one of these (compare
 // with errors.Is) or is an unexpected internal fault.
@@ -19,7 +23,23 @@ var (
 	// ErrUnavailable: the database could not be reached or did not answer in
 	// time. Wrapped together with the cause.
 	ErrUnavailable = errors.New("backend: database unavailable")
+	// ErrClientExists: CreateClient was given an id (NewClient.ID) that a
+	// client of the company has already. The error is a *ClientExistsError,
+	// which holds that client as it is now.
+	ErrClientExists = errors.New("backend: a client with this id exists")
 	// ErrInvalid: a filter or page outside the documented ranges. The gateway
 	// validates first; this guards the adapter's own contract.
 	ErrInvalid = errors.New("backend: invalid argument")
 )
+
+// ClientExistsError is ErrClientExists with the client that has the id.
+type ClientExistsError struct{ Client invoicing.Client }
+
+func (e *ClientExistsError) Error() string { return ErrClientExists.Error() + ": " + e.Client.ID }
+
+// Is makes errors.Is(err, ErrClientExists) true.
+func (e *ClientExistsError) Is(target error) bool { return target == ErrClientExists }
+
+// errIDTaken is a driver's "duplicate primary key" on customers, turned into
+// a ClientExistsError by insertClient.
+var errIDTaken = errors.New("backend: customer id taken")

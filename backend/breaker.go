@@ -105,7 +105,7 @@ func isAnswer(err error) bool {
 	if errors.As(err, &gone) {
 		return false
 	}
-	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrNIFConflict)
+	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrNIFConflict) || errors.Is(err, ErrClientExists)
 }
 
 // run does one Store call's database work through s's breaker. ctx is the

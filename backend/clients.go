@@ -111,9 +111,13 @@ func (s *Store) insertClient(ctx context.Context, companyID string, c invoicing.
 	if err != nil {
 		return invoicing.Client{}, err
 	}
-	id, err := newUUID()
-	if err != nil {
-		return invoicing.Client{}, fmt.Errorf("backend: create client: %w", err)
+	id := c.ID
+	if id == "" {
+		if id, err = newUUID(); err != nil {
+			return invoicing.Client{}, fmt.Errorf("backend: create client: %w", err)
+		}
+	} else if cid, ok := invoicing.CanonicalUUID(id); !ok || cid != id {
+		return invoicing.Client{}, fmt.Errorf("%w: client id must be a lower-case UUID", ErrInvalid)
 	}
 	var nif *string
 	if c.NIF != nil {
@@ -137,14 +141,38 @@ func (s *Store) insertClient(ctx context.Context, companyID string, c invoicing.
 	n, err := s.db.exec(ctx, s.q.insertClient,
 		id, companyID, c.Name, nif, c.Email, phone, c.Address, kind, s.d.tsArg(now), s.d.tsArg(now),
 		nif, companyID, nif)
-	if err != nil {
-		return invoicing.Client{}, s.fail(ctx, "create client", err)
+	if err == nil && n == 0 {
+		err = ErrNIFConflict // an existing NIF in another typed form
 	}
-	if n == 0 {
-		return invoicing.Client{}, ErrNIFConflict // an existing NIF in another typed form
+	if err != nil {
+		err = s.fail(ctx, "create client", err)
+		if c.ID != "" && (errors.Is(err, errIDTaken) || errors.Is(err, ErrNIFConflict)) {
+			// An earlier attempt of the same create (same id) may have
+			// made the row: it, not the NIF, is then the conflict.
+			return invoicing.Client{}, s.existingClient(ctx, companyID, id, err)
+		}
+		return invoicing.Client{}, err
 	}
 	s.noteWrite(companyID)
 	return r.toClient(), nil
+}
+
+// existingClient is the ClientExistsError of the company's client with id,
+// deleted or not, or cause when the company has no client with it.
+func (s *Store) existingClient(ctx context.Context, companyID, id string, cause error) error {
+	var r clientRow
+	err := s.queryOne(ctx, s.q.clientAny, []any{companyID, id}, r.dest(s.d)...)
+	switch {
+	case errors.Is(err, errNoRows):
+		if errors.Is(cause, errIDTaken) { // another company's id: cannot be derived alike
+			return fmt.Errorf("backend: create client: id %s taken outside the company", id)
+		}
+		return cause
+	case err != nil:
+		return s.fail(ctx, "create client: read existing", err)
+	}
+	s.noteWrite(companyID) // a retry's read of its own row must see it
+	return &ClientExistsError{Client: r.toClient()}
 }
 
 // newUUID returns a random (version 4) UUID in canonical lower-case form.

@@ -2,8 +2,10 @@ package backend_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -98,6 +100,7 @@ func runConformance(t *testing.T, mk newDB) {
 	t.Run("modes", func(t *testing.T) { testModes(t, live, sandbox) })
 	t.Run("create client", func(t *testing.T) { testCreateClient(t, live) })
 	t.Run("create races", func(t *testing.T) { testCreateRace(t, live) })
+	t.Run("create with an id", func(t *testing.T) { testCreateWithID(t, live) })
 	t.Run("unavailable after close", func(t *testing.T) {
 		s := openStore(t, liveURL, fixedNow)
 		s.Close()
@@ -644,4 +647,77 @@ func testCreateRace(t *testing.T, s *backend.Store) {
 	if err != nil || p.Total != 1 {
 		t.Fatalf("rows with the raced NIF: %d, %v", p.Total, err)
 	}
+}
+
+// testCreateWithID: a create given an id makes the row once; every further
+// create with that id (with or without a NIF, concurrent or not) meets it
+// as a ClientExistsError holding the client, and never makes a second row.
+func testCreateWithID(t *testing.T, s *backend.Store) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		nif  *string
+	}{{"with NIF", g.Ptr("5999888777")}, {"without NIF", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := uuidFor(tc.name)
+			nc := invoicing.NewClient{ID: id, Name: "Idempotente " + tc.name, NIF: tc.nif}
+			const n = 10
+			var wg sync.WaitGroup
+			results := make([]invoicing.Client, n)
+			errs := make([]error, n)
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					results[i], errs[i] = s.CreateClient(ctx, coW, nc)
+				}()
+			}
+			wg.Wait()
+			created, existing := 0, 0
+			for i, err := range errs {
+				var ex *backend.ClientExistsError
+				switch {
+				case err == nil:
+					created++
+					if results[i].ID != id {
+						t.Errorf("created id %s, want %s", results[i].ID, id)
+					}
+				case errors.As(err, &ex) && errors.Is(err, backend.ErrClientExists):
+					existing++
+					if ex.Client.ID != id || ex.Client.Name != nc.Name {
+						t.Errorf("existing client %+v, want id %s", ex.Client, id)
+					}
+				default:
+					t.Errorf("unexpected error: %v", err)
+				}
+			}
+			if created != 1 || existing != n-1 {
+				t.Fatalf("%d created, %d met the existing row; want 1 and %d", created, existing, n-1)
+			}
+			got, err := s.GetClient(ctx, coW, id)
+			if err != nil || got.Name != nc.Name {
+				t.Fatalf("GetClient(%s) = %+v, %v", id, got, err)
+			}
+			p, err := s.ListClients(ctx, coW, invoicing.ClientFilter{Search: nc.Name, Page: 1, PageSize: 100})
+			if err != nil || p.Total != 1 {
+				t.Fatalf("rows named %q: %d, %v; want exactly 1", nc.Name, p.Total, err)
+			}
+		})
+	}
+	// Another company's create with the same id is not this client: the
+	// gateway derives ids per company, so the id is refused, never shared.
+	if _, err := s.CreateClient(ctx, coA, invoicing.NewClient{ID: uuidFor("with NIF"), Name: "Outra"}); err == nil || errors.Is(err, backend.ErrClientExists) {
+		t.Errorf("another company's create with a taken id: %v, want a plain error", err)
+	}
+	if _, err := s.CreateClient(ctx, coW, invoicing.NewClient{ID: "NOT-AN-ID", Name: "X"}); !errors.Is(err, backend.ErrInvalid) {
+		t.Errorf("malformed id: %v, want ErrInvalid", err)
+	}
+}
+
+// uuidFor is a fixed UUID per test case name.
+func uuidFor(name string) string {
+	h := sha256.Sum256([]byte(name))
+	h[6] = h[6]&0x0f | 0x40
+	h[8] = h[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
 }

@@ -87,6 +87,8 @@ func (p *pgDB) classify(err error) error {
 		switch {
 		case pgErr.Code == "23505" && pgErr.ConstraintName == "customers_company_nif_key":
 			return ErrNIFConflict
+		case pgErr.Code == "23505" && pgErr.ConstraintName == "customers_pkey":
+			return errIDTaken
 		case pgErr.Code == "23503" && pgErr.ConstraintName == "customers_company_id_fkey":
 			return ErrNotFound // the company does not exist
 		case len(pgErr.Code) == 5 && pgUnavailable(pgErr.Code):

@@ -57,6 +57,7 @@ func dollarRebind(q string) string {
 type queries struct {
 	company      string
 	client       string
+	clientAny    string // client, deleted or not
 	insertClient string
 	invoice      string
 	invoiceLines string
@@ -81,6 +82,9 @@ func buildQueries(d *dialect) queries {
 		client: d.rebind(`SELECT ` + clientCols + `
 FROM customers c
 WHERE c.company_id = ? AND c.id = ? AND c.deleted_at IS NULL`),
+		clientAny: d.rebind(`SELECT ` + clientCols + `
+FROM customers c
+WHERE c.company_id = ? AND c.id = ?`),
 		// The NOT EXISTS catches a live customer whose NIF was typed in
 		// another form ("500 123 4567"); the unique index decides races
 		// between creates, which all store the normalized form.

@@ -114,6 +114,9 @@ func (s *sqliteDB) classify(err error) error {
 		switch code := se.Code(); {
 		case code == sqlite3.SQLITE_CONSTRAINT_UNIQUE && strings.Contains(se.Error(), "customers.nif"):
 			return ErrNIFConflict
+		case (code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || code == sqlite3.SQLITE_CONSTRAINT_UNIQUE) &&
+			strings.Contains(se.Error(), "customers.id"):
+			return errIDTaken
 		case code == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
 			return ErrNotFound // the company does not exist
 		}

@@ -187,6 +187,9 @@ func (s *Store) ListClients(ctx context.Context, companyID string, f invoicing.C
 // GetClient would. The NIF is stored normalized (an empty one as NULL) and an
 // Angolan phone as +244XXXXXXXXX. ErrNIFConflict when the company has a live
 // customer with the same NIF, decided by the database, also under races.
+// With c.ID set, the customer gets that id, and a company's customer that has
+// it already (an earlier attempt of the same create) is a *ClientExistsError:
+// the database refuses the second row, whoever asks.
 func (s *Store) CreateClient(ctx context.Context, companyID string, c invoicing.NewClient) (invoicing.Client, error) {
 	companyID, ok := invoicing.CanonicalUUID(companyID)
 	if !ok {
@@ -249,8 +252,8 @@ func (s *Store) deadline(ctx context.Context) (context.Context, context.CancelFu
 // call's (deadline) context: a call cut short by it is "unavailable" whatever
 // shape the driver's error takes.
 func (s *Store) fail(ctx context.Context, op string, err error) error {
-	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) ||
-		errors.Is(err, ErrNIFConflict) || errors.Is(err, ErrUnavailable) {
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrNIFConflict) ||
+		errors.Is(err, ErrUnavailable) || errors.Is(err, errIDTaken) {
 		return err
 	}
 	if sentinel := s.db.classify(err); sentinel != nil {

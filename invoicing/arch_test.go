@@ -24,9 +24,10 @@ var allowedImports = map[string][]string{
 	"authz":            {"invoicing", "internal/tracing"},
 	"tenants":          {"invoicing", "internal/tracing"},
 	"usage":            {"invoicing"},
+	"idempotency":      {"invoicing"},
 	"backend":          {"invoicing", "internal/tracing"},
 	"backend/gendata":  {"backend", "invoicing"},
-	"gateway":          {"invoicing", "internal/tracing", "authz", "tenants", "usage", "backend", "gateway/apidocs"},
+	"gateway":          {"invoicing", "internal/tracing", "authz", "tenants", "usage", "idempotency", "backend", "gateway/apidocs"},
 }
 
 // TestImportRules reads every non-test Go file of the module and fails on an

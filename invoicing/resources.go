@@ -16,6 +16,9 @@ type Client struct {
 // The adapter normalizes NIF (spaces removed, upper case) and an Angolan phone
 // to +244XXXXXXXXX before storing.
 type NewClient struct {
+	// ID is the id to create the client with (a canonical UUID), for a
+	// create that may be retried; empty means a new random one.
+	ID      string
 	Name    string
 	NIF     *string
 	Email   *string
