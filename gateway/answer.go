@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/invoicing-ao/gateway/idempotency"
 )
 
 // answer is what a handler answers when it does not fail: writeAnswers
@@ -17,6 +19,11 @@ type answer struct {
 	// serve writes an answer of its own kind (portal files with validators,
 	// profiles, metrics); body and location are then unused.
 	serve http.Handler
+	// raw, with contentType, is a body already encoded (a stored answer,
+	// given again byte for byte); body is then unused.
+	raw         []byte
+	contentType string
+	replayed    bool // the answer of an earlier attempt: Idempotent-Replayed: true
 
 	bytes int // set by writeAnswers: body bytes written
 }
@@ -28,6 +35,9 @@ type answer struct {
 func writeAnswers(next handler) handler {
 	return func(w http.ResponseWriter, r *http.Request) (answer, error) {
 		ans, err := next(w, r)
+		if ans.raw != nil {
+			return writeRaw(w, ans), err
+		}
 		if err != nil {
 			p := problemFor(err)
 			status, n := writeProblem(w, r, p)
@@ -48,6 +58,9 @@ func writeAnswers(next handler) handler {
 		if ans.location != "" {
 			w.Header().Set("Location", ans.location)
 		}
+		if ans.replayed {
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
 		if ans.body == nil {
 			w.WriteHeader(ans.status)
 			return ans, nil
@@ -56,6 +69,48 @@ func writeAnswers(next handler) handler {
 		return ans, nil
 	}
 }
+
+// writeRaw writes an encoded answer; the error returned with it, if any, is
+// the one it encodes, for the layers outside.
+func writeRaw(w http.ResponseWriter, ans answer) answer {
+	h := w.Header()
+	h.Set("Content-Type", ans.contentType)
+	h.Set("Content-Length", strconv.Itoa(len(ans.raw)))
+	if ans.location != "" {
+		h.Set("Location", ans.location)
+	}
+	if ans.replayed {
+		h.Set("Idempotent-Replayed", "true")
+	}
+	w.WriteHeader(ans.status)
+	ans.bytes, _ = w.Write(ans.raw)
+	return ans
+}
+
+// render encodes what writeAnswers would write for (ans, err), for storing:
+// a JSON body, or err's problem (with requestID in it).
+func render(ans answer, err error, requestID string) idempotency.Answer {
+	if err != nil {
+		p := problemFor(err)
+		status, body := problemJSON(p, requestID)
+		return idempotency.Answer{Status: status, ContentType: problemContentType, Body: body}
+	}
+	b, buf, merr := marshalJSON(ans.body)
+	if merr != nil {
+		status, body := problemJSON(problemFor(merr), requestID)
+		return idempotency.Answer{Status: status, ContentType: problemContentType, Body: body}
+	}
+	a := idempotency.Answer{Status: ans.status, ContentType: "application/json", Body: append([]byte(nil), b...), Location: ans.location}
+	releaseBuf(buf)
+	return a
+}
+
+// stored is the answer that writes a, replayed or not.
+func stored(a idempotency.Answer, replayed bool) answer {
+	return answer{status: a.Status, raw: a.Body, contentType: a.ContentType, location: a.Location, replayed: replayed}
+}
+
+const problemContentType = "application/problem+json"
 
 // writeJSON writes v as the response body with an exact Content-Length and
 // returns the status and the bytes written.
@@ -84,29 +139,35 @@ var jsonContentType = []string{"application/json"}
 // writeProblem writes p as application/problem+json, with the headers its
 // code calls for, and returns the status and the bytes written.
 func writeProblem(w http.ResponseWriter, r *http.Request, p *Error) (status, n int) {
-	pc := problemCodes[p.Code]
+	status, b := problemJSON(p, stateFrom(r.Context()).ID)
 	h := w.Header()
-	h.Set("Content-Type", "application/problem+json")
+	h.Set("Content-Type", problemContentType)
 	h.Set("Cache-Control", "no-store")
 	switch {
-	case pc.Status == http.StatusUnauthorized && p.Code != "unauthorized_admin":
+	case status == http.StatusUnauthorized && p.Code != "unauthorized_admin":
 		h.Set("WWW-Authenticate", `Bearer realm="invoicing-api"`)
-	case pc.Status == http.StatusMethodNotAllowed:
+	case status == http.StatusMethodNotAllowed:
 		h.Set("Allow", p.Allow)
 	}
 	if p.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(ceilSeconds(p.RetryAfter)))
 	}
+	w.WriteHeader(status)
+	n, _ = w.Write(b)
+	return status, n
+}
+
+// problemJSON is p's status and RFC 9457 body.
+func problemJSON(p *Error, requestID string) (int, []byte) {
+	pc := problemCodes[p.Code]
 	b, err := json.Marshal(problemBody{
 		Type: problemTypeBase + p.Code, Title: pc.Title, Status: pc.Status,
-		Detail: p.Detail, Code: p.Code, RequestID: stateFrom(r.Context()).ID, Errors: p.Fields, Checks: p.Checks,
+		Detail: p.Detail, Code: p.Code, RequestID: requestID, Errors: p.Fields, Checks: p.Checks,
 	})
 	if err != nil { // only strings, ints and maps of strings: cannot happen
 		panic(fmt.Sprintf("gateway: encoding a problem: %v", err))
 	}
-	w.WriteHeader(pc.Status)
-	n, _ = w.Write(append(b, '\n'))
-	return pc.Status, n
+	return pc.Status, append(b, '\n')
 }
 
 // countingWriter remembers the status and counts the body bytes of an answer

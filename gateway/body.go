@@ -37,6 +37,16 @@ var clientFields = []string{"name", "nif", "email", "phone", "address", "type"}
 // withBodyLimit), then returns the top-level object's members, refusing
 // unknown and repeated members.
 func readJSONBody(r *http.Request, known []string) (map[string]json.RawMessage, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	return jsonMembers(body, known)
+}
+
+// readBody reads a JSON request body: application/json (UTF-8) only, at most
+// maxBodyBytes.
+func readBody(r *http.Request) ([]byte, error) {
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" || (params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8")) {
 		return nil, &Error{Code: "unsupported_media_type", Detail: "Send the body as Content-Type: application/json (UTF-8)."}
@@ -52,6 +62,12 @@ func readJSONBody(r *http.Request, known []string) (map[string]json.RawMessage, 
 		}
 		return nil, &Error{Code: "invalid_body", Detail: "The body could not be read.", Err: err}
 	}
+	return body, nil
+}
+
+// jsonMembers returns the members of the JSON object body, refusing unknown
+// and repeated members.
+func jsonMembers(body []byte, known []string) (map[string]json.RawMessage, error) {
 	bad := func(msg string) error {
 		return &Error{Code: "invalid_body", Detail: msg, Fields: []FieldError{{"body", msg}}}
 	}
@@ -113,8 +129,8 @@ func stringMember(m map[string]json.RawMessage, name string, fields *[]FieldErro
 
 // decodeNewClient validates a create-client body (issue rules, README "Create
 // client") and returns it normalized.
-func decodeNewClient(r *http.Request) (invoicing.NewClient, error) {
-	m, err := readJSONBody(r, clientFields)
+func decodeNewClient(body []byte) (invoicing.NewClient, error) {
+	m, err := jsonMembers(body, clientFields)
 	if err != nil {
 		return invoicing.NewClient{}, err
 	}

@@ -16,8 +16,8 @@ import (
 // authority, and a listed origin sees only what its own key may see.
 const (
 	corsAllowMethods  = "GET, POST"
-	corsAllowHeaders  = "Authorization, X-Company-Id, Content-Type, X-Request-Id"
-	corsExposeHeaders = "RateLimit, RateLimit-Policy, Retry-After, X-Request-Id, Location"
+	corsAllowHeaders  = "Authorization, X-Company-Id, Content-Type, X-Request-Id, Idempotency-Key"
+	corsExposeHeaders = "RateLimit, RateLimit-Policy, Retry-After, X-Request-Id, Location, Idempotent-Replayed"
 	corsMaxAge        = "600" // seconds a browser may reuse a preflight answer
 )
 

@@ -68,7 +68,7 @@ func TestCORS(t *testing.T) {
 		h := w.Header()
 		if w.Code != http.StatusNoContent || h.Get("Access-Control-Allow-Origin") != allowed ||
 			h.Get("Access-Control-Allow-Methods") != "GET, POST" ||
-			h.Get("Access-Control-Allow-Headers") != "Authorization, X-Company-Id, Content-Type, X-Request-Id" ||
+			h.Get("Access-Control-Allow-Headers") != "Authorization, X-Company-Id, Content-Type, X-Request-Id, Idempotency-Key" ||
 			h.Get("Access-Control-Allow-Credentials") != "" || !slices.Contains(h.Values("Vary"), "Origin") {
 			t.Errorf("preflight %s %s: %d %v", op[0], op[1], w.Code, h)
 		}
@@ -109,7 +109,7 @@ func TestCORS(t *testing.T) {
 		checkAnswer(t, name, w)
 		h := w.Header()
 		if w.Code != c.status || h.Get("Access-Control-Allow-Origin") != allowed ||
-			h.Get("Access-Control-Expose-Headers") != "RateLimit, RateLimit-Policy, Retry-After, X-Request-Id, Location" ||
+			h.Get("Access-Control-Expose-Headers") != "RateLimit, RateLimit-Policy, Retry-After, X-Request-Id, Location, Idempotent-Replayed" ||
 			h.Get("Access-Control-Allow-Credentials") != "" || !slices.Contains(h.Values("Vary"), "Origin") {
 			t.Errorf("%s: %d %v", name, w.Code, h)
 		}

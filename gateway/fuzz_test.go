@@ -120,7 +120,7 @@ func FuzzDecodeNewClient(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, contentType string) {
 		r := httptest.NewRequest(http.MethodPost, "/api/v1/v1/clients", bytes.NewReader(body))
 		r.Header.Set("Content-Type", contentType)
-		nc, err := decodeNewClient(r)
+		nc, err := decodeRequest(r)
 		if err != nil {
 			asProblem(t, err, "invalid_body", "body_too_large", "unsupported_media_type")
 			return
@@ -154,7 +154,7 @@ func FuzzDecodeNewClient(f *testing.F) {
 			"phone": nc.Phone, "address": nc.Address, "type": nc.Type})
 		r2 := httptest.NewRequest(http.MethodPost, "/api/v1/v1/clients", bytes.NewReader(again))
 		r2.Header.Set("Content-Type", "application/json")
-		nc2, err := decodeNewClient(r2)
+		nc2, err := decodeRequest(r2)
 		if err != nil {
 			t.Fatalf("the normalized client %s is refused: %v", again, err)
 		}

@@ -40,26 +40,6 @@ func (s *Server) getClient(r *http.Request, st *reqState, p httprouter.Params) (
 	return get(s, r, st, p, Store.GetClient)
 }
 
-func (s *Server) createClient(r *http.Request, st *reqState, _ httprouter.Params) (answer, error) {
-	if err := parseQuery(r.URL.RawQuery).err(); err != nil {
-		return answer{}, err
-	}
-	nc, err := decodeNewClient(r)
-	if err != nil {
-		return answer{}, err
-	}
-	release, err := s.acquire(r, st)
-	if err != nil {
-		return answer{}, err
-	}
-	defer release()
-	c, err := s.store(st.Key.Mode).CreateClient(r.Context(), st.Key.CompanyID, nc)
-	if err != nil {
-		return answer{}, err
-	}
-	return answer{status: http.StatusCreated, body: c, location: apiPrefix + "/clients/" + c.ID}, nil
-}
-
 // list answers a list operation: its filter read from the query string, then
 // one store call.
 func list[F, T any](s *Server, r *http.Request, st *reqState, filter func(rawQuery string) (F, error),

@@ -18,6 +18,7 @@ import (
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/idempotency"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
@@ -69,6 +70,7 @@ type instanceConfig struct {
 	testLimit  tenants.Limit
 	adminToken string
 	store      func(*backend.Config) // adjusts both databases' settings
+	noIdem     bool                  // no idempotency store
 }
 
 func withRedis(r redis.UniversalClient) instanceOpt {
@@ -101,9 +103,13 @@ func (w *world) start(opts ...instanceOpt) *instance {
 	in.keys = authz.New(authz.Config{Redis: cfg.redis, Prefix: w.prefix + "authz:", Now: in.clock.Now, Logger: logger})
 	in.limiter = tenants.New(tenants.Config{Redis: cfg.redis, Prefix: w.prefix + "tenants:",
 		LiveDefault: cfg.liveLimit, TestDefault: cfg.testLimit, Logger: logger})
-	in.srv = gateway.New(gateway.Config{Live: in.live, Test: in.test, Keys: in.keys, Limiter: in.limiter,
+	gcfg := gateway.Config{Live: in.live, Test: in.test, Keys: in.keys, Limiter: in.limiter,
 		Guard:      tenants.NewGuard(tenants.GuardConfig{}),
-		AdminToken: cfg.adminToken, Logger: logger})
+		AdminToken: cfg.adminToken, Logger: logger}
+	if !cfg.noIdem {
+		gcfg.Idempotency = idempotency.New(idempotency.Config{Redis: cfg.redis, Prefix: w.prefix + "idem:"})
+	}
+	in.srv = gateway.New(gcfg)
 	in.pub = httptest.NewServer(in.srv.Handler())
 	in.admin = httptest.NewServer(in.srv.AdminHandler())
 	t.Cleanup(func() {
@@ -217,8 +223,11 @@ func checkCommon(t *testing.T, q req, r resp) {
 	if err := json.Unmarshal(r.Body, &p); err != nil {
 		t.Fatalf("%s %s: problem body: %v: %s", q.Method, q.Path, err, r.Body)
 	}
+	// A replay's body is the first attempt's, byte for byte, requestId
+	// included; X-Request-Id is the retry's own.
+	replayed := r.Header.Get("Idempotent-Replayed") == "true"
 	if p.Status != r.Status || p.Type == "" || p.Title == "" || p.Detail == "" || p.Code == "" ||
-		p.RequestID != r.Header.Get("X-Request-Id") {
+		p.RequestID == "" || (p.RequestID != r.Header.Get("X-Request-Id")) != replayed {
 		t.Errorf("%s %s: incomplete problem %s", q.Method, q.Path, r.Body)
 	}
 	if strings.Contains(string(r.Body), "igw_") {

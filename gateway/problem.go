@@ -61,6 +61,8 @@ var problemCodes = map[string]problemCode{
 	"route_not_found":            {http.StatusNotFound, "Route not found"},
 	"method_not_allowed":         {http.StatusMethodNotAllowed, "Method not allowed"},
 	"nif_conflict":               {http.StatusConflict, "NIF already registered"},
+	"idempotency_in_progress":    {http.StatusConflict, "Request with this Idempotency-Key in progress"},
+	"idempotency_key_reused":     {http.StatusUnprocessableEntity, "Idempotency-Key reused"},
 	"body_too_large":             {http.StatusRequestEntityTooLarge, "Request body too large"},
 	"headers_too_large":          {http.StatusRequestHeaderFieldsTooLarge, "Request headers too large"},
 	"unsupported_media_type":     {http.StatusUnsupportedMediaType, "Unsupported media type"},

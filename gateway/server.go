@@ -62,6 +62,12 @@ type Config struct {
 	// Usage counts each company's requests; nil counts nothing (and the
 	// admin usage endpoint answers 503).
 	Usage Usage
+	// Idempotency stores the final answers of creates sent with an
+	// Idempotency-Key; nil stores none: retries are still never a second
+	// client (the database refuses the derived id), but are answered from
+	// the client as it is now, and a retry while the first attempt runs is
+	// not told so.
+	Idempotency Idempotency
 	// RedisPool is reported on /metrics; nil leaves Redis pool metrics out.
 	RedisPool RedisPool
 }
@@ -79,6 +85,7 @@ type Server struct {
 	tp         trace.TracerProvider // as configured: nil means otel's global one
 	metrics    *metrics
 	usage      Usage
+	idem       Idempotency
 	draining   atomic.Bool
 	logger     *slog.Logger
 	now        func() time.Time
@@ -104,6 +111,7 @@ func New(cfg Config) *Server {
 	s.tracer = tracing.Tracer(cfg.TracerProvider, tracerName)
 	s.tp = cfg.TracerProvider
 	s.usage = cfg.Usage
+	s.idem = cfg.Idempotency
 	s.metrics = newMetrics(s, cfg.RedisPool)
 	return s
 }

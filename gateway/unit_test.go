@@ -103,7 +103,7 @@ func TestDecodeNewClient(t *testing.T) {
 	post := func(body string) (invoicing.NewClient, error) {
 		r := httptest.NewRequest("POST", "/", strings.NewReader(body))
 		r.Header.Set("Content-Type", "application/json; charset=utf-8")
-		return decodeNewClient(r)
+		return decodeRequest(r)
 	}
 	nc, err := post(`{"name":" Ana ","nif":"000238553ca017","phone":"+244 923 456 789","email":null,"type":"INDIVIDUAL"}`)
 	if err != nil {
@@ -177,6 +177,42 @@ func TestCeilSeconds(t *testing.T) {
 	for d, want := range map[time.Duration]int{0: 1, time.Millisecond: 1, time.Second: 1, 1001 * time.Millisecond: 2, 4 * time.Second: 4} {
 		if got := ceilSeconds(d); got != want {
 			t.Errorf("ceilSeconds(%v) = %d, want %d", d, got, want)
+		}
+	}
+}
+
+// decodeRequest is what createClient does with a request's body.
+func decodeRequest(r *http.Request) (invoicing.NewClient, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return invoicing.NewClient{}, err
+	}
+	return decodeNewClient(body)
+}
+
+func TestIdempotencyKeyHeader(t *testing.T) {
+	for _, tc := range []struct {
+		vals []string
+		ok   bool
+	}{
+		{nil, false}, {[]string{"a"}, true}, {[]string{strings.Repeat("k", 255)}, true}, {[]string{" ~!{}"}, true},
+		{[]string{""}, false}, {[]string{strings.Repeat("k", 256)}, false}, {[]string{"chave-é"}, false},
+		{[]string{"tab\there"}, false}, {[]string{"\x7f"}, false}, {[]string{"nl\n"}, false}, {[]string{"a", "b"}, false},
+	} {
+		h := http.Header{}
+		for _, v := range tc.vals {
+			h.Add("Idempotency-Key", v)
+		}
+		key, given, err := idempotencyKey(h)
+		switch {
+		case tc.vals == nil:
+			if given || err != nil {
+				t.Errorf("no header: given %v, %v", given, err)
+			}
+		case tc.ok != (err == nil) || tc.ok && (!given || key != tc.vals[0]):
+			t.Errorf("%q: key %q, given %v, err %v; want ok %v", tc.vals, key, given, err, tc.ok)
+		case err != nil:
+			asProblem(t, err, "invalid_parameter")
 		}
 	}
 }

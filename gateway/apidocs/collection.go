@@ -347,6 +347,13 @@ func opItem(prefix string, op operation) (pmItem, error) {
 	u := pmURL{Host: []string{"{{baseUrl}}"}, Path: strings.Split(strings.TrimPrefix(path, "/"), "/"), Variable: pathVars}
 	var headers []pmVariable
 	for _, p := range op.Params {
+		if p["in"] == "header" {
+			// An Idempotency-Key per send: a new create each time (resend
+			// with the same value to see a replay).
+			name, _ := p["name"].(string)
+			desc, _ := p["description"].(string)
+			headers = append(headers, pmVariable{Key: name, Value: "{{$guid}}", Type: "text", Description: desc})
+		}
 		if p["in"] != "query" {
 			continue
 		}

@@ -10,8 +10,10 @@ import (
 
 // FaultProxy is a TCP proxy between a client under test and a real server
 // (PostgreSQL, Redis), that the test can make fail: Pause holds every byte
-// (the server seems hung), Cut closes every connection and resets new ones
-// (the server seems down), Resume restores normal forwarding.
+// (the server seems hung), HoldReplies holds only the server's bytes (the
+// server acts on what it is sent, but its answers are lost for as long),
+// Cut closes every connection and resets new ones (the server seems down),
+// Resume restores normal forwarding.
 type FaultProxy struct {
 	t        testing.TB
 	ln       net.Listener
@@ -30,6 +32,7 @@ type proxyMode int
 const (
 	proxyOpen proxyMode = iota
 	proxyPaused
+	proxyHoldReplies
 	proxyCut
 	proxyClosed
 )
@@ -79,6 +82,10 @@ func (p *FaultProxy) Addr() string { return p.ln.Addr().String() }
 // client that touched the server while it should not have shows here.
 func (p *FaultProxy) Accepted() int64 { return p.accepted.Load() }
 
+// HoldReplies lets requests reach the server and holds its answers until
+// Resume or Cut.
+func (p *FaultProxy) HoldReplies() { p.setMode(proxyHoldReplies) }
+
 // Pause stops forwarding: connections stay open, bytes sent either way are
 // held until Resume, new connections are accepted and held too.
 func (p *FaultProxy) Pause() { p.setMode(proxyPaused) }
@@ -120,16 +127,17 @@ func (p *FaultProxy) closeConns() {
 	clear(p.conns)
 }
 
-// flowing waits while the proxy is paused and reports whether bytes may pass.
-func (p *FaultProxy) flowing() bool {
+// flowing waits while the proxy holds bytes of this direction (reply: from
+// the server) and reports whether they may pass.
+func (p *FaultProxy) flowing(reply bool) bool {
 	for {
 		p.mu.Lock()
 		m, ch := p.mode, p.changed
 		p.mu.Unlock()
-		switch m {
-		case proxyOpen:
+		switch {
+		case m == proxyOpen, m == proxyHoldReplies && !reply:
 			return true
-		case proxyPaused:
+		case m == proxyPaused, m == proxyHoldReplies:
 			<-ch
 		default:
 			return false
@@ -183,7 +191,7 @@ func reset(c net.Conn) {
 func (p *FaultProxy) serve(client net.Conn) {
 	defer p.wg.Done()
 	defer p.untrack(client)
-	if !p.flowing() {
+	if !p.flowing(false) {
 		return
 	}
 	server, err := net.Dial("tcp", p.upstream)
@@ -198,19 +206,20 @@ func (p *FaultProxy) serve(client net.Conn) {
 	// Each pipe closes both connections when its side ends, which ends the
 	// other pipe.
 	p.wg.Add(1)
-	go func() { defer p.wg.Done(); p.pipe(server, client) }()
-	p.pipe(client, server)
+	go func() { defer p.wg.Done(); p.pipe(server, client, false) }()
+	p.pipe(client, server, true)
 }
 
-// pipe copies src to dst, holding each chunk while paused.
-func (p *FaultProxy) pipe(dst, src net.Conn) {
+// pipe copies src to dst (reply: from the server), holding each chunk while
+// that direction is held.
+func (p *FaultProxy) pipe(dst, src net.Conn, reply bool) {
 	defer dst.Close()
 	defer src.Close()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			if !p.flowing() {
+			if !p.flowing(reply) {
 				return
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {

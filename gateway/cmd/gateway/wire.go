@@ -13,6 +13,7 @@ import (
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/idempotency"
 	"github.com/invoicing-ao/gateway/tenants"
 	usagecounter "github.com/invoicing-ao/gateway/usage"
 )
@@ -85,6 +86,7 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		AdminToken: cfg.AdminToken, Logger: logger,
 		CORSAllowedOrigins: origins,
 		TracerProvider:     o.tp, Usage: d.usage, RedisPool: rdb,
+		Idempotency: idempotency.New(idempotency.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "idem:"}),
 	})
 	return d, nil
 }
