@@ -26,6 +26,8 @@ func (s *Server) AdminHandler() http.Handler {
 	s.adminRoute(rt, http.MethodPut, "/admin/v1/companies/:id/limits", s.adminSetLimits)
 	s.adminRoute(rt, http.MethodDelete, "/admin/v1/companies/:id/limits", s.adminResetLimits)
 	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/usage", s.adminUsage)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/usage/minutes", s.adminMinutes)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/overview", s.adminOverview)
 	// No token for /metrics: scrapers need no power over keys, and the
 	// metrics hold no secret and no company data.
 	rt.handle(http.MethodGet, "/metrics", "GET admin", func(http.ResponseWriter, *http.Request, httprouter.Params) (answer, error) {

@@ -22,6 +22,7 @@ import (
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
+	"github.com/invoicing-ao/gateway/usage"
 )
 
 const (
@@ -59,6 +60,7 @@ type instance struct {
 	clock      *testenv.Clock
 	logs       *testenv.SyncBuffer
 	live, test *backend.Store
+	usage      *usage.Counter // flushed only when a test says so
 	adminToken string
 }
 
@@ -106,6 +108,8 @@ func (w *world) start(opts ...instanceOpt) *instance {
 	gcfg := gateway.Config{Live: in.live, Test: in.test, Keys: in.keys, Limiter: in.limiter,
 		Guard:      tenants.NewGuard(tenants.GuardConfig{}),
 		AdminToken: cfg.adminToken, Logger: logger}
+	in.usage = usage.New(usage.Config{Redis: cfg.redis, Prefix: w.prefix + "usage:", FlushEvery: time.Hour, Now: in.clock.Now, Logger: logger})
+	gcfg.Usage = in.usage
 	if !cfg.noIdem {
 		gcfg.Idempotency = idempotency.New(idempotency.Config{Redis: cfg.redis, Prefix: w.prefix + "idem:"})
 	}
@@ -115,6 +119,7 @@ func (w *world) start(opts ...instanceOpt) *instance {
 	t.Cleanup(func() {
 		in.pub.Close()
 		in.admin.Close()
+		_ = in.usage.Close(context.Background())
 		_ = in.keys.Close()
 		in.live.Close()
 		in.test.Close()

@@ -15,6 +15,8 @@ import (
 type Usage interface {
 	Add(companyID string, mode invoicing.Mode, status int)
 	Days(ctx context.Context, companyID string, days int) ([]usage.Day, error)
+	Minutes(ctx context.Context, companyID string, minutes int) ([]usage.Minute, error)
+	Overview(ctx context.Context, top int) (usage.Overview, error)
 }
 
 // UsageView is a company's usage as the admin API and the CLI show it.
@@ -48,15 +50,23 @@ func (s *Server) CompanyUsage(ctx context.Context, companyID string, days int) (
 	return UsageView{CompanyID: companyID, Days: d}, nil
 }
 
+// intParam reads an optional integer query parameter given at most once.
+func intParam(r *http.Request, name string, def int) (int, error) {
+	v, ok := r.URL.Query()[name]
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v[0])
+	if err != nil || len(v) > 1 {
+		return 0, &Error{Code: "invalid_parameter", Detail: name + " must be one integer.", Fields: []FieldError{{name, "must be an integer"}}}
+	}
+	return n, nil
+}
+
 func (s *Server) adminUsage(r *http.Request, p httprouter.Params) (answer, error) {
-	q := r.URL.Query()
-	days := DefaultUsageDays
-	if v, ok := q["days"]; ok {
-		n, err := strconv.Atoi(v[0])
-		if err != nil || len(v) > 1 {
-			return answer{}, &Error{Code: "invalid_parameter", Detail: "days must be one integer.", Fields: []FieldError{{"days", "must be an integer"}}}
-		}
-		days = n
+	days, err := intParam(r, "days", DefaultUsageDays)
+	if err != nil {
+		return answer{}, err
 	}
 	return result(s.CompanyUsage(r.Context(), p.ByName("id"), days))
 }

@@ -51,4 +51,16 @@ func TestCountsOnRedisCluster(t *testing.T) {
 			t.Errorf("company %d, second day: %+v", i, days[1])
 		}
 	}
+	// The overview unites minute sets of one slot ({all}); per-minute reads
+	// stay in the company's slot.
+	o, err := c.Overview(ctx, 3)
+	if err != nil {
+		t.Fatalf("overview on the cluster: %v", err)
+	}
+	if o.ActiveLastHour != 1 || len(o.TopLastHour) != 1 || o.TopLastHour[0].CompanyID != companies[0] {
+		t.Errorf("overview on the cluster: %+v", o)
+	}
+	if ms, err := c.Minutes(ctx, companies[0], 90); err != nil || ms[len(ms)-1].Live["5xx"] != 1 {
+		t.Errorf("minutes on the cluster: %v", err)
+	}
 }

@@ -1,5 +1,7 @@
-// Package usage counts each company's API requests per day, mode and status
-// class, in Redis, for the platform team and the company's own dashboard.
+// Package usage counts each company's API requests per day and per minute,
+// mode and status class (and rate-limited requests apart), in Redis, for the
+// platform team's console and the company's own dashboard, with an overview
+// across companies (who is busy today and in the last hour).
 // Counting is in memory on the request path; one pipelined batch a second
 // writes the counts to Redis, so Redis sees one round trip per second per
 // instance, not one per request. It knows nothing of HTTP or API keys.
@@ -10,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -53,13 +54,14 @@ var luanda = func() *time.Location {
 	return time.FixedZone("WAT", 3600)
 }()
 
-// counter identifies one count: a company's requests on a day, in a mode,
-// of a status class.
+// counter identifies one count: a company's requests in a minute, in a mode,
+// of a status class; limited counts the 429s (also counted in class 4).
 type counter struct {
 	company string
-	day     int64 // days since 1970-01-01 in Luanda
+	minute  int64 // minutes since 1970-01-01 in Luanda
 	mode    uint8 // invoicing.Mode.Index
 	class   uint8 // status / 100
+	limited bool  // status 429
 }
 
 // Counter counts requests. It is safe for concurrent use; Close flushes.
@@ -116,13 +118,6 @@ func New(cfg Config) *Counter {
 	return c
 }
 
-func dayOf(t time.Time) int64 {
-	_, off := t.In(luanda).Zone()
-	return (t.Unix() + int64(off)) / 86400
-}
-
-func dateOf(day int64) string { return time.Unix(day*86400, 0).UTC().Format(time.DateOnly) }
-
 // Add counts one request of the company (a canonical id, see
 // invoicing.ParseCompanyID) in the mode that was answered with status. It
 // never blocks on Redis; anything else than a company id, a mode and a status
@@ -131,14 +126,23 @@ func (c *Counter) Add(companyID string, mode invoicing.Mode, status int) {
 	if !mode.Valid() || status < 100 || status > 599 || !canonical(companyID) {
 		return
 	}
-	k := counter{company: companyID, day: dayOf(c.now()), mode: uint8(mode.Index()), class: uint8(status / 100)}
+	k := counter{company: companyID, minute: minuteOf(c.now()), mode: uint8(mode.Index()), class: uint8(status / 100)}
 	c.mu.Lock()
-	if _, ok := c.pending[k]; !ok && len(c.pending) >= c.max {
-		c.dropped++
-	} else {
-		c.pending[k]++
+	c.count(k)
+	if status == 429 {
+		k.limited = true
+		c.count(k)
 	}
 	c.mu.Unlock()
+}
+
+// count adds one to k, under c.mu.
+func (c *Counter) count(k counter) {
+	if _, ok := c.pending[k]; !ok && len(c.pending) >= c.max {
+		c.dropped++
+		return
+	}
+	c.pending[k]++
 }
 
 func (c *Counter) loop() {
@@ -157,15 +161,6 @@ func (c *Counter) loop() {
 			cancel()
 		}
 	}
-}
-
-// key is the Redis hash of a company's day; fields are "LIVE:2xx" etc.
-func (c *Counter) key(company string, day int64) string {
-	return c.prefix + "{" + company + "}:" + dateOf(day)
-}
-
-func field(mode, class uint8) string {
-	return string(invoicing.Modes[mode]) + ":" + strconv.Itoa(int(class)) + "xx"
 }
 
 // canonical reports whether id is a company id as invoicing.ParseCompanyID
@@ -199,14 +194,9 @@ func (c *Counter) Flush(ctx context.Context) error {
 	}
 	pipe := c.rdb.Pipeline()
 	cmds := make([]sent, 0, len(batch))
-	expiring := make(map[string]bool)
+	w := writer{pipe: pipe, ctx: ctx, expiring: make(map[string]bool)}
 	for k, n := range batch {
-		key := c.key(k.company, k.day)
-		cmds = append(cmds, sent{k, n, pipe.HIncrBy(ctx, key, field(k.mode, k.class), n)})
-		if !expiring[key] {
-			expiring[key] = true
-			pipe.Expire(ctx, key, c.ttl)
-		}
+		cmds = append(cmds, sent{k, n, c.write(&w, k, n)})
 	}
 	_, err := pipe.Exec(ctx)
 	if err == nil {
@@ -235,58 +225,4 @@ func (c *Counter) Close(ctx context.Context) error {
 		return err
 	}
 	return nil
-}
-
-// Day is one day of a company's usage: requests by status class ("2xx",
-// "4xx", ...) for each mode.
-type Day struct {
-	Date  string           `json:"date"` // YYYY-MM-DD in Luanda
-	Total int64            `json:"total"`
-	Live  map[string]int64 `json:"live"`
-	Test  map[string]int64 `json:"test"`
-}
-
-// MaxDays bounds a Days query.
-const MaxDays = 400
-
-// Days returns the company's usage on the last n days (1 to MaxDays), oldest
-// first, today included; counts of the last FlushEvery may not be there yet.
-func (c *Counter) Days(ctx context.Context, companyID string, n int) ([]Day, error) {
-	if !canonical(companyID) {
-		return nil, fmt.Errorf("usage: %w: %q", invoicing.ErrInvalidCompany, invoicing.Clip(companyID))
-	}
-	if n < 1 || n > MaxDays {
-		return nil, fmt.Errorf("usage: days must be 1 to %d", MaxDays)
-	}
-	today := dayOf(c.now())
-	pipe := c.rdb.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, n)
-	for i := range n {
-		cmds[i] = pipe.HGetAll(ctx, c.key(companyID, today-int64(n-1-i)))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("%w: read: %w", ErrUnavailable, err)
-	}
-	out := make([]Day, n)
-	for i, cmd := range cmds {
-		d := Day{Date: dateOf(today - int64(n-1-i)), Live: map[string]int64{}, Test: map[string]int64{}}
-		for f, v := range cmd.Val() {
-			mode, class, ok := strings.Cut(f, ":")
-			count, err := strconv.ParseInt(v, 10, 64)
-			if !ok || err != nil {
-				continue
-			}
-			switch invoicing.Mode(mode) {
-			case invoicing.Live:
-				d.Live[class] += count
-			case invoicing.Test:
-				d.Test[class] += count
-			default:
-				continue
-			}
-			d.Total += count
-		}
-		out[i] = d
-	}
-	return out, nil
 }

@@ -89,7 +89,7 @@ func TestCountsPerDayModeAndClass(t *testing.T) {
 		}
 		want := []Day{
 			{Date: "2026-02-28", Live: map[string]int64{}, Test: map[string]int64{}},
-			{Date: "2026-03-01", Total: 7, Live: map[string]int64{"2xx": 4, "4xx": 1}, Test: map[string]int64{"4xx": 1, "5xx": 1}},
+			{Date: "2026-03-01", Total: 7, Live: map[string]int64{"2xx": 4, "4xx": 1}, Test: map[string]int64{"4xx": 1, "5xx": 1}, RateLimited: Limited{Test: 1}},
 			{Date: "2026-03-02", Total: 2, Live: map[string]int64{"2xx": 2}, Test: map[string]int64{}},
 		}
 		if !equalDays(days, want) {
@@ -99,7 +99,7 @@ func TestCountsPerDayModeAndClass(t *testing.T) {
 		if days[0].Total != 1 || days[0].Live["2xx"] != 1 || days[1].Total != 0 {
 			t.Fatalf("company B: %+v", days)
 		}
-		ttl, err := rdb.TTL(ctx, c.key(coA, dayOf(clk.Now()))).Result()
+		ttl, err := rdb.TTL(ctx, c.dayKey(coA, dayOf(clk.Now()))).Result()
 		if err != nil || ttl < 399*24*time.Hour || ttl > 400*24*time.Hour {
 			t.Fatalf("TTL = %v %v, want about 400 days", ttl, err)
 		}
@@ -117,7 +117,8 @@ func equalDays(a, b []Day) bool {
 		return false
 	}
 	for i := range a {
-		if a[i].Date != b[i].Date || a[i].Total != b[i].Total || !equalMap(a[i].Live, b[i].Live) || !equalMap(a[i].Test, b[i].Test) {
+		if a[i].Date != b[i].Date || a[i].Total != b[i].Total || !equalMap(a[i].Live, b[i].Live) || !equalMap(a[i].Test, b[i].Test) ||
+			a[i].RateLimited != b[i].RateLimited {
 			return false
 		}
 	}
