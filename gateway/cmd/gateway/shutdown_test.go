@@ -60,7 +60,8 @@ func refused(addr string) bool {
 // flight all along (held by a table lock) still completes with 200.
 func TestGracefulShutdown(t *testing.T) {
 	env := cliEnv(t)
-	drain := time.Second
+	// Long enough that a busy machine still sends its requests within it.
+	drain := 5 * time.Second
 	vars := map[string]string{
 		"GATEWAY_ADDR": "127.0.0.1:0", "GATEWAY_ADMIN_ADDR": "127.0.0.1:0",
 		"GATEWAY_DRAIN_DELAY": drain.String(), "GATEWAY_QUERY_TIMEOUT": "20s", "GATEWAY_SHUTDOWN_TIMEOUT": "20s",
