@@ -8,6 +8,8 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/gateway/apidocs"
+	"github.com/invoicing-ao/gateway/gateway/console"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -34,6 +36,15 @@ func (s *Server) AdminHandler() http.Handler {
 		return answer{serve: s.metrics.handler()}, nil
 	})
 	s.adminRoute(rt, http.MethodGet, "/debug/pprof/*name", s.adminPprof)
+	// The console is an app that asks for the token itself; its files hold
+	// no data.
+	for _, a := range console.Assets() {
+		f := apidocs.NewFile(a.Path, a.ContentType, a.Body, apidocs.Revalidate, console.CSP, true)
+		h := serveDocFile(f)
+		rt.handle(http.MethodGet, a.Path, "GET "+a.Path, func(http.ResponseWriter, *http.Request, httprouter.Params) (answer, error) {
+			return answer{serve: h}, nil
+		})
+	}
 	return s.build(admin, rt)
 }
 

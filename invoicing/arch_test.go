@@ -21,13 +21,14 @@ var allowedImports = map[string][]string{
 	"internal/logbuf":  {},
 	"internal/testenv": {},
 	"gateway/apidocs":  {},
+	"gateway/console":  {},
 	"authz":            {"invoicing", "internal/tracing"},
 	"tenants":          {"invoicing", "internal/tracing"},
 	"usage":            {"invoicing"},
 	"idempotency":      {"invoicing"},
 	"backend":          {"invoicing", "internal/tracing"},
 	"backend/gendata":  {"backend", "invoicing"},
-	"gateway":          {"invoicing", "internal/tracing", "authz", "tenants", "usage", "idempotency", "backend", "gateway/apidocs"},
+	"gateway":          {"invoicing", "internal/tracing", "authz", "tenants", "usage", "idempotency", "backend", "gateway/apidocs", "gateway/console"},
 }
 
 // TestImportRules reads every non-test Go file of the module and fails on an

@@ -139,11 +139,7 @@ func New(cfg Config) (*Portal, error) {
 	}
 	p := &Portal{doc: doc}
 	add := func(path, ctype string, body []byte, cache, csp string, compress bool) {
-		f := &File{Path: path, ContentType: ctype, Body: body, CacheControl: cache, CSP: csp, ETag: etag(body)}
-		if compress {
-			f.gz = sync.OnceValue(func() []byte { return gzipped(body) })
-		}
-		p.files = append(p.files, f)
+		p.files = append(p.files, NewFile(path, ctype, body, cache, csp, compress))
 	}
 	add(YAMLPath, "application/yaml; charset=utf-8", documentYAML, revalidate, "", true)
 	add(JSONPath, "application/json; charset=utf-8", js, revalidate, "", true)
@@ -152,6 +148,20 @@ func New(cfg Config) (*Portal, error) {
 	add(ErrorsPath, "text/html; charset=utf-8", errorsPage, revalidate, guideCSP, true)
 	add(explorerJSPath, "text/javascript; charset=utf-8", scalarJS, immutable, "", true)
 	return p, nil
+}
+
+// Revalidate is the cache policy of a file that may change with the next
+// release: kept a minute, then revalidated with its ETag.
+const Revalidate = revalidate
+
+// NewFile makes a file to serve: its validator, and, when compress is set,
+// its gzipped form on first use.
+func NewFile(path, ctype string, body []byte, cacheControl, csp string, compress bool) *File {
+	f := &File{Path: path, ContentType: ctype, Body: body, CacheControl: cacheControl, CSP: csp, ETag: etag(body)}
+	if compress {
+		f.gz = sync.OnceValue(func() []byte { return gzipped(body) })
+	}
+	return f
 }
 
 func etag(b []byte) string {
