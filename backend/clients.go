@@ -17,11 +17,11 @@ type clientRow struct {
 	ID, Name                   string
 	NIF, Email, Phone, Address *string
 	Kind                       *string
-	CreatedAt                  time.Time
+	CreatedAt, UpdatedAt       time.Time
 }
 
 func (r *clientRow) dest(d *dialect) []any {
-	return []any{&r.ID, &r.Name, &r.NIF, &r.Email, &r.Phone, &r.Address, &r.Kind, d.ts(&r.CreatedAt)}
+	return []any{&r.ID, &r.Name, &r.NIF, &r.Email, &r.Phone, &r.Address, &r.Kind, d.ts(&r.CreatedAt), d.ts(&r.UpdatedAt)}
 }
 
 func (r *clientRow) toClient() invoicing.Client {
@@ -29,6 +29,7 @@ func (r *clientRow) toClient() invoicing.Client {
 		ID: r.ID, Name: r.Name, NIF: r.NIF, Email: r.Email, Address: r.Address,
 		Type:      clientType(r.Kind),
 		CreatedAt: invoicing.Timestamp{Time: r.CreatedAt.UTC()},
+		UpdatedAt: invoicing.Timestamp{Time: r.UpdatedAt.UTC()},
 	}
 	if r.Phone != nil {
 		p := normalizePhone(*r.Phone)
@@ -66,6 +67,11 @@ func (s *Store) queryClients(ctx context.Context, companyID string, f invoicing.
 			w.add(s.d.nameLike, name)
 		}
 	}
+	s.addChanges(&w, "c", f.UpdatedSince)
+	o := orderOf(f.UpdatedSince != nil, clientsByChange, clientsByCreation)
+	if f.After != nil {
+		page.Page = 0
+	}
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 	ctx = s.readFor(ctx, companyID) // the primary right after this company's own create
@@ -74,14 +80,14 @@ func (s *Store) queryClients(ctx context.Context, companyID string, f invoicing.
 	if page.Total, err = s.listTotal(ctx, "count clients", "customers c", w); err != nil {
 		return invoicing.Page[invoicing.Client]{}, err
 	}
-	if pastEnd(f.Page, f.PageSize, page.Total) {
+	if f.After == nil && pastEnd(f.Page, f.PageSize, page.Total) {
 		return page, nil
 	}
-	// A deferred join, as for invoices: OFFSET skips index entries.
-	q := s.d.rebind("SELECT " + clientCols + "\nFROM customers c\nJOIN (SELECT c.id FROM customers c\nWHERE " + w.sql() +
-		"\nORDER BY c.created_at DESC, c.id DESC\nLIMIT ? OFFSET ?) p ON p.id = c.id" +
-		"\nORDER BY c.created_at DESC, c.id DESC")
-	args := append(w.args, f.PageSize, (f.Page-1)*f.PageSize)
+	pw := w.clone()
+	if err := s.addAfter(&pw, o, f.After); err != nil {
+		return invoicing.Page[invoicing.Client]{}, err
+	}
+	q, args := s.pageQuery(clientCols, "customers c", "c", pw, o, pageOf(f.Page, f.PageSize, f.After != nil))
 	rows, err := s.db.query(ctx, q, args...)
 	if err != nil {
 		return invoicing.Page[invoicing.Client]{}, s.fail(ctx, "list clients", err)
@@ -90,6 +96,15 @@ func (s *Store) queryClients(ctx context.Context, companyID string, f invoicing.
 	var r clientRow
 	dest := r.dest(s.d)
 	for rows.Next() {
+		if len(page.Data) == f.PageSize { // the row past the page: there is a next one
+			last := &page.Data[len(page.Data)-1]
+			t := last.CreatedAt.Time
+			if o.changes {
+				t = last.UpdatedAt.Time
+			}
+			page.Next = &invoicing.Position{At: &t, ID: last.ID}
+			break
+		}
 		r = clientRow{}
 		if err := rows.Scan(dest...); err != nil {
 			return invoicing.Page[invoicing.Client]{}, s.fail(ctx, "list clients", err)
@@ -134,7 +149,7 @@ func (s *Store) insertClient(ctx context.Context, companyID string, c invoicing.
 	// later GetClient.
 	now := s.now().UTC().Truncate(time.Microsecond)
 	r := clientRow{ID: id, Name: c.Name, NIF: nif, Email: c.Email, Phone: phone,
-		Address: c.Address, Kind: kind, CreatedAt: now}
+		Address: c.Address, Kind: kind, CreatedAt: now, UpdatedAt: now}
 
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()

@@ -95,12 +95,15 @@ func runConformance(t *testing.T, mk newDB) {
 	t.Run("overdue at Luanda midnight", func(t *testing.T) { testOverdueClock(t, liveURL) })
 	t.Run("list items equal get", func(t *testing.T) { testListItems(t, live) })
 	t.Run("pagination", func(t *testing.T) { testPagination(t, live) })
+	t.Run("cursors", func(t *testing.T) { testCursors(t, live) })
+	t.Run("changes since", func(t *testing.T) { testChanges(t, live) })
 	t.Run("invalid arguments", func(t *testing.T) { testInvalid(t, live) })
 	t.Run("tenancy", func(t *testing.T) { testTenancy(t, live) })
 	t.Run("modes", func(t *testing.T) { testModes(t, live, sandbox) })
 	t.Run("create client", func(t *testing.T) { testCreateClient(t, live) })
 	t.Run("create races", func(t *testing.T) { testCreateRace(t, live) })
 	t.Run("create with an id", func(t *testing.T) { testCreateWithID(t, live) })
+	t.Run("cursor walk while inserting", func(t *testing.T) { testCursorWhileInserting(t, liveURL) })
 	t.Run("unavailable after close", func(t *testing.T) {
 		s := openStore(t, liveURL, fixedNow)
 		s.Close()
@@ -146,7 +149,7 @@ func testGetClient(t *testing.T, s *backend.Store) {
 	}
 	want := `{"id":"11000000-0000-4000-8000-000000000001","name":"Sonangol Distribuição SA","nif":"5417001234",` +
 		`"email":"geral@sonangol.example","phone":"+244923456789","address":"Rua Rainha Ginga 29, Luanda",` +
-		`"type":"COMPANY","createdAt":"2026-01-05T10:00:00.120Z"}`
+		`"type":"COMPANY","createdAt":"2026-01-05T10:00:00.120Z","updatedAt":"2026-01-05T10:00:00.120Z"}`
 	if got := jsonOf(t, c); got != want {
 		t.Fatalf("client JSON\n got %s\nwant %s", got, want)
 	}
@@ -251,6 +254,7 @@ func testGetInvoice(t *testing.T, s *backend.Store) {
 		`"items":[{"description":"Consultoria","quantity":2,"unitPrice":750.00,"total":1500.00},` +
 		`{"description":"Parafusos","quantity":1.5,"unitPrice":12.3456,"total":18.52},` +
 		`{"description":"Cabo","quantity":0.125,"unitPrice":10.50,"total":1.31}],` +
+		`"updatedAt":"2026-01-01T00:00:00.000Z",` +
 		`"transmission":{"status":"VALID","requestId":"REQ-2","submittedAt":"2026-03-02T10:00:00.500Z",` +
 		`"checkedAt":"2026-03-02T11:00:00.250Z","errors":[]}}`
 	if got := jsonOf(t, inv); got != want {
@@ -560,7 +564,8 @@ func testCreateClient(t *testing.T, s *backend.Store) {
 		t.Fatal(err)
 	}
 	want := `{"id":"` + c.ID + `","name":"Nova Empresa","nif":"54170077AB","email":"a@b.example",` +
-		`"phone":"+244923456789","address":"Av. 4 de Fevereiro","type":"COMPANY","createdAt":"2026-03-10T12:00:00.000Z"}`
+		`"phone":"+244923456789","address":"Av. 4 de Fevereiro","type":"COMPANY","createdAt":"2026-03-10T12:00:00.000Z",` +
+		`"updatedAt":"2026-03-10T12:00:00.000Z"}`
 	if got := jsonOf(t, c); got != want {
 		t.Fatalf("created\n got %s\nwant %s", got, want)
 	}

@@ -201,7 +201,9 @@ func pagDocuments() []g.Document {
 			state = "draft"
 		}
 		// ids out of time order, so the tie-break by id really matters
-		out = append(out, doc(pagID(0x40, (i*7919)%1000+1), coP, "FT", i+1, state, issued, nil, "1.00"))
+		d := doc(pagID(0x40, (i*7919)%1000+1), coP, "FT", i+1, state, issued, nil, "1.00")
+		d.UpdatedAt = ts("2026-02-01T00:00:00Z").Add(time.Duration(i%17) * time.Minute) // ties in groups
+		out = append(out, d)
 	}
 	return out
 }
@@ -210,7 +212,9 @@ func pagCustomers() []g.Customer {
 	var out []g.Customer
 	for i := 0; i < pagClients; i++ {
 		created := ts("2026-01-01T00:00:00Z").Add(time.Duration(i/2) * time.Minute).Format(time.RFC3339Nano)
-		out = append(out, customer(pagID(0x41, (i*7919)%1000+1), coP, fmt.Sprintf("Cliente %02d", i), nil, nil, nil, created))
+		c := customer(pagID(0x41, (i*7919)%1000+1), coP, fmt.Sprintf("Cliente %02d", i), nil, nil, nil, created)
+		c.UpdatedAt = ts("2026-02-01T00:00:00Z").Add(time.Duration(i%5) * time.Hour)
+		out = append(out, c)
 	}
 	return out
 }

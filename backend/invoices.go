@@ -21,11 +21,12 @@ type invoiceRow struct {
 	GrossTotal                 string
 	IssuedAt                   *time.Time
 	DueDate                    *string
+	UpdatedAt                  time.Time
 }
 
 func (r *invoiceRow) dest(d *dialect) []any {
 	return []any{&r.ID, &r.DocType, &r.Series, &r.Seq, &r.State, &r.CustomerID, &r.CustomerName,
-		&r.CustomerNIF, &r.Currency, &r.GrossTotal, d.tsNull(&r.IssuedAt), &r.DueDate}
+		&r.CustomerNIF, &r.Currency, &r.GrossTotal, d.tsNull(&r.IssuedAt), &r.DueDate, d.ts(&r.UpdatedAt)}
 }
 
 func (r *invoiceRow) toInvoice(today string) (invoicing.Invoice, error) {
@@ -40,8 +41,9 @@ func (r *invoiceRow) toInvoice(today string) (invoicing.Invoice, error) {
 	inv := invoicing.Invoice{
 		ID: r.ID, Number: invoiceNumber(r.DocType, r.Series, r.Seq), Type: r.DocType,
 		Status: status, TotalAmount: total, Currency: r.Currency, DueDate: r.DueDate,
-		Customer: invoicing.InvoiceCustomer{ID: r.CustomerID, Name: r.CustomerName, NIF: r.CustomerNIF},
-		Items:    []invoicing.InvoiceItem{},
+		Customer:  invoicing.InvoiceCustomer{ID: r.CustomerID, Name: r.CustomerName, NIF: r.CustomerNIF},
+		Items:     []invoicing.InvoiceItem{},
+		UpdatedAt: invoicing.Timestamp{Time: r.UpdatedAt.UTC()},
 	}
 	if r.IssuedAt != nil {
 		inv.IssuedAt = &invoicing.Timestamp{Time: r.IssuedAt.UTC()}
@@ -128,7 +130,12 @@ func (s *Store) queryInvoices(ctx context.Context, companyID string, f invoicing
 	if err != nil {
 		return invoicing.Page[invoicing.Invoice]{}, err
 	}
+	s.addChanges(&w, "d", f.UpdatedSince)
+	o := orderOf(f.UpdatedSince != nil, invoicesByChange, invoicesByIssue)
 	page := emptyPage[invoicing.Invoice](f.Page, f.PageSize)
+	if f.After != nil {
+		page.Page = 0
+	}
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 
@@ -136,17 +143,14 @@ func (s *Store) queryInvoices(ctx context.Context, companyID string, f invoicing
 	if page.Total, err = s.listTotal(ctx, "count invoices", "documents d", w); err != nil {
 		return invoicing.Page[invoicing.Invoice]{}, err
 	}
-	if pastEnd(f.Page, f.PageSize, page.Total) {
+	if f.After == nil && pastEnd(f.Page, f.PageSize, page.Total) {
 		return page, nil
 	}
-	// A deferred join: the OFFSET skips entries of an index that holds the
-	// order and the filter's columns (schema/indexes.sql; an index-only scan),
-	// and only the page's rows are read from the table. Page 10,000 of a
-	// million documents takes ~0.2 s this way instead of ~10 s.
-	q := s.d.rebind("SELECT " + invoiceCols(s.d) + "\nFROM documents d\nJOIN (SELECT d.id FROM documents d\nWHERE " + w.sql() +
-		"\nORDER BY d.issued_at DESC NULLS FIRST, d.id DESC\nLIMIT ? OFFSET ?) p ON p.id = d.id" +
-		"\nORDER BY d.issued_at DESC NULLS FIRST, d.id DESC")
-	args := append(w.args, f.PageSize, (f.Page-1)*f.PageSize)
+	pw := w.clone()
+	if err := s.addAfter(&pw, o, f.After); err != nil {
+		return invoicing.Page[invoicing.Invoice]{}, err
+	}
+	q, args := s.pageQuery(invoiceCols(s.d), "documents d", "d", pw, o, pageOf(f.Page, f.PageSize, f.After != nil))
 	rows, err := s.db.query(ctx, q, args...)
 	if err != nil {
 		return invoicing.Page[invoicing.Invoice]{}, s.fail(ctx, "list invoices", err)
@@ -157,6 +161,10 @@ func (s *Store) queryInvoices(ctx context.Context, companyID string, f invoicing
 	ids := make([]string, 0, f.PageSize)
 	byID := make(map[string]int, f.PageSize)
 	for rows.Next() {
+		if len(page.Data) == f.PageSize { // the row past the page: there is a next one
+			page.Next = invoicePosition(&page.Data[len(page.Data)-1], o)
+			break
+		}
 		r = invoiceRow{}
 		if err := rows.Scan(dest...); err != nil {
 			return invoicing.Page[invoicing.Invoice]{}, s.fail(ctx, "list invoices", err)
@@ -253,4 +261,18 @@ func (s *Store) queryInvoice(ctx context.Context, companyID, id string) (invoici
 		return invoicing.Invoice{}, s.fail(ctx, "get invoice transmission", err)
 	}
 	return inv, nil
+}
+
+// invoicePosition is inv's place in order o.
+func invoicePosition(inv *invoicing.Invoice, o listOrder) *invoicing.Position {
+	if o.changes {
+		t := inv.UpdatedAt.Time
+		return &invoicing.Position{At: &t, ID: inv.ID}
+	}
+	p := &invoicing.Position{ID: inv.ID}
+	if inv.IssuedAt != nil {
+		t := inv.IssuedAt.Time
+		p.At = &t
+	}
+	return p
 }

@@ -64,11 +64,11 @@ type queries struct {
 	newestSubmit string
 }
 
-const clientCols = `c.id, c.name, c.nif, c.email, c.phone, c.address, c.kind, c.created_at`
+const clientCols = `c.id, c.name, c.nif, c.email, c.phone, c.address, c.kind, c.created_at, c.updated_at`
 
 func invoiceCols(d *dialect) string {
 	return `d.id, d.doc_type, d.series, d.seq, d.state, d.customer_id, d.customer_name,
-       d.customer_nif, d.currency, ` + d.dec("d.gross_total") + `, d.issued_at, ` + d.date("d.due_date")
+       d.customer_nif, d.currency, ` + d.dec("d.gross_total") + `, d.issued_at, ` + d.date("d.due_date") + `, d.updated_at`
 }
 
 func lineCols(d *dialect) string {
@@ -119,6 +119,11 @@ type where struct {
 func (w *where) add(cond string, args ...any) {
 	w.conds = append(w.conds, cond)
 	w.args = append(w.args, args...)
+}
+
+// clone is a copy that can be added to without changing w.
+func (w *where) clone() where {
+	return where{conds: append([]string(nil), w.conds...), args: append([]any(nil), w.args...)}
 }
 
 func (w *where) sql() string { return strings.Join(w.conds, "\n  AND ") }

@@ -54,6 +54,11 @@ type Config struct {
 	// writes to URL, with read-your-writes for created clients (replica.go).
 	// Empty means none.
 	ReplicaURL string
+	// ChangesSettle is how far behind the clock a list of changes
+	// (UpdatedSince) stops, so that a row committed late with an earlier
+	// updated_at is not skipped by a sync that read past it; zero means 5s.
+	ChangesSettle time.Duration
+
 	// ReadYourWritesWindow is how long after a company created a client
 	// through this Store its client lists are read from the primary; zero
 	// means 5s. Used only with ReplicaURL.
@@ -71,6 +76,7 @@ type Store struct {
 	counts  *countCache
 	breaker *breaker
 	recent  *recentWrites // with a replica: who wrote lately (replica.go)
+	settle  time.Duration // Config.ChangesSettle
 }
 
 // dbConn is the little the Store needs of a driver; pgx and database/sql each
@@ -115,7 +121,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.ExactTotalBelow <= 0 {
 		cfg.ExactTotalBelow = defaultExactTotalBelow
 	}
-	s := &Store{timeout: cfg.QueryTimeout, now: cfg.Now, breaker: newBreaker(cfg),
+	if cfg.ChangesSettle <= 0 {
+		cfg.ChangesSettle = defaultChangesSettle
+	}
+	s := &Store{timeout: cfg.QueryTimeout, now: cfg.Now, breaker: newBreaker(cfg), settle: cfg.ChangesSettle,
 		counts: newCountCache(cfg.TotalMaxAge, cfg.ExactTotalBelow, cfg.Now)}
 	var err error
 	switch {

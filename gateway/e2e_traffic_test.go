@@ -37,8 +37,11 @@ func TestTrafficViews(t *testing.T) {
 	}
 	var o struct {
 		ActiveToday, ActiveLastHour int
-		TopLastHour                 []struct{ CompanyID string; Requests int }
-		NearLimit                   []struct {
+		TopLastHour                 []struct {
+			CompanyID string
+			Requests  int
+		}
+		NearLimit []struct {
 			CompanyID        string
 			Rate             struct{ Live float64 }
 			RateLimitedToday int

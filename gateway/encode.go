@@ -101,6 +101,8 @@ func appendClient(b []byte, c *invoicing.Client) []byte {
 	}
 	b = append(b, `,"createdAt":`...)
 	b = appendTimestamp(b, &c.CreatedAt)
+	b = append(b, `,"updatedAt":`...)
+	b = appendTimestamp(b, &c.UpdatedAt)
 	return append(b, '}')
 }
 
@@ -149,6 +151,8 @@ func appendInvoice(b []byte, inv *invoicing.Invoice) []byte {
 		}
 		b = append(b, ']')
 	}
+	b = append(b, `,"updatedAt":`...)
+	b = appendTimestamp(b, &inv.UpdatedAt)
 	if t := inv.Transmission; t != nil {
 		b = append(b, `,"transmission":{"status":`...)
 		b = appendString(b, t.Status)

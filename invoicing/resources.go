@@ -10,6 +10,7 @@ type Client struct {
 	Address   *string   `json:"address"`
 	Type      *string   `json:"type"` // COMPANY, INDIVIDUAL or null
 	CreatedAt Timestamp `json:"createdAt"`
+	UpdatedAt Timestamp `json:"updatedAt"`
 }
 
 // NewClient is the input of CreateClient, already validated by the caller.
@@ -40,6 +41,7 @@ type Invoice struct {
 	DueDate      *string         `json:"dueDate"` // YYYY-MM-DD
 	Customer     InvoiceCustomer `json:"customer"`
 	Items        []InvoiceItem   `json:"items"`
+	UpdatedAt    Timestamp       `json:"updatedAt"` // the document's last change on the platform
 	Transmission *Transmission   `json:"transmission,omitempty"`
 }
 

@@ -28,6 +28,7 @@ type Customer struct {
 	ID, CompanyID, Name              string
 	NIF, Email, Phone, Address, Kind *string
 	CreatedAt                        time.Time
+	UpdatedAt                        time.Time // zero means CreatedAt
 	DeletedAt                        *time.Time
 }
 
@@ -45,6 +46,7 @@ type Document struct {
 	DueDate                        *string // YYYY-MM-DD
 	RelatedID                      *string
 	CreatedAt                      time.Time
+	UpdatedAt                      time.Time // zero means CreatedAt
 	Lines                          []Line
 }
 

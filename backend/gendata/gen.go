@@ -149,6 +149,9 @@ func (g gen) documentAt(p docPlan, i int, seqs map[string]int) Document {
 		State: state, Currency: "AOA"}
 	issued := p.start.Add(time.Duration(r.Int64N(int64(p.span)))).Truncate(time.Microsecond)
 	d.CreatedAt = issued
+	if state == "paid" { // the payment changed it later (no draw: the data stays the same)
+		d.UpdatedAt = issued.Add(time.Duration(1+i%30) * 24 * time.Hour)
+	}
 	if state != "draft" {
 		d.IssuedAt = &issued
 		d.Series = fmt.Sprint(issued.Year())

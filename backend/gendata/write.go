@@ -62,14 +62,22 @@ func companyRow(c *Company) []any {
 
 func customerRow(c *Customer) []any {
 	return []any{uuidV(c.ID), uuidV(c.CompanyID), c.Name, c.NIF, c.Email, c.Phone, c.Address, c.Kind,
-		tsV(c.CreatedAt), tsV(c.CreatedAt), tsNull(c.DeletedAt)}
+		tsV(c.CreatedAt), tsV(orCreated(c.UpdatedAt, c.CreatedAt)), tsNull(c.DeletedAt)}
 }
 
 func documentRow(d *Document) []any {
 	return []any{uuidV(d.ID), uuidV(d.CompanyID), d.DocType, d.Series, int32(d.Seq), d.State,
 		uuidNull(d.CustomerID), d.CustomerName, d.CustomerNIF, d.Currency,
 		decV(d.NetTotal), decV(d.TaxTotal), decV(d.GrossTotal), tsNull(d.IssuedAt), dateNull(d.DueDate),
-		uuidNull(d.RelatedID), tsV(d.CreatedAt), tsV(d.CreatedAt)}
+		uuidNull(d.RelatedID), tsV(d.CreatedAt), tsV(orCreated(d.UpdatedAt, d.CreatedAt))}
+}
+
+// orCreated is a row's updated_at: its own, or its creation when it has none.
+func orCreated(updated, created time.Time) time.Time {
+	if updated.IsZero() {
+		return created
+	}
+	return updated
 }
 
 func lineRow(docID string, l *Line) []any {

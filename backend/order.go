@@ -1,0 +1,127 @@
+package backend
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/invoicing-ao/gateway/invoicing"
+)
+
+// listOrder is a list's total order: its ORDER BY, and how to continue after
+// a position (keyset pagination: no OFFSET, so page 10,000 costs what page 1
+// does, and rows inserted meanwhile are neither repeated nor skipped).
+type listOrder struct {
+	by string // the ORDER BY, ending with the id: a total order
+	// after is the condition "comes after p" in this order, with its args.
+	after func(d *dialect, p invoicing.Position) (string, []any)
+	// changes is set for the updatedAt order, which selects a time range.
+	changes bool
+}
+
+// Orders of the lists. Row-value comparisons ((a, b) < (?, ?)) follow the
+// indexes' column order, so PostgreSQL starts the index scan at the position.
+var (
+	// Invoices: drafts first (no issue date), then newest issue, ties by id,
+	// all descending.
+	invoicesByIssue = listOrder{
+		by: "d.issued_at DESC NULLS FIRST, d.id DESC",
+		after: func(d *dialect, p invoicing.Position) (string, []any) {
+			if p.At == nil { // a draft: the drafts after it, then every issued one
+				return "((d.issued_at IS NULL AND d.id < " + d.uuidP + ") OR d.issued_at IS NOT NULL)", []any{p.ID}
+			}
+			return "(d.issued_at, d.id) < (" + d.tsP + ", " + d.uuidP + ")", []any{d.tsArg(*p.At), p.ID}
+		},
+	}
+	invoicesByChange = listOrder{by: "d.updated_at, d.id", after: afterChange("d"), changes: true}
+	// Clients: newest first, ties by id.
+	clientsByCreation = listOrder{
+		by: "c.created_at DESC, c.id DESC",
+		after: func(d *dialect, p invoicing.Position) (string, []any) {
+			if p.At == nil {
+				return "", nil // never made by this order; refused by positionOK
+			}
+			return "(c.created_at, c.id) < (" + d.tsP + ", " + d.uuidP + ")", []any{d.tsArg(*p.At), p.ID}
+		},
+	}
+	clientsByChange = listOrder{by: "c.updated_at, c.id", after: afterChange("c"), changes: true}
+)
+
+// afterChange continues the updatedAt order (oldest first) of table alias t.
+func afterChange(t string) func(d *dialect, p invoicing.Position) (string, []any) {
+	return func(d *dialect, p invoicing.Position) (string, []any) {
+		if p.At == nil {
+			return "", nil
+		}
+		return "(" + t + ".updated_at, " + t + ".id) > (" + d.tsP + ", " + d.uuidP + ")", []any{d.tsArg(*p.At), p.ID}
+	}
+}
+
+// defaultChangesSettle is how far behind now the changes of a list stop
+// (Config.ChangesSettle).
+const defaultChangesSettle = 5 * time.Second
+
+// addChanges selects what changed at or after since and before the settle
+// cutoff: a row whose transaction began before the cutoff but commits after
+// a sync read the list would otherwise carry a time the sync had passed.
+func (s *Store) addChanges(w *where, t string, since *time.Time) {
+	if since == nil {
+		return
+	}
+	w.add(t+".updated_at >= "+s.d.tsP, s.d.tsArg(since.UTC()))
+	w.add(t+".updated_at < "+s.d.tsP, s.d.tsArg(s.now().Add(-s.settle).UTC()))
+}
+
+// addAfter adds the position condition of o, checking the position first.
+func (s *Store) addAfter(w *where, o listOrder, p *invoicing.Position) error {
+	if p == nil {
+		return nil
+	}
+	id, ok := invoicing.CanonicalUUID(p.ID)
+	if !ok || id != p.ID {
+		return fmt.Errorf("%w: position id", ErrInvalid)
+	}
+	cond, args := o.after(s.d, *p)
+	if cond == "" {
+		return fmt.Errorf("%w: position without a time in an order by time", ErrInvalid)
+	}
+	w.add(cond, args...)
+	return nil
+}
+
+// orderOf is the order a filter asks for.
+func orderOf(changes bool, byChange, usual listOrder) listOrder {
+	if changes {
+		return byChange
+	}
+	return usual
+}
+
+// pageQuery is the SELECT of one page of from (with alias a) in order o:
+// after a position, the first limit rows past it; otherwise a deferred
+// join whose OFFSET skips entries of an index that holds the order and the
+// filter's columns (schema/indexes.sql; an index-only scan), reading only
+// the page's rows from the table.
+func (s *Store) pageQuery(cols, from, a string, w where, o listOrder, f pageArgs) (string, []any) {
+	args := append([]any(nil), w.args...)
+	if f.after {
+		q := "SELECT " + cols + "\nFROM " + from + "\nWHERE " + w.sql() + "\nORDER BY " + o.by + "\nLIMIT ?"
+		return s.d.rebind(q), append(args, f.limit)
+	}
+	q := "SELECT " + cols + "\nFROM " + from + "\nJOIN (SELECT " + a + ".id FROM " + from + "\nWHERE " + w.sql() +
+		"\nORDER BY " + o.by + "\nLIMIT ? OFFSET ?) p ON p.id = " + a + ".id" + "\nORDER BY " + o.by
+	return s.d.rebind(q), append(args, f.limit, f.offset)
+}
+
+// pageArgs is how a page is cut: limit is one more than the page's size, to
+// learn whether another page follows.
+type pageArgs struct {
+	after         bool
+	limit, offset int
+}
+
+func pageOf(page, size int, after bool) pageArgs {
+	if after {
+		return pageArgs{after: true, limit: size + 1}
+	}
+	return pageArgs{limit: size + 1, offset: (page - 1) * size}
+}
