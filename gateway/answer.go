@@ -1,10 +1,13 @@
 package gateway
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/invoicing-ao/gateway/idempotency"
 )
@@ -24,6 +27,9 @@ type answer struct {
 	raw         []byte
 	contentType string
 	replayed    bool // the answer of an earlier attempt: Idempotent-Replayed: true
+	// conditional answers 200 with an ETag of its body, or 304 without the
+	// body when the request's If-None-Match has that tag.
+	conditional bool
 
 	bytes int // set by writeAnswers: body bytes written
 }
@@ -65,7 +71,11 @@ func writeAnswers(next handler) handler {
 			w.WriteHeader(ans.status)
 			return ans, nil
 		}
-		ans.status, ans.bytes = writeJSON(w, ans.status, ans.body)
+		var cond *http.Request
+		if ans.conditional && ans.status == http.StatusOK {
+			cond = r
+		}
+		ans.status, ans.bytes = writeJSON(w, cond, ans.status, ans.body)
 		return ans, nil
 	}
 }
@@ -113,8 +123,10 @@ func stored(a idempotency.Answer, replayed bool) answer {
 const problemContentType = "application/problem+json"
 
 // writeJSON writes v as the response body with an exact Content-Length and
-// returns the status and the bytes written.
-func writeJSON(w http.ResponseWriter, status int, v any) (int, int) {
+// returns the status and the bytes written. With a conditional request, it
+// tags the body (ETag) and answers 304 without it when the request's
+// If-None-Match has the tag.
+func writeJSON(w http.ResponseWriter, conditional *http.Request, status int, v any) (int, int) {
 	b, buf, err := marshalJSON(v) // encode.go
 	if err != nil {
 		// Resources always encode; should one not, the caller still gets
@@ -126,6 +138,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) (int, int) {
 	}
 	defer releaseBuf(buf)
 	h := w.Header()
+	if conditional != nil {
+		sum := sha256.Sum256(b)
+		tag := `"` + hex.EncodeToString(sum[:16]) + `"`
+		h.Set("ETag", tag)
+		if etagMatches(conditional.Header.Values("If-None-Match"), tag) {
+			w.WriteHeader(http.StatusNotModified)
+			return http.StatusNotModified, 0
+		}
+	}
 	h["Content-Type"] = jsonContentType
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
@@ -195,3 +216,17 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 }
 
 func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// etagMatches is If-None-Match's weak comparison (RFC 9110 13.1.2): any
+// listed tag, W/ or not, equal to tag, or "*".
+func etagMatches(headers []string, tag string) bool {
+	for _, h := range headers {
+		for _, t := range strings.Split(h, ",") {
+			t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+			if t == tag || t == "*" {
+				return true
+			}
+		}
+	}
+	return false
+}

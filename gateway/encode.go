@@ -42,8 +42,14 @@ func releaseBuf(p *[]byte) {
 	}
 }
 
+// listPage is a list's answer: the envelope, with the next page's cursor.
+type listPage[T any] struct {
+	invoicing.Page[T]
+	NextCursor *string `json:"nextCursor"` // null on the last page
+}
+
 // appendPage appends the list envelope, each item by appendItem.
-func appendPage[T any](b []byte, p *invoicing.Page[T], appendItem func([]byte, *T) []byte) []byte {
+func appendPage[T any](b []byte, p *listPage[T], appendItem func([]byte, *T) []byte) []byte {
 	b = append(b, `{"data":`...)
 	if p.Data == nil {
 		b = append(b, "null"...)
@@ -57,15 +63,18 @@ func appendPage[T any](b []byte, p *invoicing.Page[T], appendItem func([]byte, *
 		}
 		b = append(b, ']')
 	}
-	return appendPageEnd(b, p.Total, p.Page, p.PageSize)
+	b = appendPageEnd(b, p.Total, p.Page.Page, p.PageSize)
+	b = append(b[:len(b)-1], `,"nextCursor":`...)
+	b = appendStringPtr(b, p.NextCursor)
+	return append(b, '}')
 }
 
 // appendJSON appends the API's resource types; nil for any other type.
 func appendJSON(b []byte, v any) []byte {
 	switch v := v.(type) {
-	case invoicing.Page[invoicing.Invoice]:
+	case listPage[invoicing.Invoice]:
 		return appendPage(b, &v, appendInvoice)
-	case invoicing.Page[invoicing.Client]:
+	case listPage[invoicing.Client]:
 		return appendPage(b, &v, appendClient)
 	case invoicing.Client:
 		return appendClient(b, &v)

@@ -36,12 +36,12 @@ func sampleValues() []any {
 		draft := invoicing.Invoice{ID: "d", Number: "PF A/2", Type: "PF", Status: "DRAFT", TotalAmount: "0.00", Currency: "AOA",
 			Items: []invoicing.InvoiceItem{}, Transmission: &invoicing.Transmission{Status: "NOT_APPLICABLE", Errors: []invoicing.TransmissionError{}}}
 		vals = append(vals, c, inv, draft, invoicing.Invoice{},
-			invoicing.Page[invoicing.Client]{Data: []invoicing.Client{c, {}}, Total: 1_000_001, Page: 3, PageSize: 100},
-			invoicing.Page[invoicing.Invoice]{Data: []invoicing.Invoice{inv, draft}, Total: 2, Page: 1, PageSize: 20},
+			listPage[invoicing.Client]{invoicing.Page[invoicing.Client]{Data: []invoicing.Client{c, {}}, Total: 1_000_001, Page: 3, PageSize: 100}, sp("AQGxk-_x")},
+			listPage[invoicing.Invoice]{invoicing.Page[invoicing.Invoice]{Data: []invoicing.Invoice{inv, draft}, Total: 2, Page: 1, PageSize: 20}, nil},
 		)
 	}
-	vals = append(vals, invoicing.Page[invoicing.Client]{Data: []invoicing.Client{}}, invoicing.Page[invoicing.Invoice]{},
-		invoicing.Page[invoicing.Client]{})
+	vals = append(vals, listPage[invoicing.Client]{Page: invoicing.Page[invoicing.Client]{Data: []invoicing.Client{}}}, listPage[invoicing.Invoice]{},
+		listPage[invoicing.Client]{})
 	return vals
 }
 
@@ -91,6 +91,7 @@ func TestAppendJSONKnowsEveryField(t *testing.T) {
 		reflect.TypeFor[invoicing.Transmission]():           5,
 		reflect.TypeFor[invoicing.TransmissionError]():      2,
 		reflect.TypeFor[invoicing.Page[invoicing.Client]](): 5, // Next: written as nextCursor
+		reflect.TypeFor[listPage[invoicing.Client]]():       2,
 	} {
 		if typ.NumField() != n {
 			t.Errorf("%v has %d fields, the appenders in encode.go know %d: update them", typ, typ.NumField(), n)

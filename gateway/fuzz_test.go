@@ -16,6 +16,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // asProblem asserts err is the gateway's Error with one of the given codes.
@@ -44,14 +46,26 @@ func noControl(s string) bool {
 	return true
 }
 
+// fuzzCursors reads cursors as a server would, for one fixed list.
+var fuzzCursors = &Server{cursorKey: []byte("fuzz")}
+
+func readFuzzCursor(c, key string) (*invoicing.Position, bool) {
+	return fuzzCursors.decodeCursor(c, cursorScope{company: "c", mode: invoicing.Live, list: "l", filter: key})
+}
+
 func FuzzInvoiceFilter(f *testing.F) {
+	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	valid := *fuzzCursors.encodeCursor(&invoicing.Position{At: &at, ID: "0a5e7c1e-0000-4000-8000-00000000000a"},
+		cursorScope{company: "c", mode: invoicing.Live, list: "l", filter: "status=&type=&from=&to="})
 	for _, s := range []string{"", "page=2&pageSize=100", "status=OVERDUE&type=FT&from=2025-01-01&to=2025-12-31",
 		"pageSize=101", "page=0", "from=2025-13-01", "to=2024-01-01&from=2025-01-01", "page=1&page=2", "x=1", "%zz",
-		"page=+1", "page=1e3", "from=2025-1-1", "status=overdue", strings.Repeat("a", 2049)} {
+		"page=+1", "page=1e3", "from=2025-1-1", "status=overdue", strings.Repeat("a", 2049),
+		"cursor=" + valid, "cursor=" + valid + "&pageSize=5", "cursor=" + valid + "&page=2", "cursor=" + valid + "&status=PAID",
+		"cursor=abc", "updatedSince=2026-03-01T09:00:00Z", "updatedSince=2026-03-01T09:00:00.123+01:00", "updatedSince=yesterday"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		fl, err := invoiceFilter(raw)
+		fl, _, err := invoiceFilter(raw, readFuzzCursor)
 		if err != nil {
 			e := asProblem(t, err, "invalid_parameter")
 			if len(e.Fields) == 0 {
@@ -79,6 +93,9 @@ func FuzzInvoiceFilter(f *testing.F) {
 		if fl.From != "" && fl.To != "" && fl.From > fl.To {
 			t.Fatalf("%q: from after to", raw)
 		}
+		if fl.After != nil && (fl.Page != 1 || !strings.Contains(raw, "cursor")) {
+			t.Fatalf("%q: a position at page %d", raw, fl.Page)
+		}
 	})
 }
 
@@ -89,7 +106,7 @@ func FuzzClientFilter(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		fl, err := clientFilter(raw)
+		fl, _, err := clientFilter(raw, readFuzzCursor)
 		if err != nil {
 			asProblem(t, err, "invalid_parameter")
 			return

@@ -40,15 +40,24 @@ func (s *Server) getClient(r *http.Request, st *reqState, p httprouter.Params) (
 	return get(s, r, st, p, Store.GetClient)
 }
 
-// list answers a list operation: its filter read from the query string, then
-// one store call.
-func list[F, T any](s *Server, r *http.Request, st *reqState, filter func(rawQuery string) (F, error),
-	call func(Store, context.Context, string, F) (T, error)) (answer, error) {
-	f, err := filter(r.URL.RawQuery)
+// list answers a list operation: its filter read from the query string (a
+// cursor is read against this company, mode, route and filter), then one
+// store call; the next page's cursor is bound to the same.
+func list[F, T any](s *Server, r *http.Request, st *reqState, filter func(rawQuery string, read cursorReader) (F, string, error),
+	call func(Store, context.Context, string, F) (invoicing.Page[T], error)) (answer, error) {
+	sc := cursorScope{company: st.Key.CompanyID, mode: st.Key.Mode, list: st.Route}
+	f, key, err := filter(r.URL.RawQuery, func(c, key string) (*invoicing.Position, bool) {
+		sc.filter = key
+		return s.decodeCursor(c, sc)
+	})
 	if err != nil {
 		return answer{}, err
 	}
-	return s.read(r, st, func(store Store) (any, error) { return call(store, r.Context(), st.Key.CompanyID, f) })
+	sc.filter = key
+	return s.read(r, st, func(store Store) (any, error) {
+		p, err := call(store, r.Context(), st.Key.CompanyID, f)
+		return listPage[T]{Page: p, NextCursor: s.encodeCursor(p.Next, sc)}, err
+	})
 }
 
 // get answers an operation on one resource, named by the path's id; it takes
@@ -58,7 +67,9 @@ func get[T any](s *Server, r *http.Request, st *reqState, p httprouter.Params,
 	if err := parseQuery(r.URL.RawQuery).err(); err != nil {
 		return answer{}, err
 	}
-	return s.read(r, st, func(store Store) (any, error) { return call(store, r.Context(), st.Key.CompanyID, p.ByName("id")) })
+	ans, err := s.read(r, st, func(store Store) (any, error) { return call(store, r.Context(), st.Key.CompanyID, p.ByName("id")) })
+	ans.conditional = true // ETag, and 304 for a copy the caller has
+	return ans, err
 }
 
 // read runs one database call for the caller's company in the key's mode,

@@ -28,7 +28,7 @@ const (
 // map: the query is on every request's path.
 type query struct {
 	pairs []queryPair
-	buf   [6]queryPair
+	buf   [8]queryPair
 	errs  []FieldError
 }
 
@@ -66,7 +66,7 @@ func parseQuery(raw string, known ...string) *query {
 		return q
 	}
 	// Judge each distinct name once, in name order, as the API documents.
-	var nbuf [6]string
+	var nbuf [8]string
 	names := nbuf[:0]
 	for _, p := range q.pairs {
 		if !contains(names, p.name) {
@@ -204,25 +204,68 @@ var (
 	invoiceTypes    = []string{"FT", "FR", "FS", "NC", "ND", "PF"}
 )
 
-// invoiceFilter reads the query of GET /invoices.
-func invoiceFilter(raw string) (invoicing.InvoiceFilter, error) {
-	q := parseQuery(raw, "page", "pageSize", "status", "type", "from", "to")
+// cursorReader turns a cursor into a position of the list whose filter has
+// the canonical form key; false when it is not a cursor of that list.
+type cursorReader func(cursor, key string) (*invoicing.Position, bool)
+
+// listParams reads what every list takes: page and pageSize, or cursor (and
+// pageSize), and updatedSince. key is the canonical form of the list's other
+// filters, to which a cursor is bound.
+func (q *query) listParams(key string, read cursorReader) (page, size int, after *invoicing.Position, since *time.Time) {
+	page, size = q.page()
+	if s, ok := q.get("updatedSince"); ok {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			q.fail("updatedSince", "must be an RFC 3339 date and time, e.g. 2026-03-01T09:00:00Z")
+		} else {
+			since = &t
+		}
+	}
+	c, ok := q.get("cursor")
+	if !ok {
+		return page, size, nil, since
+	}
+	if _, paged := q.get("page"); paged {
+		q.fail("cursor", "cannot be combined with page: a cursor says where the page starts")
+		return page, size, nil, since
+	}
+	if after, ok = read(c, withSince(key, since)); !ok {
+		q.fail("cursor", "is not a cursor of this list: use nextCursor as returned, with the same filters, company and key mode")
+	}
+	return 1, size, after, since
+}
+
+// invoiceFilter reads the query of GET /invoices; the filter's canonical
+// form is returned for the next page's cursor.
+func invoiceFilter(raw string, read cursorReader) (invoicing.InvoiceFilter, string, error) {
+	q := parseQuery(raw, "page", "pageSize", "cursor", "status", "type", "from", "to", "updatedSince")
 	var f invoicing.InvoiceFilter
-	f.Page, f.PageSize = q.page()
 	f.Status = q.enumParam("status", invoiceStatuses...)
 	f.Type = q.enumParam("type", invoiceTypes...)
 	f.From, f.To = q.dateParam("from"), q.dateParam("to")
 	if f.From != "" && f.To != "" && f.From > f.To {
 		q.fail("to", "must not be before from")
 	}
-	return f, q.err()
+	key := "status=" + f.Status + "&type=" + f.Type + "&from=" + f.From + "&to=" + f.To
+	f.Page, f.PageSize, f.After, f.UpdatedSince = q.listParams(key, read)
+	return f, withSince(key, f.UpdatedSince), q.err()
 }
 
-// clientFilter reads the query of GET /clients.
-func clientFilter(raw string) (invoicing.ClientFilter, error) {
-	q := parseQuery(raw, "page", "pageSize", "search")
+// clientFilter reads the query of GET /clients, as invoiceFilter.
+func clientFilter(raw string, read cursorReader) (invoicing.ClientFilter, string, error) {
+	q := parseQuery(raw, "page", "pageSize", "cursor", "search", "updatedSince")
 	var f invoicing.ClientFilter
-	f.Page, f.PageSize = q.page()
 	f.Search = q.searchParam("search")
-	return f, q.err()
+	key := "search=" + url.QueryEscape(f.Search)
+	f.Page, f.PageSize, f.After, f.UpdatedSince = q.listParams(key, read)
+	return f, withSince(key, f.UpdatedSince), q.err()
+}
+
+// withSince adds updatedSince to a filter's canonical form: it changes the
+// list's order, so a cursor of one is never one of the other.
+func withSince(key string, since *time.Time) string {
+	if since == nil {
+		return key
+	}
+	return key + "&updatedSince=" + since.UTC().Format(time.RFC3339Nano)
 }

@@ -68,6 +68,11 @@ type Config struct {
 	// the client as it is now, and a retry while the first attempt runs is
 	// not told so.
 	Idempotency Idempotency
+	// CursorSecret keys the lists' cursors, so that none can be forged; every
+	// instance must have the same. Empty means a built-in key: cursors are
+	// still bound to their company, mode and filters and checked for
+	// alteration, but not unforgeable.
+	CursorSecret string
 	// RedisPool is reported on /metrics; nil leaves Redis pool metrics out.
 	RedisPool RedisPool
 }
@@ -86,6 +91,7 @@ type Server struct {
 	metrics    *metrics
 	usage      Usage
 	idem       Idempotency
+	cursorKey  []byte
 	draining   atomic.Bool
 	logger     *slog.Logger
 	now        func() time.Time
@@ -112,6 +118,10 @@ func New(cfg Config) *Server {
 	s.tp = cfg.TracerProvider
 	s.usage = cfg.Usage
 	s.idem = cfg.Idempotency
+	s.cursorKey = []byte(cfg.CursorSecret)
+	if cfg.CursorSecret == "" {
+		s.cursorKey = []byte(defaultCursorKey)
+	}
 	s.metrics = newMetrics(s, cfg.RedisPool)
 	return s
 }

@@ -26,6 +26,14 @@ CREATE INDEX IF NOT EXISTS gw_documents_company_state_order_idx
     ON documents (company_id, state, issued_at DESC NULLS FIRST, id DESC)
     INCLUDE (due_date, doc_type);
 
+-- Changes since (updatedSince) of both lists: oldest change first, ties by
+-- id; a cursor continues with a range condition on these columns.
+CREATE INDEX IF NOT EXISTS gw_documents_company_changes_idx
+    ON documents (company_id, updated_at, id);
+CREATE INDEX IF NOT EXISTS gw_customers_company_changes_idx
+    ON customers (company_id, updated_at, id)
+    WHERE deleted_at IS NULL;
+
 -- List clients: newest first, ties by id; only live customers are listed.
 CREATE INDEX IF NOT EXISTS gw_customers_company_order_idx
     ON customers (company_id, created_at DESC, id DESC)

@@ -24,6 +24,9 @@ type Config struct {
 	Addr       string `yaml:"addr" env:"GATEWAY_ADDR"`              // public listener
 	AdminAddr  string `yaml:"adminAddr" env:"GATEWAY_ADMIN_ADDR"`   // internal listener: admin API
 	AdminToken string `yaml:"adminToken" env:"GATEWAY_ADMIN_TOKEN"` // empty disables the admin API
+	// CursorSecret keys the lists' cursors (the same on every instance);
+	// empty means a built-in key (gateway.Config.CursorSecret).
+	CursorSecret string `yaml:"cursorSecret" env:"GATEWAY_CURSOR_SECRET"`
 
 	RedisURL        string `yaml:"redisURL" env:"GATEWAY_REDIS_URL"`
 	RedisPrefix     string `yaml:"redisPrefix" env:"GATEWAY_REDIS_PREFIX"` // prepended to every Redis key (environments sharing a Redis)

@@ -83,7 +83,7 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 	d.server = gateway.New(gateway.Config{
 		Live: d.live, Test: d.test, Keys: d.keys, Limiter: d.limiter,
 		Guard:      tenants.NewGuard(tenants.GuardConfig{PerCompany: cfg.InflightPerCompany, Total: cfg.InflightTotal}),
-		AdminToken: cfg.AdminToken, Logger: logger,
+		AdminToken: cfg.AdminToken, CursorSecret: cfg.CursorSecret, Logger: logger,
 		CORSAllowedOrigins: origins,
 		TracerProvider:     o.tp, Usage: d.usage, RedisPool: rdb,
 		Idempotency: idempotency.New(idempotency.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "idem:"}),
