@@ -21,7 +21,7 @@ func TestMinutes(t *testing.T) {
 		clk.Add(time.Minute) // 09:59
 		c.Add(coA, invoicing.Live, 500)
 		c.Add(coB, invoicing.Live, 200) // another company's
-		clk.Add(time.Minute) // 10:00
+		clk.Add(time.Minute)            // 10:00
 		c.Add(coA, invoicing.Live, 201)
 		c.Add(coA, invoicing.Live, 201)
 		if err := c.Flush(ctx); err != nil {
