@@ -23,6 +23,9 @@ type (
 	breakerStater interface{ BreakerState() string }
 	poolStater    interface{ PoolStats() backend.PoolStats }
 	cacheStater   interface{ Stats() authz.CacheStats }
+	// fallbacker is tenants.Limiter's: true while Redis is unreachable and
+	// each instance decides rate limits alone (limits are then per instance).
+	fallbacker interface{ Fallback() bool }
 	// RedisPool is a Redis client's connection pool (redis.UniversalClient).
 	RedisPool interface{ PoolStats() *redis.PoolStats }
 )
@@ -104,12 +107,14 @@ var (
 		"API key verifications by cache outcome (hit, miss, negative, stale).", []string{"result"}, nil)
 	descRedisConns = prometheus.NewDesc("gateway_redis_pool_connections",
 		"Connections of the Redis pool, by state (idle, total).", []string{"state"}, nil)
+	descFallback = prometheus.NewDesc("gateway_ratelimit_fallback_active",
+		"1 while this instance decides rate limits locally because Redis is unreachable, else 0.", nil, nil)
 	descRedisEvents = prometheus.NewDesc("gateway_redis_pool_events_total",
 		"Redis pool events: hits (idle connection reused), misses (new connection), timeouts (no connection in time), waits, stale (closed as stale).", []string{"event"}, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descBreaker, descDBConns, descDBMax, descDBAcquires, descDBWaits, descDBWait, descKeyCache, descRedisConns, descRedisEvents} {
+	for _, d := range []*prometheus.Desc{descBreaker, descDBConns, descDBMax, descDBAcquires, descDBWaits, descDBWait, descKeyCache, descRedisConns, descRedisEvents, descFallback} {
 		ch <- d
 	}
 }
@@ -148,6 +153,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}{{"hit", st.Hits}, {"miss", st.Misses}, {"negative", st.Negative}, {"stale", st.Stale}} {
 			ch <- prometheus.MustNewConstMetric(descKeyCache, counter, float64(r.n), r.name)
 		}
+	}
+	if f, ok := c.s.limiter.(fallbacker); ok {
+		v := 0.0
+		if f.Fallback() {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descFallback, gauge, v)
 	}
 	if c.redis != nil {
 		ps := c.redis.PoolStats()

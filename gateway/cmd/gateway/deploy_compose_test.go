@@ -30,6 +30,7 @@ type composeFile struct {
 			Test []string `yaml:"test"`
 		} `yaml:"healthcheck"`
 		StopGrace string `yaml:"stop_grace_period"`
+		MemLimit  string `yaml:"mem_limit"`
 	} `yaml:"services"`
 }
 

@@ -91,6 +91,7 @@ func portOf(t *testing.T, addr string) int {
 var (
 	probeOnce    sync.Once
 	probeHandler http.Handler
+	probeDeps    *deps // the same gateway's dependencies (deploy_observability_test.go scrapes it)
 	probeErr     error
 )
 
@@ -124,7 +125,7 @@ func servedStatus(t *testing.T, path string) int {
 			probeErr = err
 			return
 		}
-		probeHandler = d.server.Handler()
+		probeDeps, probeHandler = d, d.server.Handler()
 	})
 	if probeErr != nil {
 		t.Fatalf("real handler: %v", probeErr)
