@@ -19,6 +19,10 @@ func shardOf(d *digest) int { return int(d[0]) % shards }
 type entry struct {
 	key      Key
 	verified int64
+	// expires is the key's expiry (unix nanoseconds; 0 none), compared with
+	// the clock on every hit: an expired key is refused at its expiry, not
+	// up to CacheTTL later.
+	expires int64
 	// touched is when this instance last queued a last-used write for the
 	// key; it throttles those writes.
 	touched atomic.Int64

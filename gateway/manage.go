@@ -72,7 +72,7 @@ func (s *Server) ListKeys(ctx context.Context, companyID string) ([]KeyView, err
 
 // RevokeKey revokes a key by id; every instance refuses it within a second.
 func (s *Server) RevokeKey(ctx context.Context, keyID string) (KeyView, error) {
-	k, err := s.keys.Revoke(ctx, keyID)
+	k, _, err := s.keys.Revoke(ctx, keyID)
 	if err != nil {
 		return KeyView{}, err
 	}

@@ -20,7 +20,8 @@ type Keys interface {
 	Create(ctx context.Context, nk authz.NewKey) (authz.Key, string, error)
 	List(ctx context.Context, companyID string) ([]authz.Key, error)
 	Get(ctx context.Context, keyID string) (authz.Key, error)
-	Revoke(ctx context.Context, keyID string) (authz.Key, error)
+	Revoke(ctx context.Context, keyID string) (key authz.Key, revoked bool, err error)
+	Roll(ctx context.Context, keyID string, overlap time.Duration) (authz.Rolled, error)
 	Ping(ctx context.Context) error
 }
 
