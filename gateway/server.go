@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -76,6 +77,13 @@ type Config struct {
 	CursorSecret string
 	// RedisPool is reported on /metrics; nil leaves Redis pool metrics out.
 	RedisPool RedisPool
+	// Audit records every change of keys and limits; nil records nothing
+	// (and the admin audit endpoint answers 503).
+	Audit AuditLog
+	// TrustedProxies are the networks of the proxies in front of the
+	// gateway whose X-Forwarded-For is believed (see clientAddr); empty
+	// means none: the client is the connection's peer.
+	TrustedProxies []netip.Prefix
 }
 
 // Server holds the dependencies of the handlers.
@@ -93,6 +101,8 @@ type Server struct {
 	usage      Usage
 	idem       Idempotency
 	cursorKey  []byte
+	audit      AuditLog
+	proxies    []netip.Prefix
 	draining   atomic.Bool
 	logger     *slog.Logger
 	now        func() time.Time
@@ -123,6 +133,8 @@ func New(cfg Config) *Server {
 	if cfg.CursorSecret == "" {
 		s.cursorKey = []byte(defaultCursorKey)
 	}
+	s.audit = cfg.Audit
+	s.proxies = cfg.TrustedProxies
 	s.metrics = newMetrics(s, cfg.RedisPool)
 	return s
 }

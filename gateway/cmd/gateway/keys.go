@@ -60,7 +60,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer, env f
 			return err
 		}
 		defer d.Close()
-		v, err := d.server.CreateKey(ctx, *company, mode, scopes, *name)
+		v, err := d.server.CreateKey(ctx, commandActor(), gateway.KeySpec{CompanyID: *company, Mode: mode, Scopes: scopes, Name: *name})
 		if err != nil {
 			return err
 		}
@@ -97,7 +97,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer, env f
 			return err
 		}
 		defer d.Close()
-		v, err := d.server.RevokeKey(ctx, pos[0])
+		v, err := d.server.RevokeKey(ctx, commandActor(), pos[0])
 		if err != nil {
 			return err
 		}
