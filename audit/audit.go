@@ -69,6 +69,9 @@ type Config struct {
 
 // Entry is what happened, as the recorder tells it.
 type Entry struct {
+	// Time is when it happened, as the changed thing records it (a key's
+	// creation or revocation time); zero means now.
+	Time      time.Time
 	Actor     string // who: a dashboard user, "user@host" for the command line
 	CompanyID string // canonical (invoicing.ParseCompanyID)
 	Action    string // one of the Action constants
@@ -126,9 +129,9 @@ func New(cfg Config) *Log {
 
 func (l *Log) stream(company string) string { return l.prefix + "{" + company + "}" }
 
-// appendScript adds one event to a stream (KEYS[1]) with an id of the
-// caller's clock (ARGV[1], ms), or of the stream's last event when that is
-// later (another instance's clock ahead), so ids always grow; it drops the
+// appendScript adds one event to a stream (KEYS[1]) with an id of its time
+// (ARGV[1], ms), or of the stream's last event when that is later (another
+// instance's clock ahead, or an event recorded late), so ids always grow; it drops the
 // events older than ARGV[2] (ms) and beyond the newest ARGV[3], and keeps the
 // stream ARGV[4] ms after its last event. Exact trimming: events are rare
 // (people changing keys), so it costs a deletion now and then.
@@ -173,7 +176,11 @@ func (l *Log) Record(ctx context.Context, e Entry) (Event, error) {
 		return Event{}, err
 	}
 	now := l.now()
-	fields := []any{"time", strconv.FormatInt(now.UnixMilli(), 10), "actor", e.Actor, "action", e.Action}
+	at := e.Time
+	if at.IsZero() {
+		at = now
+	}
+	fields := []any{"time", strconv.FormatInt(at.UnixMilli(), 10), "actor", e.Actor, "action", e.Action}
 	for _, f := range [...]struct {
 		name string
 		v    []byte
@@ -182,12 +189,12 @@ func (l *Log) Record(ctx context.Context, e Entry) (Event, error) {
 			fields = append(fields, f.name, string(f.v))
 		}
 	}
-	args := append([]any{now.UnixMilli(), l.oldest(now), l.max, l.retention.Milliseconds()}, fields...)
+	args := append([]any{at.UnixMilli(), l.oldest(now), l.max, l.retention.Milliseconds()}, fields...)
 	id, err := appendScript.Run(ctx, l.rdb, []string{l.stream(e.CompanyID)}, args...).Text()
 	if err != nil {
 		return Event{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	ev := Event{ID: id, Time: now.Truncate(time.Millisecond).UTC(), Actor: e.Actor, CompanyID: e.CompanyID,
+	ev := Event{ID: id, Time: time.UnixMilli(at.UnixMilli()).UTC(), Actor: e.Actor, CompanyID: e.CompanyID,
 		Action: e.Action, Before: e.Before, After: e.After}
 	if e.KeyID != "" {
 		ev.KeyID = &e.KeyID

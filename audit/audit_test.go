@@ -175,6 +175,14 @@ func testClocksApart(t *testing.T, rdb *redis.Client, prefix string) {
 	if !evs[1].Time.Equal(behind.Now()) {
 		t.Errorf("the event's time is not its recorder's: %v", evs[1].Time)
 	}
+	// An event that happened earlier keeps its time, and still comes last.
+	late := entry(ActionKeyRevoked, "key_aaaaaaaaaaaaaaaaaaaa", nil, nil)
+	late.Time = ahead.Now().Add(-time.Minute)
+	fourth := mustRecord(t, a, late)
+	evs = readAll(t, a, companyA, time.Time{})
+	if len(evs) != 4 || evs[3].ID != fourth.ID || !evs[3].Time.Equal(late.Time) || !fourth.Time.Equal(late.Time) {
+		t.Errorf("a late event: %+v", evs)
+	}
 }
 
 func testPaging(t *testing.T, rdb *redis.Client, prefix string) {

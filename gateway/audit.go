@@ -34,14 +34,14 @@ func checkActor(actor string) error {
 	return nil
 }
 
-// recordKey records a change of a key: its view before (nil for a
-// creation) and after. Views never hold the secret.
-func (s *Server) recordKey(ctx context.Context, actor, action string, before *authz.Key, after authz.Key) {
+// recordKey records a change of a key at, its time: its view before (nil
+// for a creation) and after. Views never hold the secret.
+func (s *Server) recordKey(ctx context.Context, actor, action string, at time.Time, before *authz.Key, after authz.Key) {
 	var b any
 	if before != nil {
 		b = s.viewKey(*before)
 	}
-	s.record(ctx, audit.Entry{Actor: actor, CompanyID: after.CompanyID, Action: action, KeyID: after.ID}, b, s.viewKey(after))
+	s.record(ctx, audit.Entry{Time: at, Actor: actor, CompanyID: after.CompanyID, Action: action, KeyID: after.ID}, b, s.viewKey(after))
 }
 
 // record appends e, with before and after as JSON, to the audit log. The
@@ -132,7 +132,9 @@ func (s *Server) withExpiries(events []audit.Event, keys []authz.Key, since, unt
 	slices.SortFunc(exp, func(a, b audit.Event) int { return a.Time.Compare(b.Time) })
 	out := make([]audit.Event, 0, len(events)+len(exp))
 	for _, ev := range events {
-		for len(exp) > 0 && !exp[0].Time.After(ev.Time) {
+		// An expiry at the time of a recorded change comes after it: a roll
+		// with no overlap ends the old key as it happens.
+		for len(exp) > 0 && exp[0].Time.Before(ev.Time) {
 			out, exp = append(out, exp[0]), exp[1:]
 		}
 		out = append(out, ev)

@@ -85,7 +85,7 @@ func (s *Server) CreateKey(ctx context.Context, actor string, spec KeySpec) (Key
 	if err != nil {
 		return KeyView{}, err
 	}
-	s.recordKey(ctx, actor, audit.ActionKeyCreated, nil, k)
+	s.recordKey(ctx, actor, audit.ActionKeyCreated, k.CreatedAt, nil, k)
 	v := s.viewKey(k)
 	v.Key = secret
 	return v, nil
@@ -113,8 +113,8 @@ func (s *Server) RollKey(ctx context.Context, actor, keyID string, overlap time.
 	if err != nil {
 		return RolledView{}, err
 	}
-	s.recordKey(ctx, actor, audit.ActionKeyRolled, &old, r.Old)
-	s.recordKey(ctx, actor, audit.ActionKeyCreated, nil, r.New)
+	s.recordKey(ctx, actor, audit.ActionKeyRolled, r.New.CreatedAt, &old, r.Old)
+	s.recordKey(ctx, actor, audit.ActionKeyCreated, r.New.CreatedAt, nil, r.New)
 	v := RolledView{KeyView: s.viewKey(r.New), Previous: s.viewKey(r.Old)}
 	v.Key = r.Secret
 	return v, nil
@@ -150,7 +150,7 @@ func (s *Server) RevokeKey(ctx context.Context, actor, keyID string) (KeyView, e
 	if revoked {
 		before := k
 		before.State, before.RevokedAt = authz.StateActive, nil
-		s.recordKey(ctx, actor, audit.ActionKeyRevoked, &before, k)
+		s.recordKey(ctx, actor, audit.ActionKeyRevoked, *k.RevokedAt, &before, k)
 	}
 	return s.viewKey(k), nil
 }
