@@ -28,6 +28,9 @@ type entry struct {
 	touched atomic.Int64
 }
 
+// expired reports whether the entry's key is past its expiry at now.
+func (e *entry) expired(now int64) bool { return e.expires != 0 && now >= e.expires }
+
 // shardedMap is a map keyed by digest, split in shards each under its own
 // lock, so that verifications of different keys rarely wait for each other.
 type shardedMap[V any] struct {

@@ -300,9 +300,6 @@ func (k *Keyring) fetch(ctx context.Context, d *digest, mode invoicing.Mode, now
 	return key, false, nil
 }
 
-// expired reports whether the entry's key is past its expiry at now.
-func (e *entry) expired(now int64) bool { return e.expires != 0 && now >= e.expires }
-
 // touch queues a last-used write at most once per TouchEvery per key. It
 // never blocks: when the queue is full the write is dropped.
 func (k *Keyring) touch(e *entry, d *digest, now int64) {
