@@ -65,7 +65,7 @@ func (s *Server) record(ctx context.Context, e audit.Entry, before, after any) {
 // AuditView is a page of a company's audit log, oldest first.
 type AuditView struct {
 	CompanyID string        `json:"companyId"`
-	Events    []audit.Event `json:"events"`
+	Events    []audit.Event `json:"data"` // as every admin list: data
 	// Next is the since of the following page; null when this is the last.
 	Next *time.Time `json:"next"`
 }

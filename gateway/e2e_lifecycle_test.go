@@ -218,7 +218,7 @@ func TestAuditLog(t *testing.T) {
 			Actor, Action string
 			KeyID         *string
 			Before, After map[string]any
-		}
+		} `json:"data"`
 		Next *time.Time
 	}
 	if err := json.Unmarshal(r.Body, &v); err != nil {
@@ -270,7 +270,7 @@ func TestAuditLog(t *testing.T) {
 	var paged []string
 	for path := "/admin/v1/companies/" + coA + "/audit?limit=2"; ; {
 		page := in.adminCall(t, req{Path: path}).json(t)
-		for _, ev := range page["events"].([]any) {
+		for _, ev := range page["data"].([]any) {
 			paged = append(paged, ev.(map[string]any)["action"].(string))
 		}
 		next, ok := page["next"].(string)

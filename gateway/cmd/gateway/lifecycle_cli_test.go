@@ -85,7 +85,7 @@ func TestKeyLifecycleCommands(t *testing.T) {
 		t.Fatalf("audit: %d %s", code, errs)
 	}
 	var a struct {
-		Events []struct{ Actor, Action string }
+		Events []struct{ Actor, Action string } `json:"data"`
 	}
 	if err := json.Unmarshal([]byte(out), &a); err != nil {
 		t.Fatal(err)
@@ -105,8 +105,8 @@ func TestKeyLifecycleCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "key.rolled") || !strings.Contains(out, "active -> active, replaced by "+r.ID) || !strings.Contains(out, "system") {
 		t.Errorf("audit:\n%s", out)
 	}
-	if code, out, _ := gw(t, env, "audit", "--company", co, "--since", "2099-01-01"); code != 0 || strings.Contains(out, "key.") {
-		t.Errorf("audit since 2099: %d\n%s", code, out)
+	if code, out, errs := gw(t, env, "audit", "--company", co, "--since", "2099-01-01"); code != 0 || strings.Contains(out, "key.") {
+		t.Errorf("audit since 2099: %d %s\n%s", code, errs, out)
 	}
 	if code, out, _ := gw(t, env, "limits", "set", "--company", co, "--rps", "3", "--burst", "4"); code != 0 {
 		t.Fatalf("limits set: %s", out)
