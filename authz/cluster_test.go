@@ -127,6 +127,18 @@ func TestKeyringOnRedisCluster(t *testing.T) {
 	if _, err := k2.Verify(ctx, secrets[rolled]); !errors.Is(err, ErrExpiredKey) {
 		t.Fatalf("rolled key after its overlap = %v, want ErrExpiredKey", err)
 	}
+	// A roll with no overlap reaches the other instance through pub/sub:
+	// its clock does not move, so its cache would otherwise keep the key.
+	if _, err := k2.Verify(ctx, r.Secret); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k1.Roll(ctx, r.New.ID, 0); err != nil {
+		t.Fatalf("Roll with no overlap: %v", err)
+	}
+	eventually(t, "the roll to reach the other instance", func() bool {
+		_, err := k2.Verify(ctx, r.Secret)
+		return errors.Is(err, ErrExpiredKey)
+	})
 	// An expiring key stops counting once expired (the scripts' pruning).
 	expiring := "00000000-0000-4000-8000-00000000ffff"
 	for range maxKeys {
