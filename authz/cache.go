@@ -19,10 +19,17 @@ func shardOf(d *digest) int { return int(d[0]) % shards }
 type entry struct {
 	key      Key
 	verified int64
+	// expires is the key's expiry (unix nanoseconds; 0 none), compared with
+	// the clock on every hit: an expired key is refused at its expiry, not
+	// up to CacheTTL later.
+	expires int64
 	// touched is when this instance last queued a last-used write for the
 	// key; it throttles those writes.
 	touched atomic.Int64
 }
+
+// expired reports whether the entry's key is past its expiry at now.
+func (e *entry) expired(now int64) bool { return e.expires != 0 && now >= e.expires }
 
 // shardedMap is a map keyed by digest, split in shards each under its own
 // lock, so that verifications of different keys rarely wait for each other.

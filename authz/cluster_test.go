@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -92,7 +93,7 @@ func TestKeyringOnRedisCluster(t *testing.T) {
 
 	// Revoke on one instance; pub/sub tells the other at once (its clock
 	// does not move, so its cache would otherwise keep the key).
-	if _, err := k1.Revoke(ctx, victim); err != nil {
+	if _, _, err := k1.Revoke(ctx, victim); err != nil {
 		t.Fatalf("Revoke: %v", err)
 	}
 	eventually(t, "the revocation to reach the other instance", func() bool {
@@ -104,6 +105,50 @@ func TestKeyringOnRedisCluster(t *testing.T) {
 	if _, _, err := k1.Create(ctx, NewKey{CompanyID: companyA, Mode: invoicing.Live, Scopes: scopes}); !errors.Is(err, ErrKeyLimit) {
 		t.Fatalf("creation past the limit after one revocation = %v, want ErrKeyLimit", err)
 	}
+
+	// A roll at the limit (the roll script over the company's four keys),
+	// its successor verified on the other instance, the old key expiring at
+	// the overlap's end there too.
+	var rolled string
+	for id := range secrets {
+		if id != victim {
+			rolled = id
+			break
+		}
+	}
+	r, err := k1.Roll(ctx, rolled, time.Minute)
+	if err != nil {
+		t.Fatalf("Roll at the limit on the cluster: %v", err)
+	}
+	if key, err := k2.Verify(ctx, r.Secret); err != nil || key.Replaces != rolled {
+		t.Fatalf("successor on the other instance = %+v, %v", key, err)
+	}
+	c.Add(time.Minute)
+	if _, err := k2.Verify(ctx, secrets[rolled]); !errors.Is(err, ErrExpiredKey) {
+		t.Fatalf("rolled key after its overlap = %v, want ErrExpiredKey", err)
+	}
+	// A roll with no overlap reaches the other instance through pub/sub:
+	// its clock does not move, so its cache would otherwise keep the key.
+	if _, err := k2.Verify(ctx, r.Secret); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k1.Roll(ctx, r.New.ID, 0); err != nil {
+		t.Fatalf("Roll with no overlap: %v", err)
+	}
+	eventually(t, "the roll to reach the other instance", func() bool {
+		_, err := k2.Verify(ctx, r.Secret)
+		return errors.Is(err, ErrExpiredKey)
+	})
+	// An expiring key stops counting once expired (the scripts' pruning).
+	expiring := "00000000-0000-4000-8000-00000000ffff"
+	for range maxKeys {
+		createWith(t, k1, NewKey{CompanyID: expiring, ExpiresAt: at(c.Now().Add(time.Second))})
+	}
+	if _, _, err := k1.Create(ctx, NewKey{CompanyID: expiring, Mode: invoicing.Live, Scopes: scopes}); !errors.Is(err, ErrKeyLimit) {
+		t.Fatalf("past the limit = %v", err)
+	}
+	c.Add(time.Second)
+	createWith(t, k2, NewKey{CompanyID: expiring})
 
 	// Keys of many companies spread over the masters: this is a cluster at
 	// work, not one node answering everything.

@@ -26,6 +26,7 @@ type probe struct {
 	mu     sync.Mutex
 	counts map[string]int
 	down   atomic.Bool
+	failIf func(cmd redis.Cmder) bool // under mu; fails the commands it picks
 }
 
 var errDown = errors.New("injected outage")
@@ -35,8 +36,25 @@ var errDown = errors.New("injected outage")
 func attachProbe(t testing.TB, rdb *redis.Client) *probe {
 	p := &probe{counts: map[string]int{}}
 	rdb.AddHook(p)
-	t.Cleanup(func() { p.down.Store(false) })
+	t.Cleanup(func() { p.down.Store(false); p.failOn(nil) })
 	return p
+}
+
+// failOn makes the commands pick chooses fail, as a fault of Redis between
+// two commands would; nil ends it.
+func (p *probe) failOn(pick func(cmd redis.Cmder) bool) {
+	p.mu.Lock()
+	p.failIf = pick
+	p.mu.Unlock()
+}
+
+func (p *probe) fails(cmd redis.Cmder) bool {
+	if p.down.Load() {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failIf != nil && p.failIf(cmd)
 }
 
 func (p *probe) DialHook(next redis.DialHook) redis.DialHook {
@@ -46,7 +64,7 @@ func (p *probe) DialHook(next redis.DialHook) redis.DialHook {
 func (p *probe) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		p.count(cmd)
-		if p.down.Load() {
+		if p.fails(cmd) {
 			cmd.SetErr(errDown)
 			return errDown
 		}

@@ -41,7 +41,7 @@ func TestNoSecretInLogsOrErrors(t *testing.T) {
 	other, _ := newSecret(invoicing.Test)
 	_, err = k.Verify(ctx, other)
 	note(err)
-	_, err = k.Revoke(ctx, key.ID)
+	_, _, err = k.Revoke(ctx, key.ID)
 	note(err)
 	p.down.Store(false)
 	c.Add(2 * time.Second)
@@ -57,7 +57,7 @@ func TestNoSecretInLogsOrErrors(t *testing.T) {
 	} else {
 		note(err)
 	}
-	_, err = k.Revoke(ctx, key.ID)
+	_, _, err = k.Revoke(ctx, key.ID)
 	note(err)
 	for _, bad := range []string{secret + "x", secret[:len(secret)-1] + "*", strings.ToUpper(secret)} {
 		_, err = k.Verify(ctx, bad)

@@ -2,6 +2,7 @@ package authz
 
 import (
 	"errors"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -13,6 +14,10 @@ import (
 var (
 	// ErrInvalidKey: malformed, unknown or revoked secret (401).
 	ErrInvalidKey = errors.New("authz: invalid API key")
+	// ErrExpiredKey: a key past its expiry (401, said apart from
+	// ErrInvalidKey so that its owner knows to use its successor). A key
+	// both revoked and expired is ErrInvalidKey.
+	ErrExpiredKey = errors.New("authz: API key expired")
 	// ErrUnavailable: the key cannot be checked now, because Redis does not
 	// answer and no recently verified copy is in memory (503). Never mixed up
 	// with ErrInvalidKey, which would send integrators rotating good keys.
@@ -23,6 +28,13 @@ var (
 	ErrNotFound = errors.New("authz: key not found")
 	// ErrInvalidName: the key's name is too long or holds control characters.
 	ErrInvalidName = errors.New("authz: invalid key name")
+	// ErrInvalidExpiry: an expiry that is not in the future.
+	ErrInvalidExpiry = errors.New("authz: a key's expiry must be in the future")
+	// ErrNotRollable: the key is revoked, expired, or was rolled already.
+	ErrNotRollable = errors.New("authz: key cannot be rolled")
+	// ErrRollLimit: the company already has MaxActiveKeys keys in their
+	// roll-over overlap.
+	ErrRollLimit = errors.New("authz: limit of keys in their roll-over overlap reached")
 )
 
 // Key states.
@@ -43,10 +55,29 @@ type Key struct {
 	Scopes     ScopeSet
 	Name       string
 	Hint       string // "igw_live_…x9Qa": the prefix and the last 4 characters
-	State      string // StateActive or StateRevoked
+	State      string // StateActive or StateRevoked; see Status for expiry
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	// ExpiresAt is when the key stops working; nil means never.
+	ExpiresAt *time.Time
+	// Replaces and ReplacedBy link the keys of a roll (key ids; "" none).
+	Replaces, ReplacedBy string
+	// AllowedCIDRs are the networks requests with this key may come from,
+	// canonical and sorted; empty means any.
+	AllowedCIDRs []netip.Prefix
+}
+
+// StateExpired is what Status says of an active key past its expiry; it is
+// never stored: expiry is a time, compared with the clock on every use.
+const StateExpired = "expired"
+
+// Status is the key's state at now: revoked, expired or active.
+func (k Key) Status(now time.Time) string {
+	if k.State == StateActive && k.ExpiresAt != nil && !now.Before(*k.ExpiresAt) {
+		return StateExpired
+	}
+	return k.State
 }
 
 // Authorize checks the request's company header value and then the route's
@@ -69,6 +100,12 @@ type NewKey struct {
 	Mode      invoicing.Mode
 	Scopes    ScopeSet
 	Name      string
+	// ExpiresAt is when the key stops working (kept to the millisecond);
+	// nil means never. It must be in the future.
+	ExpiresAt *time.Time
+	// AllowedCIDRs limit the networks the key is accepted from (see
+	// ParseCIDRs); empty means any.
+	AllowedCIDRs []netip.Prefix
 }
 
 func validName(s string) bool {

@@ -177,7 +177,9 @@ func (k *Keyring) Ping(ctx context.Context) error {
 }
 
 // Verify returns the active key whose secret this is. Malformed, unknown and
-// revoked secrets are ErrInvalidKey; ErrUnavailable means the key could not
+// revoked secrets are ErrInvalidKey, keys past their expiry ErrExpiredKey
+// (on every instance from the moment of expiry: cached copies compare it
+// with the clock on every use); ErrUnavailable means the key could not
 // be checked (Redis fails and no copy verified within StaleTTL is cached).
 //
 // A cached key younger than CacheTTL is answered from memory without
@@ -208,6 +210,9 @@ func (k *Keyring) verify(ctx context.Context, secret string) (Key, cacheOutcome,
 	if e := k.pos.get(&d); e != nil {
 		if now-e.verified < k.cacheTTL {
 			k.pos.hit(&d)
+			if e.expired(now) {
+				return Key{}, cacheHit, ErrExpiredKey
+			}
 			k.touch(e, &d, now)
 			return e.key, cacheHit, nil
 		}
@@ -247,6 +252,9 @@ func (k *Keyring) fetch(ctx context.Context, d *digest, mode invoicing.Mode, now
 	defer cancel()
 	fromMemory := func(err error) (Key, bool, error) {
 		if e := k.pos.get(d); e != nil && now-e.verified <= k.staleTTL {
+			if e.expired(now) {
+				return Key{}, true, ErrExpiredKey
+			}
 			k.touch(e, d, now)
 			return e.key, true, nil
 		}
@@ -278,8 +286,16 @@ func (k *Keyring) fetch(ctx context.Context, d *digest, mode invoicing.Mode, now
 		k.neg.add(d, now+k.negTTL, now)
 		return Key{}, false, ErrInvalidKey
 	}
+	// An expired key is remembered as what it is, not as invalid: its
+	// owner is told it expired, from memory, until CacheTTL has passed.
 	e := &entry{key: key, verified: now}
+	if key.ExpiresAt != nil {
+		e.expires = max(key.ExpiresAt.UnixNano(), 1)
+	}
 	k.pos.put(d, e)
+	if e.expired(now) {
+		return Key{}, false, ErrExpiredKey
+	}
 	k.touch(e, d, now)
 	return key, false, nil
 }

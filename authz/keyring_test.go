@@ -110,17 +110,17 @@ func testLifecycle(t *testing.T, rdb *redis.Client, prefix string) {
 
 	// Revocation: immediate on this instance, idempotent.
 	c.Add(time.Second)
-	rev, err := k.Revoke(ctx, live.ID)
-	if err != nil || rev.State != StateRevoked || rev.RevokedAt == nil {
-		t.Fatalf("Revoke = %+v, %v", rev, err)
+	rev, changed, err := k.Revoke(ctx, live.ID)
+	if err != nil || !changed || rev.State != StateRevoked || rev.RevokedAt == nil {
+		t.Fatalf("Revoke = %+v, %v, %v", rev, changed, err)
 	}
 	if _, err := k.Verify(ctx, liveSecret); !errors.Is(err, ErrInvalidKey) {
 		t.Errorf("Verify revoked = %v", err)
 	}
 	c.Add(time.Second)
-	again, err := k.Revoke(ctx, live.ID)
-	if err != nil || again.State != StateRevoked || !again.RevokedAt.Equal(*rev.RevokedAt) {
-		t.Errorf("second Revoke = %+v, %v (first at %v)", again, err, rev.RevokedAt)
+	again, changed, err := k.Revoke(ctx, live.ID)
+	if err != nil || changed || again.State != StateRevoked || !again.RevokedAt.Equal(*rev.RevokedAt) {
+		t.Errorf("second Revoke = %+v, %v, %v (first at %v)", again, changed, err, rev.RevokedAt)
 	}
 	if g, _ := k.Get(ctx, live.ID); g.State != StateRevoked {
 		t.Errorf("Get after revoke: %+v", g)
@@ -136,7 +136,7 @@ func testLifecycle(t *testing.T, rdb *redis.Client, prefix string) {
 		if _, err := k.Get(ctx, id); !errors.Is(err, ErrNotFound) {
 			t.Errorf("Get(%q) = %v", id, err)
 		}
-		if _, err := k.Revoke(ctx, id); !errors.Is(err, ErrNotFound) {
+		if _, _, err := k.Revoke(ctx, id); !errors.Is(err, ErrNotFound) {
 			t.Errorf("Revoke(%q) = %v", id, err)
 		}
 	}
@@ -246,11 +246,11 @@ func testLimit(t *testing.T, rdb *redis.Client, prefix string) {
 	// Another company is not affected.
 	mustCreate(t, k, companyB, invoicing.Test, "clients:read")
 
-	if _, err := k.Revoke(ctx, list[3].ID); err != nil {
+	if _, _, err := k.Revoke(ctx, list[3].ID); err != nil {
 		t.Fatal(err)
 	}
 	// Revoking again must not free a second slot.
-	if _, err := k.Revoke(ctx, list[3].ID); err != nil {
+	if _, _, err := k.Revoke(ctx, list[3].ID); err != nil {
 		t.Fatal(err)
 	}
 	mustCreate(t, k, companyA, invoicing.Live, "invoices:read")
@@ -269,7 +269,7 @@ func testReclaim(t *testing.T, rdb *redis.Client, prefix string) {
 	k := newRing(t, rdb, prefix, c, func(cfg *Config) { cfg.MaxActiveKeys = 2 })
 	mustCreate(t, k, companyA, invoicing.Live, "invoices:read")
 	l := layout{p: prefix}
-	if err := countScript.Run(ctx, rdb, []string{l.active(companyA), l.all(companyA)}, 2, "key_orphanorphanorphan", c.Now().UnixMilli()).Err(); err != nil {
+	if err := countScript.Run(ctx, rdb, l.counts(companyA), c.Now().UnixMilli(), 2, "key_orphanorphanorphan", c.Now().UnixMilli(), "+inf").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if list, _ := k.List(ctx, companyA); len(list) != 1 {
@@ -302,7 +302,7 @@ func testRevocationTTL(t *testing.T, rdb *redis.Client, prefix string) {
 	if _, err := b.Verify(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Revoke(ctx, key.ID); err != nil {
+	if _, _, err := a.Revoke(ctx, key.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Verify(ctx, secret); !errors.Is(err, ErrInvalidKey) {
@@ -329,7 +329,7 @@ func testRevocationPubSub(t *testing.T, rdb *redis.Client, prefix string) {
 	if _, err := b.Verify(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Revoke(ctx, key.ID); err != nil {
+	if _, _, err := a.Revoke(ctx, key.ID); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the revocation to reach instance b", func() bool {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/invoicing-ao/gateway/invoicing"
@@ -40,47 +41,89 @@ func (k *Keyring) Create(ctx context.Context, nk NewKey) (Key, string, error) {
 	if !validName(nk.Name) {
 		return Key{}, "", ErrInvalidName
 	}
-	secret, err := newSecret(nk.Mode)
-	if err != nil {
-		return Key{}, "", fmt.Errorf("authz: random source: %w", err)
+	if !validCIDRs(nk.AllowedCIDRs) {
+		return Key{}, "", fmt.Errorf("%w: use ParseCIDRs", ErrInvalidCIDR)
 	}
-	id, err := newKeyID()
-	if err != nil {
-		return Key{}, "", fmt.Errorf("authz: random source: %w", err)
-	}
-	d := sha256.Sum256([]byte(secret))
-	hexD := hex.EncodeToString(d[:])
+	now := k.now().Truncate(time.Millisecond).UTC()
 	key := Key{
-		ID: id, CompanyID: company, Mode: nk.Mode, Scopes: nk.Scopes, Name: nk.Name,
-		Hint: hint(secret), State: StateActive,
-		CreatedAt: k.now().Truncate(time.Millisecond).UTC(),
+		CompanyID: company, Mode: nk.Mode, Scopes: nk.Scopes, Name: nk.Name, State: StateActive, CreatedAt: now,
+		AllowedCIDRs: canonicalCIDRs(slices.Clone(nk.AllowedCIDRs)),
 	}
-
+	if nk.ExpiresAt != nil {
+		exp := nk.ExpiresAt.Truncate(time.Millisecond).UTC()
+		if !exp.After(now) {
+			return Key{}, "", ErrInvalidExpiry
+		}
+		key.ExpiresAt = &exp
+	}
+	secret, hexD, err := k.newIdentity(&key)
+	if err != nil {
+		return Key{}, "", err
+	}
 	ctx, cancel := mgmt(ctx)
 	defer cancel()
 	if err := k.admit(ctx, key); err != nil {
 		return Key{}, "", err
 	}
-	if err := k.rdb.Set(ctx, k.l.byID(id), hexD, 0).Err(); err != nil {
+	if err := k.store(ctx, key, hexD); err != nil {
 		k.undo(key, hexD)
 		return Key{}, "", unavailable("create", err)
 	}
-	if err := k.rdb.HSet(ctx, k.l.record(hexD), encodeRecord(key)...).Err(); err != nil {
-		k.undo(key, hexD)
-		return Key{}, "", unavailable("create", err)
-	}
-	// Only this instance could have remembered the digest as invalid, and
-	// only if someone guessed 256 random bits; drop it all the same.
-	k.neg.drop(&d)
 	return key, secret, nil
 }
 
-// admit counts key against its company's limit, reclaiming orphaned ids once
+// newIdentity gives key a fresh secret, id and hint, and returns the secret
+// and its digest's hex.
+func (k *Keyring) newIdentity(key *Key) (secret, hexD string, err error) {
+	if secret, err = newSecret(key.Mode); err != nil {
+		return "", "", fmt.Errorf("authz: random source: %w", err)
+	}
+	if key.ID, err = newKeyID(); err != nil {
+		return "", "", fmt.Errorf("authz: random source: %w", err)
+	}
+	key.Hint = hint(secret)
+	d := sha256.Sum256([]byte(secret))
+	return secret, hex.EncodeToString(d[:]), nil
+}
+
+// store writes a new key's id index, then its record: only now can its
+// secret verify.
+func (k *Keyring) store(ctx context.Context, key Key, hexD string) error {
+	if err := k.rdb.Set(ctx, k.l.byID(key.ID), hexD, 0).Err(); err != nil {
+		return err
+	}
+	if err := k.rdb.HSet(ctx, k.l.record(hexD), encodeRecord(key)...).Err(); err != nil {
+		return err
+	}
+	// Only this instance could have remembered the digest as invalid, and
+	// only if someone guessed 256 random bits; drop it all the same.
+	if d, ok := digestOf(hexD); ok {
+		k.neg.drop(&d)
+	}
+	return nil
+}
+
+// digestOf reads a digest's hex back.
+func digestOf(hexD string) (digest, bool) {
+	var d digest
+	b, err := hex.DecodeString(hexD)
+	if err != nil || len(b) != len(d) {
+		return d, false
+	}
+	copy(d[:], b)
+	return d, true
+}
+
+// nowMS is the clock in the scripts' form: every script of a company first
+// forgets the ids expired by then.
+func (k *Keyring) nowMS() int64 { return k.now().UnixMilli() }
+
+// admit counts key against its company's limit, reclaiming dead ids once
 // when the limit is hit.
 func (k *Keyring) admit(ctx context.Context, key Key) error {
-	keys := []string{k.l.active(key.CompanyID), k.l.all(key.CompanyID)}
+	keys := k.l.counts(key.CompanyID)
 	for attempt := 0; ; attempt++ {
-		ok, err := countScript.Run(ctx, k.rdb, keys, k.max, key.ID, key.CreatedAt.UnixMilli()).Int()
+		ok, err := countScript.Run(ctx, k.rdb, keys, k.nowMS(), k.max, key.ID, key.CreatedAt.UnixMilli(), expiryScore(key.ExpiresAt)).Int()
 		if err != nil {
 			return unavailable("create", err)
 		}
@@ -90,7 +133,7 @@ func (k *Keyring) admit(ctx context.Context, key Key) error {
 		if attempt > 0 {
 			return fmt.Errorf("%w (%d)", ErrKeyLimit, k.max)
 		}
-		freed, err := k.reclaim(ctx, key.CompanyID)
+		freed, err := k.reclaim(ctx, key.CompanyID, countedSet)
 		if err != nil {
 			return unavailable("create", err)
 		}
@@ -106,55 +149,83 @@ func (k *Keyring) admit(ctx context.Context, key Key) error {
 func (k *Keyring) undo(key Key, hexD string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := k.rdb.Del(ctx, k.l.record(hexD)).Err(); err != nil {
+	if k.unstore(ctx, key, hexD) != nil {
 		return
 	}
-	if err := k.rdb.Del(ctx, k.l.byID(key.ID)).Err(); err != nil {
-		return
-	}
-	_ = uncountScript.Run(ctx, k.rdb, []string{k.l.active(key.CompanyID), k.l.all(key.CompanyID)}, key.ID, "1").Err()
+	_ = uncountScript.Run(ctx, k.rdb, k.l.counts(key.CompanyID), k.nowMS(), key.ID, "1").Err()
 }
 
-// reclaim removes from the company's count the ids older than orphanGrace
-// that have no record: creations that crashed half way. Younger ones may be
-// creations still in flight and are left alone.
-func (k *Keyring) reclaim(ctx context.Context, company string) (int, error) {
-	active, all := k.l.active(company), k.l.all(company)
-	ids, err := k.rdb.SMembers(ctx, active).Result()
+// unstore deletes a new key's record, then its id index.
+func (k *Keyring) unstore(ctx context.Context, key Key, hexD string) error {
+	if err := k.rdb.Del(ctx, k.l.record(hexD)).Err(); err != nil {
+		return err
+	}
+	return k.rdb.Del(ctx, k.l.byID(key.ID)).Err()
+}
+
+// The sets of a company's count, as indexes of layout.counts.
+const (
+	countedSet = 0
+	rolledSet  = 1
+)
+
+// reclaim frees the slots of one of the company's counts (countedSet or
+// rolledSet) held by ids that are no usable key: creations and rolls that
+// crashed half way (no record, older than orphanGrace: younger ones may be
+// in flight), and keys whose record is revoked or expired while a crash kept
+// them counted.
+func (k *Keyring) reclaim(ctx context.Context, company string, set int) (int, error) {
+	keys := k.l.counts(company)
+	ids, err := k.rdb.ZRange(ctx, keys[set], 0, -1).Result()
 	if err != nil {
 		return 0, err
 	}
-	cutoff := k.now().Add(-orphanGrace).UnixMilli()
+	now := k.now()
 	freed := 0
 	for _, id := range ids {
-		score, err := k.rdb.ZScore(ctx, all, id).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
+		orphan, dead, err := k.deadID(ctx, keys[2], id, now)
+		if err != nil {
 			return freed, err
 		}
-		if err == nil && int64(score) > cutoff {
+		if !dead {
 			continue
 		}
-		hexD, err := k.rdb.Get(ctx, k.l.byID(id)).Result()
-		switch {
-		case errors.Is(err, redis.Nil):
-		case err != nil:
-			return freed, err
-		default:
-			n, err := k.rdb.Exists(ctx, k.l.record(hexD)).Result()
-			if err != nil {
-				return freed, err
-			}
-			if n == 1 {
-				continue
-			}
+		flag := "0"
+		if orphan {
+			flag = "1"
 		}
-		if err := uncountScript.Run(ctx, k.rdb, []string{active, all}, id, "1").Err(); err != nil {
+		if err := uncountScript.Run(ctx, k.rdb, keys, now.UnixMilli(), id, flag).Err(); err != nil {
 			return freed, err
 		}
-		k.log.Warn("authz: reclaimed a key id left by an interrupted creation", "key_id", id, "company", company)
+		k.log.Warn("authz: reclaimed a key slot left by an interrupted operation", "key_id", id, "company", company, "orphan", orphan)
 		freed++
 	}
 	return freed, nil
+}
+
+// deadID tells whether a counted id is no usable key, and whether it is an
+// orphan (no record at all).
+func (k *Keyring) deadID(ctx context.Context, all, id string, now time.Time) (orphan, dead bool, err error) {
+	hexD, err := k.rdb.Get(ctx, k.l.byID(id)).Result()
+	var m map[string]string
+	switch {
+	case errors.Is(err, redis.Nil):
+	case err != nil:
+		return false, false, err
+	default:
+		if m, err = k.rdb.HGetAll(ctx, k.l.record(hexD)).Result(); err != nil {
+			return false, false, err
+		}
+	}
+	if key, found, err := decodeRecord(m); found {
+		return false, err == nil && key.Status(now) != StateActive, nil
+	}
+	score, err := k.rdb.ZScore(ctx, all, id).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false, false, err
+	}
+	young := err == nil && int64(score) > now.Add(-orphanGrace).UnixMilli()
+	return !young, !young, nil
 }
 
 // Get returns the key with this id, active or revoked.
@@ -243,52 +314,58 @@ func (k *Keyring) List(ctx context.Context, companyID string) ([]Key, error) {
 
 // Revoke makes the key unusable: at once on this instance, within CacheTTL
 // (normally at once, through pub/sub) on every other. Revoking a revoked key
-// returns it unchanged.
-func (k *Keyring) Revoke(ctx context.Context, keyID string) (Key, error) {
+// returns it unchanged; revoked is true only for the call that revoked it.
+func (k *Keyring) Revoke(ctx context.Context, keyID string) (key Key, revoked bool, err error) {
 	if !validKeyID(keyID) {
-		return Key{}, ErrNotFound
+		return Key{}, false, ErrNotFound
 	}
 	ctx, cancel := mgmt(ctx)
 	defer cancel()
 	hexD, err := k.rdb.Get(ctx, k.l.byID(keyID)).Result()
 	if errors.Is(err, redis.Nil) {
-		return Key{}, ErrNotFound
+		return Key{}, false, ErrNotFound
 	}
 	if err != nil {
-		return Key{}, unavailable("revoke", err)
+		return Key{}, false, unavailable("revoke", err)
 	}
 	// The record first: the key stops working before its slot is freed, so
 	// a crash in between leaves it revoked and merely still counted, which
-	// revoking again repairs.
-	v, err := revokeScript.Run(ctx, k.rdb, []string{k.l.record(hexD)}, k.now().UnixMilli()).Result()
+	// revoking again, or reclaim, repairs.
+	v, err := revokeScript.Run(ctx, k.rdb, []string{k.l.record(hexD)}, k.now().UnixMilli()).Slice()
 	if err != nil {
-		return Key{}, unavailable("revoke", err)
+		return Key{}, false, unavailable("revoke", err)
 	}
-	m, err := pairs(v)
+	if len(v) != 2 {
+		return Key{}, false, ErrNotFound
+	}
+	m, err := pairs(v[1])
 	if err != nil {
-		return Key{}, err
+		return Key{}, false, err
 	}
 	key, found, err := decodeRecord(m)
 	if err != nil {
-		return Key{}, err
+		return Key{}, false, err
 	}
 	if !found {
-		return Key{}, ErrNotFound
+		return Key{}, false, ErrNotFound
 	}
-	if b, err := hex.DecodeString(hexD); err == nil && len(b) == 32 {
-		var d digest
-		copy(d[:], b)
+	if d, ok := digestOf(hexD); ok {
 		k.pos.drop(&d)
 		now := k.now().UnixNano()
 		k.neg.add(&d, now+k.negTTL, now)
 	}
-	err = uncountScript.Run(ctx, k.rdb, []string{k.l.active(key.CompanyID), k.l.all(key.CompanyID)}, key.ID, "0").Err()
+	err = uncountScript.Run(ctx, k.rdb, k.l.counts(key.CompanyID), k.nowMS(), key.ID, "0").Err()
 	if err != nil {
-		return Key{}, unavailable("revoke", err)
+		return Key{}, false, unavailable("revoke", err)
 	}
+	k.announce(ctx, key.ID, hexD)
+	return key, v[0] == int64(1), nil
+}
+
+// announce tells the other instances to drop their cached copy of a key
+// whose record changed; they would reread it within CacheTTL anyway.
+func (k *Keyring) announce(ctx context.Context, keyID, hexD string) {
 	if err := k.rdb.Publish(ctx, k.l.channel(), hexD).Err(); err != nil {
-		// Not fatal: the other instances still notice within CacheTTL.
-		k.log.Warn("authz: revocation not broadcast", "key_id", key.ID, "err", err)
+		k.log.Warn("authz: key change not broadcast", "key_id", keyID, "err", err)
 	}
-	return key, nil
 }

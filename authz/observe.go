@@ -75,6 +75,8 @@ func (k *Keyring) verifyTraced(ctx context.Context, secret string) (Key, error) 
 	case errors.Is(err, ErrUnavailable):
 		result = "unavailable"
 		span.SetStatus(codes.Error, "key verification unavailable")
+	case errors.Is(err, ErrExpiredKey):
+		result = "expired"
 	case err != nil:
 		result = "invalid"
 	}

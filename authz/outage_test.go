@@ -67,7 +67,7 @@ func TestRedisClosedPort(t *testing.T) {
 	if _, _, err := k.Create(ctx, NewKey{CompanyID: companyA, Mode: invoicing.Test, Scopes: 1}); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Create = %v", err)
 	}
-	if _, err := k.Revoke(ctx, "key_aaaaaaaaaaaaaaaaaaaa"); !errors.Is(err, ErrUnavailable) {
+	if _, _, err := k.Revoke(ctx, "key_aaaaaaaaaaaaaaaaaaaa"); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Revoke = %v", err)
 	}
 }

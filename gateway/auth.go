@@ -28,8 +28,8 @@ func bearer(h string) (string, bool) {
 }
 
 // authenticate runs the API document's checks in the order the API promises:
-// key (401), company header (400), company binding and status (403), scope
-// (403). On success the key is recorded in the request state.
+// key (401), company header (400), company binding and status (403), source
+// network (403), scope (403). On success the key is recorded in the request state.
 func (s *Server) authenticate(r *http.Request, st *reqState, scope authz.Scope) error {
 	h := r.Header.Get("Authorization")
 	if h == "" {
@@ -52,6 +52,11 @@ func (s *Server) authenticate(r *http.Request, st *reqState, scope authz.Scope) 
 		return scopeErr
 	}
 	if err := s.checkCompany(r.Context(), key); err != nil {
+		return err
+	}
+	// Before the scope: a caller outside the key's networks learns nothing
+	// of what the key may do.
+	if err := s.checkSource(r, key); err != nil {
 		return err
 	}
 	if scopeErr != nil {

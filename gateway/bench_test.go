@@ -137,7 +137,7 @@ func benchHandler(b *testing.B, limiter string) (http.Handler, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	v, err := srv.CreateKey(context.Background(), benchCompany, invoicing.Live, scopes, "bench")
+	v, err := srv.CreateKey(context.Background(), "bench@local", gateway.KeySpec{CompanyID: benchCompany, Mode: invoicing.Live, Scopes: scopes, Name: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}

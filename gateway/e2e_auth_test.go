@@ -18,7 +18,7 @@ func TestAuthStatuses(t *testing.T) {
 	readOnly := in.key(t, coA, invoicing.Live, "clients:read")
 	suspended := in.key(t, coS, invoicing.Live, allScopes)
 	revoked := in.key(t, coA, invoicing.Live, allScopes)
-	if _, err := in.srv.RevokeKey(t.Context(), revoked.ID); err != nil {
+	if _, err := in.srv.RevokeKey(t.Context(), testActor, revoked.ID); err != nil {
 		t.Fatal(err)
 	}
 	unknown := "igw_live_" + strings.Repeat("a", len(full.Key)-len("igw_live_"))
@@ -115,7 +115,7 @@ func TestRevocationSeenBySecondInstance(t *testing.T) {
 	}
 	// Revoke through the first instance's admin API, as the dashboard does.
 	r := do(t, a.admin.URL, req{Method: "DELETE", Path: "/admin/v1/keys/" + k.ID,
-		Header: map[string]string{"Authorization": "Bearer " + a.adminToken}})
+		Header: map[string]string{"Authorization": "Bearer " + a.adminToken, "X-Actor": testActor}})
 	if r.Status != 200 || r.json(t)["state"] != "revoked" {
 		t.Fatalf("revoke: %d %s", r.Status, r.Body)
 	}
@@ -146,6 +146,7 @@ func TestKeyLimit(t *testing.T) {
 			q.Header = map[string]string{}
 		}
 		q.Header["Authorization"] = "Bearer " + in.adminToken
+		q.Header["X-Actor"] = testActor
 		return do(t, in.admin.URL, q)
 	}
 	body := `{"companyId":"` + coB + `","mode":"TEST","scopes":["clients:read"],"name":"k"}`

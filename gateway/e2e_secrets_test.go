@@ -58,6 +58,7 @@ func TestNoSecretOrPersonalDataLeaks(t *testing.T) {
 			q.Header = map[string]string{}
 		}
 		q.Header["Authorization"] = "Bearer " + in.adminToken
+		q.Header["X-Actor"] = testActor
 		return c.add(do(t, adm, q))
 	}
 
@@ -71,7 +72,7 @@ func TestNoSecretOrPersonalDataLeaks(t *testing.T) {
 		`{"companyId":"` + coB + `","mode":"LIVE","scopes":["clients:read"],"name":"b live"}`,
 		`{"companyId":"` + coA + `","mode":"LIVE","scopes":["clients:read"],"name":"to revoke"}`,
 	} {
-		r := do(t, adm, req{Method: "POST", Path: "/admin/v1/keys", Body: body, Header: map[string]string{"Authorization": "Bearer " + in.adminToken}})
+		r := do(t, adm, req{Method: "POST", Path: "/admin/v1/keys", Body: body, Header: map[string]string{"Authorization": "Bearer " + in.adminToken, "X-Actor": testActor}})
 		m := r.json(t)
 		if r.Status != 201 {
 			t.Fatalf("create key: %d %s", r.Status, r.Body)
@@ -84,6 +85,13 @@ func TestNoSecretOrPersonalDataLeaks(t *testing.T) {
 	}
 	aLive, aTest, bLive, revoked := secrets[0], secrets[1], secrets[2], secrets[3]
 	admin(req{Method: "DELETE", Path: "/admin/v1/keys/" + keyIDs[revoked]})
+	// A roll answers the new secret once; the audit log records it without.
+	rolled := do(t, adm, req{Method: "POST", Path: "/admin/v1/keys/" + keyIDs[secrets[1]] + "/roll", Body: `{"overlapSeconds":600}`,
+		Header: map[string]string{"Authorization": "Bearer " + in.adminToken, "X-Actor": testActor}})
+	if rolled.Status != 201 {
+		t.Fatalf("roll: %d %s", rolled.Status, rolled.Body)
+	}
+	secrets = append(secrets, rolled.json(t)["key"].(string))
 
 	// Personal data, each value unique enough to be found anywhere.
 	const (
@@ -142,6 +150,9 @@ func TestNoSecretOrPersonalDataLeaks(t *testing.T) {
 	}
 	for _, id := range keyIDs {
 		c.adminViews = append(c.adminViews, string(admin(req{Path: "/admin/v1/keys/" + id}).Body))
+	}
+	for _, co := range []string{coA, coB} {
+		c.adminViews = append(c.adminViews, string(admin(req{Path: "/admin/v1/companies/" + co + "/audit"}).Body))
 	}
 	for _, tok := range []string{aLive, in.adminToken + "x", in.adminToken[:len(in.adminToken)-1]} {
 		c.add(do(t, adm, req{Path: "/admin/v1/keys?companyId=" + coA, Header: map[string]string{"Authorization": "Bearer " + tok}}))

@@ -8,12 +8,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
@@ -57,6 +59,7 @@ type instance struct {
 	pub, admin *httptest.Server
 	keys       *authz.Keyring
 	limiter    *tenants.Limiter
+	audit      *audit.Log
 	clock      *testenv.Clock
 	logs       *testenv.SyncBuffer
 	live, test *backend.Store
@@ -73,6 +76,11 @@ type instanceConfig struct {
 	adminToken string
 	store      func(*backend.Config) // adjusts both databases' settings
 	noIdem     bool                  // no idempotency store
+	proxies    []netip.Prefix        // trusted proxies
+}
+
+func withTrustedProxies(p ...netip.Prefix) instanceOpt {
+	return func(c *instanceConfig) { c.proxies = p }
 }
 
 func withRedis(r redis.UniversalClient) instanceOpt {
@@ -105,9 +113,12 @@ func (w *world) start(opts ...instanceOpt) *instance {
 	in.keys = authz.New(authz.Config{Redis: cfg.redis, Prefix: w.prefix + "authz:", Now: in.clock.Now, Logger: logger})
 	in.limiter = tenants.New(tenants.Config{Redis: cfg.redis, Prefix: w.prefix + "tenants:",
 		LiveDefault: cfg.liveLimit, TestDefault: cfg.testLimit, Logger: logger})
+	in.audit = audit.New(audit.Config{Redis: cfg.redis, Prefix: w.prefix + "audit:", Now: in.clock.Now})
+	// The instance's clock drives keys' expiry and the views of it alike.
 	gcfg := gateway.Config{Live: in.live, Test: in.test, Keys: in.keys, Limiter: in.limiter,
 		Guard:      tenants.NewGuard(tenants.GuardConfig{}),
-		AdminToken: cfg.adminToken, Logger: logger}
+		AdminToken: cfg.adminToken, Logger: logger, Now: in.clock.Now,
+		Audit: in.audit, TrustedProxies: cfg.proxies}
 	in.usage = usage.New(usage.Config{Redis: cfg.redis, Prefix: w.prefix + "usage:", FlushEvery: time.Hour, Now: in.clock.Now, Logger: logger})
 	gcfg.Usage = in.usage
 	if !cfg.noIdem {
@@ -134,7 +145,7 @@ func (in *instance) key(t *testing.T, company string, mode invoicing.Mode, scope
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := in.srv.CreateKey(context.Background(), company, mode, sc, "test")
+	v, err := in.srv.CreateKey(context.Background(), testActor, gateway.KeySpec{CompanyID: company, Mode: mode, Scopes: sc, Name: "test"})
 	if err != nil {
 		t.Fatalf("create key: %v", err)
 	}
@@ -142,6 +153,9 @@ func (in *instance) key(t *testing.T, company string, mode invoicing.Mode, scope
 }
 
 const allScopes = "invoices:read,clients:read,clients:write"
+
+// testActor names the tests in the audit log.
+const testActor = "test@gateway-tests"
 
 // resp is a decoded answer.
 type resp struct {

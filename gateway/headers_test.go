@@ -103,7 +103,7 @@ func TestSecurityHeadersEverywhere(t *testing.T) {
 		{"GET", "/admin/v1/keys?companyId=" + co, "", "", "", "", tok, 200},
 		{"GET", "/admin/v1/keys?companyId=" + co, "", "", "", "", nil, 401},
 		{"GET", "/admin/v1/keys/key_aaaaaaaaaaaaaaaaaaaa", "", "", "", "", tok, 404},
-		{"POST", "/admin/v1/keys", "", "", "application/json", `{"companyId":"` + co + `","mode":"LIVE","scopes":["clients:read"]}`, tok, 201},
+		{"POST", "/admin/v1/keys", "", "", "application/json", `{"companyId":"` + co + `","mode":"LIVE","scopes":["clients:read"]}`, map[string]string{"Authorization": "Bearer local-admin-token", "X-Actor": "ana@dashboard"}, 201},
 		{"GET", "/admin/v1/companies/" + co + "/limits", "", "", "", "", tok, 200},
 		{"GET", "/admin/v1/nothing", "", "", "", "", tok, 404},
 		{"GET", "/healthz", "", "", "", "", nil, 200},

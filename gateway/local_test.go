@@ -80,7 +80,7 @@ func newLocalGateway(tb testing.TB, edit func(*Config)) *localGateway {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		v, err := g.srv.CreateKey(ctx, k.co, k.mode, sc, name)
+		v, err := g.srv.CreateKey(ctx, "test@local", KeySpec{CompanyID: k.co, Mode: k.mode, Scopes: sc, Name: name})
 		if err != nil {
 			tb.Fatal(err)
 		}

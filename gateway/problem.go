@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/invoicing"
@@ -54,9 +55,11 @@ var problemCodes = map[string]problemCode{
 	"missing_company_id":         {http.StatusBadRequest, "Missing X-Company-Id header"},
 	"missing_api_key":            {http.StatusUnauthorized, "Missing API key"},
 	"invalid_api_key":            {http.StatusUnauthorized, "Invalid API key"},
+	"expired_api_key":            {http.StatusUnauthorized, "Expired API key"},
 	"company_mismatch":           {http.StatusForbidden, "Key does not belong to this company"},
 	"company_suspended":          {http.StatusForbidden, "Company suspended"},
 	"insufficient_scope":         {http.StatusForbidden, "Insufficient scope"},
+	"source_not_allowed":         {http.StatusForbidden, "Source network not allowed"},
 	"not_found":                  {http.StatusNotFound, "Resource not found"},
 	"route_not_found":            {http.StatusNotFound, "Route not found"},
 	"method_not_allowed":         {http.StatusMethodNotAllowed, "Method not allowed"},
@@ -75,9 +78,11 @@ var problemCodes = map[string]problemCode{
 	"unauthorized_admin":         {http.StatusUnauthorized, "Admin token required"},
 	"admin_disabled":             {http.StatusServiceUnavailable, "Admin API disabled"},
 	"key_limit_reached":          {http.StatusConflict, "Active key limit reached"},
+	"key_not_rollable":           {http.StatusConflict, "Key cannot be rolled"},
 	"unknown_company":            {http.StatusUnprocessableEntity, "Unknown company"},
 	"not_ready":                  {http.StatusServiceUnavailable, "Not ready"},
 	"usage_unavailable":          {http.StatusServiceUnavailable, "Usage unavailable"},
+	"audit_unavailable":          {http.StatusServiceUnavailable, "Audit log unavailable"},
 }
 
 // problemFor maps any error to the Error the caller sees. It is the one place
@@ -115,6 +120,8 @@ func problemOf(err error) *Error {
 		return &Error{Code: "invalid_parameter", Detail: "Invalid parameter.", Err: err}
 	case errors.Is(err, authz.ErrInvalidKey):
 		return &Error{Code: "invalid_api_key", Detail: "The API key is malformed, unknown or revoked.", Err: err}
+	case errors.Is(err, authz.ErrExpiredKey):
+		return &Error{Code: "expired_api_key", Detail: "The API key has expired; use the key that replaced it.", Err: err}
 	case errors.Is(err, authz.ErrUnavailable):
 		return &Error{Code: "authentication_unavailable", Detail: "The key cannot be verified right now; retry later. Your key was not rejected.", RetryAfter: time.Second, Err: err}
 	case errors.Is(err, authz.ErrWrongCompany):
@@ -123,10 +130,17 @@ func problemOf(err error) *Error {
 		return &Error{Code: "insufficient_scope", Detail: "The API key lacks the scope this operation needs.", Err: err}
 	case errors.Is(err, authz.ErrKeyLimit):
 		return &Error{Code: "key_limit_reached", Detail: "The company already has the maximum number of active keys.", Err: err}
+	case errors.Is(err, authz.ErrRollLimit):
+		return &Error{Code: "key_limit_reached", Detail: "The company already has the maximum number of rolled keys in their overlap; revoke one, or roll with no overlap.", Err: err}
+	case errors.Is(err, authz.ErrNotRollable):
+		return &Error{Code: "key_not_rollable", Detail: err.Error(), Err: err}
 	case errors.Is(err, authz.ErrUnknownScope), errors.Is(err, invoicing.ErrInvalidMode),
 		errors.Is(err, invoicing.ErrInvalidCompany), errors.Is(err, authz.ErrInvalidName),
-		errors.Is(err, tenants.ErrInvalidLimit):
+		errors.Is(err, authz.ErrInvalidCIDR), errors.Is(err, authz.ErrInvalidExpiry),
+		errors.Is(err, authz.ErrInvalidOverlap), errors.Is(err, tenants.ErrInvalidLimit):
 		return &Error{Code: "invalid_body", Detail: err.Error(), Err: err}
+	case errors.Is(err, audit.ErrUnavailable):
+		return &Error{Code: "audit_unavailable", Detail: "The audit log cannot be read right now; retry later.", RetryAfter: time.Second, Err: err}
 	case errors.Is(err, usage.ErrUnavailable):
 		return &Error{Code: "usage_unavailable", Detail: "Usage cannot be read right now; retry later.", RetryAfter: time.Second, Err: err}
 	case errors.Is(err, tenants.ErrBusy):

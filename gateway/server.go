@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -20,7 +21,8 @@ type Keys interface {
 	Create(ctx context.Context, nk authz.NewKey) (authz.Key, string, error)
 	List(ctx context.Context, companyID string) ([]authz.Key, error)
 	Get(ctx context.Context, keyID string) (authz.Key, error)
-	Revoke(ctx context.Context, keyID string) (authz.Key, error)
+	Revoke(ctx context.Context, keyID string) (key authz.Key, revoked bool, err error)
+	Roll(ctx context.Context, keyID string, overlap time.Duration) (authz.Rolled, error)
 	Ping(ctx context.Context) error
 }
 
@@ -75,6 +77,13 @@ type Config struct {
 	CursorSecret string
 	// RedisPool is reported on /metrics; nil leaves Redis pool metrics out.
 	RedisPool RedisPool
+	// Audit records every change of keys and limits; nil records nothing
+	// (and the admin audit endpoint answers 503).
+	Audit AuditLog
+	// TrustedProxies are the networks of the proxies in front of the
+	// gateway whose X-Forwarded-For is believed (see clientAddr); empty
+	// means none: the client is the connection's peer.
+	TrustedProxies []netip.Prefix
 }
 
 // Server holds the dependencies of the handlers.
@@ -92,6 +101,8 @@ type Server struct {
 	usage      Usage
 	idem       Idempotency
 	cursorKey  []byte
+	audit      AuditLog
+	proxies    []netip.Prefix
 	draining   atomic.Bool
 	logger     *slog.Logger
 	now        func() time.Time
@@ -122,6 +133,8 @@ func New(cfg Config) *Server {
 	if cfg.CursorSecret == "" {
 		s.cursorKey = []byte(defaultCursorKey)
 	}
+	s.audit = cfg.Audit
+	s.proxies = cfg.TrustedProxies
 	s.metrics = newMetrics(s, cfg.RedisPool)
 	return s
 }

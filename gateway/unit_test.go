@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/invoicing"
@@ -143,6 +144,12 @@ func TestProblemTable(t *testing.T) {
 		{authz.ErrWrongCompany, 403, "company_mismatch"},
 		{authz.ErrMissingScope, 403, "insufficient_scope"},
 		{authz.ErrKeyLimit, 409, "key_limit_reached"},
+		{authz.ErrExpiredKey, 401, "expired_api_key"},
+		{fmt.Errorf("%w: it is revoked", authz.ErrNotRollable), 409, "key_not_rollable"},
+		{fmt.Errorf("%w (10)", authz.ErrRollLimit), 409, "key_limit_reached"},
+		{authz.ErrInvalidOverlap, 400, "invalid_body"},
+		{fmt.Errorf("%w: x", authz.ErrInvalidCIDR), 400, "invalid_body"},
+		{fmt.Errorf("%w: dial", audit.ErrUnavailable), 503, "audit_unavailable"},
 		{tenants.ErrBusy, 429, "concurrency_limit"},
 		{errors.New("boom: password=hunter2"), 500, "internal_error"},
 	}

@@ -13,7 +13,7 @@ const module = "github.com/invoicing-ao/gateway/"
 
 // allowedImports is who may import whom among our packages (README,
 // "Layout"): the vocabulary and the internal helpers import none of ours;
-// the adapters (authz, tenants, usage, backend) only those; gateway wires
+// the adapters (authz, tenants, usage, audit, backend) only those; gateway wires
 // them; the commands may import anything.
 var allowedImports = map[string][]string{
 	"invoicing":        {},
@@ -26,9 +26,10 @@ var allowedImports = map[string][]string{
 	"tenants":          {"invoicing", "internal/tracing"},
 	"usage":            {"invoicing"},
 	"idempotency":      {"invoicing"},
+	"audit":            {"invoicing"},
 	"backend":          {"invoicing", "internal/tracing"},
 	"backend/gendata":  {"backend", "invoicing"},
-	"gateway":          {"invoicing", "internal/tracing", "authz", "tenants", "usage", "idempotency", "backend", "gateway/apidocs", "gateway/console"},
+	"gateway":          {"invoicing", "internal/tracing", "authz", "tenants", "usage", "idempotency", "audit", "backend", "gateway/apidocs", "gateway/console"},
 }
 
 // TestImportRules reads every non-test Go file of the module and fails on an

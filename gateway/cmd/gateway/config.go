@@ -62,6 +62,12 @@ type Config struct {
 	// browser code may call the API; empty means none.
 	CORSAllowedOrigins string `yaml:"corsAllowedOrigins" env:"GATEWAY_CORS_ALLOWED_ORIGINS"`
 
+	// TrustedProxies is a comma-separated list of the CIDRs of the proxies
+	// in front of the gateway, whose X-Forwarded-For names the client (for
+	// keys limited to some networks); empty means none: the client is the
+	// connection's peer.
+	TrustedProxies string `yaml:"trustedProxies" env:"GATEWAY_TRUSTED_PROXIES"`
+
 	// DrainDelay is how long, on SIGTERM, the instance keeps serving with
 	// readiness false before it stops accepting, so load balancers notice;
 	// ShutdownTimeout then bounds the requests still in flight.
@@ -228,6 +234,9 @@ func (c Config) validate() error {
 	}
 	if _, err := gateway.ParseOrigins(c.CORSAllowedOrigins); err != nil {
 		bad("CORSAllowedOrigins", err.Error())
+	}
+	if _, err := gateway.ParseTrustedProxies(c.TrustedProxies); err != nil {
+		bad("TrustedProxies", err.Error())
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		bad("LogLevel", err.Error())

@@ -16,6 +16,7 @@ import (
 
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -90,7 +91,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer, env f
 	for _, mode := range []invoicing.Mode{invoicing.Live, invoicing.Test} {
 		for _, ks := range demoKeySets {
 			scopes, _ := authz.ParseScopes(ks.scopes)
-			v, err := d.server.CreateKey(ctx, gendata.DemoCompanyA, mode, scopes, "demo "+ks.name)
+			v, err := d.server.CreateKey(ctx, commandActor(), gateway.KeySpec{CompanyID: gendata.DemoCompanyA, Mode: mode, Scopes: scopes, Name: "demo " + ks.name})
 			if err != nil {
 				return fmt.Errorf("demo key: %w", err)
 			}
@@ -99,7 +100,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer, env f
 	}
 	all, _ := authz.ParseScopes(demoKeySets[0].scopes)
 	for _, co := range []string{gendata.DemoCompanyB, gendata.DemoCompanySuspended} {
-		v, err := d.server.CreateKey(ctx, co, invoicing.Live, all, "demo full access")
+		v, err := d.server.CreateKey(ctx, commandActor(), gateway.KeySpec{CompanyID: co, Mode: invoicing.Live, Scopes: all, Name: "demo full access"})
 		if err != nil {
 			return fmt.Errorf("demo key: %w", err)
 		}

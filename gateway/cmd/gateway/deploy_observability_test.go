@@ -22,6 +22,7 @@ import (
 
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -45,7 +46,7 @@ func exportedSeries(t *testing.T) map[string]map[string]bool {
 		if err != nil {
 			t.Fatal(err)
 		}
-		k, err := srv.CreateKey(context.Background(), gendata.DemoCompanyA, invoicing.Live, sc, "observability check")
+		k, err := srv.CreateKey(context.Background(), "test@local", gateway.KeySpec{CompanyID: gendata.DemoCompanyA, Mode: invoicing.Live, Scopes: sc, Name: "observability check"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -45,10 +45,12 @@ func cmdLimits(ctx context.Context, args []string, stdout, stderr io.Writer, env
 			return fmt.Errorf("--mode %q: must be LIVE or TEST", *mode)
 		}
 		run = func(d *deps) (gateway.LimitsView, error) {
-			return d.server.SetCompanyLimit(ctx, *company, *mode, *rps, *burst)
+			return d.server.SetCompanyLimit(ctx, commandActor(), *company, *mode, *rps, *burst)
 		}
 	case "reset":
-		run = func(d *deps) (gateway.LimitsView, error) { return d.server.ResetCompanyLimits(ctx, *company) }
+		run = func(d *deps) (gateway.LimitsView, error) {
+			return d.server.ResetCompanyLimits(ctx, commandActor(), *company)
+		}
 	default:
 		return fmt.Errorf("%w: unknown limits command %q", errUsage, args[0])
 	}

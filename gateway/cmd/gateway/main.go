@@ -3,8 +3,9 @@
 //
 //	gateway serve [--config FILE]     production: real Redis and PostgreSQL
 //	gateway demo                      embedded Redis and SQLite with demo data
-//	gateway keys create|list|revoke   API keys
+//	gateway keys create|list|roll|revoke   API keys
 //	gateway limits get|set|reset      per-company rate limits
+//	gateway audit --company ID        who changed which key or limit
 //	gateway usage --company ID        per-company requests per day
 //	gateway data schema|load          platform schema and generated data
 //	gateway probe URL                 health check for containers
@@ -33,9 +34,12 @@ const usage = `gateway: the public API gateway of the invoicing platform.
 Usage:
   gateway serve [--config FILE]       run with real Redis and PostgreSQL
   gateway demo                        run on embedded Redis and SQLite with demo data
-  gateway keys create --company ID --mode LIVE|TEST --scopes LIST [--name TEXT] [--json]
+  gateway keys create --company ID --mode LIVE|TEST --scopes LIST [--name TEXT]
+                      [--expires-in DURATION | --expires-at RFC3339] [--allow-cidr CIDR]... [--json]
   gateway keys list --company ID [--json]
+  gateway keys roll KEY_ID [--overlap DURATION] [--json]   new secret; the old one works for the overlap (24h)
   gateway keys revoke KEY_ID
+  gateway audit --company ID [--since TIME] [--json]       key and limit changes, oldest first
   gateway limits get --company ID [--json]
   gateway limits set --company ID [--mode LIVE|TEST] --rps N --burst N
   gateway limits reset --company ID
@@ -71,6 +75,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		err = cmdLimits(ctx, args[1:], stdout, stderr, env)
 	case "usage":
 		err = cmdUsage(ctx, args[1:], stdout, stderr, env)
+	case "audit":
+		err = cmdAudit(ctx, args[1:], stdout, stderr, env)
 	case "data":
 		err = cmdData(ctx, args[1:], stdout, stderr, env)
 	case "probe":

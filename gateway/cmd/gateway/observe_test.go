@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
@@ -207,7 +208,7 @@ func startObserved(t *testing.T, extra map[string]string) *observedGateway {
 func (g *observedGateway) key(t *testing.T, company string, mode invoicing.Mode) string {
 	t.Helper()
 	sc, _ := authz.ParseScopes("invoices:read,clients:read,clients:write")
-	v, err := g.d.server.CreateKey(context.Background(), company, mode, sc, "observability test")
+	v, err := g.d.server.CreateKey(context.Background(), "test@local", gateway.KeySpec{CompanyID: company, Mode: mode, Scopes: sc, Name: "observability test"})
 	if err != nil {
 		t.Fatal(err)
 	}

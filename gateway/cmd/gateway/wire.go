@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/gateway"
@@ -70,6 +71,11 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		d.Close()
 		return nil, fmt.Errorf("setting %s: %w", settingName("CORSAllowedOrigins"), err)
 	}
+	proxies, err := gateway.ParseTrustedProxies(cfg.TrustedProxies) // validated with the configuration
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("setting %s: %w", settingName("TrustedProxies"), err)
+	}
 	d.keys = authz.New(authz.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "authz:", CacheTTL: cfg.KeyCacheTTL, StaleTTL: cfg.KeyStaleTTL, Logger: logger, TracerProvider: o.tp})
 	d.limiter = tenants.New(tenants.Config{
 		Redis:          rdb,
@@ -86,7 +92,9 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		AdminToken: cfg.AdminToken, CursorSecret: cfg.CursorSecret, Logger: logger,
 		CORSAllowedOrigins: origins,
 		TracerProvider:     o.tp, Usage: d.usage, RedisPool: rdb,
-		Idempotency: idempotency.New(idempotency.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "idem:"}),
+		Idempotency:    idempotency.New(idempotency.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "idem:"}),
+		Audit:          audit.New(audit.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "audit:"}),
+		TrustedProxies: proxies,
 	})
 	return d, nil
 }

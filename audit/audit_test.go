@@ -1,0 +1,296 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invoicing-ao/gateway/internal/testenv"
+)
+
+var ctx = context.Background()
+
+const (
+	companyA = "0b7e3c6a-5f1d-4c1e-9a51-2d3f4e5a6b7c"
+	companyB = "7d1f0e2a-9c3b-4d5e-8f60-718293a4b5c6"
+)
+
+func newClock() *testenv.Clock {
+	return testenv.NewClock(time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC))
+}
+
+// TestLog is the conformance suite, on real Redis and on miniredis.
+func TestLog(t *testing.T) {
+	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		t.Run("record and read", func(t *testing.T) { testRecordRead(t, rdb, prefix+"rr:") })
+		t.Run("refused entries", func(t *testing.T) { testRefused(t, rdb, prefix+"ref:") })
+		t.Run("clocks apart", func(t *testing.T) { testClocksApart(t, rdb, prefix+"skew:") })
+		t.Run("since and paging", func(t *testing.T) { testPaging(t, rdb, prefix+"page:") })
+		t.Run("retention", func(t *testing.T) { testRetention(t, rdb, prefix+"ret:") })
+		t.Run("bounded", func(t *testing.T) { testBounded(t, rdb, prefix+"max:") })
+	})
+}
+
+func entry(action, key string, before, after any) Entry {
+	raw := func(v any) json.RawMessage {
+		if v == nil {
+			return nil
+		}
+		b, _ := json.Marshal(v)
+		return b
+	}
+	return Entry{Actor: "ana@platform", CompanyID: companyA, Action: action, KeyID: key, Before: raw(before), After: raw(after)}
+}
+
+func mustRecord(t *testing.T, l *Log, e Entry) Event {
+	t.Helper()
+	ev, err := l.Record(ctx, e)
+	if err != nil {
+		t.Fatalf("Record(%+v): %v", e, err)
+	}
+	return ev
+}
+
+func readAll(t *testing.T, l *Log, company string, since time.Time) []Event {
+	t.Helper()
+	evs, next, err := l.Read(ctx, company, since, MaxRead)
+	if err != nil || !next.IsZero() {
+		t.Fatalf("Read = %d events, next %v, %v", len(evs), next, err)
+	}
+	return evs
+}
+
+func testRecordRead(t *testing.T, rdb *redis.Client, prefix string) {
+	c := newClock()
+	l := New(Config{Redis: rdb, Prefix: prefix, Now: c.Now})
+	created := mustRecord(t, l, entry(ActionKeyCreated, "key_aaaaaaaaaaaaaaaaaaaa", nil, map[string]any{"state": "active", "hint": "igw_live_…x9Qa"}))
+	c.Add(time.Second)
+	mustRecord(t, l, entry(ActionKeyRevoked, "key_aaaaaaaaaaaaaaaaaaaa", map[string]string{"state": "active"}, map[string]string{"state": "revoked"}))
+	limits := mustRecord(t, l, entry(ActionLimitsSet, "", map[string]int{"burst": 100}, map[string]int{"burst": 5}))
+	other := entry(ActionLimitsReset, "", nil, nil)
+	other.CompanyID = companyB
+	mustRecord(t, l, other)
+
+	evs := readAll(t, l, companyA, time.Time{})
+	if len(evs) != 3 {
+		t.Fatalf("Read = %d events, want 3 (the other company's apart)", len(evs))
+	}
+	want := []struct{ action, key, before, after string }{
+		{ActionKeyCreated, "key_aaaaaaaaaaaaaaaaaaaa", "", `{"hint":"igw_live_…x9Qa","state":"active"}`},
+		{ActionKeyRevoked, "key_aaaaaaaaaaaaaaaaaaaa", `{"state":"active"}`, `{"state":"revoked"}`},
+		{ActionLimitsSet, "", `{"burst":100}`, `{"burst":5}`},
+	}
+	for i, ev := range evs {
+		key := ""
+		if ev.KeyID != nil {
+			key = *ev.KeyID
+		}
+		if ev.Action != want[i].action || key != want[i].key || string(ev.Before) != want[i].before ||
+			string(ev.After) != want[i].after || ev.Actor != "ana@platform" || ev.CompanyID != companyA {
+			t.Errorf("event %d = %+v (before %s, after %s)", i, ev, ev.Before, ev.After)
+		}
+		if i > 0 && !(ev.ID > evs[i-1].ID || len(ev.ID) > len(evs[i-1].ID)) {
+			t.Errorf("ids do not grow: %s after %s", ev.ID, evs[i-1].ID)
+		}
+	}
+	if !evs[0].Time.Equal(c.Now().Add(-time.Second)) || evs[0].ID != created.ID || evs[2].ID != limits.ID {
+		t.Errorf("times or ids differ from Record's: %+v", evs)
+	}
+	b, _ := json.Marshal(evs[2])
+	if !strings.Contains(string(b), `"keyId":null`) {
+		t.Errorf("a limits event shows a key: %s", b)
+	}
+	if evs, _, _ := l.Read(ctx, companyB, time.Time{}, MaxRead); len(evs) != 1 || evs[0].Before != nil {
+		t.Errorf("other company: %+v", evs)
+	}
+	if evs, _, _ := l.Read(ctx, "11111111-2222-4333-8444-555555555555", time.Time{}, MaxRead); len(evs) != 0 {
+		t.Errorf("a company without events: %+v", evs)
+	}
+}
+
+func testRefused(t *testing.T, rdb *redis.Client, prefix string) {
+	l := New(Config{Redis: rdb, Prefix: prefix})
+	secret := "igw_live_" + strings.Repeat("a1B2", 10) + "xyz"
+	edit := func(f func(*Entry)) Entry {
+		e := entry(ActionKeyCreated, "key_aaaaaaaaaaaaaaaaaaaa", nil, map[string]string{"state": "active"})
+		f(&e)
+		return e
+	}
+	for name, e := range map[string]Entry{
+		"no actor":          edit(func(e *Entry) { e.Actor = " " }),
+		"long actor":        edit(func(e *Entry) { e.Actor = strings.Repeat("a", MaxActorLen+1) }),
+		"control in actor":  edit(func(e *Entry) { e.Actor = "ana\nINFO forged" }),
+		"actor is a key":    edit(func(e *Entry) { e.Actor = secret }),
+		"upper-case id":     edit(func(e *Entry) { e.CompanyID = strings.ToUpper(companyA) }),
+		"not a company":     edit(func(e *Entry) { e.CompanyID = "acme" }),
+		"unknown action":    edit(func(e *Entry) { e.Action = "key.deleted" }),
+		"expiry recorded":   edit(func(e *Entry) { e.Action = ActionKeyExpired }),
+		"secret in after":   edit(func(e *Entry) { e.After = json.RawMessage(`{"key":"` + secret + `"}`) }),
+		"secret in before":  edit(func(e *Entry) { e.Before = json.RawMessage(`{"key":"` + strings.ToUpper(secret) + `"}`) }),
+		"before is no JSON": edit(func(e *Entry) { e.Before = json.RawMessage(`{"state":`) }),
+	} {
+		if _, err := l.Record(ctx, e); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: Record = %v, want ErrInvalid", name, err)
+		}
+	}
+	if keys := rdb.Keys(ctx, prefix+"*").Val(); len(keys) != 0 {
+		t.Errorf("refused entries wrote %v", keys)
+	}
+	for _, ok := range []string{"ana@platform", "Zé Manuel (dashboard)", "root@gw-7f9c"} {
+		if err := CheckActor(ok); err != nil {
+			t.Errorf("CheckActor(%q) = %v", ok, err)
+		}
+	}
+	if _, _, err := l.Read(ctx, companyA, time.Time{}, 0); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Read with limit 0 = %v", err)
+	}
+	if _, _, err := l.Read(ctx, "acme", time.Time{}, 1); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Read of a bad company = %v", err)
+	}
+}
+
+// testClocksApart: an instance whose clock is behind still appends after
+// the stream's last event, so ids and the order of reading always grow.
+func testClocksApart(t *testing.T, rdb *redis.Client, prefix string) {
+	ahead, behind := newClock(), newClock()
+	behind.Add(-5 * time.Second)
+	a := New(Config{Redis: rdb, Prefix: prefix, Now: ahead.Now})
+	b := New(Config{Redis: rdb, Prefix: prefix, Now: behind.Now})
+	first := mustRecord(t, a, entry(ActionLimitsSet, "", nil, nil))
+	second := mustRecord(t, b, entry(ActionLimitsReset, "", nil, nil))
+	third := mustRecord(t, b, entry(ActionLimitsReset, "", nil, nil))
+	evs := readAll(t, a, companyA, time.Time{})
+	if len(evs) != 3 || evs[0].ID != first.ID || evs[1].ID != second.ID || evs[2].ID != third.ID {
+		t.Fatalf("events out of order: %+v", evs)
+	}
+	if !strings.HasPrefix(second.ID, fmt.Sprint(ahead.Now().UnixMilli())+"-") {
+		t.Errorf("id %s of the late clock, want it after %s", second.ID, first.ID)
+	}
+	if !evs[1].Time.Equal(behind.Now()) {
+		t.Errorf("the event's time is not its recorder's: %v", evs[1].Time)
+	}
+	// An event that happened earlier keeps its time, and still comes last.
+	late := entry(ActionKeyRevoked, "key_aaaaaaaaaaaaaaaaaaaa", nil, nil)
+	late.Time = ahead.Now().Add(-time.Minute)
+	fourth := mustRecord(t, a, late)
+	evs = readAll(t, a, companyA, time.Time{})
+	if len(evs) != 4 || evs[3].ID != fourth.ID || !evs[3].Time.Equal(late.Time) || !fourth.Time.Equal(late.Time) {
+		t.Errorf("a late event: %+v", evs)
+	}
+}
+
+func testPaging(t *testing.T, rdb *redis.Client, prefix string) {
+	c := newClock()
+	l := New(Config{Redis: rdb, Prefix: prefix, Now: c.Now})
+	t0 := c.Now()
+	var all []Event
+	for i := range 5 {
+		c.Set(t0.Add(time.Duration(i/2) * time.Hour)) // two events share each hour
+		all = append(all, mustRecord(t, l, entry(ActionLimitsSet, "", nil, map[string]int{"n": i})))
+	}
+	if evs := readAll(t, l, companyA, t0.Add(time.Hour)); len(evs) != 3 || evs[0].ID != all[2].ID {
+		t.Errorf("since the second hour: %+v", evs)
+	}
+	// Paging: each page starts where the last one said, and none ends
+	// inside a millisecond, so no event is repeated or skipped.
+	var got []string
+	since, pages := time.Time{}, 0
+	for ; pages < 10; pages++ {
+		evs, next, err := l.Read(ctx, companyA, since, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			got = append(got, ev.ID)
+		}
+		if next.IsZero() {
+			break
+		}
+		since = next
+	}
+	if len(got) != 5 || got[0] != all[0].ID || got[4] != all[4].ID || pages != 2 {
+		t.Errorf("paged through %v in %d pages, want the 5 events in order in 3", got, pages+1)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i] == got[i-1] {
+			t.Errorf("event %s read twice", got[i])
+		}
+	}
+}
+
+func testRetention(t *testing.T, rdb *redis.Client, prefix string) {
+	c := newClock()
+	l := New(Config{Redis: rdb, Prefix: prefix, Now: c.Now})
+	mustRecord(t, l, entry(ActionLimitsSet, "", nil, nil))
+	c.Add(DefaultRetention - time.Millisecond)
+	if evs := readAll(t, l, companyA, time.Time{}); len(evs) != 1 {
+		t.Fatalf("an event 400 days old but for a millisecond: %d", len(evs))
+	}
+	c.Add(time.Millisecond)
+	if evs := readAll(t, l, companyA, time.Time{}); len(evs) != 0 {
+		t.Errorf("an event of 400 days ago is still read: %+v", evs)
+	}
+	mustRecord(t, l, entry(ActionLimitsReset, "", nil, nil))
+	stream := prefix + "{" + companyA + "}"
+	if n := rdb.XLen(ctx, stream).Val(); n != 1 {
+		t.Errorf("the next event left %d in the stream, want the old one trimmed", n)
+	}
+	if ttl := rdb.PTTL(ctx, stream).Val(); ttl <= 0 || ttl > DefaultRetention {
+		t.Errorf("stream TTL %v, want at most the retention", ttl)
+	}
+}
+
+func testBounded(t *testing.T, rdb *redis.Client, prefix string) {
+	c := newClock()
+	l := New(Config{Redis: rdb, Prefix: prefix, Now: c.Now, MaxPerCompany: 5})
+	var last []Event
+	for i := range 12 {
+		c.Add(time.Millisecond)
+		last = append(last, mustRecord(t, l, entry(ActionLimitsSet, "", nil, map[string]int{"n": i})))
+	}
+	evs := readAll(t, l, companyA, time.Time{})
+	if len(evs) != 5 || evs[0].ID != last[7].ID || evs[4].ID != last[11].ID {
+		t.Errorf("bounded stream holds %d events from %v, want the newest 5", len(evs), evs)
+	}
+}
+
+func TestUnavailable(t *testing.T) {
+	_, mr := testenv.Miniredis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1, DialerRetries: 1})
+	defer rdb.Close()
+	l := New(Config{Redis: rdb})
+	mr.Close()
+	if _, err := l.Record(ctx, entry(ActionLimitsSet, "", nil, nil)); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Record without Redis = %v", err)
+	}
+	if _, _, err := l.Read(ctx, companyA, time.Time{}, 1); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Read without Redis = %v", err)
+	}
+}
+
+// TestOnRedisCluster appends to and reads the streams of many companies on
+// a real three-master Redis Cluster: the append script's one key, and the
+// company's hash tag, keep each step in one slot.
+func TestOnRedisCluster(t *testing.T) {
+	rdb := testenv.RedisClusterClient(t)
+	c := newClock()
+	l := New(Config{Redis: rdb, Prefix: "gw:audit:", Now: c.Now})
+	for i := range 12 {
+		e := entry(ActionLimitsSet, "", nil, map[string]int{"n": i})
+		e.CompanyID = fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+		mustRecord(t, l, e)
+		mustRecord(t, l, e)
+	}
+	for i := range 12 {
+		evs := readAll(t, l, fmt.Sprintf("00000000-0000-4000-8000-%012d", i), time.Time{})
+		if len(evs) != 2 || string(evs[1].After) != fmt.Sprintf(`{"n":%d}`, i) {
+			t.Errorf("company %d: %+v", i, evs)
+		}
+	}
+}
