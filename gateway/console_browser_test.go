@@ -155,7 +155,19 @@ func TestConsoleInBrowser(t *testing.T) {
 	if !eval("bars", `document.querySelectorAll('svg.chart rect[data-class="2xx"]').length > 0`) {
 		t.Error("no 2xx bars in the usage charts")
 	}
+	// The audit log shows this session's changes under the name signed in with.
+	if !eval("audit", `(t => t.includes("key.created") && t.includes("ana.silva") && t.includes("limits.set"))(document.getElementById("audit").textContent)`) {
+		t.Errorf("audit log: %s", str("audit text", chromedp.TextContent("#audit")))
+	}
 	shot("4-company")
+
+	// Roll the console's key: a new secret, once; the old key is still listed.
+	run("roll", chromedp.Click(`tr[data-key] button.roll`), chromedp.WaitVisible("#secret-value"))
+	rolled := str("rolled secret", chromedp.Text("#secret-value"))
+	if !strings.HasPrefix(rolled, "igw_live_") || rolled == secret {
+		t.Fatalf("rolled secret %q", rolled)
+	}
+	shot("5-key-rolled")
 }
 
 func jsString(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
