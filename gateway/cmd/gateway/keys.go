@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -14,67 +15,49 @@ import (
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
-// management opens what a management command needs, quietly.
-func management(ctx context.Context, load func() (Config, error), stderr io.Writer) (*deps, error) {
-	cfg, err := load()
-	if err != nil {
-		return nil, err
-	}
-	return connect(ctx, cfg, newLogger(stderr, "error"))
-}
-
-func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: keys needs create, list or revoke", errUsage)
-	}
-	fs := flag.NewFlagSet("keys "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	load := configFlag(fs, env)
-	company := fs.String("company", "", "company id")
-	modeS := fs.String("mode", "", "LIVE or TEST")
-	scopesS := fs.String("scopes", "", "comma-separated: invoices:read,clients:read,clients:write")
-	name := fs.String("name", "", "a name to recognise the key by")
-	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseFlags(fs, args[1:])
-	if err != nil {
-		return err
-	}
-	if args[0] != "revoke" && len(pos) > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, pos[0])
-	}
-	switch args[0] {
-	case "create":
-		if *company == "" || *modeS == "" || *scopesS == "" {
-			return fmt.Errorf("%w: keys create needs --company, --mode and --scopes", errUsage)
-		}
+func keysCreateFlags(fs *flag.FlagSet) action {
+	company := companyFlag(fs)
+	modeS := fs.String("mode", "", "`MODE`: LIVE (live data) or TEST (the sandbox)")
+	scopesS := fs.String("scopes", "", "comma-separated `LIST` of invoices:read, clients:read, clients:write")
+	name := fs.String("name", "", "a name to recognise the key by (`TEXT`)")
+	asJSON := jsonFlag(fs)
+	quiet := fs.Bool("quiet", false, "print the secret only, for scripts: KEY=$(gateway keys create ... --quiet)")
+	return func(ctx context.Context, c *invocation) error {
 		mode, err := invoicing.ParseMode(*modeS)
 		if err != nil {
-			return fmt.Errorf("--mode %q: must be LIVE or TEST", *modeS)
+			return usagef("--mode %q: must be LIVE or TEST", *modeS)
 		}
 		scopes, err := authz.ParseScopes(*scopesS)
 		if err != nil {
-			return fmt.Errorf("--scopes %q: %v (known: invoices:read, clients:read, clients:write)", *scopesS, err)
+			return usagef("--scopes %q: %v (known: invoices:read, clients:read, clients:write)", *scopesS, err)
 		}
-		d, err := management(ctx, load, stderr)
+		if *asJSON && *quiet {
+			return usagef("--json and --quiet exclude each other")
+		}
+		d, err := c.open(ctx)
 		if err != nil {
 			return err
 		}
 		defer d.Close()
 		v, err := d.server.CreateKey(ctx, *company, mode, scopes, *name)
-		if err != nil {
+		switch {
+		case err != nil:
+			return err
+		case *asJSON:
+			return json.NewEncoder(c.stdout).Encode(v)
+		case *quiet:
+			_, err := fmt.Fprintln(c.stdout, v.Key)
 			return err
 		}
-		if *asJSON {
-			return json.NewEncoder(stdout).Encode(v)
-		}
-		fmt.Fprintf(stdout, "Created key %s (%s, %s) for company %s.\n", v.ID, v.Mode, joinScopes(v.Scopes), v.CompanyID)
-		fmt.Fprintf(stdout, "Secret (shown this once; store it now):\n%s\n", v.Key)
+		fmt.Fprintf(c.stdout, "Created key %s (%s, %s) for company %s.\n", v.ID, v.Mode, strings.Join(v.Scopes, ","), v.CompanyID)
+		fmt.Fprintf(c.stdout, "Secret (shown this once; store it now):\n%s\n", v.Key)
 		return nil
-	case "list":
-		if *company == "" {
-			return fmt.Errorf("%w: keys list needs --company", errUsage)
-		}
-		d, err := management(ctx, load, stderr)
+	}
+}
+
+func keysList(company *string, asJSON *bool) action {
+	return func(ctx context.Context, c *invocation) error {
+		d, err := c.open(ctx)
 		if err != nil {
 			return err
 		}
@@ -84,41 +67,30 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer, env f
 			return err
 		}
 		if *asJSON {
-			return json.NewEncoder(stdout).Encode(keys)
+			return json.NewEncoder(c.stdout).Encode(keys)
 		}
-		printKeys(stdout, keys)
+		printKeys(c.stdout, keys)
 		return nil
-	case "revoke":
-		if len(pos) != 1 {
-			return fmt.Errorf("%w: keys revoke needs exactly one KEY_ID", errUsage)
-		}
-		d, err := management(ctx, load, stderr)
+	}
+}
+
+func keysRevoke(asJSON *bool) action {
+	return func(ctx context.Context, c *invocation) error {
+		d, err := c.open(ctx)
 		if err != nil {
 			return err
 		}
 		defer d.Close()
-		v, err := d.server.RevokeKey(ctx, pos[0])
+		v, err := d.server.RevokeKey(ctx, c.args[0])
 		if err != nil {
 			return err
 		}
 		if *asJSON {
-			return json.NewEncoder(stdout).Encode(v)
+			return json.NewEncoder(c.stdout).Encode(v)
 		}
-		fmt.Fprintf(stdout, "Revoked key %s (%s); every gateway refuses it within a second.\n", v.ID, v.Hint)
+		fmt.Fprintf(c.stdout, "Revoked key %s (%s); every gateway refuses it within a second.\n", v.ID, v.Hint)
 		return nil
 	}
-	return fmt.Errorf("%w: unknown keys command %q", errUsage, args[0])
-}
-
-func joinScopes(s []string) string {
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += ","
-		}
-		out += x
-	}
-	return out
 }
 
 func printKeys(w io.Writer, keys []gateway.KeyView) {
@@ -129,7 +101,7 @@ func printKeys(w io.Writer, keys []gateway.KeyView) {
 		if k.LastUsedAt != nil {
 			last = k.LastUsedAt.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Mode, joinScopes(k.Scopes), k.Name, k.Hint, k.State,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Mode, strings.Join(k.Scopes, ","), k.Name, k.Hint, k.State,
 			k.CreatedAt.UTC().Format(time.RFC3339), last)
 	}
 	_ = tw.Flush()
