@@ -127,6 +127,7 @@ func watchDependencies(ctx context.Context, logger *slog.Logger, deps []dependen
 		wg.Go(func() { up[i] = check(ctx, logger, dep, wc.first, false) })
 	}
 	wg.Wait()
+	down = []string{} // logged as [] rather than null
 	for i, dep := range deps {
 		if !up[i] {
 			down = append(down, dep.name)
