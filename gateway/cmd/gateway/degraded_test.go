@@ -60,7 +60,9 @@ func TestServeStartsDegradedAndRecovers(t *testing.T) {
 				"GATEWAY_REDIS_PREFIX=" + prefix, "GATEWAY_LIVE_DATABASE_URL=" + live, "GATEWAY_TEST_DATABASE_URL=" + test,
 				"GATEWAY_BREAKER_OPEN_FOR=1s", "GATEWAY_DRAIN_DELAY=0s",
 			})
-			warn := p.waitLog(t, func(m map[string]any) bool { return m["msg"] == "dependency unavailable; serving without it until it answers" })
+			warn := p.waitLog(t, func(m map[string]any) bool {
+				return m["msg"] == "dependency unavailable; serving without it until it answers"
+			})
 			setting := map[string]string{"live database": "GATEWAY_LIVE_DATABASE_URL", "sandbox database": "GATEWAY_TEST_DATABASE_URL", "Redis": "GATEWAY_REDIS_URL"}[down]
 			if warn["level"] != "WARN" || warn["dependency"] != down || !strings.Contains(warn["setting"].(string), setting) ||
 				!strings.Contains(warn["target"].(string), proxy.Addr()) || warn["error"] == "" || warn["effect"] == "" {
