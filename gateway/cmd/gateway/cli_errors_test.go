@@ -45,7 +45,7 @@ func TestErrorsNameTheCause(t *testing.T) {
 		want []string
 	}{
 		{"database does not exist", map[string]string{"GATEWAY_LIVE_DATABASE_URL": missing.String()}, create,
-			[]string{"the live database", "GATEWAY_LIVE_DATABASE_URL", admin.Host, `database "` + missing.Path[1:] + `" does not exist`, "createdb -h " + admin.Hostname()}},
+			[]string{"the live database", "GATEWAY_LIVE_DATABASE_URL", admin.Host, `database "` + missing.Path[1:] + `" does not exist`, "createdb -h " + admin.Hostname() + " -p " + admin.Port()}},
 		{"no schema", map[string]string{"GATEWAY_LIVE_DATABASE_URL": empty}, create,
 			[]string{`relation "companies" does not exist`, "gateway data schema"}},
 		{"Redis refused", map[string]string{"GATEWAY_LIVE_DATABASE_URL": empty, "GATEWAY_REDIS_URL": "redis://127.0.0.1:" + port + "/0"}, create,

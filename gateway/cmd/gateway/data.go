@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -62,9 +63,14 @@ func dataLoadFlags(fs *flag.FlagSet) action {
 			if err != nil {
 				return err
 			}
+			for i, u := range urls { // each answers and has the schema, or is named
+				if err := checkDatabase(ctx, u); err != nil {
+					return dataError("", i, u, err)
+				}
+			}
 			sum, err := gendata.LoadSmall(ctx, urls[0], urls[1], *seed)
 			if err != nil {
-				return fmt.Errorf("%w\n(new databases need the schema first: gateway data schema)", err)
+				return err
 			}
 			printSmall(c.stdout, sum, time.Since(start))
 			return nil
@@ -93,6 +99,21 @@ func printSmall(w io.Writer, sum gendata.Summary, took time.Duration) {
 	}
 	fmt.Fprintf(w, "\nNext, a key for the first company (LIVE reads the live database, TEST the sandbox):\n")
 	fmt.Fprintf(w, "  gateway keys create --company %s --mode LIVE --scopes invoices:read,clients:read,clients:write\n", sum.Companies[0].ID)
+}
+
+// checkDatabase asks the database of url for a company, which needs the
+// schema: what data load needs of it.
+func checkDatabase(ctx context.Context, url string) error {
+	st, err := backend.Open(ctx, backend.Config{URL: url})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	_, err = st.Company(ctx, gendata.DemoCompanyA)
+	if errors.Is(err, backend.ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 // dataError names the database a data command failed on, and its cause.

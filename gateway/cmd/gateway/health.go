@@ -56,11 +56,7 @@ func hint(err error, target string) string {
 	if errors.As(err, &pg) {
 		switch pg.Code {
 		case "3D000":
-			if u, perr := url.Parse(target); perr == nil {
-				return fmt.Sprintf("create it: createdb -h %s -p %s %s, then load the schema: gateway data schema",
-					u.Hostname(), portOr(u.Port(), "5432"), strings.TrimPrefix(u.Path, "/"))
-			}
-			return "create it, then load the schema: gateway data schema"
+			return "create it: " + createdb(target) + ", then load the schema: gateway data schema"
 		case "42P01":
 			return "load the schema first: gateway data schema"
 		case "42P07":
@@ -77,11 +73,28 @@ func hint(err error, target string) string {
 	return ""
 }
 
-func portOr(p, def string) string {
-	if p == "" {
-		return def
+// createdb is the command that creates the database of a postgres:// URL
+// (a host in the URL or as ?host=, a socket directory or a name).
+func createdb(target string) string {
+	u, err := url.Parse(target)
+	if err != nil || strings.Trim(u.Path, "/") == "" {
+		return "createdb NAME"
 	}
-	return p
+	args := []string{"createdb"}
+	host := u.Hostname()
+	if host == "" {
+		host = u.Query().Get("host")
+	}
+	if host != "" {
+		args = append(args, "-h", host)
+	}
+	if u.Port() != "" {
+		args = append(args, "-p", u.Port())
+	}
+	if u.User != nil && u.User.Username() != "" {
+		args = append(args, "-U", u.User.Username())
+	}
+	return strings.Join(append(args, strings.TrimPrefix(u.Path, "/")), " ")
 }
 
 // dependency is one thing `serve` talks to, watched while it runs.
