@@ -14,6 +14,7 @@ import (
 
 // TestMiniredisGone stops the Redis server itself, not just its replies.
 func TestMiniredisGone(t *testing.T) {
+	testenv.QuietRedisLog(t)
 	rdb, mr := testenv.Miniredis(t)
 	c := newClock()
 	k := newRing(t, rdb, "mr:", c, func(cfg *Config) {
@@ -45,6 +46,7 @@ func TestMiniredisGone(t *testing.T) {
 // TestRedisClosedPort: a Keyring whose Redis address answers nothing says
 // "unavailable", never "invalid", and does not wait longer than its timeout.
 func TestRedisClosedPort(t *testing.T) {
+	testenv.QuietRedisLog(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

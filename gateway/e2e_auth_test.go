@@ -133,7 +133,7 @@ func TestRedisDownIsNotUnauthorized(t *testing.T) {
 	w := newWorld(t)
 	good := w.start()
 	k := good.key(t, coA, invoicing.Live, allScopes)
-	dead := w.start(withRedis(deadRedis()))
+	dead := w.start(withRedis(deadRedis(t)))
 	r := do(t, dead.pub.URL, req{Path: "/api/v1/v1/clients", Key: k.Key, Company: coA})
 	expectProblem(t, r, 503, "authentication_unavailable")
 	if r.Header.Get("Retry-After") == "" {

@@ -254,7 +254,8 @@ func expectProblem(t *testing.T, r resp, status int, code string) map[string]any
 }
 
 // deadRedis is a client of a Redis that is not there.
-func deadRedis() *redis.Client {
+func deadRedis(t *testing.T) *redis.Client {
+	testenv.QuietRedisLog(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(err)
