@@ -59,7 +59,7 @@ func TestConnectionFailureFilter(t *testing.T) {
 	for msg, drop := range map[string]bool{
 		"redis: connection pool: failed to dial after 5 attempts: dial tcp 127.0.0.1:1: connect: connection refused": true,
 		"redis: discarding bad PubSub connection: read tcp 127.0.0.1:5->127.0.0.1:6: read: connection reset by peer": true,
-		"sentinel: new master=\"gwmaster\" addr=\"127.0.0.1:27501\"":                                                    false,
+		"sentinel: new master=\"gwmaster\" addr=\"127.0.0.1:27501\"":                                                 false,
 	} {
 		if connectionFailure(msg) != drop {
 			t.Errorf("%q: dropped %v, want %v", msg, !drop, drop)
