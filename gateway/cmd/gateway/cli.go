@@ -38,10 +38,9 @@ type action func(ctx context.Context, c *invocation) error
 type needs uint8
 
 const (
-	needRedis  needs = 1 << iota
-	needLive         // the live database
-	needTest         // the sandbox database
-	needConfig       // reads the configuration (implied by the others)
+	needRedis needs = 1 << iota
+	needLive        // the live database
+	needTest        // the sandbox database
 
 	needDatabases = needLive | needTest
 	needAll       = needRedis | needDatabases

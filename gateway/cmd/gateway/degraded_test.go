@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend/gendata"
@@ -19,7 +22,6 @@ import (
 // says what is down and why, and recovers alone when the dependency comes
 // back, with no restart.
 func TestServeStartsDegradedAndRecovers(t *testing.T) {
-	testenv.QuietRedisLog(t) // this test's own Redis client, below
 	bin := buildBinary(t)
 	for _, down := range []string{"live database", "sandbox database", "Redis"} {
 		t.Run(strings.ReplaceAll(down, " ", "_"), func(t *testing.T) {
@@ -30,31 +32,51 @@ func TestServeStartsDegradedAndRecovers(t *testing.T) {
 			}
 			rdb, prefix := testenv.Redis(t)
 			redisURL := testenv.RedisURL()
-			var proxy *testenv.FaultProxy
-			switch down {
-			case "live database":
-				proxy = testenv.PostgresProxy(t)
-				live = proxy.Via(live)
-			case "sandbox database":
-				proxy = testenv.PostgresProxy(t)
-				test = proxy.Via(test)
-			case "Redis":
-				proxy = testenv.NewFaultProxy(t, rdb.Options().Addr)
-				redisURL = proxy.Via(redisURL)
-			}
-			// Keys made beforehand, in the Redis the gateway will use.
-			keys := authz.New(authz.Config{Redis: rdb, Prefix: prefix + "authz:"})
-			defer keys.Close()
-			all, _ := authz.ParseScopes("invoices:read,clients:read,clients:write")
-			secret := map[invoicing.Mode]string{}
-			for _, m := range invoicing.Modes {
-				_, s, err := keys.Create(ctx, authz.NewKey{CompanyID: gendata.DemoCompanyA, Mode: m, Scopes: all, Name: "degraded"})
-				if err != nil {
-					t.Fatal(err)
+			mkKeys := func(rdb redis.UniversalClient) map[invoicing.Mode]string {
+				keys := authz.New(authz.Config{Redis: rdb, Prefix: prefix + "authz:"})
+				defer keys.Close()
+				all, _ := authz.ParseScopes("invoices:read,clients:read,clients:write")
+				secret := map[invoicing.Mode]string{}
+				for _, m := range invoicing.Modes {
+					_, s, err := keys.Create(ctx, authz.NewKey{CompanyID: gendata.DemoCompanyA, Mode: m, Scopes: all, Name: "degraded"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					secret[m] = s
 				}
-				secret[m] = s
+				return secret
 			}
-			proxy.Cut()
+			// Each dependency is down from before the start, and brought up:
+			// a database behind a fault proxy that refuses, then forwards;
+			// Redis on a port nothing listens on, where a redis-server of
+			// the test's own then starts (its keys made then).
+			var where string
+			var secret map[invoicing.Mode]string
+			var bringUp func()
+			switch down {
+			case "live database", "sandbox database":
+				proxy := testenv.PostgresProxy(t)
+				if down == "live database" {
+					live = proxy.Via(live)
+				} else {
+					test = proxy.Via(test)
+				}
+				proxy.Cut()
+				where, bringUp = proxy.Addr(), proxy.Resume
+				secret = mkKeys(rdb)
+			case "Redis":
+				port := closedPort(t)
+				where, redisURL = "127.0.0.1:"+port, "redis://127.0.0.1:"+port+"/0"
+				unknown := "_" + strings.Repeat("K", 43)
+				secret = map[invoicing.Mode]string{invoicing.Live: "igw_live" + unknown, invoicing.Test: "igw_test" + unknown}
+				bringUp = func() {
+					p, _ := strconv.Atoi(port)
+					srv := testenv.StartRedisServer(t, p)
+					own := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+					defer own.Close()
+					secret = mkKeys(own)
+				}
+			}
 			p := startProcess(t, bin, []string{
 				"GATEWAY_ADDR=127.0.0.1:0", "GATEWAY_ADMIN_ADDR=127.0.0.1:0", "GATEWAY_REDIS_URL=" + redisURL,
 				"GATEWAY_REDIS_PREFIX=" + prefix, "GATEWAY_LIVE_DATABASE_URL=" + live, "GATEWAY_TEST_DATABASE_URL=" + test,
@@ -65,7 +87,7 @@ func TestServeStartsDegradedAndRecovers(t *testing.T) {
 			})
 			setting := map[string]string{"live database": "GATEWAY_LIVE_DATABASE_URL", "sandbox database": "GATEWAY_TEST_DATABASE_URL", "Redis": "GATEWAY_REDIS_URL"}[down]
 			if warn["level"] != "WARN" || warn["dependency"] != down || !strings.Contains(warn["setting"].(string), setting) ||
-				!strings.Contains(warn["target"].(string), proxy.Addr()) || warn["error"] == "" || warn["effect"] == "" {
+				!strings.Contains(warn["target"].(string), where) || warn["error"] == "" || warn["effect"] == "" {
 				t.Errorf("the warning: %v", warn)
 			}
 			ready := readiness(t, p.pub)
@@ -93,7 +115,7 @@ func TestServeStartsDegradedAndRecovers(t *testing.T) {
 				}
 			}
 
-			proxy.Resume()
+			bringUp()
 			rec := p.waitLog(t, func(m map[string]any) bool { return m["msg"] == "dependency recovered" })
 			if rec["dependency"] != down || rec["level"] != "INFO" {
 				t.Errorf("recovery line: %v", rec)
@@ -106,6 +128,22 @@ func TestServeStartsDegradedAndRecovers(t *testing.T) {
 			}
 			if ready := readiness(t, p.pub); ready.Status != "ready" {
 				t.Errorf("readyz after recovery: %+v", ready)
+			}
+			// Everything the process logged is JSON: go-redis's own lines
+			// ("redis: connection pool: failed to dial ...") go into the
+			// log at debug level, not raw onto stderr.
+			for drained := false; !drained; {
+				select {
+				case l := <-p.stderrLines:
+					p.seen = append(p.seen, l)
+				default:
+					drained = true
+				}
+			}
+			for _, l := range p.seen {
+				if !json.Valid([]byte(l)) {
+					t.Errorf("a line that is not JSON on the gateway's stderr: %s", l)
+				}
 			}
 		})
 	}
@@ -134,6 +172,7 @@ func (p *process) waitLog(t *testing.T, match func(map[string]any) bool) map[str
 	for {
 		select {
 		case l := <-p.stderrLines:
+			p.seen = append(p.seen, l)
 			var m map[string]any
 			if json.Unmarshal([]byte(l), &m) == nil && match(m) {
 				return m
