@@ -89,7 +89,7 @@ func (c *command) newFlagSet() (*flag.FlagSet, action, *string) {
 	}
 	var cfg *string
 	if c.needs.config() {
-		cfg = fs.String("config", "", "configuration `FILE` (default: $"+configEnv+", else ./"+defaultConfigFile+")")
+		cfg = fs.String("config", "", "read the configuration from `FILE` (default: $"+configEnv+", else ./"+defaultConfigFile+")")
 	}
 	return fs, act, cfg
 }

@@ -74,7 +74,7 @@ var commands = []*command{
 		example: "gateway usage --company " + exampleCompany + " --days 30",
 		needs:   needRedis, required: []string{"company"},
 		flags: func(fs *flag.FlagSet) action {
-			return usageShow(companyFlag(fs), fs.Int("days", gateway.DefaultUsageDays, "how many days (`N`), today included"), jsonFlag(fs))
+			return usageShow(companyFlag(fs), fs.Int("days", gateway.DefaultUsageDays, "show `N` days, today included"), jsonFlag(fs))
 		},
 	},
 	{

@@ -50,8 +50,8 @@ func dataSchema(db *string) action {
 
 func dataLoadFlags(fs *flag.FlagSet) action {
 	db := databaseFlag(fs)
-	size := fs.String("size", "small", "`SIZE`: small (demo data, live and sandbox) or large (platform scale, one PostgreSQL database)")
-	seed := fs.Int64("seed", 1, "generator seed (`N`): the same seed makes the same data")
+	size := fs.String("size", "small", "`SIZE`, small (demo data, live and sandbox) or large (platform scale, one PostgreSQL database)")
+	seed := fs.Int64("seed", 1, "generator seed `N`: the same seed makes the same data")
 	return func(ctx context.Context, c *invocation) error {
 		start := time.Now()
 		switch *size {

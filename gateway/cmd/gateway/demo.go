@@ -43,7 +43,7 @@ const demoRedisTimeout = 2 * time.Second
 // in-process Redis and two SQLite databases (live and sandbox) of generated
 // demo data in a temporary directory, and ready keys printed with curl lines.
 func demoFlags(fs *flag.FlagSet) action {
-	dataDir := fs.String("data", "", "`DIR`ectory of the demo databases, kept (default: a new temporary directory, removed at exit)")
+	dataDir := fs.String("data", "", "`DIR` to keep the demo databases in, and reuse (default: a new temporary directory, removed at exit)")
 	return func(ctx context.Context, c *invocation) error {
 		dir := *dataDir
 		if dir == "" {

@@ -17,7 +17,7 @@ import (
 
 func keysCreateFlags(fs *flag.FlagSet) action {
 	company := companyFlag(fs)
-	modeS := fs.String("mode", "", "`MODE`: LIVE (live data) or TEST (the sandbox)")
+	modeS := fs.String("mode", "", "`MODE`, LIVE (live data) or TEST (the sandbox)")
 	scopesS := fs.String("scopes", "", "comma-separated `LIST` of invoices:read, clients:read, clients:write")
 	name := fs.String("name", "", "a name to recognise the key by (`TEXT`)")
 	asJSON := jsonFlag(fs)

@@ -18,7 +18,7 @@ func limitsGet(company *string, asJSON *bool) action {
 
 func limitsSetFlags(fs *flag.FlagSet) action {
 	company := companyFlag(fs)
-	mode := fs.String("mode", "", "`MODE`: LIVE or TEST (default: both)")
+	mode := fs.String("mode", "", "`MODE`, LIVE or TEST (default: both)")
 	rps := fs.Float64("rps", 0, "sustained requests per second (`N` > 0)")
 	burst := fs.Int("burst", 0, "requests allowed at once (`N` >= 1)")
 	asJSON := jsonFlag(fs)
