@@ -14,8 +14,8 @@ import (
 
 // TestMiniredisGone stops the Redis server itself, not just its replies.
 func TestMiniredisGone(t *testing.T) {
-	testenv.QuietRedisLog(t)
 	rdb, mr := testenv.Miniredis(t)
+	testenv.QuietRedisLog(t, mr.Addr())
 	c := newClock()
 	k := newRing(t, rdb, "mr:", c, func(cfg *Config) {
 		cfg.NoPubSub = false // the listener must not hang or spin when Redis goes
@@ -46,13 +46,13 @@ func TestMiniredisGone(t *testing.T) {
 // TestRedisClosedPort: a Keyring whose Redis address answers nothing says
 // "unavailable", never "invalid", and does not wait longer than its timeout.
 func TestRedisClosedPort(t *testing.T) {
-	testenv.QuietRedisLog(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
 	l.Close()
+	testenv.QuietRedisLog(t, addr)
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
 	k := newRing(t, rdb, "closed:", nil, func(cfg *Config) { cfg.NoPubSub = false })

@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -20,23 +19,37 @@ import (
 
 var (
 	quietInstall sync.Once
-	quietTests   atomic.Int32
+	quietMu      sync.RWMutex
+	quietAddrs   = map[string]bool{} // host:port made to fail on purpose
 )
 
 // redisLogFilter is the logger installed, once, for the whole process: the
-// go-redis default (stderr, "redis: " prefix) except that, while at least
-// one test asked for quiet, it drops the lines of a connection that fails.
-// The logger is process-global: a filter, rather than a discard logger
-// swapped in and out, keeps other tests' unexpected Redis lines visible and
-// leaves nothing to restore when tests overlap.
+// go-redis default (stderr, "redis: " prefix) except that it drops the lines
+// of a connection that fails to an address a test made fail on purpose.
+// The logger is process-global, and go-redis's reconnecting goroutines log
+// after their test has returned: so the filter is by address, for the rest
+// of the process, rather than a discard logger swapped in for a test's
+// duration, which would either miss those late lines or hide other tests'
+// unexpected ones.
 type redisLogFilter struct{ l *log.Logger }
 
 func (f redisLogFilter) Printf(_ context.Context, format string, v ...any) {
 	msg := fmt.Sprintf(format, v...)
-	if quietTests.Load() > 0 && connectionFailure(msg) {
+	if connectionFailure(msg) && aboutQuietAddr(msg) {
 		return
 	}
 	_ = f.l.Output(2, msg)
+}
+
+func aboutQuietAddr(msg string) bool {
+	quietMu.RLock()
+	defer quietMu.RUnlock()
+	for a := range quietAddrs {
+		if strings.Contains(msg, a) {
+			return true
+		}
+	}
+	return false
 }
 
 // connectionFailure reports a go-redis line about a connection that could
@@ -51,12 +64,21 @@ func connectionFailure(msg string) bool {
 	return false
 }
 
-// QuietRedisLog silences go-redis's connection-failure lines until the test
-// ends: for tests that stop, cut or refuse Redis on purpose.
-func QuietRedisLog(t testing.TB) {
+// QuietRedisLog silences go-redis's lines about failing connections to
+// addrs (host:port), which the test stops, cuts or refuses on purpose: a
+// reader of the suite's output would take them for failures. Lines about
+// other addresses, and other lines, still print.
+func QuietRedisLog(t testing.TB, addrs ...string) {
+	t.Helper()
+	if len(addrs) == 0 {
+		t.Fatal("QuietRedisLog: which addresses fail on purpose?")
+	}
 	quietInstall.Do(func() {
 		redis.SetLogger(redisLogFilter{log.New(os.Stderr, "redis: ", log.LstdFlags|log.Lshortfile)})
 	})
-	quietTests.Add(1)
-	t.Cleanup(func() { quietTests.Add(-1) })
+	quietMu.Lock()
+	defer quietMu.Unlock()
+	for _, a := range addrs {
+		quietAddrs[a] = true
+	}
 }

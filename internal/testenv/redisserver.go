@@ -23,10 +23,9 @@ type RedisServer struct {
 // StartRedisServer starts redis-server on 127.0.0.1:port (a free port when
 // port is 0), without automatic persistence, and waits until it answers. It
 // is killed when the test ends. Its tests stop it on purpose: go-redis's
-// connection-failure lines are kept quiet meanwhile (QuietRedisLog).
+// connection-failure lines about it are kept quiet (QuietRedisLog).
 func StartRedisServer(t testing.TB, port int) *RedisServer {
 	t.Helper()
-	QuietRedisLog(t)
 	if port == 0 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -36,6 +35,7 @@ func StartRedisServer(t testing.TB, port int) *RedisServer {
 		ln.Close()
 	}
 	s := &RedisServer{Port: port, t: t, dir: t.TempDir()}
+	QuietRedisLog(t, s.Addr())
 	s.start()
 	return s
 }

@@ -27,7 +27,6 @@ func closedPort(t *testing.T) string {
 // the server's own words, never the API's public text, and says what to do
 // next where that is known.
 func TestErrorsNameTheCause(t *testing.T) {
-	testenv.QuietRedisLog(t)
 	_, prefix := testenv.Redis(t)
 	admin, err := url.Parse(testenv.PostgresAdminURL())
 	if err != nil {
@@ -37,6 +36,7 @@ func TestErrorsNameTheCause(t *testing.T) {
 	missing.Path = "/" + testenv.Name("gwtest_missing_")
 	empty := testenv.Postgres(t) // exists, no schema
 	port := closedPort(t)
+	testenv.QuietRedisLog(t, "127.0.0.1:"+port)
 	create := []string{"keys", "create", "--company", gendata.DemoCompanyA, "--mode", "LIVE", "--scopes", "clients:read"}
 	cases := []struct {
 		name string
