@@ -15,6 +15,7 @@ import (
 // TestMiniredisGone stops the Redis server itself, not just its replies.
 func TestMiniredisGone(t *testing.T) {
 	rdb, mr := testenv.Miniredis(t)
+	testenv.QuietRedisLog(t, mr.Addr())
 	c := newClock()
 	k := newRing(t, rdb, "mr:", c, func(cfg *Config) {
 		cfg.NoPubSub = false // the listener must not hang or spin when Redis goes
@@ -51,6 +52,7 @@ func TestRedisClosedPort(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
+	testenv.QuietRedisLog(t, addr)
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
 	k := newRing(t, rdb, "closed:", nil, func(cfg *Config) { cfg.NoPubSub = false })

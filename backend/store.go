@@ -63,6 +63,14 @@ type Config struct {
 	// through this Store its client lists are read from the primary; zero
 	// means 5s. Used only with ReplicaURL.
 	ReadYourWritesWindow time.Duration
+
+	// Lazy makes Open return the Store without first asking the database:
+	// a database that cannot be reached yet fails each call with
+	// ErrUnavailable (then the breaker's fast refusals) until it answers,
+	// and the Store recovers alone. False means Open pings and fails. A
+	// server that must start during an outage sets it; a tool that needs the
+	// database now leaves it off, to say at once what is wrong.
+	Lazy bool
 }
 
 // Store serves the API's resources from one database. It is safe for
@@ -103,8 +111,9 @@ const (
 	defaultQueryTimeout = 2 * time.Second
 )
 
-// Open connects to the database of cfg.URL and pings it. A database that
-// cannot be reached gives an error wrapping ErrUnavailable.
+// Open connects to the database of cfg.URL and pings it, unless cfg.Lazy. A
+// database that cannot be reached gives an error wrapping ErrUnavailable
+// (the driver's error beside it: the host and the server's own message).
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = defaultMaxConns
@@ -145,6 +154,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.db = traceDB(s, s.db, cfg.TracerProvider)
 	s.q = buildQueries(s.d)
+	if cfg.Lazy {
+		return s, nil
+	}
 	if err := s.Ping(ctx); err != nil {
 		s.db.close()
 		return nil, err

@@ -156,3 +156,36 @@ func TestSQLiteBusy(t *testing.T) {
 		}
 	}
 }
+
+// A Lazy Store opens while its database is down, fails its calls with
+// ErrUnavailable meanwhile, and serves once the database answers, with no
+// new Open: what a gateway started during an outage relies on.
+func TestLazyOpenRecovers(t *testing.T) {
+	ctx := context.Background()
+	url := postgresDB(false)(t)
+	load(t, url, liveFixtures())
+	proxy := testenv.PostgresProxy(t)
+	proxy.Cut()
+	if _, err := backend.Open(ctx, backend.Config{URL: proxy.Via(url), QueryTimeout: time.Second}); !errors.Is(err, backend.ErrUnavailable) {
+		t.Fatalf("eager Open of a cut database: %v, want ErrUnavailable", err)
+	}
+	s, err := backend.Open(ctx, backend.Config{URL: proxy.Via(url), QueryTimeout: time.Second, Lazy: true,
+		BreakerFailures: 100, Now: func() time.Time { return fixedNow }})
+	if err != nil {
+		t.Fatalf("lazy Open of a cut database: %v", err)
+	}
+	defer s.Close()
+	if err := s.Ping(ctx); !errors.Is(err, backend.ErrUnavailable) {
+		t.Fatalf("Ping while cut: %v", err)
+	}
+	if _, err := s.GetClient(ctx, coA, cliCompany); !errors.Is(err, backend.ErrUnavailable) {
+		t.Fatalf("call while cut: %v", err)
+	}
+	proxy.Resume()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("Ping once the database is back: %v", err)
+	}
+	if _, err := s.GetClient(ctx, coA, cliCompany); err != nil {
+		t.Fatalf("call once the database is back: %v", err)
+	}
+}

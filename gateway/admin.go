@@ -36,7 +36,7 @@ func (s *Server) AdminHandler() http.Handler {
 	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/audit", s.adminAudit)
 	// No token for /metrics: scrapers need no power over keys, and the
 	// metrics hold no secret and no company data.
-	rt.handle(http.MethodGet, "/metrics", "GET admin", func(http.ResponseWriter, *http.Request, httprouter.Params) (answer, error) {
+	rt.handle(http.MethodGet, "/metrics", "GET /metrics", func(http.ResponseWriter, *http.Request, httprouter.Params) (answer, error) {
 		return answer{serve: s.metrics.handler()}, nil
 	})
 	s.adminRoute(rt, http.MethodGet, "/debug/pprof/*name", s.adminPprof)
@@ -60,7 +60,7 @@ type adminHandler func(r *http.Request, p httprouter.Params) (answer, error)
 // admin API stays closed. Every change (any method but GET) also needs
 // X-Actor, the dashboard user it is made for: the audit log names them.
 func (s *Server) adminRoute(rt *routes, method, path string, h adminHandler) {
-	rt.handle(method, path, method+" admin", func(_ http.ResponseWriter, r *http.Request, p httprouter.Params) (answer, error) {
+	rt.handle(method, path, method+" "+path, func(_ http.ResponseWriter, r *http.Request, p httprouter.Params) (answer, error) {
 		if s.adminToken == "" {
 			return answer{}, &Error{Code: "admin_disabled", Detail: "No admin token is configured (GATEWAY_ADMIN_TOKEN)."}
 		}

@@ -29,7 +29,9 @@ func bearer(h string) (string, bool) {
 
 // authenticate runs the API document's checks in the order the API promises:
 // key (401), company header (400), company binding and status (403), source
-// network (403), scope (403). On success the key is recorded in the request state.
+// network (403), scope (403). Once the key is verified it is recorded in the
+// request state, also when a 400 or 403 follows: the access log, the span and
+// the usage count of those refusals belong to the key's company, mode and key.
 func (s *Server) authenticate(r *http.Request, st *reqState, scope authz.Scope) error {
 	h := r.Header.Get("Authorization")
 	if h == "" {
@@ -43,6 +45,8 @@ func (s *Server) authenticate(r *http.Request, st *reqState, scope authz.Scope) 
 	if err != nil {
 		return err
 	}
+	st.Key = key
+	st.Authed = true
 	company := strings.TrimSpace(r.Header.Get("X-Company-Id"))
 	if company == "" {
 		return &Error{Code: "missing_company_id", Detail: "Send the header X-Company-Id with your company's id."}
@@ -60,10 +64,9 @@ func (s *Server) authenticate(r *http.Request, st *reqState, scope authz.Scope) 
 		return err
 	}
 	if scopeErr != nil {
-		return scopeErr
+		return &Error{Code: "insufficient_scope", Err: scopeErr,
+			Detail: "This operation needs the scope " + string(scope) + ", which the API key lacks."}
 	}
-	st.Key = key
-	st.Authed = true
 	return nil
 }
 

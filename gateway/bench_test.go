@@ -115,6 +115,7 @@ func benchHandler(b *testing.B, limiter string) (http.Handler, string) {
 	switch limiter {
 	case "local":
 		keysRedis, _ = testenv.Miniredis(b)
+		testenv.QuietRedisLog(b, "127.0.0.1:1")
 		dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 		b.Cleanup(func() { _ = dead.Close() })
 		limRedis = dead

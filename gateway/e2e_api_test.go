@@ -351,8 +351,20 @@ func TestDatabaseUnavailable(t *testing.T) {
 	if r.Header.Get("Retry-After") == "" {
 		t.Error("no Retry-After")
 	}
-	if r := do(t, in.pub.URL, req{Path: "/readyz"}); r.Status != 503 {
-		t.Fatalf("readyz with a database down: %d", r.Status)
+	// Readiness stays 200 (the live database still serves LIVE keys) and
+	// says what is down.
+	r = do(t, in.pub.URL, req{Path: "/readyz"})
+	var ready struct {
+		Status string
+		Checks map[string]string
+	}
+	if err := json.Unmarshal(r.Body, &ready); err != nil || r.Status != 200 || ready.Status != "degraded" ||
+		ready.Checks["testDatabase"] != "unavailable" || ready.Checks["liveDatabase"] != "ok" || ready.Checks["redis"] != "ok" {
+		t.Fatalf("readyz with the sandbox database down: %d %s", r.Status, r.Body)
+	}
+	kl := in.key(t, coA, invoicing.Live, allScopes)
+	if r := do(t, in.pub.URL, req{Path: "/api/v1/v1/clients", Key: kl.Key, Company: coA}); r.Status != 200 {
+		t.Fatalf("LIVE with the sandbox down: %d %s", r.Status, r.Body)
 	}
 }
 

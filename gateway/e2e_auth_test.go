@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -95,6 +96,9 @@ func TestScopeMatrix(t *testing.T) {
 			}
 			if !has {
 				expectProblem(t, r, 403, "insufficient_scope")
+				if !strings.Contains(string(r.Body), "needs the scope "+e.scope+",") {
+					t.Errorf("%s %s: the detail does not name the scope %s: %s", e.method, e.path, e.scope, r.Body)
+				}
 			}
 			if has && r.Status >= 500 {
 				t.Errorf("%s %s: %d %s", e.method, e.path, r.Status, r.Body)
@@ -129,7 +133,7 @@ func TestRedisDownIsNotUnauthorized(t *testing.T) {
 	w := newWorld(t)
 	good := w.start()
 	k := good.key(t, coA, invoicing.Live, allScopes)
-	dead := w.start(withRedis(deadRedis()))
+	dead := w.start(withRedis(deadRedis(t)))
 	r := do(t, dead.pub.URL, req{Path: "/api/v1/v1/clients", Key: k.Key, Company: coA})
 	expectProblem(t, r, 503, "authentication_unavailable")
 	if r.Header.Get("Retry-After") == "" {
@@ -187,4 +191,85 @@ func TestKeyLimit(t *testing.T) {
 
 func admin2public(t *testing.T, in *instance) resp {
 	return do(t, in.pub.URL, req{Path: "/admin/v1/keys?companyId=" + coB, Header: map[string]string{"Authorization": "Bearer " + in.adminToken}})
+}
+
+// Refusals after the key is verified (a 400 for the missing company header,
+// the three 403s) belong to the key: logged with its company, key id and
+// mode, and counted in its company's usage. Refusals before it (401) belong
+// to no one.
+func TestRefusalsAfterAuthenticationAreTheKeys(t *testing.T) {
+	w := newWorld(t)
+	in := w.start()
+	readOnly := in.key(t, coA, invoicing.Live, "clients:read")
+	suspended := in.key(t, coS, invoicing.Test, allScopes)
+	cases := []struct {
+		q         req
+		status    int
+		code, key string
+		company   string
+		mode      invoicing.Mode
+	}{
+		{req{Path: "/api/v1/v1/clients", Key: readOnly.Key, Company: coB}, 403, "company_mismatch", readOnly.ID, coA, invoicing.Live},
+		{req{Path: "/api/v1/v1/clients", Key: suspended.Key, Company: coS}, 403, "company_suspended", suspended.ID, coS, invoicing.Test},
+		{req{Method: "POST", Path: "/api/v1/v1/clients", Key: readOnly.Key, Company: coA, Body: `{"name":"X"}`}, 403, "insufficient_scope", readOnly.ID, coA, invoicing.Live},
+		{req{Path: "/api/v1/v1/clients", Key: readOnly.Key}, 400, "missing_company_id", readOnly.ID, coA, invoicing.Live},
+	}
+	for _, c := range cases {
+		r := do(t, in.pub.URL, c.q)
+		expectProblem(t, r, c.status, c.code)
+		line := logLine(t, in, r.Header.Get("X-Request-Id"))
+		if line["company"] != c.company || line["keyId"] != c.key || line["mode"] != string(c.mode) || line["code"] != c.code {
+			t.Errorf("%s: access log %v, want company %s, key %s, mode %s", c.code, line, c.company, c.key, c.mode)
+		}
+	}
+	if r := do(t, in.pub.URL, req{Path: "/api/v1/v1/clients", Key: "igw_live_" + strings.Repeat("Q", 43), Company: coA}); r.Status != 401 {
+		t.Fatalf("unknown key: %d", r.Status)
+	}
+	// Counted: A's LIVE key three times, S's TEST key once; the 401 in no
+	// company's usage.
+	if err := in.usage.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for co, want := range map[string][2]int64{coA: {3, 0}, coS: {0, 1}} {
+		days, err := in.usage.Days(t.Context(), co, 1)
+		if err != nil || len(days) != 1 {
+			t.Fatalf("usage of %s: %v %v", co, days, err)
+		}
+		d := days[0]
+		if d.Live["4xx"] != want[0] || d.Test["4xx"] != want[1] || d.Total != want[0]+want[1] {
+			t.Errorf("usage of %s: %+v; want %d LIVE and %d TEST 4xx, nothing else", co, d, want[0], want[1])
+		}
+	}
+}
+
+// logLine is the access log line of a request id.
+func logLine(t *testing.T, in *instance, requestID string) map[string]any {
+	t.Helper()
+	for _, l := range strings.Split(in.logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "request" && m["requestId"] == requestID {
+			return m
+		}
+	}
+	t.Fatalf("no access log line for request %s", requestID)
+	return nil
+}
+
+// The admin listener logs each request under its route's pattern: the
+// metrics scrape as "GET /metrics", a key by id as its pattern, never the
+// path (it holds ids) nor "unmatched".
+func TestAdminRoutesLoggedByPattern(t *testing.T) {
+	w := newWorld(t)
+	in := w.start()
+	for path, route := range map[string]string{
+		"/metrics":                        "GET /metrics",
+		"/admin/v1/keys/key_nope":         "GET /admin/v1/keys/:id",
+		"/admin/v1/keys?companyId=" + coA: "GET /admin/v1/keys",
+		"/nothing":                        "unmatched",
+	} {
+		r := do(t, in.admin.URL, req{Path: path, Key: in.adminToken})
+		if line := logLine(t, in, r.Header.Get("X-Request-Id")); line["route"] != route {
+			t.Errorf("%s (%d) logged as route %v, want %q", path, r.Status, line["route"], route)
+		}
+	}
 }

@@ -268,12 +268,13 @@ func expectProblem(t *testing.T, r resp, status int, code string) map[string]any
 }
 
 // deadRedis is a client of a Redis that is not there.
-func deadRedis() *redis.Client {
+func deadRedis(t *testing.T) *redis.Client {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(err)
 	}
 	addr := ln.Addr().String()
 	ln.Close()
+	testenv.QuietRedisLog(t, addr)
 	return redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
 }

@@ -251,11 +251,12 @@ func parseCompany(id string) (string, error) {
 
 // knownCompany reads a company id and checks that the platform knows it, so
 // that a mistyped id is said to be one instead of reading as a company
-// without keys or requests.
+// without keys or requests. A Server without a live database (the command
+// line's Redis-only commands) checks the id's form only.
 func (s *Server) knownCompany(ctx context.Context, id string) (string, error) {
 	c, err := parseCompany(id)
-	if err != nil {
-		return "", err
+	if err != nil || s.live == nil {
+		return c, err
 	}
 	if _, err := s.live.Company(ctx, c); err != nil {
 		if errors.Is(err, backend.ErrNotFound) {

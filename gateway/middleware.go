@@ -25,7 +25,7 @@ type reqState struct {
 	ID     string
 	Route  string    // the route's name, for logs, traces and metrics
 	Key    authz.Key // set once the key is verified
-	Authed bool
+	Authed bool      // the key is verified, whatever was answered after
 }
 
 func stateFrom(ctx context.Context) *reqState {

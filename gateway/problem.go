@@ -42,6 +42,9 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// Status is the HTTP status the API answers e with.
+func (e *Error) Status() int { return problemCodes[e.Code].Status }
+
 // problemCode is one row of the table of errors the API can answer with.
 type problemCode struct {
 	Status int

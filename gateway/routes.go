@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -53,27 +54,43 @@ func (s *Server) healthz(http.ResponseWriter, *http.Request, httprouter.Params) 
 	return answer{body: map[string]string{"status": "ok"}}, nil
 }
 
-// readyz answers 200 only when Redis and both databases answer, so a load
-// balancer sends no traffic to an instance that could only fail it.
+// readyz reports each dependency ("ok" or "unavailable") and answers 503
+// only while the instance drains. A dependency that is down is down for
+// every instance: failing readiness for it would take every instance out of
+// the load balancer, and with them what they still serve (the other mode's
+// database; keys verified lately, from memory). So an instance with a
+// dependency down is "degraded", 200, and its answers that need the
+// dependency are 503s that say which and when to retry.
 func (s *Server) readyz(_ http.ResponseWriter, r *http.Request, _ httprouter.Params) (answer, error) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	checks := map[string]string{}
-	ready := !s.draining.Load()
-	if !ready {
-		checks["shutdown"] = "draining"
+	deps := []struct {
+		name string
+		ping func(context.Context) error
+	}{{"redis", s.keys.Ping}, {"liveDatabase", s.live.Ping}, {"testDatabase", s.test.Ping}}
+	// Together: a dependency that hangs must not use up the others' time.
+	states := make([]string, len(deps))
+	var wg sync.WaitGroup
+	for i, d := range deps {
+		wg.Go(func() {
+			states[i] = "ok"
+			if d.ping(ctx) != nil {
+				states[i] = "unavailable"
+			}
+		})
 	}
-	for name, ping := range map[string]func(context.Context) error{
-		"redis": s.keys.Ping, "liveDatabase": s.live.Ping, "testDatabase": s.test.Ping,
-	} {
-		checks[name] = "ok"
-		if err := ping(ctx); err != nil {
-			checks[name] = "unavailable"
-			ready = false
+	wg.Wait()
+	checks := make(map[string]string, len(deps)+1)
+	status := "ready"
+	for i, d := range deps {
+		checks[d.name] = states[i]
+		if states[i] != "ok" {
+			status = "degraded"
 		}
 	}
-	if !ready {
-		return answer{}, &Error{Code: "not_ready", Detail: "A dependency is unavailable or the instance is draining.", Checks: checks}
+	if s.draining.Load() {
+		checks["shutdown"] = "draining"
+		return answer{}, &Error{Code: "not_ready", Detail: "The instance is draining: it is shutting down.", Checks: checks}
 	}
-	return answer{body: map[string]any{"status": "ready", "checks": checks}}, nil
+	return answer{body: map[string]any{"status": status, "checks": checks}}, nil
 }

@@ -41,7 +41,11 @@ type Guard interface {
 
 // Config holds the server's dependencies.
 type Config struct {
-	Live, Test Store   // required: the live and the sandbox database
+	// Live and Test are the live and the sandbox database; required to
+	// serve. A Server that only manages keys, limits and usage (the command
+	// line's Redis-only commands) may have neither: company ids are then
+	// checked for their form only.
+	Live, Test Store
 	Keys       Keys    // required
 	Limiter    Limiter // required
 	Guard      Guard   // nil means no cap on requests in flight

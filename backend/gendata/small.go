@@ -17,7 +17,7 @@ const (
 
 // Summary says what LoadSmall wrote, with a few ids to try.
 type Summary struct {
-	Companies []string // ids, in both databases
+	Companies []Company // the same ids in both databases (the live rows)
 	Live      Counts
 	Sandbox   Counts
 }
@@ -53,8 +53,8 @@ func SetUpSmall(ctx context.Context, liveURL, sandboxURL string, seed int64) (Su
 // different, smaller data with " (teste)" in its names. The same seed gives
 // the same rows.
 func LoadSmall(ctx context.Context, liveURL, sandboxURL string, seed int64) (Summary, error) {
-	sum := Summary{Companies: []string{DemoCompanyA, DemoCompanyB, DemoCompanySuspended}}
 	live := smallDataset(gen{seed: uint64(seed)}, 1)
+	sum := Summary{Companies: live.Companies}
 	if err := Write(ctx, liveURL, live); err != nil {
 		return sum, fmt.Errorf("gendata: live: %w", err)
 	}

@@ -9,10 +9,17 @@ import (
 	"strings"
 )
 
+// ExampleCompanyID is the company id the explorer's X-Company-Id field
+// starts with: the demo data's first company (gendata.DemoCompanyA), the
+// one the document's examples use, so that `gateway demo`'s keys work at
+// once. Scalar's input shows a fixed placeholder of its own; a value is the
+// only way to show an id's form, and a caller replaces it with their own.
+const ExampleCompanyID = "0a5e7c1e-0000-4000-8000-00000000000a"
+
 // explorerConfig is the explorer's configuration (Scalar's options): nothing
 // fetched from elsewhere (no web fonts, telemetry or AI agent), "try it"
 // requests go straight to the gateway, and the key and company id are asked
-// once, in the Authentication panel.
+// once, in the Authentication panel, the company id filled with an example.
 var explorerConfig = map[string]any{
 	"url":                "/api/openapi.yaml",
 	"slug":               "api", // anchors: /api/docs#api/description/errors
@@ -25,8 +32,11 @@ var explorerConfig = map[string]any{
 	"defaultOpenAllTags": true,
 	"persistAuth":        false,
 	"hideModels":         false,
-	"authentication":     map[string]any{"preferredSecurityScheme": []any{[]string{"bearerAuth", "companyId"}}},
-	"metaData":           map[string]string{"title": "Invoicing API reference"},
+	"authentication": map[string]any{
+		"preferredSecurityScheme": []any{[]string{"bearerAuth", "companyId"}},
+		"securitySchemes":         map[string]any{"companyId": map[string]any{"value": ExampleCompanyID}},
+	},
+	"metaData": map[string]string{"title": "Invoicing API reference"},
 }
 
 var explorerTmpl = template.Must(template.New("explorer").Parse(`<!doctype html>

@@ -22,7 +22,8 @@ type RedisServer struct {
 
 // StartRedisServer starts redis-server on 127.0.0.1:port (a free port when
 // port is 0), without automatic persistence, and waits until it answers. It
-// is killed when the test ends.
+// is killed when the test ends. Its tests stop it on purpose: go-redis's
+// connection-failure lines about it are kept quiet (QuietRedisLog).
 func StartRedisServer(t testing.TB, port int) *RedisServer {
 	t.Helper()
 	if port == 0 {
@@ -34,6 +35,7 @@ func StartRedisServer(t testing.TB, port int) *RedisServer {
 		ln.Close()
 	}
 	s := &RedisServer{Port: port, t: t, dir: t.TempDir()}
+	QuietRedisLog(t, s.Addr())
 	s.start()
 	return s
 }

@@ -14,52 +14,41 @@ import (
 	"github.com/invoicing-ao/gateway/gateway"
 )
 
-// cmdAudit prints a company's audit log, oldest first: every page of it
-// from --since on.
-func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) error {
-	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	load := configFlag(fs, env)
-	company := fs.String("company", "", "company id")
-	sinceS := fs.String("since", "", "from this time on: RFC 3339, a date (YYYY-MM-DD, UTC) or a duration ago (24h, 7d); default: all kept")
-	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, pos[0])
-	}
-	if *company == "" {
-		return fmt.Errorf("%w: audit needs --company", errUsage)
-	}
-	since, err := parseSince(*sinceS, time.Now())
-	if err != nil {
-		return err
-	}
-	d, err := management(ctx, load, stderr)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	all := gateway.AuditView{CompanyID: *company, Events: []auditlog.Event{}}
-	for {
-		v, err := d.server.CompanyAudit(ctx, *company, since, auditlog.MaxRead)
+// auditFlags is `gateway audit`: a company's audit log, oldest first,
+// every page of it from --since on.
+func auditFlags(fs *flag.FlagSet) action {
+	company := companyFlag(fs)
+	sinceS := fs.String("since", "", "from this `TIME` on: RFC 3339, a date (YYYY-MM-DD, UTC) or a duration ago (24h, 7d); default: all kept")
+	asJSON := jsonFlag(fs)
+	return func(ctx context.Context, c *invocation) error {
+		since, err := parseSince(*sinceS, time.Now())
 		if err != nil {
 			return err
 		}
-		all.CompanyID = v.CompanyID
-		all.Events = append(all.Events, v.Events...)
-		if v.Next == nil {
-			break
+		d, err := c.open(ctx)
+		if err != nil {
+			return err
 		}
-		since = *v.Next
+		defer d.Close()
+		all := gateway.AuditView{CompanyID: *company, Events: []auditlog.Event{}}
+		for {
+			v, err := d.server.CompanyAudit(ctx, *company, since, auditlog.MaxRead)
+			if err != nil {
+				return err
+			}
+			all.CompanyID = v.CompanyID
+			all.Events = append(all.Events, v.Events...)
+			if v.Next == nil {
+				break
+			}
+			since = *v.Next
+		}
+		if *asJSON {
+			return json.NewEncoder(c.stdout).Encode(all)
+		}
+		printAudit(c.stdout, all.Events)
+		return nil
 	}
-	if *asJSON {
-		return json.NewEncoder(stdout).Encode(all)
-	}
-	printAudit(stdout, all.Events)
-	return nil
 }
 
 // parseSince reads --since: an RFC 3339 time, a date, or a duration ago.

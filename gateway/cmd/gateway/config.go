@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -101,8 +102,15 @@ func defaultConfig() Config {
 }
 
 // loadConfig reads path (when not empty) over the defaults, then the
-// environment, and validates the result.
+// environment, and validates the result for a command that needs
+// everything (serve).
 func loadConfig(path string, env func(string) string) (Config, error) {
+	return loadConfigFor(path, env, needAll)
+}
+
+// loadConfigFor is loadConfig for a command that needs only what n says:
+// the settings of other dependencies are checked when set, not required.
+func loadConfigFor(path string, env func(string) string, n needs) (Config, error) {
 	cfg := defaultConfig()
 	if path != "" {
 		b, err := os.ReadFile(path)
@@ -118,7 +126,45 @@ func loadConfig(path string, env func(string) string) (Config, error) {
 	if err := applyEnv(&cfg, env); err != nil {
 		return cfg, err
 	}
-	return cfg, cfg.validate()
+	return cfg, cfg.validate(n)
+}
+
+// The configuration file: --config, else $GATEWAY_CONFIG, else
+// ./configs/gateway.yaml when it exists (the repository's and the image's
+// layout), else none: defaults and the environment only.
+const (
+	defaultConfigFile = "configs/gateway.yaml"
+	configEnv         = "GATEWAY_CONFIG"
+)
+
+// findConfig returns the configuration file to read ("" for none) and, when
+// there is none, where it looked, for the message of a missing setting.
+func findConfig(flagPath string, env func(string) string) (path, looked string) {
+	switch {
+	case flagPath != "":
+		return flagPath, ""
+	case env(configEnv) != "":
+		return env(configEnv), ""
+	}
+	if _, err := os.Stat(defaultConfigFile); err == nil {
+		return defaultConfigFile, ""
+	}
+	where := "./" + defaultConfigFile
+	if wd, err := os.Getwd(); err == nil {
+		where = filepath.Join(wd, defaultConfigFile)
+	}
+	return "", "no configuration file was read: no --config, " + configEnv + " is not set, and " + where + " does not exist"
+}
+
+// configFor loads the configuration a command needs, from the file
+// findConfig picks and the environment.
+func configFor(flagPath string, env func(string) string, n needs) (Config, error) {
+	path, looked := findConfig(flagPath, env)
+	cfg, err := loadConfigFor(path, env, n)
+	if errors.Is(err, errRequired) && looked != "" {
+		err = fmt.Errorf("%w\n(%s)", err, looked)
+	}
+	return cfg, err
 }
 
 // applyEnv overrides each field whose environment variable is set.
@@ -168,24 +214,41 @@ func settingName(field string) string {
 	return f.Tag.Get("env") + " (" + f.Tag.Get("yaml") + ")"
 }
 
-func (c Config) validate() error {
-	var errs []error
-	bad := func(field, msg string) { errs = append(errs, fmt.Errorf("setting %s: %s", settingName(field), msg)) }
+// checkAddrs checks the two listeners' addresses.
+func (c Config) checkAddrs(bad func(field, msg string)) {
 	for field, addr := range map[string]string{"Addr": c.Addr, "AdminAddr": c.AdminAddr} {
-		if _, _, err := net.SplitHostPort(addr); err != nil {
+		if _, port, err := net.SplitHostPort(addr); err != nil {
 			bad(field, fmt.Sprintf("%q is not host:port", addr))
+		} else if _, err := net.LookupPort("tcp", port); err != nil {
+			bad(field, fmt.Sprintf("%q: port %q is not a port number (0-65535)", addr, port))
 		}
 	}
 	if c.Addr == c.AdminAddr && !strings.HasSuffix(c.Addr, ":0") {
 		bad("AdminAddr", "must differ from the public address: the admin API never shares the public listener")
 	}
+}
+
+// errRequired marks a required setting that is not set.
+var errRequired = errors.New("is required")
+
+// validate checks every setting that is set, and requires those the
+// command's needs call for, before anything connects.
+func (c Config) validate(n needs) error {
+	var errs []error
+	bad := func(field, msg string) { errs = append(errs, fmt.Errorf("setting %s: %s", settingName(field), msg)) }
+	c.checkAddrs(bad)
 	if err := checkRedisURL(c.RedisURL); err != nil { // the forms: redisurl.go
 		bad("RedisURL", err.Error())
 	}
-	for field, db := range map[string]string{"LiveDatabaseURL": c.LiveDatabaseURL, "TestDatabaseURL": c.TestDatabaseURL} {
+	for _, d := range []struct {
+		field, db string
+		need      needs
+	}{{"LiveDatabaseURL", c.LiveDatabaseURL, needLive}, {"TestDatabaseURL", c.TestDatabaseURL, needTest}} {
+		field, db := d.field, d.db
 		switch {
+		case db == "" && n&d.need == 0: // not this command's
 		case db == "":
-			bad(field, "is required (postgres://... or sqlite:PATH)")
+			errs = append(errs, fmt.Errorf("setting %s: %w (postgres://... or sqlite:PATH)", settingName(field), errRequired))
 		case strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
 			if _, err := url.Parse(db); err != nil {
 				bad(field, "is not a valid URL")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,75 +12,120 @@ import (
 	"github.com/invoicing-ao/gateway/backend/gendata"
 )
 
-// cmdData loads the platform schema and generated data: the demo's small set
-// into the configured live and sandbox databases, or the platform-scale set
-// into one PostgreSQL database for performance work.
-func cmdData(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: data needs schema or load", errUsage)
+// The data commands load the platform schema and generated data: the demo's
+// small set into the configured live and sandbox databases, or the
+// platform-scale set into one PostgreSQL database for performance work.
+
+// dataTargets is --database when given, else the configured live and
+// sandbox databases.
+func dataTargets(c *invocation, db string) ([]string, error) {
+	if db != "" {
+		return []string{db}, nil
 	}
-	fs := flag.NewFlagSet("data "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	load := configFlag(fs, env)
-	db := fs.String("database", "", "database URL (default: the configured live and sandbox databases)")
-	size := fs.String("size", "small", "small (demo data, live and sandbox) or large (platform scale, one PostgreSQL database)")
-	seed := fs.Int64("seed", 1, "generator seed; the same seed makes the same data")
-	pos, err := parseFlags(fs, args[1:])
+	cfg, err := c.config()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if len(pos) > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, pos[0])
-	}
-	targets := func() ([]string, error) {
-		if *db != "" {
-			return []string{*db}, nil
-		}
-		cfg, err := load()
-		if err != nil {
-			return nil, err
-		}
-		return []string{cfg.LiveDatabaseURL, cfg.TestDatabaseURL}, nil
-	}
-	switch args[0] {
-	case "schema":
-		urls, err := targets()
+	return []string{cfg.LiveDatabaseURL, cfg.TestDatabaseURL}, nil
+}
+
+func dataSchema(db *string) action {
+	return func(ctx context.Context, c *invocation) error {
+		urls, err := dataTargets(c, *db)
 		if err != nil {
 			return err
 		}
-		for _, u := range urls {
+		for i, u := range urls {
 			if err := backend.ApplySchema(ctx, u); err != nil {
-				return fmt.Errorf("%s: %w", redactURL(u), err)
+				return dataError(*db, i, u, err)
 			}
-			fmt.Fprintf(stdout, "schema loaded into %s\n", redactURL(u))
+			fmt.Fprintf(c.stdout, "schema loaded into %s\n", redactURL(u))
+		}
+		if *db == "" {
+			fmt.Fprintln(c.stdout, "\nNext, demo data into both: gateway data load --size small")
 		}
 		return nil
-	case "load":
+	}
+}
+
+func dataLoadFlags(fs *flag.FlagSet) action {
+	db := databaseFlag(fs)
+	size := fs.String("size", "small", "`SIZE`, small (demo data, live and sandbox) or large (platform scale, one PostgreSQL database)")
+	seed := fs.Int64("seed", 1, "generator seed `N`: the same seed makes the same data")
+	return func(ctx context.Context, c *invocation) error {
 		start := time.Now()
 		switch *size {
 		case "small":
-			urls, err := targets()
+			if *db != "" {
+				return usagef("--size small loads the live and the sandbox database together: configure both instead of --database")
+			}
+			urls, err := dataTargets(c, "")
 			if err != nil {
 				return err
 			}
-			if len(urls) != 2 {
-				return fmt.Errorf("%w: --size small loads the live and the sandbox database together (configure both instead of --database)", errUsage)
+			for i, u := range urls { // each answers and has the schema, or is named
+				if err := checkDatabase(ctx, u); err != nil {
+					return dataError("", i, u, err)
+				}
 			}
-			if _, err := gendata.LoadSmall(ctx, urls[0], urls[1], *seed); err != nil {
+			sum, err := gendata.LoadSmall(ctx, urls[0], urls[1], *seed)
+			if err != nil {
 				return err
 			}
+			printSmall(c.stdout, sum, time.Since(start))
+			return nil
 		case "large":
 			if *db == "" {
-				return fmt.Errorf("%w: --size large needs --database with a postgres:// URL", errUsage)
+				return usagef("--size large needs --database with a postgres:// URL")
 			}
-			if err := gendata.LoadLarge(ctx, *db, *seed, gendata.DefaultLargeSpec, stdout); err != nil {
+			if err := gendata.LoadLarge(ctx, *db, *seed, gendata.DefaultLargeSpec, c.stdout); err != nil {
 				return err
 			}
-		default:
-			return fmt.Errorf("%w: --size must be small or large", errUsage)
+			fmt.Fprintf(c.stdout, "large data loaded in %s\n", time.Since(start).Round(time.Second))
+			return nil
 		}
-		fmt.Fprintf(stdout, "%s data loaded in %s\n", *size, time.Since(start).Round(time.Second))
+		return usagef("--size must be small or large")
+	}
+}
+
+// printSmall says what the small set made, and the next step: a key for
+// its first company.
+func printSmall(w io.Writer, sum gendata.Summary, took time.Duration) {
+	fmt.Fprintf(w, "small data loaded in %s: live %d clients, %d invoices; sandbox %d clients, %d invoices\n",
+		took.Round(time.Second), sum.Live.Customers, sum.Live.Documents, sum.Sandbox.Customers, sum.Sandbox.Documents)
+	fmt.Fprintln(w, "\nCompanies (the same ids in both databases):")
+	for _, co := range sum.Companies {
+		fmt.Fprintf(w, "  %s  %-9s  %s\n", co.ID, co.Status, co.LegalName)
+	}
+	fmt.Fprintf(w, "\nNext, a key for the first company (LIVE reads the live database, TEST the sandbox):\n")
+	fmt.Fprintf(w, "  gateway keys create --company %s --mode LIVE --scopes invoices:read,clients:read,clients:write\n", sum.Companies[0].ID)
+}
+
+// checkDatabase asks the database of url for a company, which needs the
+// schema: what data load needs of it.
+func checkDatabase(ctx context.Context, url string) error {
+	st, err := backend.Open(ctx, backend.Config{URL: url})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	_, err = st.Company(ctx, gendata.DemoCompanyA)
+	if errors.Is(err, backend.ErrNotFound) {
 		return nil
 	}
-	return fmt.Errorf("%w: unknown data command %q", errUsage, args[0])
+	return err
+}
+
+// dataError names the database a data command failed on, and its cause.
+func dataError(db string, i int, url string, err error) error {
+	field := "LiveDatabaseURL"
+	if i == 1 {
+		field = "TestDatabaseURL"
+	}
+	what := "the " + databaseName(field) + " database"
+	setting := settingName(field)
+	if db != "" {
+		what, setting = "the database", "--database"
+	}
+	return &depError{what: what, setting: setting, target: redactURL(url), err: err}
 }

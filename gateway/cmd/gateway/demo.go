@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -17,6 +18,7 @@ import (
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/gateway/apidocs"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -28,108 +30,141 @@ var demoKeySets = []struct{ name, scopes string }{
 	{"clients only", "clients:read,clients:write"},
 }
 
-// cmdDemo runs the gateway with nothing installed: an in-process Redis, two
-// SQLite databases (live and sandbox) filled with generated demo data in a
-// temporary directory, and ready keys printed with curl lines.
-func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dataDir := fs.String("data", "", "directory for the demo databases (default: a new temporary directory)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, pos[0])
-	}
-	dir := *dataDir
-	if dir == "" {
-		var err error
-		if dir, err = os.MkdirTemp("", "gateway-demo-"); err != nil {
+// demoRedisTimeout is the limiter's deadline per decision on the demo's
+// in-process Redis. The default (50 ms) is for a Redis across a network,
+// where waiting longer only adds to every request's latency and the local
+// fallback is the better answer. In-process, nothing is across a network:
+// a decision late by 50 ms means the process is busy (a burst on a small
+// machine: miniredis builds a new Lua interpreter for every script call,
+// ~830 allocations and 0.3 ms of CPU), and falling back would not make it
+// less busy, only split the limit from the one Redis the demo has.
+const demoRedisTimeout = 2 * time.Second
+
+// demoFlags is `gateway demo`: the gateway with nothing installed, an
+// in-process Redis and two SQLite databases (live and sandbox) of generated
+// demo data in a temporary directory, and ready keys printed with curl lines.
+func demoFlags(fs *flag.FlagSet) action {
+	dataDir := fs.String("data", "", "`DIR` to keep the demo databases in, and reuse (default: a new temporary directory, removed at exit)")
+	return func(ctx context.Context, c *invocation) error {
+		dir := *dataDir
+		if dir == "" {
+			var err error
+			if dir, err = os.MkdirTemp("", "gateway-demo-"); err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+		} else if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
-	} else if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+		cfg, err := demoConfig(ctx, dir, c.env)
+		if err != nil {
+			return err
+		}
+		pubLn, admLn, err := listen(cfg)
+		if err != nil {
+			return err
+		}
+		mr := miniredis.NewMiniRedis()
+		if err := mr.Start(); err != nil {
+			return fmt.Errorf("in-process Redis: %w", err)
+		}
+		defer mr.Close()
+		logger := newLogger(c.stderr, cfg.LogLevel)
+		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true})
+		d, err := connectWith(ctx, cfg, logger, rdb, withRedisTimeout(demoRedisTimeout))
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		keys, err := demoKeys(ctx, d)
+		if err != nil {
+			return err
+		}
+		return serveOn(ctx, cfg, d, logger, pubLn, admLn, func(pub, adm net.Addr) { printDemo(c.stdout, cfg, keys, pub, adm) })
 	}
+}
+
+// demoConfig is the demo's configuration: defaults, SQLite databases in dir
+// (made and filled when new), a random admin token, then the environment.
+func demoConfig(ctx context.Context, dir string, env func(string) string) (Config, error) {
 	cfg := defaultConfig()
 	cfg.LiveDatabaseURL = "sqlite:" + filepath.Join(dir, "live.db")
 	cfg.TestDatabaseURL = "sqlite:" + filepath.Join(dir, "sandbox.db")
 	cfg.LogLevel = "warn"
 	if err := applyEnv(&cfg, env); err != nil {
-		return err
+		return cfg, err
 	}
 	if cfg.AdminToken == "" {
 		cfg.AdminToken = randomToken()
 	}
-	if err := cfg.validate(); err != nil {
-		return err
+	if err := cfg.validate(needAll); err != nil {
+		return cfg, err
 	}
-	fresh := true
 	if _, err := os.Stat(filepath.Join(dir, "live.db")); err == nil {
-		fresh = false
+		return cfg, nil // made by an earlier run with --data
 	}
-	if fresh {
-		if _, err := gendata.SetUpSmall(ctx, cfg.LiveDatabaseURL, cfg.TestDatabaseURL, 1); err != nil {
-			return fmt.Errorf("demo data: %w", err)
-		}
+	if _, err := gendata.SetUpSmall(ctx, cfg.LiveDatabaseURL, cfg.TestDatabaseURL, 1); err != nil {
+		return cfg, fmt.Errorf("demo data: %w", err)
 	}
-	mr := miniredis.NewMiniRedis()
-	if err := mr.Start(); err != nil {
-		return fmt.Errorf("in-process Redis: %w", err)
-	}
-	defer mr.Close()
-	logger := newLogger(stderr, cfg.LogLevel)
-	d, err := connectWith(ctx, cfg, logger, redis.NewClient(&redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true}))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
+	return cfg, nil
+}
 
-	type demoKey struct{ company, mode, set, secret string }
-	var keys []demoKey
+type demoKey struct{ company, mode, set, secret string }
+
+// demoKeys makes company A a key of each scope set in each mode, and B and
+// the suspended S a full LIVE key each.
+func demoKeys(ctx context.Context, d *deps) ([]demoKey, error) {
+	type want struct {
+		company string
+		mode    invoicing.Mode
+		set     int
+	}
+	var wants []want
 	for _, mode := range []invoicing.Mode{invoicing.Live, invoicing.Test} {
-		for _, ks := range demoKeySets {
-			scopes, _ := authz.ParseScopes(ks.scopes)
-			v, err := d.server.CreateKey(ctx, commandActor(), gateway.KeySpec{CompanyID: gendata.DemoCompanyA, Mode: mode, Scopes: scopes, Name: "demo " + ks.name})
-			if err != nil {
-				return fmt.Errorf("demo key: %w", err)
-			}
-			keys = append(keys, demoKey{gendata.DemoCompanyA, string(mode), ks.name, v.Key})
+		for i := range demoKeySets {
+			wants = append(wants, want{gendata.DemoCompanyA, mode, i})
 		}
 	}
-	all, _ := authz.ParseScopes(demoKeySets[0].scopes)
-	for _, co := range []string{gendata.DemoCompanyB, gendata.DemoCompanySuspended} {
-		v, err := d.server.CreateKey(ctx, commandActor(), gateway.KeySpec{CompanyID: co, Mode: invoicing.Live, Scopes: all, Name: "demo full access"})
+	wants = append(wants, want{gendata.DemoCompanyB, invoicing.Live, 0}, want{gendata.DemoCompanySuspended, invoicing.Live, 0})
+	keys := make([]demoKey, 0, len(wants))
+	for _, w := range wants {
+		ks := demoKeySets[w.set]
+		scopes, _ := authz.ParseScopes(ks.scopes)
+		v, err := d.server.CreateKey(ctx, commandActor(), gateway.KeySpec{CompanyID: w.company, Mode: w.mode, Scopes: scopes, Name: "demo " + ks.name})
 		if err != nil {
-			return fmt.Errorf("demo key: %w", err)
+			return nil, fmt.Errorf("demo key: %w", err)
 		}
-		keys = append(keys, demoKey{co, "LIVE", "full access", v.Key})
+		keys = append(keys, demoKey{w.company, string(w.mode), ks.name, v.Key})
 	}
+	return keys, nil
+}
 
-	return listenAndServe(ctx, cfg, d, logger, func(pub, adm net.Addr) {
-		base := "http://" + hostPort(pub)
-		w := stdout
-		fmt.Fprintf(w, "Demo gateway ready on %s (admin API on %s, token %s)\n", base, hostPort(adm), cfg.AdminToken)
-		fmt.Fprintf(w, "Data: %s (LIVE) and %s (TEST)\n\n", cfg.LiveDatabaseURL, cfg.TestDatabaseURL)
-		fmt.Fprintf(w, "Companies: A %s (active), B %s (active), S %s (suspended)\n\n", gendata.DemoCompanyA, gendata.DemoCompanyB, gendata.DemoCompanySuspended)
-		fmt.Fprintln(w, "Keys:")
-		for _, k := range keys {
-			fmt.Fprintf(w, "  %-4s %-14s company %s  %s\n", k.mode, k.set, companyLetter(k.company), k.secret)
-		}
-		a, at := keys[0].secret, keys[len(demoKeySets)].secret
-		hdr := func(key, co string) string {
-			return fmt.Sprintf(`-H "Authorization: Bearer %s" -H "X-Company-Id: %s"`, key, co)
-		}
-		fmt.Fprintln(w, "\nTry:")
-		fmt.Fprintf(w, "  curl -s %s '%s/api/v1/v1/invoices?pageSize=2'\n", hdr(a, gendata.DemoCompanyA), base)
-		fmt.Fprintf(w, "  curl -s %s '%s/api/v1/v1/invoices?status=OVERDUE&type=FT'\n", hdr(a, gendata.DemoCompanyA), base)
-		fmt.Fprintf(w, "  curl -s %s '%s/api/v1/v1/clients?search=lda'\n", hdr(a, gendata.DemoCompanyA), base)
-		fmt.Fprintf(w, "  curl -s %s -H 'Content-Type: application/json' -d '{\"name\":\"Kianda Lda\",\"nif\":\"5417000001\",\"type\":\"COMPANY\",\"phone\":\"+244 923 456 789\"}' %s/api/v1/v1/clients\n", hdr(a, gendata.DemoCompanyA), base)
-		fmt.Fprintf(w, "  curl -s %s %s/api/v1/v1/invoices   # TEST key: sandbox data\n", hdr(at, gendata.DemoCompanyA), base)
-		fmt.Fprintf(w, "  curl -s -H \"Authorization: Bearer %s\" '%s/admin/v1/keys?companyId=%s'   # admin API\n", cfg.AdminToken, "http://"+hostPort(adm), gendata.DemoCompanyA)
-		fmt.Fprintln(w, "\nPress Ctrl+C to stop.")
-	})
+// printDemo prints where everything is, the keys, and curl lines that work
+// as printed.
+func printDemo(w io.Writer, cfg Config, keys []demoKey, pub, adm net.Addr) {
+	base, admin := "http://"+hostPort(pub), "http://"+hostPort(adm)
+	fmt.Fprintf(w, "Demo gateway ready on %s (admin API on %s, token %s)\n", base, hostPort(adm), cfg.AdminToken)
+	fmt.Fprintf(w, "Data: %s (LIVE) and %s (TEST)\n\n", cfg.LiveDatabaseURL, cfg.TestDatabaseURL)
+	fmt.Fprintf(w, "API explorer:       %s%s   (paste a key below under Authentication)\n", base, apidocs.DocsPath)
+	fmt.Fprintf(w, "OpenAPI document:   %s%s and %s%s\n", base, apidocs.JSONPath, base, apidocs.YAMLPath)
+	fmt.Fprintf(w, "Postman collection: %s%s\n\n", base, apidocs.CollectionPath)
+	fmt.Fprintf(w, "Companies: A %s (active), B %s (active), S %s (suspended)\n\n", gendata.DemoCompanyA, gendata.DemoCompanyB, gendata.DemoCompanySuspended)
+	fmt.Fprintln(w, "Keys:")
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %-4s %-14s company %s  %s\n", k.mode, k.set, companyLetter(k.company), k.secret)
+	}
+	a, at := keys[0].secret, keys[len(demoKeySets)].secret
+	hdr := func(key, co string) string {
+		return fmt.Sprintf(`-H "Authorization: Bearer %s" -H "X-Company-Id: %s"`, key, co)
+	}
+	fmt.Fprintln(w, "\nTry:")
+	fmt.Fprintf(w, "  curl -s %s '%s/api/v1/v1/invoices?pageSize=2'\n", hdr(a, gendata.DemoCompanyA), base)
+	fmt.Fprintf(w, "  curl -s %s '%s/api/v1/v1/invoices?status=OVERDUE&type=FT'\n", hdr(a, gendata.DemoCompanyA), base)
+	fmt.Fprintf(w, "  curl -s %s '%s/api/v1/v1/clients?search=lda'\n", hdr(a, gendata.DemoCompanyA), base)
+	fmt.Fprintf(w, "  curl -s %s -H 'Content-Type: application/json' -d '{\"name\":\"Kianda Lda\",\"nif\":\"5417000001\",\"type\":\"COMPANY\",\"phone\":\"+244 923 456 789\"}' %s/api/v1/v1/clients\n", hdr(a, gendata.DemoCompanyA), base)
+	fmt.Fprintf(w, "  curl -s %s %s/api/v1/v1/invoices   # TEST key: sandbox data\n", hdr(at, gendata.DemoCompanyA), base)
+	fmt.Fprintf(w, "  curl -s -H \"Authorization: Bearer %s\" '%s/admin/v1/keys?companyId=%s'   # admin API\n", cfg.AdminToken, admin, gendata.DemoCompanyA)
+	fmt.Fprintln(w, "\nPress Ctrl+C to stop.")
 }
 
 func companyLetter(id string) string {

@@ -2,9 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/gateway/apidocs"
 )
 
 // The demo starts with nothing installed and its printed curl lines work as
@@ -45,5 +51,37 @@ func TestDemoCurlLinesWork(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &v); err != nil {
 			t.Errorf("%s: not JSON: %s", l, body)
 		}
+	}
+}
+
+// The demo says where the explorer, the document and the collection are,
+// and each answers there; the explorer's company field starts with the id
+// of the demo's company A.
+func TestDemoPrintsWhereTheDocsAre(t *testing.T) {
+	printed := runDemo(t)
+	base := regexp.MustCompile(`ready on (http://\S+)`).FindStringSubmatch(printed)
+	if base == nil {
+		t.Fatalf("no address in:\n%s", printed)
+	}
+	for _, path := range []string{apidocs.DocsPath, apidocs.JSONPath, apidocs.YAMLPath, apidocs.CollectionPath} {
+		url := base[1] + path
+		if !strings.Contains(printed, url+" ") && !strings.Contains(printed, url+")") && !strings.Contains(printed, url+"\n") {
+			t.Errorf("the demo does not print %s:\n%s", url, printed)
+		}
+		res, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Errorf("%s: %d", url, res.StatusCode)
+		}
+		if path == apidocs.DocsPath && !strings.Contains(string(page), `&#34;companyId&#34;:{&#34;value&#34;:&#34;`+gendata.DemoCompanyA) {
+			t.Errorf("the explorer's configuration does not fill the company field with %s:\n%s", gendata.DemoCompanyA, page)
+		}
+	}
+	if apidocs.ExampleCompanyID != gendata.DemoCompanyA {
+		t.Errorf("the explorer's example company %s is not the demo's company A %s", apidocs.ExampleCompanyID, gendata.DemoCompanyA)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,14 +31,16 @@ type rendered struct {
 	netpol     *networkingv1.NetworkPolicy
 }
 
-// render builds dir as `kustomize build --load-restrictor
-// LoadRestrictionsNone` does (the ConfigMap's file is configs/gateway.yaml,
-// outside the kustomization root) and decodes every object strictly: an
-// unknown or misplaced field fails, as the API server would refuse it.
+// render builds dir as `kubectl apply -k` and `kustomize build` do, with
+// the default load restrictions (no file outside the kustomization's root),
+// and decodes every object strictly: an unknown or misplaced field fails, as
+// the API server would refuse it.
 func render(t *testing.T, dir string) rendered {
 	t.Helper()
 	opts := krusty.MakeDefaultOptions()
-	opts.LoadRestrictions = types.LoadRestrictionsNone
+	if opts.LoadRestrictions != types.LoadRestrictionsRootOnly {
+		t.Fatalf("krusty's default load restrictions are %v, not kubectl's", opts.LoadRestrictions)
+	}
 	m, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
 		t.Fatalf("kustomize build %s: %v", dir, err)
@@ -88,6 +91,34 @@ func render(t *testing.T, dir string) rendered {
 		t.Fatalf("%s: missing objects: %+v", dir, out)
 	}
 	return out
+}
+
+// The ConfigMap's file is a copy of configs/gateway.yaml inside the base
+// (kustomize reads nothing outside a kustomization's root by default): it
+// must stay the shipped file, byte for byte.
+func TestKubernetesConfigIsTheShippedOne(t *testing.T) {
+	shipped, err := os.ReadFile(shippedCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied, err := os.ReadFile(filepath.Join(repoRoot, "deploy/k8s/base/gateway.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(copied) != string(shipped) {
+		t.Fatal("deploy/k8s/base/gateway.yaml differs from configs/gateway.yaml: cp configs/gateway.yaml deploy/k8s/base/gateway.yaml")
+	}
+	// kubectl's own kustomize, where kubectl is installed, as the README
+	// runs it (no cluster needed to render).
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Log("kubectl not installed: rendered with the kustomize library only")
+		return
+	}
+	out, err := exec.Command(kubectl, "kustomize", filepath.Join(repoRoot, "deploy/k8s/overlays/production")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "kind: ConfigMap") {
+		t.Fatalf("kubectl kustomize deploy/k8s/overlays/production: %v\n%s", err, out)
+	}
 }
 
 func TestKubernetesManifests(t *testing.T) {

@@ -5,76 +5,69 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"strconv"
 
 	"github.com/invoicing-ao/gateway/gateway"
 )
 
-func cmdLimits(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: limits needs get, set or reset", errUsage)
-	}
-	fs := flag.NewFlagSet("limits "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	load := configFlag(fs, env)
-	company := fs.String("company", "", "company id")
-	mode := fs.String("mode", "", "LIVE or TEST (default: both)")
-	rps := fs.Float64("rps", 0, "sustained requests per second")
-	burst := fs.Int("burst", 0, "requests allowed at once")
-	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseFlags(fs, args[1:])
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, pos[0])
-	}
-	if *company == "" {
-		return fmt.Errorf("%w: limits %s needs --company", errUsage, args[0])
-	}
-	var run func(d *deps) (gateway.LimitsView, error)
-	switch args[0] {
-	case "get":
-		run = func(d *deps) (gateway.LimitsView, error) { return d.server.CompanyLimits(ctx, *company) }
-	case "set":
+func limitsGet(company *string, asJSON *bool) action {
+	return limitsAction(asJSON, func(ctx context.Context, s *gateway.Server) (gateway.LimitsView, error) {
+		return s.CompanyLimits(ctx, *company)
+	})
+}
+
+func limitsSetFlags(fs *flag.FlagSet) action {
+	company := companyFlag(fs)
+	mode := fs.String("mode", "", "`MODE`, LIVE or TEST (default: both)")
+	rps := fs.Float64("rps", 0, "sustained requests per second (`N` > 0)")
+	burst := fs.Int("burst", 0, "requests allowed at once (`N` >= 1)")
+	asJSON := jsonFlag(fs)
+	set := limitsAction(asJSON, func(ctx context.Context, s *gateway.Server) (gateway.LimitsView, error) {
+		return s.SetCompanyLimit(ctx, commandActor(), *company, *mode, *rps, *burst)
+	})
+	return func(ctx context.Context, c *invocation) error {
 		if *rps <= 0 || *burst < 1 {
-			return fmt.Errorf("%w: limits set needs --rps > 0 and --burst >= 1", errUsage)
+			return usagef("needs --rps > 0 and --burst >= 1")
 		}
 		if *mode != "" && *mode != "LIVE" && *mode != "TEST" {
-			return fmt.Errorf("--mode %q: must be LIVE or TEST", *mode)
+			return usagef("--mode %q: must be LIVE or TEST", *mode)
 		}
-		run = func(d *deps) (gateway.LimitsView, error) {
-			return d.server.SetCompanyLimit(ctx, commandActor(), *company, *mode, *rps, *burst)
+		return set(ctx, c)
+	}
+}
+
+func limitsReset(company *string, asJSON *bool) action {
+	return limitsAction(asJSON, func(ctx context.Context, s *gateway.Server) (gateway.LimitsView, error) {
+		return s.ResetCompanyLimits(ctx, commandActor(), *company)
+	})
+}
+
+// limitsAction runs op, the one operation of a limits command, and prints
+// the company's limits after it.
+func limitsAction(asJSON *bool, op func(context.Context, *gateway.Server) (gateway.LimitsView, error)) action {
+	return func(ctx context.Context, c *invocation) error {
+		d, err := c.open(ctx)
+		if err != nil {
+			return err
 		}
-	case "reset":
-		run = func(d *deps) (gateway.LimitsView, error) {
-			return d.server.ResetCompanyLimits(ctx, commandActor(), *company)
+		defer d.Close()
+		v, err := op(ctx, d.server)
+		if err != nil {
+			return err
 		}
-	default:
-		return fmt.Errorf("%w: unknown limits command %q", errUsage, args[0])
-	}
-	d, err := management(ctx, load, stderr)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	v, err := run(d)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return json.NewEncoder(stdout).Encode(v)
-	}
-	for _, m := range []struct {
-		name string
-		l    gateway.LimitView
-	}{{"LIVE", v.Live}, {"TEST", v.Test}} {
-		src := "default"
-		if m.l.Custom {
-			src = "custom"
+		if *asJSON {
+			return json.NewEncoder(c.stdout).Encode(v)
 		}
-		fmt.Fprintf(stdout, "%s  %s rps, burst %d (%s)\n", m.name, strconv.FormatFloat(m.l.Rate, 'f', -1, 64), m.l.Burst, src)
+		for _, m := range []struct {
+			name string
+			l    gateway.LimitView
+		}{{"LIVE", v.Live}, {"TEST", v.Test}} {
+			src := "default"
+			if m.l.Custom {
+				src = "custom"
+			}
+			fmt.Fprintf(c.stdout, "%s  %s rps, burst %d (%s)\n", m.name, strconv.FormatFloat(m.l.Rate, 'f', -1, 64), m.l.Burst, src)
+		}
+		return nil
 	}
-	return nil
 }

@@ -1,27 +1,31 @@
 // Command gateway runs the public API gateway of the invoicing platform and
-// manages its keys and rate limits.
+// manages its keys, rate limits and data.
 //
-//	gateway serve [--config FILE]     production: real Redis and PostgreSQL
+//	gateway serve                     production: real Redis and PostgreSQL
 //	gateway demo                      embedded Redis and SQLite with demo data
-//	gateway keys create|list|roll|revoke   API keys
+//	gateway keys create|list|revoke   API keys
 //	gateway limits get|set|reset      per-company rate limits
-//	gateway audit --company ID        who changed which key or limit
 //	gateway usage --company ID        per-company requests per day
 //	gateway data schema|load          platform schema and generated data
 //	gateway probe URL                 health check for containers
 //	gateway version
+//
+// Every command and subcommand has -h/--help; commands.go is the table of
+// them, cli.go the parsing they share.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"runtime/debug"
 	"strings"
+	"text/tabwriter"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/invoicing-ao/gateway/gateway"
 )
@@ -29,82 +33,127 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-const usage = `gateway: the public API gateway of the invoicing platform.
-
-Usage:
-  gateway serve [--config FILE]       run with real Redis and PostgreSQL
-  gateway demo                        run on embedded Redis and SQLite with demo data
-  gateway keys create --company ID --mode LIVE|TEST --scopes LIST [--name TEXT]
-                      [--expires-in DURATION | --expires-at RFC3339] [--allow-cidr CIDR]... [--json]
-  gateway keys list --company ID [--json]
-  gateway keys roll KEY_ID [--overlap DURATION] [--json]   new secret; the old one works for the overlap (24h)
-  gateway keys revoke KEY_ID
-  gateway audit --company ID [--since TIME] [--json]       key and limit changes, oldest first
-  gateway limits get --company ID [--json]
-  gateway limits set --company ID [--mode LIVE|TEST] --rps N --burst N
-  gateway limits reset --company ID
-  gateway usage --company ID [--days N] [--json]   requests per day by status class
-  gateway data schema --database URL
-  gateway data load --size small|large [--database URL] [--seed N]
-  gateway probe URL                   exit 0 if URL answers 200 (container health checks)
-  gateway version
-
-Every command that connects reads configs/gateway.yaml (or --config FILE) and
-the GATEWAY_* environment variables; see README.md.
-`
-
 func main() {
+	redis.SetLogger(redisLogger{}) // serve.go: go-redis's lines into the JSON log
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
 }
 
-// run dispatches a command line and returns the process exit code.
+// run dispatches a command line and returns the process exit code: 0 done
+// (or help asked for), 1 the command failed, 2 the command line is wrong.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		overview(stderr, "")
 		return 2
 	}
-	var err error
 	switch args[0] {
-	case "serve":
-		err = cmdServe(ctx, args[1:], stdout, stderr, env)
-	case "demo":
-		err = cmdDemo(ctx, args[1:], stdout, stderr, env)
-	case "keys":
-		err = cmdKeys(ctx, args[1:], stdout, stderr, env)
-	case "limits":
-		err = cmdLimits(ctx, args[1:], stdout, stderr, env)
-	case "usage":
-		err = cmdUsage(ctx, args[1:], stdout, stderr, env)
-	case "audit":
-		err = cmdAudit(ctx, args[1:], stdout, stderr, env)
-	case "data":
-		err = cmdData(ctx, args[1:], stdout, stderr, env)
-	case "probe":
-		err = cmdProbe(ctx, args[1:], stdout, stderr)
-	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "gateway", versionString())
-	case "help", "--help", "-h":
-		fmt.Fprint(stdout, usage)
-	default:
-		fmt.Fprintf(stderr, "gateway: unknown command %q\n\n%s", args[0], usage)
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 { // gateway help keys create
+			return run(ctx, append(args[1:], "--help"), stdout, stderr, env)
+		}
+		overview(stdout, "")
+		return 0
+	case "--version", "-v":
+		args[0] = "version"
+	}
+	if c := lookup(args); c != nil {
+		return runCommand(ctx, c, args[len(strings.Fields(c.name)):], stdout, stderr, env)
+	}
+	if isGroup(args[0]) {
+		if len(args) > 1 && (args[1] == "-h" || args[1] == "-help" || args[1] == "--help") {
+			overview(stdout, args[0])
+			return 0
+		}
+		if len(args) == 1 {
+			fmt.Fprintf(stderr, "gateway %s: needs a command\n\n", args[0])
+		} else {
+			fmt.Fprintf(stderr, "gateway %s: unknown command %q\n\n", args[0], args[1])
+		}
+		overview(stderr, args[0])
 		return 2
 	}
-	if err != nil {
-		if errors.Is(err, errUsage) {
-			fmt.Fprintf(stderr, "gateway: %v\n\n%s", err, usage)
-			return 2
-		}
-		fmt.Fprintf(stderr, "gateway: %s\n", message(err))
-		return 1
-	}
-	return 0
+	fmt.Fprintf(stderr, "gateway: unknown command %q (gateway --help lists them)\n", args[0])
+	return 2
 }
 
-// message is what a person is told of err: what the API would say of it, or
-// the error itself when the API would only say "internal error".
+// lookup finds the command args start with: two words ("keys create") or one.
+func lookup(args []string) *command {
+	for _, c := range commands {
+		words := strings.Fields(c.name)
+		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == c.name {
+			return c
+		}
+	}
+	return nil
+}
+
+// isGroup reports whether word starts two-word commands ("keys").
+func isGroup(word string) bool {
+	for _, c := range commands {
+		if strings.HasPrefix(c.name, word+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+// overview lists the commands (those of group, when not empty), each with
+// what it does; each command's --help has its flags and an example.
+func overview(w io.Writer, group string) {
+	if group == "" {
+		fmt.Fprint(w, "gateway: the public API gateway of the invoicing platform.\n\nUsage: gateway COMMAND [flags]\n\nCommands:\n")
+	} else {
+		fmt.Fprintf(w, "Usage: gateway %s COMMAND [flags]\n\nCommands:\n", group)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, c := range commands {
+		if group == "" || strings.HasPrefix(c.name, group+" ") {
+			fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
+		}
+	}
+	_ = tw.Flush()
+	fmt.Fprint(w, `
+A command's flags and an example: gateway COMMAND --help (gateway keys create --help).
+Commands that connect read the configuration file given by --config, else
+$GATEWAY_CONFIG, else ./configs/gateway.yaml, then the GATEWAY_* environment
+variables, which win; see README.md.
+`)
+}
+
+func cmdVersion(_ context.Context, c *invocation) error {
+	_, err := fmt.Fprintln(c.stdout, "gateway", versionString())
+	return err
+}
+
+// config loads the configuration the command needs (config.go).
+func (c *invocation) config() (Config, error) {
+	return configFor(c.configFlag, c.env, c.cmd.needs)
+}
+
+// open connects what the command needs, quietly; a dependency that does not
+// answer fails it, named with its cause (depError).
+func (c *invocation) open(ctx context.Context) (*deps, error) {
+	cfg, err := c.config()
+	if err != nil {
+		return nil, err
+	}
+	return connect(ctx, cfg, newLogger(c.stderr, "error"), only(c.cmd.needs))
+}
+
+// message is what a person is told of err. A dependency's failure is told
+// with its setting, address and own words; an error the API would answer
+// with a 4xx is told as the API tells it ("No company ... exists"); anything
+// else as it is: the API's 5xx text ("retry later") would hide the cause
+// from the one person who can fix it.
 func message(err error) string {
+	var dep *depError
+	if errors.As(err, &dep) {
+		return dep.Error()
+	}
 	p := gateway.Problem(err)
-	if p.Code == "internal_error" {
+	if p.Code == "internal_error" || p.Status() >= 500 {
+		if h := hint(err, ""); h != "" {
+			return err.Error() + "\n(" + h + ")"
+		}
 		return err.Error()
 	}
 	msg := p.Detail
@@ -138,20 +187,4 @@ func parseLevel(s string) (slog.Level, error) {
 func newLogger(w io.Writer, level string) *slog.Logger {
 	l, _ := parseLevel(level)
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
-}
-
-// parseFlags parses fs from args, allowing flags after positional arguments
-// ("keys revoke KEY_ID --json"), and returns the positional ones.
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, fmt.Errorf("%w: %v", errUsage, err)
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoicing-ao/gateway/gateway/apidocs"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
@@ -88,6 +89,11 @@ func TestPortal(t *testing.T) {
 			if !found[op] {
 				t.Errorf("the explorer does not show %q; it shows %v", op, found)
 			}
+		}
+		// The company field of the Authentication panel shows an example id
+		// (Scalar's own placeholder is a joke in base64).
+		if !regexp.MustCompile(`<input [^>]*type="text" value="` + apidocs.ExampleCompanyID + `"`).Match(dom) {
+			t.Errorf("the explorer's X-Company-Id field does not show the example company id %s", apidocs.ExampleCompanyID)
 		}
 		for _, want := range []string{`Request Example for post /clients`, `-H "X-Company-Id: $COMPANY_ID"`, `id="api/description/rate-limits"`} {
 			if !strings.Contains(string(dom), want) && !strings.Contains(stripTags(string(dom)), want) {

@@ -12,13 +12,10 @@ import (
 // cmdProbe asks a running gateway's health endpoint and succeeds only on 200.
 // It exists for container health checks: the image has no shell, curl or
 // wget, so `gateway probe http://127.0.0.1:8080/readyz` is the check.
-func cmdProbe(ctx context.Context, args []string, stdout, _ io.Writer) error {
-	if len(args) != 1 {
-		return fmt.Errorf("%w: probe needs one URL, e.g. http://127.0.0.1:8080/readyz", errUsage)
-	}
-	u, err := url.Parse(args[0])
+func cmdProbe(ctx context.Context, c *invocation) error {
+	u, err := url.Parse(c.args[0])
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%w: probe needs an http:// URL", errUsage)
+		return usagef("needs an http:// URL, e.g. http://127.0.0.1:8080/readyz")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -35,6 +32,6 @@ func cmdProbe(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if res.StatusCode != http.StatusOK {
 		return fmt.Errorf("probe %s: %s", u.Redacted(), res.Status)
 	}
-	fmt.Fprintln(stdout, "ok")
+	fmt.Fprintln(c.stdout, "ok")
 	return nil
 }

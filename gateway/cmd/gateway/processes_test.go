@@ -24,6 +24,7 @@ type process struct {
 	cmd         *exec.Cmd
 	pub, admin  string // base URLs
 	stderrLines chan string
+	seen        []string // the lines waitLog has read
 }
 
 // buildBinary compiles the gateway once per test.

@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,77 +17,67 @@ import (
 	"github.com/invoicing-ao/gateway/internal/logbuf"
 )
 
-// defaultConfigFile is read when it exists and --config is not given.
-const defaultConfigFile = "configs/gateway.yaml"
-
-// configFlag registers --config on fs and returns a loader for after Parse.
-func configFlag(fs *flag.FlagSet, env func(string) string) func() (Config, error) {
-	path := fs.String("config", "", "configuration file (default "+defaultConfigFile+" when it exists)")
-	return func() (Config, error) {
-		p := *path
-		if p == "" {
-			if _, err := os.Stat(defaultConfigFile); err == nil {
-				p = defaultConfigFile
-			}
-		}
-		return loadConfig(p, env)
-	}
-}
-
-func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	load := configFlag(fs, env)
-	pos, err := parseFlags(fs, args)
+// cmdServe runs the gateway: every setting is checked and both listeners
+// are bound before anything connects, then it starts whatever is down
+// (health.go) and serves until SIGINT/SIGTERM.
+func cmdServe(ctx context.Context, c *invocation) error {
+	cfg, err := c.config()
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, pos[0])
+	tel, err := setupTelemetry(ctx, versionString()) // checks the OTEL_* variables
+	if err != nil {
+		return err
 	}
-	cfg, err := load()
+	pubLn, admLn, err := listen(cfg)
 	if err != nil {
 		return err
 	}
 	// One write per 100 ms instead of one per request: a write system call
 	// per access-log line was 5 % of the CPU under load (internal/logbuf).
-	logOut := logbuf.New(stderr, logbuf.Config{})
+	logOut := logbuf.New(c.stderr, logbuf.Config{})
 	defer logOut.Close() // last: the shutdown lines are logged before it
 	logger := newLogger(logOut, cfg.LogLevel)
-	gc := tuneGC(env)
-	tel, err := setupTelemetry(ctx, versionString())
-	if err != nil {
-		return err
-	}
+	redisLog.Store(logger)
+	gc := tuneGC(c.env)
 	tel.install(logger)
 	defer tel.flush(logger) // after d.Close: the last spans are ended by then
-	d, err := connect(ctx, cfg, logger)
+	d, err := connect(ctx, cfg, logger, withLazy())
 	if err != nil {
+		pubLn.Close()
+		admLn.Close()
 		return err
 	}
 	defer d.Close()
-	return listenAndServe(ctx, cfg, d, logger, func(pub, adm net.Addr) {
-		logger.Info("gateway listening", "public", pub.String(), "admin", adm.String(), "version", versionString(), "tracing", tel.describe, "gc", gc)
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	down := watchDependencies(wctx, logger, d.dependencies(cfg), defaultWatch)
+	return serveOn(ctx, cfg, d, logger, pubLn, admLn, func(pub, adm net.Addr) {
+		logger.Info("gateway listening", "public", pub.String(), "admin", adm.String(), "version", versionString(),
+			"tracing", tel.describe, "gc", gc, "unavailable", down)
 	})
 }
 
-// listenAndServe runs the public and admin listeners until SIGINT/SIGTERM or
-// ctx ends, then drains: readiness turns false first and the listeners keep
+// listen binds the public and the admin listener.
+func listen(cfg Config) (pub, adm net.Listener, err error) {
+	if pub, err = net.Listen("tcp", cfg.Addr); err != nil {
+		return nil, nil, fmt.Errorf("setting %s: %w", settingName("Addr"), err)
+	}
+	if adm, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
+		pub.Close()
+		return nil, nil, fmt.Errorf("setting %s: %w", settingName("AdminAddr"), err)
+	}
+	return pub, adm, nil
+}
+
+// serveOn runs the public and admin listeners until SIGINT/SIGTERM or ctx
+// ends, then drains: readiness turns false first and the listeners keep
 // serving for DrainDelay (so load balancers notice and stop sending), then
 // they stop accepting and requests in flight finish within ShutdownTimeout.
 // A second signal ends the process at once.
-func listenAndServe(ctx context.Context, cfg Config, d *deps, logger *slog.Logger, ready func(pub, adm net.Addr)) error {
+func serveOn(ctx context.Context, cfg Config, d *deps, logger *slog.Logger, pubLn, admLn net.Listener, ready func(pub, adm net.Addr)) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	pubLn, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("setting %s: %w", settingName("Addr"), err)
-	}
-	admLn, err := net.Listen("tcp", cfg.AdminAddr)
-	if err != nil {
-		pubLn.Close()
-		return fmt.Errorf("setting %s: %w", settingName("AdminAddr"), err)
-	}
 	newServer := func(h http.Handler) *http.Server {
 		// The defaults: 5s to send the request head, 16 KiB of headers.
 		return gateway.NewHTTPServer(h, gateway.HTTPConfig{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)})
@@ -115,10 +104,25 @@ func listenAndServe(ctx context.Context, cfg Config, d *deps, logger *slog.Logge
 	time.Sleep(cfg.DrainDelay)
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	err = errors.Join(pub.Shutdown(sctx), adm.Shutdown(sctx))
+	err := errors.Join(pub.Shutdown(sctx), adm.Shutdown(sctx))
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// redisLog is where the binary sends go-redis's own lines (main installs
+// redisLogger): into the gateway's JSON log at debug level, since the
+// dependency watcher reports Redis going down and coming back, once each,
+// with the cause. Unset (tests running commands in-process), they go nowhere.
+var redisLog atomic.Pointer[slog.Logger]
+
+// redisLogger is go-redis's logging interface over redisLog.
+type redisLogger struct{}
+
+func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	if l := redisLog.Load(); l != nil {
+		l.DebugContext(ctx, "redis client", "message", fmt.Sprintf(format, v...))
+	}
 }

@@ -95,14 +95,18 @@ func TestGracefulShutdown(t *testing.T) {
 	defer sigterm()
 	addrs := make(chan string, 1)
 	served := make(chan error, 1)
+	pubLn, admLn, err := listen(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() {
-		served <- listenAndServe(sctx, cfg, d, logger, func(pub, _ net.Addr) { addrs <- pub.String() })
+		served <- serveOn(sctx, cfg, d, logger, pubLn, admLn, func(pub, _ net.Addr) { addrs <- pub.String() })
 	}()
 	var addr string
 	select {
 	case addr = <-addrs:
 	case err := <-served:
-		t.Fatalf("listenAndServe: %v", err)
+		t.Fatalf("serveOn: %v", err)
 	}
 	base := "http://" + addr
 	if a := get(base+"/readyz", ""); a.status != 200 {
@@ -164,7 +168,7 @@ func TestGracefulShutdown(t *testing.T) {
 	select {
 	case err := <-served:
 		if err != nil {
-			t.Fatalf("listenAndServe: %v", err)
+			t.Fatalf("serveOn: %v", err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("listenAndServe did not return after the last request")

@@ -244,24 +244,3 @@ func checkKeyValues(s string, header bool) error {
 func notTokenChar(r rune) bool {
 	return r > unicode.MaxASCII || !(unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("!#$%&'*+-.^_`|~", r))
 }
-
-// wireOption adjusts what connectWith builds.
-type wireOption func(*wireOptions)
-
-type wireOptions struct {
-	tp trace.TracerProvider // nil: otel's global provider
-}
-
-// withTracerProvider makes every component trace with tp instead of the
-// global provider (tests run several gateways with their own receivers).
-func withTracerProvider(tp trace.TracerProvider) wireOption {
-	return func(o *wireOptions) { o.tp = tp }
-}
-
-func wireOptionsOf(opts []wireOption) wireOptions {
-	var o wireOptions
-	for _, f := range opts {
-		f(&o)
-	}
-	return o
-}

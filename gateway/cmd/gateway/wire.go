@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/authz"
@@ -30,41 +31,44 @@ type deps struct {
 }
 
 // connect opens Redis and both databases and builds the server on them.
-func connect(ctx context.Context, cfg Config, logger *slog.Logger) (*deps, error) {
+func connect(ctx context.Context, cfg Config, logger *slog.Logger, opts ...wireOption) (*deps, error) {
 	// A single Redis, Sentinel or Cluster by the URL's scheme; every form
 	// keeps ContextTimeoutEnabled (redisurl.go).
 	rdb, err := newRedisClient(cfg.RedisURL)
 	if err != nil {
 		return nil, fmt.Errorf("setting %s: %w", settingName("RedisURL"), err)
 	}
-	return connectWith(ctx, cfg, logger, rdb)
+	return connectWith(ctx, cfg, logger, rdb, opts...)
 }
 
 // connectWith builds the dependencies on an existing Redis client (the demo's
-// in-process Redis, or a real one).
+// in-process Redis, or a real one). Unless withLazy, each dependency it opens
+// must answer now, or it fails naming the one that does not and why.
 func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis.UniversalClient, opts ...wireOption) (*deps, error) {
 	o := wireOptionsOf(opts)
 	d := &deps{rdb: rdb}
-	var err error
-	open := func(field, url string) (*backend.Store, error) {
-		st, err := backend.Open(ctx, backend.Config{URL: url, MaxConns: cfg.DatabaseMaxConns, QueryTimeout: cfg.QueryTimeout, TracerProvider: o.tp,
-			ReplicaURL: replicaOf(cfg, field), ReadYourWritesWindow: cfg.ReadYourWritesWindow,
-			BreakerFailures: cfg.BreakerFailures, BreakerOpenFor: cfg.BreakerOpenFor,
-			OnBreakerChange: func(from, to string) {
-				logger.Warn("database circuit breaker", "database", databaseName(field), "from", from, "to", to)
-			}})
-		if err != nil {
-			return nil, fmt.Errorf("setting %s: %s: %w", settingName(field), redactURL(url), err)
+	if o.needs&needRedis != 0 && !o.lazy {
+		if err := pingRedis(ctx, rdb); err != nil {
+			d.Close()
+			return nil, &depError{what: "Redis", setting: settingName("RedisURL"), target: redactURL(cfg.RedisURL), err: err}
 		}
-		return st, nil
 	}
-	if d.live, err = open("LiveDatabaseURL", cfg.LiveDatabaseURL); err != nil {
-		d.Close()
-		return nil, err
-	}
-	if d.test, err = open("TestDatabaseURL", cfg.TestDatabaseURL); err != nil {
-		d.Close()
-		return nil, err
+	var live, test gateway.Store // nil interfaces for the databases not needed
+	for _, db := range []struct {
+		field string
+		need  needs
+		st    **backend.Store
+		as    *gateway.Store
+	}{{"LiveDatabaseURL", needLive, &d.live, &live}, {"TestDatabaseURL", needTest, &d.test, &test}} {
+		if o.needs&db.need == 0 {
+			continue
+		}
+		st, err := openStore(ctx, cfg, db.field, logger, o)
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		*db.st, *db.as = st, st
 	}
 	origins, err := gateway.ParseOrigins(cfg.CORSAllowedOrigins) // validated with the configuration
 	if err != nil {
@@ -82,12 +86,13 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		Prefix:         cfg.RedisPrefix + "tenants:",
 		LiveDefault:    tenants.Limit{Rate: cfg.LiveRate, Burst: cfg.LiveBurst},
 		TestDefault:    tenants.Limit{Rate: cfg.TestRate, Burst: cfg.TestBurst},
+		RedisTimeout:   o.redisTimeout,
 		Logger:         logger,
 		TracerProvider: o.tp,
 	})
 	d.usage = usagecounter.New(usagecounter.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "usage:", Logger: logger})
 	d.server = gateway.New(gateway.Config{
-		Live: d.live, Test: d.test, Keys: d.keys, Limiter: d.limiter,
+		Live: live, Test: test, Keys: d.keys, Limiter: d.limiter,
 		Guard:      tenants.NewGuard(tenants.GuardConfig{PerCompany: cfg.InflightPerCompany, Total: cfg.InflightTotal}),
 		AdminToken: cfg.AdminToken, CursorSecret: cfg.CursorSecret, Logger: logger,
 		CORSAllowedOrigins: origins,
@@ -97,6 +102,70 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		TrustedProxies: proxies,
 	})
 	return d, nil
+}
+
+// openStore opens the database of a database setting; see connectWith.
+func openStore(ctx context.Context, cfg Config, field string, logger *slog.Logger, o wireOptions) (*backend.Store, error) {
+	url := reflect.ValueOf(cfg).FieldByName(field).String()
+	st, err := backend.Open(ctx, backend.Config{URL: url, MaxConns: cfg.DatabaseMaxConns, QueryTimeout: cfg.QueryTimeout, TracerProvider: o.tp,
+		ReplicaURL: replicaOf(cfg, field), ReadYourWritesWindow: cfg.ReadYourWritesWindow,
+		BreakerFailures: cfg.BreakerFailures, BreakerOpenFor: cfg.BreakerOpenFor, Lazy: o.lazy,
+		OnBreakerChange: func(from, to string) {
+			logger.Warn("database circuit breaker", "database", databaseName(field), "from", from, "to", to)
+		}})
+	if err != nil {
+		return nil, &depError{what: "the " + databaseName(field) + " database", setting: settingName(field), target: redactURL(url), err: err}
+	}
+	return st, nil
+}
+
+// pingRedis asks Redis for an answer within a few seconds.
+func pingRedis(ctx context.Context, rdb redis.UniversalClient) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	return rdb.Ping(ctx).Err()
+}
+
+// wireOption adjusts what connectWith builds.
+type wireOption func(*wireOptions)
+
+type wireOptions struct {
+	tp           trace.TracerProvider // nil: otel's global provider
+	needs        needs                // what to open; zero means everything
+	lazy         bool                 // start whatever is down (serve)
+	redisTimeout time.Duration        // the limiter's per-decision Redis deadline; zero: tenants' default
+}
+
+// withTracerProvider makes every component trace with tp instead of the
+// global provider (tests run several gateways with their own receivers).
+func withTracerProvider(tp trace.TracerProvider) wireOption {
+	return func(o *wireOptions) { o.tp = tp }
+}
+
+// only opens what n needs: a command that needs Redis only opens no
+// database.
+func only(n needs) wireOption {
+	return func(o *wireOptions) { o.needs = n }
+}
+
+// withLazy starts with whatever is down: each database and Redis is served
+// as unavailable until it answers (serve: health.go watches and logs them).
+func withLazy() wireOption {
+	return func(o *wireOptions) { o.lazy = true }
+}
+
+// withRedisTimeout sets the limiter's Redis deadline per decision (the
+// demo's in-process Redis: demo.go).
+func withRedisTimeout(d time.Duration) wireOption {
+	return func(o *wireOptions) { o.redisTimeout = d }
+}
+
+func wireOptionsOf(opts []wireOption) wireOptions {
+	o := wireOptions{needs: needAll}
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
 }
 
 // databaseName names a database setting's database in logs.
@@ -141,5 +210,3 @@ func redactURL(u string) string {
 	}
 	return u
 }
-
-var errUsage = errors.New("usage")
