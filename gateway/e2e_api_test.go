@@ -73,6 +73,9 @@ func TestListsAndGets(t *testing.T) {
 			if d["status"] != st {
 				t.Errorf("status=%s returned %v", st, d["status"])
 			}
+			if st == "OVERDUE" && d["type"] != "FT" && d["type"] != "ND" {
+				t.Errorf("a %v is OVERDUE: only FT and ND can be", d["type"])
+			}
 		}
 	}
 	p := get("/api/v1/v1/invoices?type=PF&pageSize=5&page=1")
