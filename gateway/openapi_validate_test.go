@@ -47,7 +47,7 @@ func validateAgainstOpenAPI(t *testing.T, q req, r resp) {
 	if err != nil {
 		t.Fatalf("path %q: %v", q.Path, err)
 	}
-	route, params := findOperation(doc, q.Method, u.Path)
+	route, params := findOperation(doc, q.Method, u.EscapedPath())
 	if route == nil {
 		if r.Status >= 400 {
 			validateProblem(t, doc, q, r)
@@ -99,8 +99,9 @@ func validateProblemCode(t *testing.T, op *openapi3.Operation, q req, r resp) {
 	t.Errorf("%s %s: code %q is not among response %d's x-problem-codes %v", q.Method, q.Path, p.Code, r.Status, listed)
 }
 
-// findOperation matches a request path against the document's paths (under
-// its first server's base path).
+// findOperation matches a request's escaped path against the document's
+// paths (under its first server's base path), segment by segment as sent: an
+// escaped slash (%2F) stays inside its segment, as a parameter's value.
 func findOperation(doc *openapi3.T, method, path string) (*routers.Route, map[string]string) {
 	base := ""
 	if len(doc.Servers) > 0 {
@@ -111,6 +112,11 @@ func findOperation(doc *openapi3.T, method, path string) (*routers.Route, map[st
 		return nil, nil
 	}
 	segs := strings.Split(rest, "/")
+	for i, s := range segs {
+		if d, err := url.PathUnescape(s); err == nil {
+			segs[i] = d
+		}
+	}
 	for tmpl, item := range doc.Paths.Map() {
 		tsegs := strings.Split(tmpl, "/")
 		if len(tsegs) != len(segs) {
