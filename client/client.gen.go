@@ -684,15 +684,15 @@ type ListClientsParams struct {
 	// PageSize Results per page, 1 to 100. Default 20. Over 100 is `400 invalid_parameter` (not clamped).
 	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
 
-	// Search Part of the name (any case) or of the NIF; at most 100 characters, trimmed.
+	// Search Part of the name (any case) or of the NIF; at most 100 characters, trimmed; no control characters.
 	Search *string `form:"search,omitempty" json:"search,omitempty"`
 }
 
 // CreateClientParams defines parameters for CreateClient.
 type CreateClientParams struct {
 	// IdempotencyKey A value of your choice, unique to one client you mean to create (a random
-	// UUID), sent again unchanged when you retry that same create after a
-	// timeout, a `429` or a `503`. New keys for new clients; never reuse one
+	// UUID; 1 to 255 visible ASCII characters), sent again unchanged when you
+	// retry that same create after a timeout, a `429` or a `503`. New keys for new clients; never reuse one
 	// for a different body. The Go client in the gateway's repository sends one
 	// with every create and reuses it across its own retries. Until the gateway
 	// replays answers by this key (announced in this document's changes), a
