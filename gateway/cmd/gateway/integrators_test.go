@@ -45,10 +45,17 @@ func TestIntegrators(t *testing.T) {
 			}
 			return string(out)
 		}
+		// The README's recipe, beside the full program.
+		if err := os.WriteFile(filepath.Join(dir, "readme.ts"), readmeSnippet(t, "ts"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		run("openapi-typescript", base+"/api/openapi.yaml", "-o", "schema.ts")
 		run("tsc", "--strict", "--noEmit", "-p", "tsconfig.json") // zero errors, or it fails
 		if out := run("tsx", "integrator.ts"); !strings.HasPrefix(out, "ok: ") {
 			t.Fatalf("integrator.ts: %s", out)
+		}
+		if out := run("tsx", "readme.ts"); !regexp.MustCompile(`^[0-9]+ \[`).MatchString(out) {
+			t.Fatalf("the README's snippet printed %q", out)
 		}
 	})
 }
@@ -96,6 +103,21 @@ func goClientAgainst(t *testing.T, base, key, company string) {
 	if _, err := a.GetClient(ctx, uuid.New()); !errors.As(err, &p) || p.Code != client.ProblemCodeNotFound {
 		t.Fatalf("unknown client: %v", err)
 	}
+}
+
+// readmeSnippet is the first code block of language lang in the README's
+// Clients section.
+func readmeSnippet(t *testing.T, lang string) []byte {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)## Clients.*?```" + lang + "\n(.*?)```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatalf("no %s block in the README's Clients section", lang)
+	}
+	return m[1]
 }
 
 // typescriptProject installs client/typescript's pinned npm packages once
