@@ -103,6 +103,8 @@ const (
 	ProblemCodeConcurrencyLimit          ProblemCode = "concurrency_limit"
 	ProblemCodeDatabaseUnavailable       ProblemCode = "database_unavailable"
 	ProblemCodeHeadersTooLarge           ProblemCode = "headers_too_large"
+	ProblemCodeIdempotencyInProgress     ProblemCode = "idempotency_in_progress"
+	ProblemCodeIdempotencyKeyReused      ProblemCode = "idempotency_key_reused"
 	ProblemCodeInsufficientScope         ProblemCode = "insufficient_scope"
 	ProblemCodeInternalError             ProblemCode = "internal_error"
 	ProblemCodeInvalidApiKey             ProblemCode = "invalid_api_key"
@@ -142,6 +144,10 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeDatabaseUnavailable:
 		return true
 	case ProblemCodeHeadersTooLarge:
+		return true
+	case ProblemCodeIdempotencyInProgress:
+		return true
+	case ProblemCodeIdempotencyKeyReused:
 		return true
 	case ProblemCodeInsufficientScope:
 		return true
@@ -631,9 +637,6 @@ type TransmissionStatus string
 // Id defines model for id.
 type Id = openapi_types.UUID
 
-// IdempotencyKey defines model for idempotencyKey.
-type IdempotencyKey = string
-
 // Page defines model for page.
 type Page = int
 
@@ -654,6 +657,9 @@ type Forbidden = Problem
 
 // HeadersTooLarge An error (RFC 9457 problem details, `application/problem+json`).
 type HeadersTooLarge = Problem
+
+// IdempotencyKeyReused An error (RFC 9457 problem details, `application/problem+json`).
+type IdempotencyKeyReused = Problem
 
 // InternalError An error (RFC 9457 problem details, `application/problem+json`).
 type InternalError = Problem
@@ -690,15 +696,11 @@ type ListClientsParams struct {
 
 // CreateClientParams defines parameters for CreateClient.
 type CreateClientParams struct {
-	// IdempotencyKey A value of your choice, unique to one client you mean to create (a random
-	// UUID; 1 to 255 visible ASCII characters), sent again unchanged when you
-	// retry that same create after a timeout, a `429` or a `503`. New keys for new clients; never reuse one
-	// for a different body. The Go client in the gateway's repository sends one
-	// with every create and reuses it across its own retries. Until the gateway
-	// replays answers by this key (announced in this document's changes), a
-	// retried create whose first attempt succeeded answers `409 nif_conflict`
-	// when the client has a NIF.
-	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+	// IdempotencyKey Makes retries of this create safe: the same key with the same body is
+	// answered what the first attempt answered, and never creates a second
+	// client. 1 to 255 printable ASCII characters (anything else is `400
+	// invalid_parameter`), kept at least 24 hours per company and mode.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // ListInvoicesParams defines parameters for ListInvoices.
@@ -830,6 +832,9 @@ type ClientInterface interface {
 	// are refused (`400 invalid_body`), and every invalid field is listed in
 	// `errors`.
 	//
+	// Send an `Idempotency-Key` to make retries safe: see *Retrying a create
+	// safely* in the introduction.
+	//
 	// Scope: `clients:write`.
 	//
 	// Takes any type of body and a specified content type.
@@ -853,6 +858,9 @@ type ClientInterface interface {
 	// characters; `type` `COMPANY` or `INDIVIDUAL`. Unknown or repeated members
 	// are refused (`400 invalid_body`), and every invalid field is listed in
 	// `errors`.
+	//
+	// Send an `Idempotency-Key` to make retries safe: see *Retrying a create
+	// safely* in the introduction.
 	//
 	// Scope: `clients:write`.
 	//
@@ -938,6 +946,9 @@ func (c *Client) ListClients(ctx context.Context, params *ListClientsParams, req
 // are refused (`400 invalid_body`), and every invalid field is listed in
 // `errors`.
 //
+// Send an `Idempotency-Key` to make retries safe: see *Retrying a create
+// safely* in the introduction.
+//
 // Scope: `clients:write`.
 //
 // Takes any type of body and a specified content type.
@@ -971,6 +982,9 @@ func (c *Client) CreateClientWithBody(ctx context.Context, params *CreateClientP
 // characters; `type` `COMPANY` or `INDIVIDUAL`. Unknown or repeated members
 // are refused (`400 invalid_body`), and every invalid field is listed in
 // `errors`.
+//
+// Send an `Idempotency-Key` to make retries safe: see *Retrying a create
+// safely* in the introduction.
 //
 // Scope: `clients:write`.
 //
@@ -1446,6 +1460,9 @@ type ClientWithResponsesInterface interface {
 	// are refused (`400 invalid_body`), and every invalid field is listed in
 	// `errors`.
 	//
+	// Send an `Idempotency-Key` to make retries safe: see *Retrying a create
+	// safely* in the introduction.
+	//
 	// Scope: `clients:write`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -1469,6 +1486,9 @@ type ClientWithResponsesInterface interface {
 	// characters; `type` `COMPANY` or `INDIVIDUAL`. Unknown or repeated members
 	// are refused (`400 invalid_body`), and every invalid field is listed in
 	// `errors`.
+	//
+	// Send an `Idempotency-Key` to make retries safe: see *Retrying a create
+	// safely* in the introduction.
 	//
 	// Scope: `clients:write`.
 	//
@@ -1676,10 +1696,11 @@ func (r ListClientsResponse) ContentType() string {
 
 // CreateClientResponse201Headers the declared response headers of an HTTP 201 response for CreateClient
 type CreateClientResponse201Headers struct {
-	Location        string
-	RateLimit       string
-	RateLimitPolicy string
-	XRequestId      string
+	IdempotentReplayed *string
+	Location           string
+	RateLimit          string
+	RateLimitPolicy    string
+	XRequestId         string
 }
 
 // CreateClientResponse400Headers the declared response headers of an HTTP 400 response for CreateClient
@@ -1702,9 +1723,11 @@ type CreateClientResponse403Headers struct {
 
 // CreateClientResponse409Headers the declared response headers of an HTTP 409 response for CreateClient
 type CreateClientResponse409Headers struct {
-	RateLimit       string
-	RateLimitPolicy string
-	XRequestId      string
+	IdempotentReplayed *string
+	RateLimit          string
+	RateLimitPolicy    string
+	RetryAfter         *int
+	XRequestId         string
 }
 
 // CreateClientResponse413Headers the declared response headers of an HTTP 413 response for CreateClient
@@ -1716,6 +1739,13 @@ type CreateClientResponse413Headers struct {
 
 // CreateClientResponse415Headers the declared response headers of an HTTP 415 response for CreateClient
 type CreateClientResponse415Headers struct {
+	RateLimit       string
+	RateLimitPolicy string
+	XRequestId      string
+}
+
+// CreateClientResponse422Headers the declared response headers of an HTTP 422 response for CreateClient
+type CreateClientResponse422Headers struct {
 	RateLimit       string
 	RateLimitPolicy string
 	XRequestId      string
@@ -1762,6 +1792,8 @@ type CreateClientResponse struct {
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *IdempotencyKeyReused
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON431 the response for an HTTP 431 `application/problem+json` response
@@ -1784,6 +1816,8 @@ type CreateClientResponse struct {
 	Headers413 *CreateClientResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
 	Headers415 *CreateClientResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateClientResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateClientResponse429Headers
 	// Headers431 the parsed response headers for an HTTP 431 response
@@ -1827,6 +1861,11 @@ func (r CreateClientResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r CreateClientResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateClientResponse) GetApplicationproblemJSON422() *IdempotencyKeyReused {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -2414,6 +2453,9 @@ func (c *ClientWithResponses) ListClientsWithResponse(ctx context.Context, param
 // are refused (`400 invalid_body`), and every invalid field is listed in
 // `errors`.
 //
+// Send an `Idempotency-Key` to make retries safe: see *Retrying a create
+// safely* in the introduction.
+//
 // Scope: `clients:write`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -2443,6 +2485,9 @@ func (c *ClientWithResponses) CreateClientWithBodyWithResponse(ctx context.Conte
 // characters; `type` `COMPANY` or `INDIVIDUAL`. Unknown or repeated members
 // are refused (`400 invalid_body`), and every invalid field is listed in
 // `errors`.
+//
+// Send an `Idempotency-Key` to make retries safe: see *Retrying a create
+// safely* in the introduction.
 //
 // Scope: `clients:write`.
 //
@@ -2800,6 +2845,13 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -2833,6 +2885,13 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 	switch {
 	case rsp.StatusCode == 201:
 		var headers CreateClientResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -2915,6 +2974,13 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 		response.Headers403 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateClientResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -2928,6 +2994,13 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -2985,6 +3058,30 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 			headers.XRequestId = value
 		}
 		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateClientResponse422Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateClientResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {

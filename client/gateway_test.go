@@ -14,6 +14,7 @@ import (
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/client"
 	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/idempotency"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
@@ -32,9 +33,20 @@ type testGateway struct {
 	seen []seenRequest
 }
 
-// seenRequest is what the gateway received, for the retry tests.
+// seenRequest is what the gateway received and answered, for the retry tests.
 type seenRequest struct {
 	Method, Path, IdempotencyKey string
+	Status                       int
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
 }
 
 func startGateway(t *testing.T) *testGateway {
@@ -60,13 +72,15 @@ func startGateway(t *testing.T) *testGateway {
 	keys := authz.New(authz.Config{Redis: rdb, Prefix: prefix + "authz:", Logger: logger})
 	limits := tenants.New(tenants.Config{Redis: rdb, Prefix: prefix + "tenants:", Logger: logger,
 		LiveDefault: tenants.Limit{Rate: 1000, Burst: 1000}, TestDefault: tenants.Limit{Rate: 1000, Burst: 1000}})
-	g.srv = gateway.New(gateway.Config{Live: live, Test: sandbox, Keys: keys, Limiter: limits, Logger: logger})
+	g.srv = gateway.New(gateway.Config{Live: live, Test: sandbox, Keys: keys, Limiter: limits, Logger: logger,
+		Idempotency: idempotency.New(idempotency.Config{Redis: rdb, Prefix: prefix + "idem:"})})
 	h := g.srv.Handler()
 	pub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(sw, r)
 		g.mu.Lock()
-		g.seen = append(g.seen, seenRequest{r.Method, r.URL.Path, r.Header.Get("Idempotency-Key")})
+		g.seen = append(g.seen, seenRequest{r.Method, r.URL.Path, r.Header.Get("Idempotency-Key"), sw.status})
 		g.mu.Unlock()
-		h.ServeHTTP(w, r)
 	}))
 	g.URL = pub.URL
 	t.Cleanup(func() {

@@ -1,7 +1,9 @@
 package client
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	mrand "math/rand/v2"
 	"net/http"
@@ -12,7 +14,9 @@ import (
 )
 
 // retrying is the HttpRequestDoer behind the generated client: it sends a
-// request again after a 429 or a 503, as the API document asks:
+// request again after a 429, a 503, or a 409 idempotency_in_progress (an
+// earlier attempt with the same Idempotency-Key still running: the retry gets
+// its answer), as the API document asks:
 //   - it waits Retry-After (at least 1 s; 1 s when absent), and on each
 //     further retry of the same call at least twice the previous wait, plus
 //     up to 10 % at random so that many clients do not retry in step;
@@ -21,7 +25,7 @@ import (
 //   - a 429 is always retried (the gateway refused it before doing
 //     anything); a 503 only for a GET, or a POST that carries an
 //     Idempotency-Key (a create that timed out in the database may have
-//     happened, and only the key lets the gateway recognise the retry).
+//     happened, and only the key lets the gateway answer the retry with it).
 //
 // Other answers and transport errors are returned at once.
 type retrying struct {
@@ -36,7 +40,7 @@ func (r *retrying) Do(req *http.Request) (*http.Response, error) {
 	var base time.Duration // the previous wait, without its jitter
 	for attempt := 0; ; attempt++ {
 		res, err := r.next.Do(req)
-		if err != nil || attempt >= r.maxRetries || !retryable(req, res.StatusCode) {
+		if err != nil || attempt >= r.maxRetries || !retryable(req, res) {
 			return res, err
 		}
 		base = r.nextWait(res.Header.Get("Retry-After"), base)
@@ -60,15 +64,30 @@ func (r *retrying) Do(req *http.Request) (*http.Response, error) {
 	}
 }
 
-func retryable(req *http.Request, status int) bool {
-	switch status {
+func retryable(req *http.Request, res *http.Response) bool {
+	keyed := req.Header.Get("Idempotency-Key") != ""
+	switch res.StatusCode {
 	case http.StatusTooManyRequests:
 		return true
 	case http.StatusServiceUnavailable:
-		return req.Method == http.MethodGet || req.Method == http.MethodHead ||
-			(req.Method == http.MethodPost && req.Header.Get("Idempotency-Key") != "")
+		return req.Method == http.MethodGet || req.Method == http.MethodHead || (req.Method == http.MethodPost && keyed)
+	case http.StatusConflict:
+		return keyed && inProgress(res)
 	}
 	return false
+}
+
+// inProgress reports whether a 409 is idempotency_in_progress. It reads the
+// start of the body and puts it back in front of the rest.
+func inProgress(res *http.Response) bool {
+	body := res.Body
+	b, err := io.ReadAll(io.LimitReader(body, 64<<10))
+	res.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(b), body), body}
+	var p struct{ Code ProblemCode }
+	return err == nil && json.Unmarshal(b, &p) == nil && p.Code == ProblemCodeIdempotencyInProgress
 }
 
 // nextWait is the wait before the next attempt, before jitter: what

@@ -163,6 +163,7 @@ func TestRetryPolicy(t *testing.T) {
 	type step struct {
 		status     int
 		retryAfter string
+		code       string // default: the status's usual code
 	}
 	var (
 		mu     sync.Mutex
@@ -182,6 +183,12 @@ func TestRetryPolicy(t *testing.T) {
 		if hook != nil {
 			hook()
 		}
+		if st.status == 200 && r.Method == http.MethodPost {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			fmt.Fprint(w, `{"id":"3b9a8f51-2c4d-4e6f-8a1b-2c3d4e5f6a7b","name":"x","nif":null,"email":null,"phone":null,"address":null,"type":null,"createdAt":"2026-03-01T09:15:02.120Z"}`)
+			return
+		}
 		if st.status == 200 {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(w, `{"data":[],"total":0,"page":1,"pageSize":20}`)
@@ -192,7 +199,10 @@ func TestRetryPolicy(t *testing.T) {
 		}
 		w.Header().Set("Content-Type", "application/problem+json")
 		w.WriteHeader(st.status)
-		code := map[int]string{429: "rate_limit_live", 503: "database_unavailable", 500: "internal_error"}[st.status]
+		code := map[int]string{409: "idempotency_in_progress", 429: "rate_limit_live", 503: "database_unavailable", 500: "internal_error"}[st.status]
+		if st.code != "" {
+			code = st.code
+		}
 		fmt.Fprintf(w, `{"type":"/api/docs/errors#%s","title":"t","status":%d,"detail":"d","code":"%s","requestId":"r1"}`, code, st.status, code)
 	}))
 	defer srv.Close()
@@ -217,7 +227,7 @@ func TestRetryPolicy(t *testing.T) {
 		_, err := a.ListClients(context.Background(), client.ListClientsParams{})
 		return err
 	}
-	unavailable := []step{{503, "1"}, {503, "1"}, {503, "1"}, {503, "1"}, {503, "1"}}
+	unavailable := []step{{503, "1", ""}, {503, "1", ""}, {503, "1", ""}, {503, "1", ""}, {503, "1", ""}}
 
 	// At most 3 retries, each wait at least twice the previous, +10 % at most.
 	n, waits, err := run(unavailable, client.Config{}, list)
@@ -234,12 +244,12 @@ func TestRetryPolicy(t *testing.T) {
 	if n, _, _ := run(unavailable, client.Config{MaxRetries: -1}, list); n != 1 {
 		t.Errorf("MaxRetries -1: %d attempts", n)
 	}
-	if n, _, err := run([]step{{429, "2"}, {503, "1"}}, client.Config{MaxRetries: 5}, list); n != 3 || err != nil {
+	if n, _, err := run([]step{{429, "2", ""}, {503, "1", ""}}, client.Config{MaxRetries: 5}, list); n != 3 || err != nil {
 		t.Errorf("429 then 503 then 200: %d attempts, %v", n, err)
 	}
 	// Retry-After as an HTTP date; none at all means 1 s.
 	date := time.Now().Add(30 * time.Second).UTC().Format(http.TimeFormat)
-	if _, waits, err := run([]step{{429, date}, {429, ""}}, client.Config{MaxRetryWait: 2 * time.Minute}, list); err != nil || len(waits) != 2 ||
+	if _, waits, err := run([]step{{429, date, ""}, {429, "", ""}}, client.Config{MaxRetryWait: 2 * time.Minute}, list); err != nil || len(waits) != 2 ||
 		waits[0] < 25*time.Second || waits[0] > 34*time.Second || waits[1] < 50*time.Second {
 		t.Errorf("date, then none: waits %v, %v", waits, err)
 	}
@@ -255,16 +265,29 @@ func TestRetryPolicy(t *testing.T) {
 	if n, _, _ := run(unavailable, client.Config{}, create); n != 1 {
 		t.Errorf("POST without a key after a 503: %d attempts", n)
 	}
-	if n, _, _ := run([]step{{429, "1"}}, client.Config{}, create); n != 2 {
+	if n, _, _ := run([]step{{429, "1", ""}}, client.Config{}, create); n != 2 {
 		t.Errorf("POST without a key after a 429: %d attempts", n)
 	}
-	if n, _, _ := run([]step{{500, "1"}}, client.Config{}, list); n != 1 {
+	if n, _, _ := run([]step{{500, "1", ""}}, client.Config{}, list); n != 1 {
 		t.Errorf("a 500: %d attempts", n)
+	}
+	// A 409 idempotency_in_progress is waited out on a create with a key (the
+	// retry gets the first attempt's answer), never another 409.
+	keyed := func(a *client.API) error { _, err := a.CreateClient(context.Background(), client.ClientInput{Name: "x"}); return err }
+	if n, waits, err := run([]step{{409, "1", ""}, {409, "1", ""}}, client.Config{}, keyed); n != 3 || err != nil || len(waits) != 2 {
+		t.Errorf("409 in progress twice, then 201: %d attempts, waits %v, %v", n, waits, err)
+	}
+	n, _, err = run([]step{{409, "", "nif_conflict"}}, client.Config{}, keyed)
+	if p := expectProblem(t, err, 409, client.ProblemCodeNifConflict); n != 1 || p.Detail != "d" {
+		t.Errorf("409 nif_conflict: %d attempts", n)
+	}
+	if n, _, _ := run([]step{{409, "1", ""}}, client.Config{}, create); n != 1 {
+		t.Errorf("409 in progress without a key of ours: %d attempts", n)
 	}
 	// The caller's context ends a wait (the real timer, 1 h).
 	ctx, cancel := context.WithCancel(context.Background())
 	mu.Lock()
-	script, calls, onCall = []step{{429, strconv.Itoa(3600)}}, 0, cancel
+	script, calls, onCall = []step{{429, strconv.Itoa(3600), ""}}, 0, cancel
 	mu.Unlock()
 	a, err := client.New(client.Config{BaseURL: srv.URL, APIKey: "k", CompanyID: "c", MaxRetryWait: 2 * time.Hour})
 	if err != nil {
@@ -272,5 +295,77 @@ func TestRetryPolicy(t *testing.T) {
 	}
 	if _, err := a.ListClients(ctx, client.ListClientsParams{}); !errors.Is(err, context.Canceled) || calls != 1 {
 		t.Errorf("cancelled during a wait: %d attempts, %v", calls, err)
+	}
+}
+
+// Two attempts of one create at once, the first held in the database: the
+// other meets 409 idempotency_in_progress, waits for it (the hook lets the
+// database go and waits for the first to end), and gets its answer: one
+// client, the same record for both.
+func TestWaitsForTheRunningAttempt(t *testing.T) {
+	g := startGateway(t)
+	ctx := context.Background()
+	var (
+		once     sync.Once
+		finished = make(chan struct{})
+		hooked   = make(chan struct{}, 2)
+	)
+	s := sleeps{hook: func() {
+		hooked <- struct{}{}
+		g.liveVia.Resume()
+		select {
+		case <-finished:
+		case <-time.After(60 * time.Second):
+		}
+	}}
+	a := g.api(t, client.Config{Sleep: s.sleep})
+	if _, err := a.ListClients(ctx, client.ListClientsParams{PageSize: ptr(1)}); err != nil {
+		t.Fatal(err) // the company is known: the creates need only Redis until their insert
+	}
+	key, in := client.NewIdempotencyKey(), client.ClientInput{Name: "Duas tentativas Lda", Nif: ptr("5417001111")}
+	type result struct {
+		c   *client.ClientRecord
+		err error
+	}
+	results := make(chan result, 2)
+	create := func() {
+		c, err := a.CreateClientWithKey(ctx, key, in)
+		once.Do(func() { close(finished) })
+		results <- result{c, err}
+	}
+	g.liveVia.Pause()
+	go create()
+	go create()
+	var got []result
+	for range 2 {
+		select {
+		case r := <-results:
+			got = append(got, r)
+		case <-time.After(90 * time.Second):
+			t.Fatal("the creates did not end")
+		}
+	}
+	for _, r := range got {
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	if got[0].c.Id != got[1].c.Id || len(hooked) == 0 {
+		t.Fatalf("clients %s and %s, %d waits: want one client, the other attempt waiting for it", got[0].c.Id, got[1].c.Id, len(hooked))
+	}
+	inProgress := 0
+	for _, r := range g.requests() {
+		if r.Method == http.MethodPost && r.IdempotencyKey != key {
+			t.Fatalf("a POST with key %q, want %q", r.IdempotencyKey, key)
+		}
+		if r.Status == http.StatusConflict {
+			inProgress++
+		}
+	}
+	if inProgress == 0 {
+		t.Fatal("no attempt met the other one running (409)")
+	}
+	if page, err := a.ListClients(ctx, client.ListClientsParams{Search: ptr("5417001111")}); err != nil || page.Total != 1 {
+		t.Fatalf("clients with the NIF: %v %v", page, err)
 	}
 }
