@@ -94,6 +94,9 @@ func (c *conformance) mutations() []mutation {
 	}
 	if c.op.RequestBody != nil {
 		ms = append(ms, bodyMutations()...)
+		ms = append(ms, mutation{"Idempotency-Key not 1 to 255 printable ASCII characters", bad, true, func(g valueGen, p *probe) {
+			p.idemKey = pick(g, strings.Repeat("k", 256), "clé-1", "a\tb", "\u00a0x")
+		}})
 	}
 	return ms
 }

@@ -62,7 +62,7 @@ func TestSchemaConformance(t *testing.T) {
 		for method, op := range item.Operations() {
 			t.Run(op.OperationID, func(t *testing.T) {
 				c := conformance{t: t, doc: doc, g: valueGen{rand.New(rand.NewPCG(seed, uint64(len(op.OperationID))))},
-					op: op, method: method, path: path, known: known[op.OperationID]}
+					op: op, method: method, path: path, known: known[op.OperationID], keys: map[string]bool{}}
 				muts := c.mutations()
 				statuses := map[string]int{}
 				defer func() { t.Logf("%d requests: %v", conformancePerOperation, statuses) }()
@@ -111,6 +111,7 @@ type conformance struct {
 	op           *openapi3.Operation
 	method, path string
 	known        []string
+	keys         map[string]bool // Idempotency-Keys sent
 }
 
 // valid draws a request from the operation's schemas.
@@ -129,7 +130,7 @@ func (c *conformance) valid() probe {
 			}
 			p.want = []int{200, 404}
 		case prm.In == "header" && c.g.r.IntN(4) > 0:
-			p.idemKey = c.g.value(prm.Schema.Value).(string)
+			p.idemKey = c.freshKey(prm.Schema.Value)
 		case prm.In == "query" && c.g.r.IntN(2) == 0:
 			p.query = append(p.query, [2]string{prm.Name, queryText(c.g.value(prm.Schema.Value))})
 		}
@@ -157,6 +158,19 @@ func (c *conformance) valid() probe {
 		p.want = []int{201, 409}
 	}
 	return p
+}
+
+// freshKey draws an Idempotency-Key not sent before (one per create, as the
+// document asks; an old one would be a replay or 422) and not blank once
+// HTTP trims it.
+func (c *conformance) freshKey(s *openapi3.Schema) string {
+	for {
+		k := c.g.value(s).(string)
+		if t := strings.TrimSpace(k); t != "" && !c.keys[t] {
+			c.keys[t] = true
+			return k
+		}
+	}
 }
 
 // check sends p and holds the answer to the document and to p's promise.
