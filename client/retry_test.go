@@ -273,7 +273,10 @@ func TestRetryPolicy(t *testing.T) {
 	}
 	// A 409 idempotency_in_progress is waited out on a create with a key (the
 	// retry gets the first attempt's answer), never another 409.
-	keyed := func(a *client.API) error { _, err := a.CreateClient(context.Background(), client.ClientInput{Name: "x"}); return err }
+	keyed := func(a *client.API) error {
+		_, err := a.CreateClient(context.Background(), client.ClientInput{Name: "x"})
+		return err
+	}
 	if n, waits, err := run([]step{{409, "1", ""}, {409, "1", ""}}, client.Config{}, keyed); n != 3 || err != nil || len(waits) != 2 {
 		t.Errorf("409 in progress twice, then 201: %d attempts, waits %v, %v", n, waits, err)
 	}
