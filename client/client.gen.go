@@ -301,6 +301,11 @@ type ClientRecord struct {
 
 	// Type `COMPANY` (legal entity) or `INDIVIDUAL` (natural person); `null` when not recorded.
 	Type *ClientType `json:"type"`
+
+	// UpdatedAt When the client last changed on the platform (creation included); what `updatedSince` compares.
+	//
+	// Examples: 2026-03-01T09:15:02.120Z
+	UpdatedAt Timestamp `json:"updatedAt"`
 }
 
 // ClientType `COMPANY` (legal entity) or `INDIVIDUAL` (natural person).
@@ -372,6 +377,11 @@ type Invoice struct {
 	// consumers); `NC` credit note; `ND` debit note; `PF` proforma (no fiscal
 	// value, never transmitted).
 	Type InvoiceType `json:"type"`
+
+	// UpdatedAt When the document last changed on the platform (issue, payment, cancellation…); what `updatedSince` compares.
+	//
+	// Examples: 2026-03-01T09:15:02.120Z
+	UpdatedAt Timestamp `json:"updatedAt"`
 }
 
 // InvoiceCustomer The customer as recorded on the document when it was issued.
@@ -454,6 +464,11 @@ type InvoiceDetail struct {
 	// consumers); `NC` credit note; `ND` debit note; `PF` proforma (no fiscal
 	// value, never transmitted).
 	Type InvoiceType `json:"type"`
+
+	// UpdatedAt When the document last changed on the platform (issue, payment, cancellation…); what `updatedSince` compares.
+	//
+	// Examples: 2026-03-01T09:15:02.120Z
+	UpdatedAt Timestamp `json:"updatedAt"`
 }
 
 // InvoiceItem defines model for InvoiceItem.
