@@ -7,7 +7,7 @@
 //
 //   - API: the five operations with the key and company sent on every call,
 //     errors as *Problem (usable with errors.As), money exact (json.Number);
-//   - Invoices and Clients: every item of a list, page after page (iter.Seq2);
+//   - Invoices and Clients: every item of a list, by cursor (iter.Seq2);
 //   - retries of 429 and 503 after Retry-After, bounded;
 //   - an Idempotency-Key on every create, the same on its own retries.
 //
@@ -107,7 +107,7 @@ func (a *API) ListInvoices(ctx context.Context, params ListInvoicesParams) (*Inv
 
 // GetInvoice returns one invoice with its transmission to the tax authority.
 func (a *API) GetInvoice(ctx context.Context, id Id) (*InvoiceDetail, error) {
-	res, err := a.gen.GetInvoiceWithResponse(ctx, id)
+	res, err := a.gen.GetInvoiceWithResponse(ctx, id, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func (a *API) ListClients(ctx context.Context, params ListClientsParams) (*Clien
 
 // GetClient returns one client.
 func (a *API) GetClient(ctx context.Context, id Id) (*ClientRecord, error) {
-	res, err := a.gen.GetClientWithResponse(ctx, id)
+	res, err := a.gen.GetClientWithResponse(ctx, id, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -86,16 +86,30 @@ func TestOperations(t *testing.T) {
 		t.Fatalf("get invoice: %+v", inv)
 	}
 
-	clients := 0
-	for _, err := range a.Clients(ctx, client.ListClientsParams{}) {
+	// A walk by cursor, 3 a page, while a client is created: each client of
+	// the start once, the new one (newest first: before the walk's position)
+	// not at all.
+	cp, err := a.ListClients(ctx, client.ListClientsParams{PageSize: ptr(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	walked := map[client.Id]bool{}
+	for c, err := range a.Clients(ctx, client.ListClientsParams{PageSize: ptr(3)}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		clients++
+		if walked[c.Id] {
+			t.Fatalf("client %s yielded twice", c.Id)
+		}
+		if len(walked) == 1 {
+			if _, err := a.CreateClient(ctx, client.ClientInput{Name: "Criado durante a leitura"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		walked[c.Id] = true
 	}
-	cp, err := a.ListClients(ctx, client.ListClientsParams{PageSize: ptr(1)})
-	if err != nil || cp.Total != clients {
-		t.Fatalf("walked %d clients, total %v (%v)", clients, cp, err)
+	if len(walked) != cp.Total {
+		t.Fatalf("walked %d clients, %d when the walk began", len(walked), cp.Total)
 	}
 
 	in := client.ClientInput{Name: "Kianda Comércio Lda", Nif: ptr("541 700 9999"), Phone: ptr("+244 923 456 789"), Type: ptr(client.COMPANY)}

@@ -255,7 +255,11 @@ type ClientPage struct {
 	// Data This page's clients; empty past the last page.
 	Data []ClientRecord `json:"data"`
 
-	// Page The page returned.
+	// NextCursor The `cursor` of the next page; `null` on the last page. Pass it as is,
+	// with the same filters.
+	NextCursor *string `json:"nextCursor"`
+
+	// Page The page returned; `0` for a page asked for by `cursor`.
 	Page int `json:"page"`
 
 	// PageSize The page size used.
@@ -515,7 +519,11 @@ type InvoicePage struct {
 	// Data This page's invoices; empty past the last page.
 	Data []Invoice `json:"data"`
 
-	// Page The page returned.
+	// NextCursor The `cursor` of the next page; `null` on the last page. Pass it as is,
+	// with the same filters.
+	NextCursor *string `json:"nextCursor"`
+
+	// Page The page returned; `0` for a page asked for by `cursor`.
 	Page int `json:"page"`
 
 	// PageSize The page size used.
@@ -649,6 +657,12 @@ type Transmission struct {
 // can be corrected and sent again).
 type TransmissionStatus string
 
+// IfNoneMatch defines model for If-None-Match.
+type IfNoneMatch = string
+
+// Cursor defines model for cursor.
+type Cursor = string
+
 // Id defines model for id.
 type Id = openapi_types.UUID
 
@@ -657,6 +671,9 @@ type Page = int
 
 // PageSize defines model for pageSize.
 type PageSize = int
+
+// UpdatedSince defines model for updatedSince.
+type UpdatedSince = time.Time
 
 // BadRequest An error (RFC 9457 problem details, `application/problem+json`).
 type BadRequest = Problem
@@ -705,6 +722,22 @@ type ListClientsParams struct {
 	// PageSize Results per page, 1 to 100. Default 20. Over 100 is `400 invalid_parameter` (not clamped).
 	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
 
+	// Cursor Where the page starts: the `nextCursor` of the previous page, as given
+	// (opaque). A walk by cursor never repeats or skips an item, also while new
+	// ones are created, and its last page costs what its first does. A cursor is
+	// bound to the company, the key's mode, the list and its filters
+	// (`updatedSince` included; `pageSize` may change): any other use, or an
+	// altered cursor, is `400 invalid_parameter`. Not with `page`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// UpdatedSince Only what changed at or after this instant (RFC 3339), oldest change first
+	// (`updatedAt`, then id): a sync that remembers the last `updatedAt` it saw
+	// and asks again from it misses nothing and repeats at most the items of that
+	// instant. Changes of the last 5 seconds are left for the next call, so that
+	// one committed late with an earlier time is never skipped. Walk it with
+	// `cursor`.
+	UpdatedSince *UpdatedSince `form:"updatedSince,omitempty" json:"updatedSince,omitempty"`
+
 	// Search Part of the name (any case) or of the NIF; at most 100 characters, trimmed; no control characters.
 	Search *string `form:"search,omitempty" json:"search,omitempty"`
 }
@@ -718,6 +751,13 @@ type CreateClientParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// GetClientParams defines parameters for GetClient.
+type GetClientParams struct {
+	// IfNoneMatch The `ETag` of a copy you have: when the resource is unchanged the answer is
+	// `304` without a body (still counted and rate limited).
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // ListInvoicesParams defines parameters for ListInvoices.
 type ListInvoicesParams struct {
 	// Page Page number, from 1. Default 1, at most 1,000,000.
@@ -725,6 +765,22 @@ type ListInvoicesParams struct {
 
 	// PageSize Results per page, 1 to 100. Default 20. Over 100 is `400 invalid_parameter` (not clamped).
 	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// Cursor Where the page starts: the `nextCursor` of the previous page, as given
+	// (opaque). A walk by cursor never repeats or skips an item, also while new
+	// ones are created, and its last page costs what its first does. A cursor is
+	// bound to the company, the key's mode, the list and its filters
+	// (`updatedSince` included; `pageSize` may change): any other use, or an
+	// altered cursor, is `400 invalid_parameter`. Not with `page`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// UpdatedSince Only what changed at or after this instant (RFC 3339), oldest change first
+	// (`updatedAt`, then id): a sync that remembers the last `updatedAt` it saw
+	// and asks again from it misses nothing and repeats at most the items of that
+	// instant. Changes of the last 5 seconds are left for the next call, so that
+	// one committed late with an earlier time is never skipped. Walk it with
+	// `cursor`.
+	UpdatedSince *UpdatedSince `form:"updatedSince,omitempty" json:"updatedSince,omitempty"`
 
 	// Status Only invoices with this (derived) status.
 	Status *InvoiceStatus `form:"status,omitempty" json:"status,omitempty"`
@@ -737,6 +793,13 @@ type ListInvoicesParams struct {
 
 	// To Issued on or before this date (YYYY-MM-DD, in Luanda); not before `from`.
 	To *openapi_types.Date `form:"to,omitempty" json:"to,omitempty"`
+}
+
+// GetInvoiceParams defines parameters for GetInvoice.
+type GetInvoiceParams struct {
+	// IfNoneMatch The `ETag` of a copy you have: when the resource is unchanged the answer is
+	// `304` without a body (still counted and rate limited).
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // CreateClientJSONRequestBody defines body for CreateClient for application/json ContentType.
@@ -891,7 +954,7 @@ type ClientInterface interface {
 	// Scope: `clients:read`.
 	//
 	// Corresponds with GET /api/v1/v1/clients/{id} (the `GetClient` operationId).
-	GetClient(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetClient(ctx context.Context, id Id, params *GetClientParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListInvoices List invoices
 	//
@@ -917,7 +980,7 @@ type ClientInterface interface {
 	// Scope: `invoices:read`.
 	//
 	// Corresponds with GET /api/v1/v1/invoices/{id} (the `GetInvoice` operationId).
-	GetInvoice(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetInvoice(ctx context.Context, id Id, params *GetInvoiceParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // ListClients List clients
@@ -1025,8 +1088,8 @@ func (c *Client) CreateClient(ctx context.Context, params *CreateClientParams, b
 // Scope: `clients:read`.
 //
 // Corresponds with GET /api/v1/v1/clients/{id} (the `GetClient` operationId).
-func (c *Client) GetClient(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetClientRequest(c.Server, id)
+func (c *Client) GetClient(ctx context.Context, id Id, params *GetClientParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetClientRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1071,8 +1134,8 @@ func (c *Client) ListInvoices(ctx context.Context, params *ListInvoicesParams, r
 // Scope: `invoices:read`.
 //
 // Corresponds with GET /api/v1/v1/invoices/{id} (the `GetInvoice` operationId).
-func (c *Client) GetInvoice(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetInvoiceRequest(c.Server, id)
+func (c *Client) GetInvoice(ctx context.Context, id Id, params *GetInvoiceParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetInvoiceRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1126,6 +1189,30 @@ func NewListClientsRequest(server string, params *ListClientsParams) (*http.Requ
 		if params.PageSize != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pageSize", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "updatedSince", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -1217,7 +1304,7 @@ func NewCreateClientRequestWithBody(server string, params *CreateClientParams, c
 }
 
 // NewGetClientRequest constructs an http.Request for the GetClient method
-func NewGetClientRequest(server string, id Id) (*http.Request, error) {
+func NewGetClientRequest(server string, id Id, params *GetClientParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1245,6 +1332,21 @@ func NewGetClientRequest(server string, id Id) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -1293,6 +1395,30 @@ func NewListInvoicesRequest(server string, params *ListInvoicesParams) (*http.Re
 		if params.PageSize != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pageSize", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "updatedSince", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -1365,7 +1491,7 @@ func NewListInvoicesRequest(server string, params *ListInvoicesParams) (*http.Re
 }
 
 // NewGetInvoiceRequest constructs an http.Request for the GetInvoice method
-func NewGetInvoiceRequest(server string, id Id) (*http.Request, error) {
+func NewGetInvoiceRequest(server string, id Id, params *GetInvoiceParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1393,6 +1519,21 @@ func NewGetInvoiceRequest(server string, id Id) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -1521,7 +1662,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/v1/clients/{id} (the `GetClient` operationId).
-	GetClientWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetClientResponse, error)
+	GetClientWithResponse(ctx context.Context, id Id, params *GetClientParams, reqEditors ...RequestEditorFn) (*GetClientResponse, error)
 
 	// ListInvoicesWithResponse List invoices
 	//
@@ -1551,7 +1692,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/v1/invoices/{id} (the `GetInvoice` operationId).
-	GetInvoiceWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetInvoiceResponse, error)
+	GetInvoiceWithResponse(ctx context.Context, id Id, params *GetInvoiceParams, reqEditors ...RequestEditorFn) (*GetInvoiceResponse, error)
 }
 
 // ListClientsResponse200Headers the declared response headers of an HTTP 200 response for ListClients
@@ -1934,6 +2075,15 @@ func (r CreateClientResponse) ContentType() string {
 
 // GetClientResponse200Headers the declared response headers of an HTTP 200 response for GetClient
 type GetClientResponse200Headers struct {
+	ETag            string
+	RateLimit       string
+	RateLimitPolicy string
+	XRequestId      string
+}
+
+// GetClientResponse304Headers the declared response headers of an HTTP 304 response for GetClient
+type GetClientResponse304Headers struct {
+	ETag            string
 	RateLimit       string
 	RateLimitPolicy string
 	XRequestId      string
@@ -2011,6 +2161,8 @@ type GetClientResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetClientResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetClientResponse304Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *GetClientResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -2260,6 +2412,15 @@ func (r ListInvoicesResponse) ContentType() string {
 
 // GetInvoiceResponse200Headers the declared response headers of an HTTP 200 response for GetInvoice
 type GetInvoiceResponse200Headers struct {
+	ETag            string
+	RateLimit       string
+	RateLimitPolicy string
+	XRequestId      string
+}
+
+// GetInvoiceResponse304Headers the declared response headers of an HTTP 304 response for GetInvoice
+type GetInvoiceResponse304Headers struct {
+	ETag            string
 	RateLimit       string
 	RateLimitPolicy string
 	XRequestId      string
@@ -2337,6 +2498,8 @@ type GetInvoiceResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetInvoiceResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetInvoiceResponse304Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *GetInvoiceResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -2526,8 +2689,8 @@ func (c *ClientWithResponses) CreateClientWithResponse(ctx context.Context, para
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/v1/clients/{id} (the `GetClient` operationId).
-func (c *ClientWithResponses) GetClientWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetClientResponse, error) {
-	rsp, err := c.GetClient(ctx, id, reqEditors...)
+func (c *ClientWithResponses) GetClientWithResponse(ctx context.Context, id Id, params *GetClientParams, reqEditors ...RequestEditorFn) (*GetClientResponse, error) {
+	rsp, err := c.GetClient(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -2568,8 +2731,8 @@ func (c *ClientWithResponses) ListInvoicesWithResponse(ctx context.Context, para
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/v1/invoices/{id} (the `GetInvoice` operationId).
-func (c *ClientWithResponses) GetInvoiceWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetInvoiceResponse, error) {
-	rsp, err := c.GetInvoice(ctx, id, reqEditors...)
+func (c *ClientWithResponses) GetInvoiceWithResponse(ctx context.Context, id Id, params *GetInvoiceParams, reqEditors ...RequestEditorFn) (*GetInvoiceResponse, error) {
+	rsp, err := c.GetInvoice(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -3191,6 +3354,9 @@ func ParseGetClientResponse(rsp *http.Response) (*GetClientResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3252,6 +3418,13 @@ func ParseGetClientResponse(rsp *http.Response) (*GetClientResponse, error) {
 	switch {
 	case rsp.StatusCode == 200:
 		var headers GetClientResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -3274,6 +3447,37 @@ func ParseGetClientResponse(rsp *http.Response) (*GetClientResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetClientResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetClientResponse400Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -3664,6 +3868,9 @@ func ParseGetInvoiceResponse(rsp *http.Response) (*GetInvoiceResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3725,6 +3932,13 @@ func ParseGetInvoiceResponse(rsp *http.Response) (*GetInvoiceResponse, error) {
 	switch {
 	case rsp.StatusCode == 200:
 		var headers GetInvoiceResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -3747,6 +3961,37 @@ func ParseGetInvoiceResponse(rsp *http.Response) (*GetInvoiceResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetInvoiceResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetInvoiceResponse400Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {

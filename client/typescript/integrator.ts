@@ -33,15 +33,16 @@ const api = createClient<paths>({
   headers: { Authorization: `Bearer ${env("API_KEY")}`, "X-Company-Id": env("COMPANY_ID") },
 });
 
-// Every page of a list, until one is shorter than the page size.
+// Every item of a list, by cursor: nextCursor after nextCursor until null
+// (no item twice or missed while others are issued).
 async function* allInvoices(query: { status?: Invoice["status"]; type?: Invoice["type"] }): AsyncGenerator<Invoice> {
-  const pageSize = 100;
-  for (let page = 1; ; page++) {
-    const { data, error } = await api.GET("/api/v1/v1/invoices", { params: { query: { ...query, page, pageSize } } });
+  let cursor: string | undefined;
+  do {
+    const { data, error } = await api.GET("/api/v1/v1/invoices", { params: { query: { ...query, pageSize: 100, cursor } } });
     if (error) fail("list invoices", error);
     yield* data.data;
-    if (data.data.length < pageSize) return;
-  }
+    cursor = data.nextCursor ?? undefined;
+  } while (cursor !== undefined);
 }
 
 // 1. List invoices: typed items, the status filter, money as numbers.
