@@ -46,6 +46,19 @@ func (c *conformance) mutations() []mutation {
 			mutation{"unknown parameter", bad, false, func(g valueGen, p *probe) {
 				p.query = append(p.query, [2]string{pick(g, "pagesize", "q", "limit", "offset", "Page", "sort"), "1"})
 			}},
+			mutation{"a cursor the API did not give", bad, false, func(g valueGen, p *probe) {
+				p.follow = false
+				setQuery(&p.query, "cursor", pick(g, "x", "AQGx1KjQlwcAAAAACgAAAAAAAEAAgAAAAAAAAAoI7y8vjIrPyb8I2QEW2l3B", g.fromSet("ABCDEFabcdef0123456789-_", 40)))
+				p.query = withoutQuery(p.query, "page")
+			}},
+			mutation{"a cursor with page", bad, false, func(g valueGen, p *probe) {
+				// The API's next cursor (one item a page of the whole list, so
+				// there is one), sent with a page number.
+				p.follow, p.query = true, [][2]string{{"pageSize", "1"}, {"page", "1"}}
+			}},
+			mutation{"updatedSince not an RFC 3339 instant", bad, true, func(g valueGen, p *probe) {
+				setQuery(&p.query, "updatedSince", pick(g, "2026-03-01", "yesterday", "2026-03-01T09:00:00", "2026-03-01 09:00:00Z", "1700000000"))
+			}},
 			mutation{"repeated parameter", bad, false, func(g valueGen, p *probe) {
 				name := pick(g, "page", "pageSize")
 				v := queryValue(p.query, name)
@@ -95,7 +108,7 @@ func (c *conformance) mutations() []mutation {
 	if c.op.RequestBody != nil {
 		ms = append(ms, bodyMutations()...)
 		ms = append(ms, mutation{"Idempotency-Key not 1 to 255 printable ASCII characters", bad, true, func(g valueGen, p *probe) {
-			p.idemKey = pick(g, strings.Repeat("k", 256), "clé-1", "a\tb", "\u00a0x")
+			p.header["Idempotency-Key"] = pick(g, strings.Repeat("k", 256), "clé-1", "a\tb", "\u00a0x")
 		}})
 	}
 	return ms

@@ -97,7 +97,8 @@ type probe struct {
 	name              string // "valid" or the mutation's
 	query             [][2]string
 	id                string // the path's id, unescaped
-	idemKey           string
+	header            map[string]string
+	follow            bool // first ask, then follow the answer: its nextCursor, or its ETag
 	body, contentType string
 	noKey, noCompany  bool
 	valid, inSchema   bool
@@ -116,26 +117,14 @@ type conformance struct {
 
 // valid draws a request from the operation's schemas.
 func (c *conformance) valid() probe {
-	p := probe{name: "valid", valid: true, want: []int{200}}
+	p := probe{name: "valid", valid: true, want: []int{200}, header: map[string]string{}}
 	for _, ref := range c.op.Parameters {
-		prm := ref.Value
-		switch {
-		case prm.In == "path":
-			p.id = c.g.value(prm.Schema.Value).(string)
-			if len(c.known) > 0 && c.g.r.IntN(2) == 0 {
-				p.id = c.known[c.g.r.IntN(len(c.known))]
-				if c.g.r.IntN(3) == 0 {
-					p.id = strings.ToUpper(p.id) // any letter case
-				}
-			}
-			p.want = []int{200, 404}
-		case prm.In == "header" && c.g.r.IntN(4) > 0:
-			p.idemKey = c.freshKey(prm.Schema.Value)
-		case prm.In == "query" && c.g.r.IntN(2) == 0:
-			p.query = append(p.query, [2]string{prm.Name, queryText(c.g.value(prm.Schema.Value))})
-		}
+		c.param(&p, ref.Value)
 	}
 	// The rules no schema can state, which the document's descriptions do.
+	if queryValue(p.query, "cursor") != "" {
+		p.follow, p.query = true, withoutQuery(withoutQuery(p.query, "cursor"), "page")
+	}
 	from, to := queryValue(p.query, "from"), queryValue(p.query, "to")
 	if from != "" && to != "" && from > to {
 		setQuery(&p.query, "from", to)
@@ -160,6 +149,35 @@ func (c *conformance) valid() probe {
 	return p
 }
 
+// param adds a value drawn for prm to p, or leaves the parameter out.
+func (c *conformance) param(p *probe, prm *openapi3.Parameter) {
+	s := prm.Schema.Value
+	switch {
+	case prm.In == "path":
+		p.id = c.g.value(s).(string)
+		if len(c.known) > 0 && c.g.r.IntN(2) == 0 {
+			p.id = c.known[c.g.r.IntN(len(c.known))]
+			p.follow = c.g.r.IntN(3) == 0 // a conditional GET with its real ETag
+			if c.g.r.IntN(3) == 0 {
+				p.id = strings.ToUpper(p.id) // any letter case
+			}
+		}
+		p.want = []int{200, 304, 404}
+	case prm.In == "header" && c.g.r.IntN(4) > 0:
+		if prm.Name == "Idempotency-Key" {
+			p.header[prm.Name] = c.freshKey(s)
+		} else {
+			p.header[prm.Name] = c.g.headerText(s)
+		}
+	case prm.In == "query" && prm.Name == "cursor" && c.g.r.IntN(4) == 0:
+		// Only the API's own cursors are cursors: valid() follows a
+		// nextCursor instead of drawing one.
+		p.query = append(p.query, [2]string{prm.Name, "follow"})
+	case prm.In == "query" && prm.Name != "cursor" && c.g.r.IntN(2) == 0:
+		p.query = append(p.query, [2]string{prm.Name, queryText(c.g.value(s))})
+	}
+}
+
 // freshKey draws an Idempotency-Key not sent before (one per create, as the
 // document asks; an old one would be a replay or 422) and not blank once
 // HTTP trims it.
@@ -178,6 +196,9 @@ func (c *conformance) check(p probe, base, key string) (status int) {
 	t := c.t
 	t.Helper()
 	q := p.request(c.method, c.path, key)
+	if p.follow {
+		q = c.followed(t, q, base)
+	}
 	r := do(t, base, q) // validated against the document
 	what := fmt.Sprintf("%s (%s) %s %.300s", p.name, map[bool]string{true: "valid", false: "invalid"}[p.valid], q.Path, q.Body)
 	if r.Status >= 500 || !slices.Contains(p.want, r.Status) {
@@ -193,18 +214,36 @@ func (c *conformance) check(p probe, base, key string) (status int) {
 	return r.Status
 }
 
+// followed asks q once and returns q made to follow the answer: with its
+// nextCursor (a list's next page), or with its ETag as If-None-Match (304).
+func (c *conformance) followed(t *testing.T, q req, base string) req {
+	first := do(t, base, q)
+	var page struct{ NextCursor *string }
+	if json.Unmarshal(first.Body, &page) == nil && page.NextCursor != nil {
+		sep := "?"
+		if strings.Contains(q.Path, "?") {
+			sep = "&"
+		}
+		q.Path += sep + "cursor=" + url.QueryEscape(*page.NextCursor)
+	}
+	if etag := first.Header.Get("ETag"); etag != "" {
+		q.Header["If-None-Match"] = etag
+	}
+	return q
+}
+
 func (p probe) request(method, path, key string) req {
 	q := req{Method: method, Path: strings.Replace(path, "{id}", url.PathEscape(p.id), 1), Key: key, Company: coA,
 		Body: p.body, ContentType: p.contentType, Header: map[string]string{}}
+	for k, v := range p.header {
+		q.Header[k] = v
+	}
 	if len(p.query) > 0 {
 		parts := make([]string, len(p.query))
 		for i, kv := range p.query {
 			parts[i] = url.QueryEscape(kv[0]) + "=" + url.QueryEscape(kv[1])
 		}
 		q.Path += "?" + strings.Join(parts, "&")
-	}
-	if p.idemKey != "" {
-		q.Header["Idempotency-Key"] = p.idemKey
 	}
 	if p.noKey {
 		q.Key = ""
@@ -252,6 +291,16 @@ func queryValue(q [][2]string, name string) string {
 		}
 	}
 	return ""
+}
+
+func withoutQuery(q [][2]string, name string) [][2]string {
+	var out [][2]string
+	for _, kv := range q {
+		if kv[0] != name {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // setQuery sets name's value, adding it when absent.

@@ -94,6 +94,10 @@ func (g valueGen) str(s *openapi3.Schema) string {
 		return randomUUID(g.r)
 	case "date":
 		return time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, g.r.IntN(8*365)).Format("2006-01-02")
+	case "date-time":
+		t := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(g.r.Int64N(int64(8 * 365 * 24 * time.Hour))))
+		zone := time.FixedZone("", pick(g, 0, 3600, -5*3600, 5*3600+1800))
+		return t.In(zone).Format(pick(g, time.RFC3339, time.RFC3339Nano, "2006-01-02T15:04:05.000Z07:00"))
 	case "email":
 		return g.email()
 	}
@@ -108,6 +112,19 @@ func (g valueGen) str(s *openapi3.Schema) string {
 		return g.matching(s.Pattern, maxLen)
 	}
 	return g.anyText(g.r.IntN(maxLen + 1))
+}
+
+// headerText is a value for a header parameter: HTTP carries visible ASCII
+// and spaces, so a string without a pattern is drawn from those.
+func (g valueGen) headerText(s *openapi3.Schema) string {
+	if s.Pattern != "" || len(s.Enum) > 0 || s.Format != "" {
+		return g.value(s).(string)
+	}
+	var b strings.Builder
+	for range 1 + g.r.IntN(40) {
+		b.WriteByte(byte('!' + g.r.IntN('~'-'!'+1)))
+	}
+	return b.String()
 }
 
 // email is a plain address (the document's format: email).
