@@ -96,12 +96,14 @@ func (e InvoiceType) Valid() bool {
 // Defines values for ProblemCode.
 const (
 	ProblemCodeAdminDisabled             ProblemCode = "admin_disabled"
+	ProblemCodeAuditUnavailable          ProblemCode = "audit_unavailable"
 	ProblemCodeAuthenticationUnavailable ProblemCode = "authentication_unavailable"
 	ProblemCodeBodyTooLarge              ProblemCode = "body_too_large"
 	ProblemCodeCompanyMismatch           ProblemCode = "company_mismatch"
 	ProblemCodeCompanySuspended          ProblemCode = "company_suspended"
 	ProblemCodeConcurrencyLimit          ProblemCode = "concurrency_limit"
 	ProblemCodeDatabaseUnavailable       ProblemCode = "database_unavailable"
+	ProblemCodeExpiredApiKey             ProblemCode = "expired_api_key"
 	ProblemCodeHeadersTooLarge           ProblemCode = "headers_too_large"
 	ProblemCodeIdempotencyInProgress     ProblemCode = "idempotency_in_progress"
 	ProblemCodeIdempotencyKeyReused      ProblemCode = "idempotency_key_reused"
@@ -111,6 +113,7 @@ const (
 	ProblemCodeInvalidBody               ProblemCode = "invalid_body"
 	ProblemCodeInvalidParameter          ProblemCode = "invalid_parameter"
 	ProblemCodeKeyLimitReached           ProblemCode = "key_limit_reached"
+	ProblemCodeKeyNotRollable            ProblemCode = "key_not_rollable"
 	ProblemCodeMethodNotAllowed          ProblemCode = "method_not_allowed"
 	ProblemCodeMissingApiKey             ProblemCode = "missing_api_key"
 	ProblemCodeMissingCompanyId          ProblemCode = "missing_company_id"
@@ -120,6 +123,7 @@ const (
 	ProblemCodeRateLimitLive             ProblemCode = "rate_limit_live"
 	ProblemCodeRateLimitTest             ProblemCode = "rate_limit_test"
 	ProblemCodeRouteNotFound             ProblemCode = "route_not_found"
+	ProblemCodeSourceNotAllowed          ProblemCode = "source_not_allowed"
 	ProblemCodeUnauthorizedAdmin         ProblemCode = "unauthorized_admin"
 	ProblemCodeUnknownCompany            ProblemCode = "unknown_company"
 	ProblemCodeUnsupportedMediaType      ProblemCode = "unsupported_media_type"
@@ -130,6 +134,8 @@ const (
 func (e ProblemCode) Valid() bool {
 	switch e {
 	case ProblemCodeAdminDisabled:
+		return true
+	case ProblemCodeAuditUnavailable:
 		return true
 	case ProblemCodeAuthenticationUnavailable:
 		return true
@@ -142,6 +148,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeConcurrencyLimit:
 		return true
 	case ProblemCodeDatabaseUnavailable:
+		return true
+	case ProblemCodeExpiredApiKey:
 		return true
 	case ProblemCodeHeadersTooLarge:
 		return true
@@ -161,6 +169,8 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case ProblemCodeKeyLimitReached:
 		return true
+	case ProblemCodeKeyNotRollable:
+		return true
 	case ProblemCodeMethodNotAllowed:
 		return true
 	case ProblemCodeMissingApiKey:
@@ -178,6 +188,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeRateLimitTest:
 		return true
 	case ProblemCodeRouteNotFound:
+		return true
+	case ProblemCodeSourceNotAllowed:
 		return true
 	case ProblemCodeUnauthorizedAdmin:
 		return true

@@ -103,7 +103,8 @@ func (g *testGateway) api(t *testing.T, cfg client.Config) *client.API {
 	if cfg.CompanyID == "" {
 		cfg.CompanyID = gendata.DemoCompanyA
 	}
-	k, err := g.srv.CreateKey(context.Background(), cfg.CompanyID, invoicing.Live, scopes, "client tests")
+	k, err := g.srv.CreateKey(context.Background(), "client-tests@local",
+		gateway.KeySpec{CompanyID: cfg.CompanyID, Mode: invoicing.Live, Scopes: scopes, Name: "client tests"})
 	if err != nil {
 		t.Fatal(err)
 	}
