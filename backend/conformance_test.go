@@ -287,8 +287,8 @@ func testGetInvoice(t *testing.T, s *backend.Store) {
 
 	statuses := map[string]string{
 		docFT: "ISSUED", docOverdue: "OVERDUE", docDueNow: "ISSUED", docBig: "PAID", docFS: "CANCELLED",
-		docNC: "ISSUED", docND: "OVERDUE", docPFDraft: "DRAFT", docFTDraft: "DRAFT", docPF: "OVERDUE",
-		docAnon: "PAID", docPaidOld: "PAID",
+		docNC: "ISSUED", docND: "OVERDUE", docPFDraft: "DRAFT", docFTDraft: "DRAFT", docPF: "ISSUED",
+		docAnon: "PAID", docPaidOld: "PAID", docFRLate: "ISSUED", docFSLate: "ISSUED",
 	}
 	for id, want := range statuses {
 		inv, err := s.GetInvoice(context.Background(), coA, id)
@@ -330,7 +330,7 @@ func invoiceIDs(p invoicing.Page[invoicing.Invoice]) []string {
 
 func testInvoiceFilters(t *testing.T, s *backend.Store) {
 	all := []string{docFTDraft, docPFDraft, docNC, docPF, docAnon, docFT, docMidn, docBefore, docDueNow,
-		docOverdue, docBig, docFS, docND, docTieHigh, docTieLow, docPaidOld}
+		docOverdue, docBig, docFS, docFSLate, docFRLate, docND, docTieHigh, docTieLow, docPaidOld}
 	cases := []struct {
 		name string
 		f    invoicing.InvoiceFilter
@@ -338,23 +338,26 @@ func testInvoiceFilters(t *testing.T, s *backend.Store) {
 	}{
 		{"none", invoicing.InvoiceFilter{}, all},
 		{"DRAFT", invoicing.InvoiceFilter{Status: "DRAFT"}, []string{docFTDraft, docPFDraft}},
-		{"ISSUED", invoicing.InvoiceFilter{Status: "ISSUED"}, []string{docNC, docFT, docMidn, docBefore, docDueNow}},
-		{"OVERDUE", invoicing.InvoiceFilter{Status: "OVERDUE"}, []string{docPF, docOverdue, docND}},
+		// PF, NC, FR and FS past their due dates stay ISSUED: only FT and ND are late payments.
+		{"ISSUED", invoicing.InvoiceFilter{Status: "ISSUED"}, []string{docNC, docPF, docFT, docMidn, docBefore, docDueNow, docFSLate, docFRLate}},
+		{"OVERDUE", invoicing.InvoiceFilter{Status: "OVERDUE"}, []string{docOverdue, docND}},
 		{"PAID", invoicing.InvoiceFilter{Status: "PAID"}, []string{docAnon, docBig, docTieHigh, docTieLow, docPaidOld}},
 		{"CANCELLED", invoicing.InvoiceFilter{Status: "CANCELLED"}, []string{docFS}},
 		{"FT", invoicing.InvoiceFilter{Type: "FT"}, []string{docFTDraft, docFT, docMidn, docBefore, docDueNow, docOverdue, docPaidOld}},
-		{"FR", invoicing.InvoiceFilter{Type: "FR"}, []string{docBig, docTieHigh, docTieLow}},
-		{"FS", invoicing.InvoiceFilter{Type: "FS"}, []string{docAnon, docFS}},
+		{"FR", invoicing.InvoiceFilter{Type: "FR"}, []string{docBig, docFRLate, docTieHigh, docTieLow}},
+		{"FS", invoicing.InvoiceFilter{Type: "FS"}, []string{docAnon, docFS, docFSLate}},
 		{"NC", invoicing.InvoiceFilter{Type: "NC"}, []string{docNC}},
 		{"ND", invoicing.InvoiceFilter{Type: "ND"}, []string{docND}},
 		{"PF", invoicing.InvoiceFilter{Type: "PF"}, []string{docPFDraft, docPF}},
 		{"from", invoicing.InvoiceFilter{From: "2026-03-01"}, []string{docNC, docPF, docAnon, docFT, docMidn}},
-		{"to", invoicing.InvoiceFilter{To: "2026-02-28"}, []string{docBefore, docDueNow, docOverdue, docBig, docFS, docND, docTieHigh, docTieLow, docPaidOld}},
+		{"to", invoicing.InvoiceFilter{To: "2026-02-28"}, []string{docBefore, docDueNow, docOverdue, docBig, docFS, docFSLate, docFRLate, docND, docTieHigh, docTieLow, docPaidOld}},
 		{"one day", invoicing.InvoiceFilter{From: "2026-03-01", To: "2026-03-01"}, []string{docFT, docMidn}},
 		{"empty range", invoicing.InvoiceFilter{From: "2026-03-02", To: "2026-03-01"}, nil},
 		{"combined", invoicing.InvoiceFilter{Status: "ISSUED", Type: "FT", From: "2026-02-21", To: "2026-03-01"},
 			[]string{docFT, docMidn, docBefore, docDueNow}},
 		{"OVERDUE FT", invoicing.InvoiceFilter{Status: "OVERDUE", Type: "FT"}, []string{docOverdue}},
+		{"OVERDUE PF", invoicing.InvoiceFilter{Status: "OVERDUE", Type: "PF"}, nil},
+		{"ISSUED FR", invoicing.InvoiceFilter{Status: "ISSUED", Type: "FR"}, []string{docFRLate}},
 		{"drafts never match dates", invoicing.InvoiceFilter{Status: "DRAFT", From: "2000-01-01"}, nil},
 	}
 	for _, tc := range cases {

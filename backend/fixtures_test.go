@@ -49,6 +49,8 @@ const (
 	docTieLow  = "21000000-0000-4000-8000-00000000000e" // same issuedAt as docTieHigh
 	docTieHigh = "21000000-0000-4000-8000-00000000000f"
 	docPaidOld = "21000000-0000-4000-8000-000000000010" // paid, due long ago: PAID
+	docFRLate  = "21000000-0000-4000-8000-000000000011" // FR issued, past its due date: ISSUED (paid at issue)
+	docFSLate  = "21000000-0000-4000-8000-000000000012" // FS issued, past its due date: ISSUED
 	docB       = "22000000-0000-4000-8000-000000000001"
 	docSandbox = "24000000-0000-4000-8000-000000000001"
 )
@@ -118,7 +120,7 @@ func liveFixtures() *g.Dataset {
 	}
 	ft.NetTotal, ft.TaxTotal, ft.GrossTotal = "1519.83", "212.78", "1732.61"
 	big := doc(docBig, coA, "FR", 1, "paid", tsp("2026-02-15T10:00:00Z"), nil, "12345678901234.56")
-	nc := doc(docNC, coA, "NC", 1, "issued", tsp("2026-03-05T08:00:00Z"), nil, "100.00")
+	nc := doc(docNC, coA, "NC", 1, "issued", tsp("2026-03-05T08:00:00Z"), p("2026-03-06"), "100.00") // past due: ISSUED
 	nc.RelatedID = p(docFT)
 	anon := doc(docAnon, coA, "FS", 2, "paid", tsp("2026-03-02T12:00:00Z"), nil, "250.50")
 	anon.CustomerID, anon.CustomerName, anon.CustomerNIF = nil, "Consumidor final", p("999999999")
@@ -139,6 +141,8 @@ func liveFixtures() *g.Dataset {
 		doc(docTieLow, coA, "FR", 2, "paid", tsp("2026-01-10T10:00:00Z"), nil, "60.00"),
 		doc(docTieHigh, coA, "FR", 3, "paid", tsp("2026-01-10T10:00:00Z"), nil, "61.00"),
 		doc(docPaidOld, coA, "FT", 143, "paid", tsp("2025-12-01T10:00:00Z"), p("2025-12-31"), "80.00"),
+		doc(docFRLate, coA, "FR", 4, "issued", tsp("2026-02-05T10:00:00Z"), p("2026-02-06"), "90.00"),
+		doc(docFSLate, coA, "FS", 3, "issued", tsp("2026-02-06T10:00:00Z"), p("2026-02-07"), "91.00"),
 		doc(docB, coB, "FT", 1, "issued", tsp("2026-03-01T10:00:00Z"), nil, "999.00"),
 	}
 	d.Documents[len(d.Documents)-1].CustomerID = p(cliB)

@@ -30,7 +30,7 @@ func (r *invoiceRow) dest(d *dialect) []any {
 }
 
 func (r *invoiceRow) toInvoice(today string) (invoicing.Invoice, error) {
-	status, err := invoiceStatus(r.State, r.DueDate, today)
+	status, err := invoiceStatus(r.DocType, r.State, r.DueDate, today)
 	if err != nil {
 		return invoicing.Invoice{}, err
 	}
@@ -78,8 +78,10 @@ func (r *lineRow) toItem() (invoicing.InvoiceItem, error) {
 }
 
 // invoiceWhere turns a filter into conditions. Status ISSUED/OVERDUE compare
-// the due date with today's Luanda date; from/to become a UTC range on
-// issued_at (NULL for drafts, so drafts never match a date).
+// the due date with today's Luanda date for the types that can be overdue
+// (invoiceStatus); from/to become a UTC range on issued_at (NULL for drafts,
+// so drafts never match a date). The status index holds due_date and
+// doc_type, so both stay index-only (schema/indexes.sql).
 func (s *Store) invoiceWhere(companyID string, f invoicing.InvoiceFilter, today string) (where, error) {
 	var w where
 	w.add("d.company_id = ?", companyID)
@@ -92,9 +94,9 @@ func (s *Store) invoiceWhere(companyID string, f invoicing.InvoiceFilter, today 
 	case "CANCELLED":
 		w.add("d.state = 'cancelled'")
 	case "ISSUED":
-		w.add("d.state = 'issued' AND (d.due_date IS NULL OR d.due_date >= ?)", today)
+		w.add("d.state = 'issued' AND (d.due_date IS NULL OR d.due_date >= ? OR d.doc_type NOT IN ("+overdueTypes+"))", today)
 	case "OVERDUE":
-		w.add("d.state = 'issued' AND d.due_date < ?", today)
+		w.add("d.state = 'issued' AND d.due_date < ? AND d.doc_type IN ("+overdueTypes+")", today)
 	default:
 		return w, fmt.Errorf("%w: status", ErrInvalid)
 	}

@@ -76,9 +76,12 @@ func normalizeNIF(s string) string {
 }
 
 // invoiceStatus derives the API status from documents.state. The platform has
-// no overdue state: an issued document whose due date (YYYY-MM-DD) is before
-// today (YYYY-MM-DD in Luanda) is OVERDUE. Fixed-width dates compare as text.
-func invoiceStatus(state string, dueDate *string, today string) (string, error) {
+// no overdue state: an issued invoice or debit note whose due date
+// (YYYY-MM-DD) is before today (YYYY-MM-DD in Luanda) is OVERDUE, a payment
+// that is late. Other types never are: a proforma asks for no payment, a
+// credit note owes the customer, and FR and FS are paid when issued.
+// Fixed-width dates compare as text. invoiceWhere filters the same way.
+func invoiceStatus(docType, state string, dueDate *string, today string) (string, error) {
 	switch state {
 	case "draft":
 		return "DRAFT", nil
@@ -87,13 +90,18 @@ func invoiceStatus(state string, dueDate *string, today string) (string, error) 
 	case "cancelled":
 		return "CANCELLED", nil
 	case "issued":
-		if dueDate != nil && *dueDate < today {
+		if canBeOverdue(docType) && dueDate != nil && *dueDate < today {
 			return "OVERDUE", nil
 		}
 		return "ISSUED", nil
 	}
 	return "", fmt.Errorf("backend: unknown document state %q", state)
 }
+
+// overdueTypes are the document types that can be OVERDUE (invoiceStatus).
+const overdueTypes = "'FT', 'ND'"
+
+func canBeOverdue(docType string) bool { return docType == "FT" || docType == "ND" }
 
 // Decimal canonical form. The database's numeric text (PostgreSQL's
 // numeric::text, SQLite's TEXT columns) is rewritten digit by digit, never

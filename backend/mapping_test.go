@@ -72,26 +72,34 @@ func TestClientType(t *testing.T) {
 func TestInvoiceStatus(t *testing.T) {
 	d := func(v string) *string { return &v }
 	cases := []struct {
-		state string
-		due   *string
-		want  string
+		typ, state string
+		due        *string
+		want       string
 	}{
-		{"draft", d("2020-01-01"), "DRAFT"},
-		{"paid", d("2020-01-01"), "PAID"},
-		{"cancelled", nil, "CANCELLED"},
-		{"issued", nil, "ISSUED"},
-		{"issued", d("2026-03-10"), "ISSUED"}, // due today is not late
-		{"issued", d("2026-03-09"), "OVERDUE"},
-		{"issued", d("2026-03-11"), "ISSUED"},
-		{"issued", d("2025-12-31"), "OVERDUE"},
+		{"FT", "draft", d("2020-01-01"), "DRAFT"},
+		{"FT", "paid", d("2020-01-01"), "PAID"},
+		{"FT", "cancelled", nil, "CANCELLED"},
+		{"FT", "issued", nil, "ISSUED"},
+		{"FT", "issued", d("2026-03-10"), "ISSUED"}, // due today is not late
+		{"FT", "issued", d("2026-03-09"), "OVERDUE"},
+		{"FT", "issued", d("2026-03-11"), "ISSUED"},
+		{"FT", "issued", d("2025-12-31"), "OVERDUE"},
+		{"ND", "issued", d("2026-03-09"), "OVERDUE"},
+		// Only a late payment is overdue: a proforma asks for none, a credit
+		// note owes the customer, FR and FS are paid when issued.
+		{"PF", "issued", d("2026-03-09"), "ISSUED"},
+		{"NC", "issued", d("2026-03-09"), "ISSUED"},
+		{"FR", "issued", d("2026-03-09"), "ISSUED"},
+		{"FS", "issued", d("2026-03-09"), "ISSUED"},
+		{"PF", "draft", d("2026-03-09"), "DRAFT"},
 	}
 	for _, tc := range cases {
-		got, err := invoiceStatus(tc.state, tc.due, "2026-03-10")
+		got, err := invoiceStatus(tc.typ, tc.state, tc.due, "2026-03-10")
 		if err != nil || got != tc.want {
-			t.Errorf("invoiceStatus(%s, %v) = %s, %v; want %s", tc.state, tc.due, got, err, tc.want)
+			t.Errorf("invoiceStatus(%s, %s, %v) = %s, %v; want %s", tc.typ, tc.state, tc.due, got, err, tc.want)
 		}
 	}
-	if _, err := invoiceStatus("archived", nil, "2026-03-10"); err == nil {
+	if _, err := invoiceStatus("FT", "archived", nil, "2026-03-10"); err == nil {
 		t.Error("unknown state accepted")
 	}
 }

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -47,7 +49,7 @@ const (
 //   - then the router, and per API route: authenticate (key, company, scope)
 //     before the rate limit, so that unauthenticated floods cannot spend a
 //     company's budget, then the handler.
-func (s *Server) chain(l listener, routed func(method, path string) bool) []layer {
+func (s *Server) chain(l listener, routed func(method string, u *url.URL) bool) []layer {
 	all := []struct {
 		on listener
 		l  layer
@@ -112,6 +114,11 @@ func (rt *routes) handle(method, path, route string, h routeHandler) {
 	rt.r.Handle(method, path, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
 		stateFrom(r.Context()).Route = route
 		sl := w.(*slot)
+		if sl.escaped {
+			for i := range p {
+				p[i].Value, _ = url.PathUnescape(p[i].Value) // escaped by routingPath
+			}
+		}
 		sl.ans, sl.err = h(sl.ResponseWriter, r, p)
 	})
 }
@@ -120,20 +127,52 @@ func (rt *routes) handle(method, path, route string, h routeHandler) {
 // handlers return nothing. It lives only between serve and the handler.
 type slot struct {
 	http.ResponseWriter
-	ans answer
-	err error
+	ans     answer
+	err     error
+	escaped bool // the path was matched in routingPath's escaped form
 }
 
 // serve is the innermost handler of the chain: the routed handler's result.
 func (rt *routes) serve(w http.ResponseWriter, r *http.Request) (answer, error) {
 	sl := slot{ResponseWriter: w}
+	if path, escaped := routingPath(r.URL); escaped {
+		u := *r.URL
+		u.Path, u.RawPath = path, ""
+		r = r.WithContext(r.Context()) // a shallow copy, to give it u
+		r.URL, sl.escaped = &u, true
+	}
 	rt.r.ServeHTTP(&sl, r)
 	return sl.ans, sl.err
 }
 
-// routed reports whether method and path name an API operation (GET or POST)
-// of the table; CORS preflights are answered only for those.
-func (rt *routes) routed(method, path string) bool {
+// routingPath is the path the router matches: u.Path, unless a segment holds
+// an escaped slash (%2F). net/http decodes it into a separator, which made
+// GET /invoices/a%2Fb two segments, no route and a 404 route_not_found
+// without the operation's headers, where the API promises not_found for any
+// id. Such a path is matched as its segments were sent, each decoded and
+// then escaped again ("%" and "/" only), so that a segment stays one; handle
+// unescapes the parameters.
+func routingPath(u *url.URL) (path string, escaped bool) {
+	if u.RawPath == "" || !strings.Contains(strings.ToUpper(u.RawPath), "%2F") {
+		return u.Path, false
+	}
+	segs := strings.Split(u.RawPath, "/")
+	for i, s := range segs {
+		d, err := url.PathUnescape(s)
+		if err != nil {
+			return u.Path, false // net/http accepted the path, so this cannot happen
+		}
+		segs[i] = segmentEscaper.Replace(d)
+	}
+	return strings.Join(segs, "/"), true
+}
+
+var segmentEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
+
+// routed reports whether method and the request's path name an API operation
+// (GET or POST) of the table; CORS preflights are answered only for those.
+func (rt *routes) routed(method string, u *url.URL) bool {
+	path, _ := routingPath(u)
 	h, _, _ := rt.r.Lookup(method, path)
 	return h != nil && (method == http.MethodGet || method == http.MethodPost)
 }

@@ -51,7 +51,7 @@ func ParseOrigins(s string) ([]string, error) {
 // preflight carries no Authorization header and must not meet authentication.
 // routed reports whether method and path name an API operation, so that a
 // preflight for a route that does not exist gets the router's own 404 or 405.
-func withCORS(allowed []string, routed func(method, path string) bool) layer {
+func withCORS(allowed []string, routed func(method string, u *url.URL) bool) layer {
 	set := make(map[string]bool, len(allowed))
 	for _, o := range allowed {
 		set[o] = true
@@ -70,7 +70,7 @@ func withCORS(allowed []string, routed func(method, path string) bool) layer {
 			if r.Method == http.MethodOptions && origin != "" && r.Header.Get("Access-Control-Request-Method") != "" {
 				h.Add("Vary", "Access-Control-Request-Method")
 				h.Add("Vary", "Access-Control-Request-Headers")
-				if ok && routed(r.Header.Get("Access-Control-Request-Method"), r.URL.Path) {
+				if ok && routed(r.Header.Get("Access-Control-Request-Method"), r.URL) {
 					h.Set("Access-Control-Allow-Origin", origin)
 					h.Set("Access-Control-Allow-Methods", corsAllowMethods)
 					h.Set("Access-Control-Allow-Headers", corsAllowHeaders)

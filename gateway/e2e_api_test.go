@@ -73,6 +73,9 @@ func TestListsAndGets(t *testing.T) {
 			if d["status"] != st {
 				t.Errorf("status=%s returned %v", st, d["status"])
 			}
+			if st == "OVERDUE" && d["type"] != "FT" && d["type"] != "ND" {
+				t.Errorf("a %v is OVERDUE: only FT and ND can be", d["type"])
+			}
 		}
 	}
 	p := get("/api/v1/v1/invoices?type=PF&pageSize=5&page=1")
@@ -282,6 +285,18 @@ func TestRoutingStatuses(t *testing.T) {
 	expectProblem(t, do(t, in.pub.URL, req{Path: "/api/v1/v1/nothing", Key: k.Key, Company: coA}), 404, "route_not_found")
 	expectProblem(t, do(t, in.pub.URL, req{Path: "/api/v1/v1/clients/not-a-uuid", Key: k.Key, Company: coA}), 404, "not_found")
 	expectProblem(t, do(t, in.pub.URL, req{Path: "/api/v1/v1/invoices/00000000-0000-4000-8000-000000000000", Key: k.Key, Company: coA}), 404, "not_found")
+	// An escaped slash stays in its segment: an unknown id, answered as the
+	// operation answers one (with its RateLimit headers), not an unknown route.
+	for _, path := range []string{"/api/v1/v1/invoices/a%2Fb", "/api/v1/v1/clients/a%2fb%2F", "/api/v1/v1/clients/%2F",
+		"/api/v1/v1/invoices/..%2F..%2Fclients", "/api/v1/v1/invoices/%252F"} {
+		r := do(t, in.pub.URL, req{Path: path, Key: k.Key, Company: coA})
+		expectProblem(t, r, 404, "not_found")
+		if r.Header.Get("RateLimit") == "" {
+			t.Errorf("%s: no RateLimit header", path)
+		}
+	}
+	expectProblem(t, do(t, in.pub.URL, req{Path: "/api/v1/v1/invoices%2Fx", Key: k.Key, Company: coA}), 404, "route_not_found")
+	expectProblem(t, do(t, in.pub.URL, req{Path: "/api/v1%2Fv1/invoices", Key: k.Key, Company: coA}), 404, "route_not_found")
 	r := do(t, in.pub.URL, req{Method: "DELETE", Path: "/api/v1/v1/clients", Key: k.Key, Company: coA})
 	expectProblem(t, r, 405, "method_not_allowed")
 	if allow := r.Header.Get("Allow"); !strings.Contains(allow, "GET") || !strings.Contains(allow, "POST") {

@@ -47,7 +47,7 @@ func validateAgainstOpenAPI(t *testing.T, q req, r resp) {
 	if err != nil {
 		t.Fatalf("path %q: %v", q.Path, err)
 	}
-	route, params := findOperation(doc, q.Method, u.Path)
+	route, params := findOperation(doc, q.Method, u.EscapedPath())
 	if route == nil {
 		if r.Status >= 400 {
 			validateProblem(t, doc, q, r)
@@ -68,10 +68,40 @@ func validateAgainstOpenAPI(t *testing.T, q req, r resp) {
 	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
 		t.Errorf("%s %s: the answer does not match openapi.yaml: %v\nstatus %d, body %.600s", q.Method, q.Path, err, r.Status, r.Body)
 	}
+	validateProblemCode(t, route.Operation, q, r)
 }
 
-// findOperation matches a request path against the document's paths (under
-// its first server's base path).
+// validateProblemCode checks an error's code against the codes its response
+// lists (x-problem-codes: the schema is the whole Problem, so that generated
+// clients get one problem type, and the per-response list is this extension).
+func validateProblemCode(t *testing.T, op *openapi3.Operation, q req, r resp) {
+	t.Helper()
+	if r.Status < 400 {
+		return
+	}
+	ref := op.Responses.Status(r.Status)
+	if ref == nil || ref.Value == nil {
+		return // ValidateResponse reported it
+	}
+	mt := ref.Value.Content.Get("application/problem+json")
+	if mt == nil {
+		t.Errorf("%s %s: response %d has no application/problem+json content", q.Method, q.Path, r.Status)
+		return
+	}
+	listed, _ := mt.Extensions["x-problem-codes"].([]any)
+	var p struct{ Code string }
+	_ = json.Unmarshal(r.Body, &p)
+	for _, c := range listed {
+		if c == p.Code {
+			return
+		}
+	}
+	t.Errorf("%s %s: code %q is not among response %d's x-problem-codes %v", q.Method, q.Path, p.Code, r.Status, listed)
+}
+
+// findOperation matches a request's escaped path against the document's
+// paths (under its first server's base path), segment by segment as sent: an
+// escaped slash (%2F) stays inside its segment, as a parameter's value.
 func findOperation(doc *openapi3.T, method, path string) (*routers.Route, map[string]string) {
 	base := ""
 	if len(doc.Servers) > 0 {
@@ -82,6 +112,11 @@ func findOperation(doc *openapi3.T, method, path string) (*routers.Route, map[st
 		return nil, nil
 	}
 	segs := strings.Split(rest, "/")
+	for i, s := range segs {
+		if d, err := url.PathUnescape(s); err == nil {
+			segs[i] = d
+		}
+	}
 	for tmpl, item := range doc.Paths.Map() {
 		tsegs := strings.Split(tmpl, "/")
 		if len(tsegs) != len(segs) {

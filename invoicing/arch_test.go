@@ -22,6 +22,7 @@ var allowedImports = map[string][]string{
 	"internal/testenv": {},
 	"gateway/apidocs":  {},
 	"gateway/console":  {},
+	"client":           {}, // integrators' code: the wire format only, none of the gateway's
 	"authz":            {"invoicing", "internal/tracing"},
 	"tenants":          {"invoicing", "internal/tracing"},
 	"usage":            {"invoicing"},

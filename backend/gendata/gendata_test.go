@@ -115,6 +115,9 @@ func TestLoadSmall(t *testing.T) {
 	seen := map[string]bool{}
 	for _, inv := range invoices {
 		seen[inv.Type+" "+inv.Status] = true
+		if inv.Status == "OVERDUE" && inv.Type != "FT" && inv.Type != "ND" {
+			t.Errorf("%s %s is OVERDUE: only FT and ND can be", inv.Type, inv.Number)
+		}
 		seen[inv.Status] = true
 		seen["tx "+inv.Transmission.Status] = true
 		if inv.Transmission.Status == "INVALID" && len(inv.Transmission.Errors) > 0 {

@@ -178,7 +178,7 @@ func TestCollectionCoversTheDocument(t *testing.T) {
 	walk(c.Item)
 	ops, _ := operations(p.Document())
 	for _, op := range ops {
-		key := op.Method + " /api/v1/v1" + strings.ReplaceAll(op.Path, "{id}", ":id")
+		key := op.Method + " " + strings.ReplaceAll(op.Path, "{id}", ":id")
 		if requests[key] == 0 {
 			t.Errorf("operation %s (%s) is not in the collection", op.ID, key)
 		}
@@ -190,7 +190,7 @@ func TestCollectionCoversTheDocument(t *testing.T) {
 		}
 		op := dig(p.Document(), "paths", strings.Split(e.path, "?")[0])
 		if op == nil {
-			op = dig(p.Document(), "paths", "/invoices/{id}")
+			op = dig(p.Document(), "paths", "/api/v1/v1/invoices/{id}")
 		}
 		if dig(op, strings.ToLower(e.method), "responses", itoa(e.status)) == nil {
 			t.Errorf("%s: status %d is not documented for %s %s", e.name, e.status, e.method, e.path)
@@ -216,4 +216,85 @@ func TestVendoredExplorerVersion(t *testing.T) {
 	if len(scalarJS) > 5<<20 {
 		t.Errorf("the vendored explorer is %d bytes", len(scalarJS))
 	}
+}
+
+// The document keeps to the forms that client generators with default
+// settings (oapi-codegen, openapi-typescript) turn into working types; each
+// rule is a failure seen with a generator (README "Clients"):
+//   - no allOf: an allOf that overrides a member types it as nothing
+//     (TypeScript Record<string, never>, Go interface{} or a struct of the
+//     override alone), and one that only adds required is ignored;
+//   - anyOf only to make a named schema nullable ([$ref, {type: null}]);
+//   - no null in an enum (oapi-codegen makes it a constant "<nil>");
+//   - every number says how Go reads it exactly (x-go-type: json.Number),
+//     else oapi-codegen makes it a float32;
+//   - no schema named as what oapi-codegen writes itself (Client, NewClient…);
+//   - one server, the origin, and paths written in full.
+func TestDocumentSuitsGenerators(t *testing.T) {
+	p, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := p.Document()
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if _, ok := v["allOf"]; ok {
+				t.Errorf("%s: allOf", path)
+			}
+			if any, ok := v["anyOf"].([]any); ok && (len(any) != 2 || dig(any[0], "$ref") == nil || dig(any[1], "type") != "null") {
+				t.Errorf("%s: anyOf other than [$ref, {type: null}]", path)
+			}
+			if enum, ok := v["enum"].([]any); ok && contains(toStrings(enum), "") {
+				t.Errorf("%s: null in an enum", path)
+			}
+			if v["type"] == "number" && v["x-go-type"] != "json.Number" {
+				t.Errorf("%s: a number without x-go-type: json.Number", path)
+			}
+			for k, e := range v {
+				walk(path+"/"+k, e)
+			}
+		case []any:
+			for i, e := range v {
+				walk(path+"/"+strconv.Itoa(i), e)
+			}
+		}
+	}
+	walk("#", doc)
+	generated := []string{"Client", "NewClient", "ClientOption", "ClientInterface", "ClientWithResponses",
+		"NewClientWithResponses", "ClientWithResponsesInterface", "HttpRequestDoer", "RequestEditorFn"}
+	for name := range dig(doc, "components", "schemas").(map[string]any) {
+		if contains(generated, name) || strings.HasPrefix(name, "New") || strings.HasPrefix(name, "Parse") ||
+			strings.HasSuffix(name, "Response") || strings.HasSuffix(name, "Params") {
+			t.Errorf("schema %s is named like code oapi-codegen generates", name)
+		}
+	}
+	if servers, _ := doc["servers"].([]any); len(servers) != 1 || dig(servers[0], "url") != "/" {
+		t.Errorf("servers %v: want the origin, /", doc["servers"])
+	}
+	for path := range doc["paths"].(map[string]any) {
+		if !strings.HasPrefix(path, "/api/v1/v1/") {
+			t.Errorf("path %s is not written in full", path)
+		}
+	}
+	// InvoiceDetail is Invoice plus transmission, member for member.
+	inv := dig(doc, "components", "schemas", "Invoice", "properties").(map[string]any)
+	det := dig(doc, "components", "schemas", "InvoiceDetail", "properties").(map[string]any)
+	if len(det) != len(inv)+1 || det["transmission"] == nil {
+		t.Errorf("InvoiceDetail members %d, Invoice %d: want Invoice's and transmission", len(det), len(inv))
+	}
+	for k, v := range inv {
+		if !reflect.DeepEqual(det[k], v) {
+			t.Errorf("InvoiceDetail.%s differs from Invoice.%s", k, k)
+		}
+	}
+}
+
+func toStrings(vs []any) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i], _ = v.(string)
+	}
+	return out
 }

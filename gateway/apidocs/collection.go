@@ -145,13 +145,13 @@ type errorCase struct {
 }
 
 var errorCases = []errorCase{
-	{name: "Get invoice: unknown id", method: "GET", path: "/invoices/00000000-0000-4000-8000-000000000000", status: 404, code: "not_found"},
-	{name: "List invoices: pageSize over 100", method: "GET", path: "/invoices", query: "pageSize=101", status: 400, code: "invalid_parameter"},
-	{name: "List invoices: unknown parameter", method: "GET", path: "/invoices", query: "pagesize=10", status: 400, code: "invalid_parameter"},
-	{name: "List clients: no key", method: "GET", path: "/clients", noKey: true, status: 401, code: "missing_api_key"},
-	{name: "List clients: no X-Company-Id", method: "GET", path: "/clients", noCompany: true, status: 400, code: "missing_company_id"},
-	{name: "Create client: invalid fields", method: "POST", path: "/clients", body: `{"name": "", "nif": "12", "phone": "923"}`, status: 400, code: "invalid_body"},
-	{name: "Create client: same NIF again", method: "POST", path: "/clients", body: `{"name": "Duplicate", "nif": "{{newNif}}"}`, status: 409, code: "nif_conflict"},
+	{name: "Get invoice: unknown id", method: "GET", path: "/api/v1/v1/invoices/00000000-0000-4000-8000-000000000000", status: 404, code: "not_found"},
+	{name: "List invoices: pageSize over 100", method: "GET", path: "/api/v1/v1/invoices", query: "pageSize=101", status: 400, code: "invalid_parameter"},
+	{name: "List invoices: unknown parameter", method: "GET", path: "/api/v1/v1/invoices", query: "pagesize=10", status: 400, code: "invalid_parameter"},
+	{name: "List clients: no key", method: "GET", path: "/api/v1/v1/clients", noKey: true, status: 401, code: "missing_api_key"},
+	{name: "List clients: no X-Company-Id", method: "GET", path: "/api/v1/v1/clients", noCompany: true, status: 400, code: "missing_company_id"},
+	{name: "Create client: invalid fields", method: "POST", path: "/api/v1/v1/clients", body: `{"name": "", "nif": "12", "phone": "923"}`, status: 400, code: "invalid_body"},
+	{name: "Create client: same NIF again", method: "POST", path: "/api/v1/v1/clients", body: `{"name": "Duplicate", "nif": "{{newNif}}"}`, status: 409, code: "nif_conflict"},
 }
 
 func buildCollection(doc map[string]any) ([]byte, error) {
@@ -159,11 +159,11 @@ func buildCollection(doc map[string]any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	base, _ := dig(doc, "servers").([]any)
-	if len(base) == 0 {
-		return nil, errors.New("no servers")
+	// The document's paths are written in full and its server is the
+	// origin, which is the collection's baseUrl.
+	if base, _ := dig(doc, "servers").([]any); len(base) != 1 || dig(base[0], "url") != "/" {
+		return nil, errors.New(`the document's one server must be the origin, "/"`)
 	}
-	prefix, _ := base[0].(map[string]any)["url"].(string)
 	info, _ := doc["info"].(map[string]any)
 	c := pmCollection{
 		Info: pmInfo{
@@ -198,7 +198,7 @@ func buildCollection(doc map[string]any) ([]byte, error) {
 	}
 	folders := map[string]int{}
 	for _, op := range ops {
-		it, err := opItem(prefix, op)
+		it, err := opItem(op)
 		if err != nil {
 			return nil, err
 		}
@@ -212,7 +212,7 @@ func buildCollection(doc map[string]any) ([]byte, error) {
 	}
 	errs := pmItem{Name: "Errors", Description: "Requests that fail in documented ways; see " + ErrorsPath + "."}
 	for _, e := range errorCases {
-		errs.Item = append(errs.Item, errorItem(prefix, e))
+		errs.Item = append(errs.Item, errorItem(e))
 	}
 	c.Item = append(c.Item, errs)
 
@@ -329,12 +329,12 @@ func tagDescription(doc map[string]any, tag string) string {
 // an id of the right kind.
 var pathVariables = map[string]string{"getInvoice": "invoiceId", "getClient": "clientId"}
 
-func opItem(prefix string, op operation) (pmItem, error) {
+func opItem(op operation) (pmItem, error) {
 	sc, ok := opScripts[op.ID]
 	if !ok {
 		return pmItem{}, fmt.Errorf("operation %s has no checks in the collection (opScripts)", op.ID)
 	}
-	path := prefix + op.Path
+	path := op.Path
 	var pathVars []pmVariable
 	if strings.Contains(path, "{id}") {
 		v, ok := pathVariables[op.ID]
@@ -389,8 +389,8 @@ func opItem(prefix string, op operation) (pmItem, error) {
 	return it, nil
 }
 
-func errorItem(prefix string, e errorCase) pmItem {
-	path := prefix + e.path
+func errorItem(e errorCase) pmItem {
+	path := e.path
 	u := pmURL{Host: []string{"{{baseUrl}}"}, Path: strings.Split(strings.TrimPrefix(path, "/"), "/")}
 	if e.query != "" {
 		k, v, _ := strings.Cut(e.query, "=")

@@ -83,8 +83,8 @@ func TestPortal(t *testing.T) {
 			found[string(m[1])+" "+string(m[2])+" "+string(m[3])] = true
 		}
 		for _, op := range []string{
-			"GET /invoices List invoices", "GET /invoices/{id} Get invoice", "GET /clients List clients",
-			"GET /clients/{id} Get client", "POST /clients Create client",
+			"GET /api/v1/v1/invoices List invoices", "GET /api/v1/v1/invoices/{id} Get invoice", "GET /api/v1/v1/clients List clients",
+			"GET /api/v1/v1/clients/{id} Get client", "POST /api/v1/v1/clients Create client",
 		} {
 			if !found[op] {
 				t.Errorf("the explorer does not show %q; it shows %v", op, found)
@@ -95,7 +95,7 @@ func TestPortal(t *testing.T) {
 		if !regexp.MustCompile(`<input [^>]*type="text" value="` + apidocs.ExampleCompanyID + `"`).Match(dom) {
 			t.Errorf("the explorer's X-Company-Id field does not show the example company id %s", apidocs.ExampleCompanyID)
 		}
-		for _, want := range []string{`Request Example for post /clients`, `-H "X-Company-Id: $COMPANY_ID"`, `id="api/description/rate-limits"`} {
+		for _, want := range []string{`Request Example for post /api/v1/v1/clients`, `-H "X-Company-Id: $COMPANY_ID"`, `id="api/description/rate-limits"`} {
 			if !strings.Contains(string(dom), want) && !strings.Contains(stripTags(string(dom)), want) {
 				t.Errorf("the explorer does not show %q", want)
 			}
