@@ -220,9 +220,9 @@ func checkLog(t *testing.T, g *observedGateway, rc *otlpReceiver, tracedID, badI
 	}
 }
 
-func scrape(t *testing.T, g *observedGateway) map[string]*dto.MetricFamily {
+func scrape(t *testing.T, adminURL string) map[string]*dto.MetricFamily {
 	t.Helper()
-	res, err := http.Get(g.admin.URL + "/metrics") // no token: scrapers need none
+	res, err := http.Get(adminURL + "/metrics") // no token: scrapers need none
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ next:
 }
 
 func checkMetrics(t *testing.T, g *observedGateway, co string) {
-	mfs := scrape(t, g)
+	mfs := scrape(t, g.admin.URL)
 	const list = "GET /api/v1/v1/clients"
 	for _, c := range []struct {
 		name   string
