@@ -129,12 +129,16 @@ func (b *bencher) attack(ctx context.Context, tg vegeta.Targeter, d time.Duratio
 	stop := context.AfterFunc(ctx, func() { atk.Stop() })
 	defer stop()
 	began := time.Now()
+	if rep != nil {
+		rep.cpu.begin()
+	}
 	for res := range atk.Attack(tg, pacer, d, "") {
 		if rep != nil {
 			rep.add(res)
 		}
 	}
 	if rep != nil {
+		rep.cpu.end()
 		rep.elapsed += time.Since(began)
 	}
 }

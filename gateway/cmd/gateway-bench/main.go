@@ -82,7 +82,7 @@ type benchOptions struct {
 	raiseLimits               bool
 	ceiling                   bool
 	ceilingConns, rounds      int
-	pid                       int
+	pid, redisPID             int
 	serveCeiling              string // internal: serve the ceiling (ceiling.go)
 }
 
@@ -139,7 +139,8 @@ func (o *benchOptions) define(fs *flag.FlagSet, env func(string) string) {
 	fs.BoolVar(&o.ceiling, "ceiling", false, "then run the same load against a bare service on --database (get-client only)")
 	fs.IntVar(&o.rounds, "rounds", 5, "with --ceiling: alternate gateway and ceiling in this many slices of --duration/rounds")
 	fs.IntVar(&o.ceilingConns, "ceiling-db-conns", 10, "the bare service's database pool (the gateway's default)")
-	fs.IntVar(&o.pid, "pid", 0, "report this process's resident memory (the gateway's) after the run")
+	fs.IntVar(&o.pid, "pid", 0, "the gateway's process: report its CPU per request and its resident memory after the run")
+	fs.IntVar(&o.redisPID, "redis-pid", 0, "also report this process's (Redis's) CPU per request during each service's load")
 	fs.StringVar(&o.serveCeiling, "serve-ceiling", "", "internal: serve the bare service on this address")
 }
 
@@ -147,6 +148,8 @@ func (o *benchOptions) define(fs *flag.FlagSet, env func(string) string) {
 func (b *bencher) measure(ctx context.Context, weights []int) error {
 	gwTarget := b.targeter(b.o.url, weights)
 	gw := newBenchReport("gateway")
+	gw.cpu.watch("gateway", b.o.pid)
+	gw.cpu.watch("redis", b.o.redisPID)
 	b.attack(ctx, gwTarget, b.o.warmup, nil)
 	b.attack(ctx, gwTarget, b.o.duration, gw)
 	if ctx.Err() != nil {
@@ -157,6 +160,7 @@ func (b *bencher) measure(ctx context.Context, weights []int) error {
 	if b.o.pid > 0 {
 		printRSS(b.out, b.o.pid)
 	}
+	fmt.Fprintf(b.out, "load average (1 min) at the end: %s\n", loadAverage())
 	return nil
 }
 
@@ -165,13 +169,18 @@ func (b *bencher) measure(ctx context.Context, weights []int) error {
 // command, in alternating slices, so that a change of the machine's load
 // (other processes) hits both alike.
 func (b *bencher) measureWithCeiling(ctx context.Context, weights []int) error {
-	base, stop, err := startCeiling(ctx, b.o.database, b.o.ceilingConns)
+	base, ceilingPID, stop, err := startCeiling(ctx, b.o.database, b.o.ceilingConns)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	gwTarget, ceilTarget := b.targeter(b.o.url, weights), b.targeter(base, weights)
 	gw, ref := newBenchReport("gateway"), newBenchReport("ceiling")
+	gw.cpu.watch("gateway", b.o.pid)
+	gw.cpu.watch("redis", b.o.redisPID)
+	ref.cpu.watch("ceiling", ceilingPID)
+	ref.cpu.watch("redis", b.o.redisPID)
+	fmt.Fprintf(b.out, "load average (1 min) at the start: %s\n", loadAverage())
 	b.attack(ctx, gwTarget, b.o.warmup, nil)
 	b.attack(ctx, ceilTarget, b.o.warmup, nil)
 	rounds := max(b.o.rounds, 1)
@@ -192,5 +201,6 @@ func (b *bencher) measureWithCeiling(ctx context.Context, weights []int) error {
 	if ref.throughput > 0 {
 		fmt.Fprintf(b.out, "\ngateway / ceiling throughput: %.1f%% (%d alternating rounds)\n", 100*gw.throughput/ref.throughput, rounds)
 	}
+	fmt.Fprintf(b.out, "load average (1 min) at the end: %s\n", loadAverage())
 	return nil
 }
