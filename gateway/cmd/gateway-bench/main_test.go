@@ -19,6 +19,7 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"--no-such-flag"}, 2, "flag provided but not defined"},
 		{[]string{"--ceiling"}, 2, "--ceiling serves get-client only"},
+		{[]string{"--compare-url", "http://127.0.0.1:1"}, 2, "--compare-url runs with --ceiling"},
 		{[]string{"--company", "x"}, 2, "creating keys needs --admin-token"},
 	} {
 		var out, errb strings.Builder
