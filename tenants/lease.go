@@ -20,7 +20,7 @@ import (
 //     before they expire). Together, the instances hold at most 0.1 s of the
 //     rate: that is the most the global count can be ahead of or behind the
 //     bucket's.
-//   - A lease is spent within the lease TTL (250 ms by default) of its grant,
+//   - A lease is spent within the lease TTL (500 ms by default) of its grant,
 //     then given back at the next refresh (dropped if that comes more than a
 //     second after the grant), so a limit changed in Redis applies on every
 //     instance within the TTL.
@@ -145,8 +145,9 @@ func (ls *lease) prepare(now int64) (dropped int) {
 	case ls.granted == 0: // the first refresh, or the bucket gave nothing
 	case ls.tokens == 0 && now < ls.expires: // ran out early: demand outruns the lease
 		ls.next = min(2*max(ls.next, spent), maxLease)
-	default: // expired: its lifetime's demand is the right size
-		ls.next = max(1, spent)
+	default: // expired: twice its lifetime's demand, so that the next one
+		// lasts its TTL (one refresh per TTL) unless the demand doubles
+		ls.next = max(1, 2*spent)
 	}
 	ls.give = 0
 	if ls.tokens > 0 {

@@ -13,7 +13,9 @@ import (
 // the burst); what is left when it expires is given back at the next refresh,
 // and the bucket in Redis gets it back.
 func TestLeaseGrowsAndGivesBack(t *testing.T) {
-	s := newSim(t, 1, Config{LiveDefault: Limit{Rate: 1000, Burst: 1000}})
+	// A TTL shorter than the 327 ms the leases below take from the bucket:
+	// what is given back then shows in Redis.
+	s := newSim(t, 1, Config{LiveDefault: Limit{Rate: 1000, Burst: 1000}, LeaseTTL: 250 * time.Millisecond})
 	l := s.ls[0]
 	for i := range 300 {
 		d, err := l.Allow(context.Background(), "acme", invoicing.Live)
@@ -45,8 +47,9 @@ func TestLeaseGrowsAndGivesBack(t *testing.T) {
 		t.Errorf("TAT %.0f, want %.0f (327 tokens of 1 ms)", got, want)
 	}
 	// Past the TTL the 27 unspent tokens are not spent; the next request
-	// gives them back in its refresh and takes a lease the size of what the
-	// last one saw spent (73): the TAT is then 300+73 tokens after t0.
+	// gives them back in its refresh and takes a lease twice what the last
+	// one saw spent (73), capped at the bound: the TAT is then 300+100
+	// tokens after t0.
 	s.at(260 * time.Millisecond)
 	d, err := l.Allow(ctx, "acme", invoicing.Live)
 	if err != nil || !d.Allowed || d.Leased {
@@ -55,19 +58,19 @@ func TestLeaseGrowsAndGivesBack(t *testing.T) {
 	if st := l.Stats(); st.TokensReturned != 27 || st.RedisCalls != 10 {
 		t.Errorf("after the TTL: %+v; want 27 tokens returned in the 10th call", st)
 	}
-	if got, want := tat(), float64(s.t0.UnixMicro()+373_000); got != want {
+	if got, want := tat(), float64(s.t0.UnixMicro()+400_000); got != want {
 		t.Errorf("TAT %.0f, want %.0f", got, want)
 	}
-	if ls := &l.state("acme", invoicing.Live, s.clk.Now()).lease; ls.next != 73 || ls.granted != 73 {
-		t.Errorf("lease after an expired one: next %d, granted %d; want 73", ls.next, ls.granted)
+	if ls := &l.state("acme", invoicing.Live, s.clk.Now()).lease; ls.next != 146 || ls.granted != 100 {
+		t.Errorf("lease after an expired one: next %d, granted %d; want 146 asked, 100 granted", ls.next, ls.granted)
 	}
-	// That one expires with one token spent: the next is one token.
-	s.at(600 * time.Millisecond)
+	// That one expires with one token spent: the next is two tokens.
+	s.at(1100 * time.Millisecond)
 	if _, err := l.Allow(ctx, "acme", invoicing.Live); err != nil {
 		t.Fatal(err)
 	}
-	if ls := &l.state("acme", invoicing.Live, s.clk.Now()).lease; ls.next != 1 || ls.granted != 1 {
-		t.Errorf("lease after a quiet one: next %d, granted %d; want 1 (the demand seen)", ls.next, ls.granted)
+	if ls := &l.state("acme", invoicing.Live, s.clk.Now()).lease; ls.next != 2 || ls.granted != 2 {
+		t.Errorf("lease after a quiet one: next %d, granted %d; want 2 (twice the demand seen)", ls.next, ls.granted)
 	}
 }
 

@@ -73,7 +73,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	d := Config{Redis: rdb}.withDefaults()
 	if d.Prefix != "tenants:" || d.LiveDefault != (Limit{50, 100}) || d.TestDefault != (Limit{10, 20}) ||
-		d.RedisTimeout != 50*time.Millisecond || d.RetryEvery != time.Second || d.LeaseTTL != 250*time.Millisecond ||
+		d.RedisTimeout != 50*time.Millisecond || d.RetryEvery != time.Second || d.LeaseTTL != 500*time.Millisecond ||
 		d.Now == nil || d.Logger == nil {
 		t.Errorf("defaults: %+v", d)
 	}

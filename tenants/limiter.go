@@ -33,7 +33,9 @@ type Config struct {
 	RetryEvery   time.Duration // while in fallback, how often one request probes Redis again; zero means 1s
 	// LeaseTTL is how long leased tokens may be spent after their refresh
 	// (lease.go), hence how long a limit changed in Redis may go unseen by an
-	// instance; zero means 250ms, at most MaxLeaseTTL.
+	// instance; zero means 500ms, at most MaxLeaseTTL. A longer lease costs
+	// fewer refreshes (an active company's lease is refreshed at least once
+	// per TTL) and leaves RateLimit's remaining staler.
 	LeaseTTL time.Duration
 	Now      func() time.Time // nil means time.Now (leases, the local fallback; tests set it)
 	Logger   *slog.Logger     // nil means slog.Default()
@@ -58,7 +60,7 @@ func (c Config) withDefaults() Config {
 		c.RetryEvery = time.Second
 	}
 	if c.LeaseTTL == 0 {
-		c.LeaseTTL = 250 * time.Millisecond
+		c.LeaseTTL = 500 * time.Millisecond
 	}
 	if c.Now == nil {
 		c.Now = time.Now
