@@ -23,6 +23,8 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/invoicing-ao/gateway/internal/jsonlog"
+
 	"github.com/invoicing-ao/gateway/gateway"
 )
 
@@ -137,7 +139,7 @@ func parseLevel(s string) (slog.Level, error) {
 
 func newLogger(w io.Writer, level string) *slog.Logger {
 	l, _ := parseLevel(level)
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	return slog.New(jsonlog.New(w, &slog.HandlerOptions{Level: l})) // slog's JSON lines, faster
 }
 
 // parseFlags parses fs from args, allowing flags after positional arguments
