@@ -29,3 +29,20 @@ func TestCommandLine(t *testing.T) {
 		}
 	}
 }
+
+// Each operation's requests are reported under its name, the list targets'
+// apart from the mix's filters and deep pages.
+func TestOpOf(t *testing.T) {
+	for path, want := range map[string]string{
+		"/invoices?page=1&pageSize=20":                  "list-invoices",
+		"/invoices?page=1&pageSize=20&status=OVERDUE":   "list-invoices-filter",
+		"/invoices?status=OVERDUE&page=1&pageSize=20":   "list-invoices-overdue",
+		"/invoices?page=2000&pageSize=20":               "list-invoices-page2000",
+		"/invoices?pageSize=100&page=2000":              "list-invoices-deep",
+		"/clients/00000000-0000-4000-8000-000000000000": "get-client",
+	} {
+		if got := opOf("GET", "http://gw"+apiBase+path); got != want {
+			t.Errorf("%s: %s, want %s", path, got, want)
+		}
+	}
+}

@@ -84,6 +84,10 @@ func opOf(method, raw string) string {
 		return "list-clients"
 	case strings.HasPrefix(path, "/invoices/"):
 		return "get-invoice"
+	case path == "/invoices" && strings.HasPrefix(u.RawQuery, "status=OVERDUE&"):
+		return "list-invoices-overdue"
+	case path == "/invoices" && q.Get("page") == "2000" && q.Get("pageSize") == "20":
+		return "list-invoices-page2000"
 	case path == "/invoices" && q.Get("pageSize") == "100":
 		return "list-invoices-deep"
 	case path == "/invoices" && (q.Has("status") || q.Has("type") || q.Has("from")):
