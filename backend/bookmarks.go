@@ -28,8 +28,8 @@ import (
 
 const (
 	defaultBookmarkFrom = 1000
-	maxBookmarkLists    = 10_000 // lists remembered; past it the memory starts over
-	maxBookmarksPerList = 32     // per list; past it the oldest goes
+	maxBookmarkLists    = 1000 // lists remembered; past it the memory starts over (~2.4 MB at most)
+	maxBookmarksPerList = 16   // per list; past it the oldest goes
 )
 
 type bookmark struct {
