@@ -87,7 +87,11 @@ func (s *Store) queryClients(ctx context.Context, companyID string, f invoicing.
 	if err := s.addAfter(&pw, o, f.After); err != nil {
 		return invoicing.Page[invoicing.Client]{}, err
 	}
-	q, args := s.pageQuery(clientCols, "customers c", "c", pw, o, pageOf(f.Page, f.PageSize, f.After != nil))
+	plan, err := s.planPage(w, &pw, o, page.Total, pageOf(f.Page, f.PageSize, f.After != nil)) // bookmarks.go
+	if err != nil {
+		return invoicing.Page[invoicing.Client]{}, err
+	}
+	q, args := s.pageQuery(clientCols, "customers c", "c", pw, o, plan.pa)
 	rows, err := s.db.query(ctx, q, args...)
 	if err != nil {
 		return invoicing.Page[invoicing.Client]{}, s.fail(ctx, "list clients", err)
@@ -109,7 +113,13 @@ func (s *Store) queryClients(ctx context.Context, companyID string, f invoicing.
 		if err := rows.Scan(dest...); err != nil {
 			return invoicing.Page[invoicing.Client]{}, s.fail(ctx, "list clients", err)
 		}
-		page.Data = append(page.Data, r.toClient())
+		c := r.toClient()
+		if plan.mark { // the row before the page
+			t := c.CreatedAt.Time
+			s.markFirst(&plan, &invoicing.Position{At: &t, ID: c.ID})
+			continue
+		}
+		page.Data = append(page.Data, c)
 	}
 	if err := rows.Err(); err != nil {
 		return invoicing.Page[invoicing.Client]{}, s.fail(ctx, "list clients", err)

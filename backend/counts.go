@@ -153,12 +153,7 @@ func (c *countCache) makeRoom() bool {
 // holds the company id as its first argument.
 func (s *Store) listTotal(ctx context.Context, op, from string, w where) (int64, error) {
 	q := s.d.rebind("SELECT count(*) FROM " + from + "\nWHERE " + w.sql())
-	var b strings.Builder
-	b.WriteString(q)
-	for _, a := range w.args[1:] {
-		fmt.Fprintf(&b, "\x00%T:%v", a, a)
-	}
-	k := countKey{company: w.args[0].(string), query: b.String()}
+	k := countKeyOf(q, w)
 	n, err := s.counts.total(ctx, k, func(ctx context.Context) (int64, error) {
 		ctx, cancel := s.deadline(ctx)
 		defer cancel()
@@ -172,4 +167,15 @@ func (s *Store) listTotal(ctx context.Context, op, from string, w where) (int64,
 		return 0, s.fail(ctx, op, err)
 	}
 	return n, nil
+}
+
+// countKeyOf names the list of where w (its first argument the company id)
+// by q, w's SQL, and its other arguments.
+func countKeyOf(q string, w where) countKey {
+	var b strings.Builder
+	b.WriteString(q)
+	for _, a := range w.args[1:] {
+		fmt.Fprintf(&b, "\x00%T:%v", a, a)
+	}
+	return countKey{company: w.args[0].(string), query: b.String()}
 }

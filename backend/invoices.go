@@ -152,39 +152,26 @@ func (s *Store) queryInvoices(ctx context.Context, companyID string, f invoicing
 	if err := s.addAfter(&pw, o, f.After); err != nil {
 		return invoicing.Page[invoicing.Invoice]{}, err
 	}
-	q, args := s.pageQuery(invoiceCols(s.d), "documents d", "d", pw, o, pageOf(f.Page, f.PageSize, f.After != nil))
-	rows, err := s.db.query(ctx, q, args...)
+	plan, err := s.planPage(w, &pw, o, page.Total, pageOf(f.Page, f.PageSize, f.After != nil)) // bookmarks.go
 	if err != nil {
-		return invoicing.Page[invoicing.Invoice]{}, s.fail(ctx, "list invoices", err)
+		return invoicing.Page[invoicing.Invoice]{}, err
 	}
-	defer rows.Close()
-	var r invoiceRow
-	dest := r.dest(s.d)
-	ids := make([]string, 0, f.PageSize)
-	byID := make(map[string]int, f.PageSize)
-	for rows.Next() {
-		if len(page.Data) == f.PageSize { // the row past the page: there is a next one
-			page.Next = invoicePosition(&page.Data[len(page.Data)-1], o)
-			break
-		}
-		r = invoiceRow{}
-		if err := rows.Scan(dest...); err != nil {
-			return invoicing.Page[invoicing.Invoice]{}, s.fail(ctx, "list invoices", err)
-		}
-		inv, err := r.toInvoice(today)
-		if err != nil {
-			return invoicing.Page[invoicing.Invoice]{}, s.fail(ctx, "list invoices", err)
-		}
-		byID[inv.ID] = len(page.Data)
-		ids = append(ids, inv.ID)
-		page.Data = append(page.Data, inv)
+	var n int
+	page.Data, page.Next, n, err = s.invoicePage(ctx, pw, o, plan, f.PageSize, today)
+	if err == nil && plan.wide != nil && n < plan.pa.limit { // the drafts ran out within the page
+		page.Data, page.Next, _, err = s.invoicePage(ctx, *plan.wide, o, plan, f.PageSize, today)
 	}
-	if err := rows.Err(); err != nil {
-		return invoicing.Page[invoicing.Invoice]{}, s.fail(ctx, "list invoices", err)
+	if err != nil {
+		return invoicing.Page[invoicing.Invoice]{}, err
 	}
-	rows.Close()
-	if len(ids) == 0 {
+	if len(page.Data) == 0 {
 		return page, nil
+	}
+	ids := make([]string, len(page.Data))
+	byID := make(map[string]int, len(page.Data))
+	for i := range page.Data {
+		ids[i] = page.Data[i].ID
+		byID[ids[i]] = i
 	}
 
 	lq := s.d.rebind("SELECT " + lineCols(s.d) + "\nFROM document_lines l\nWHERE " +
@@ -197,6 +184,49 @@ func (s *Store) queryInvoices(ctx context.Context, companyID string, f invoicing
 		return invoicing.Page[invoicing.Invoice]{}, s.fail(ctx, "list invoice lines", err)
 	}
 	return page, nil
+}
+
+// invoicePage reads one page of invoices (without their lines) as plan cuts
+// it, and returns it, the position after it when another page follows, and
+// how many rows the query gave.
+func (s *Store) invoicePage(ctx context.Context, pw where, o listOrder, plan deepPage, size int, today string) ([]invoicing.Invoice, *invoicing.Position, int, error) {
+	q, args := s.pageQuery(invoiceCols(s.d), "documents d", "d", pw, o, plan.pa)
+	rows, err := s.db.query(ctx, q, args...)
+	if err != nil {
+		return nil, nil, 0, s.fail(ctx, "list invoices", err)
+	}
+	defer rows.Close()
+	var (
+		r    invoiceRow
+		data = make([]invoicing.Invoice, 0, size)
+		next *invoicing.Position
+		n    int
+	)
+	dest := r.dest(s.d)
+	for rows.Next() {
+		n++
+		if len(data) == size { // the row past the page: there is a next one
+			next = invoicePosition(&data[len(data)-1], o)
+			break
+		}
+		r = invoiceRow{}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, nil, 0, s.fail(ctx, "list invoices", err)
+		}
+		inv, err := r.toInvoice(today)
+		if err != nil {
+			return nil, nil, 0, s.fail(ctx, "list invoices", err)
+		}
+		if plan.mark { // the row before the page
+			s.markFirst(&plan, invoicePosition(&inv, o))
+			continue
+		}
+		data = append(data, inv)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, 0, s.fail(ctx, "list invoices", err)
+	}
+	return data, next, n, nil
 }
 
 // eachLine runs a document_lines query and hands each mapped line to fn.

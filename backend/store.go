@@ -33,6 +33,11 @@ type Config struct {
 	// ExactTotalBelow is the size under which a list is counted on every
 	// request; zero means 10,000.
 	ExactTotalBelow int64
+	// BookmarkFrom is the offset from which a page of a list of at least
+	// ExactTotalBelow matches may start from a bookmark instead of an OFFSET
+	// walk (bookmarks.go); zero means 1,000. Bookmarks live TotalMaxAge (none
+	// when it is negative).
+	BookmarkFrom int
 
 	// TracerProvider makes a span of each statement run under a recording
 	// span; nil means otel's global one.
@@ -82,6 +87,7 @@ type Store struct {
 	timeout time.Duration
 	now     func() time.Time
 	counts  *countCache
+	marks   *bookmarks // nil: every page by OFFSET
 	breaker *breaker
 	recent  *recentWrites // with a replica: who wrote lately (replica.go)
 	settle  time.Duration // Config.ChangesSettle
@@ -133,8 +139,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.ChangesSettle <= 0 {
 		cfg.ChangesSettle = defaultChangesSettle
 	}
+	if cfg.BookmarkFrom <= 0 {
+		cfg.BookmarkFrom = defaultBookmarkFrom
+	}
 	s := &Store{timeout: cfg.QueryTimeout, now: cfg.Now, breaker: newBreaker(cfg), settle: cfg.ChangesSettle,
 		counts: newCountCache(cfg.TotalMaxAge, cfg.ExactTotalBelow, cfg.Now)}
+	if cfg.TotalMaxAge > 0 {
+		s.marks = newBookmarks(cfg.TotalMaxAge, cfg.BookmarkFrom, cfg.Now)
+	}
 	var err error
 	switch {
 	case isPostgresURL(cfg.URL):

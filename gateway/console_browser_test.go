@@ -139,6 +139,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	if !strings.HasPrefix(rates, "0.01 rps") {
 		t.Fatalf("limits shown after the change: %q", rates)
 	}
+	// Instances spend leased tokens for up to the lease TTL (500 ms) after a
+	// change; the promise is a second.
+	time.Sleep(time.Second)
 	statuses := map[int]int{}
 	for range 3 {
 		statuses[do(t, in.pub.URL, req{Path: "/api/v1/v1/invoices?pageSize=1", Key: k.Key, Company: coA}).Status]++

@@ -81,6 +81,21 @@ func TestAppendStringRandom(t *testing.T) {
 	}
 }
 
+// appendMillis writes what AppendFormat writes, for any instant, in any zone.
+func TestAppendMillis(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 50000; i++ {
+		at := time.Unix(r.Int64N(400_000_000_000)-62_000_000_000, r.Int64N(1e9)).In(time.FixedZone("Z", 3600*(r.IntN(25)-12)))
+		if i%1000 == 0 {
+			at = time.Date(-1+r.IntN(3)*10001, 1, 1, 0, 0, 0, 0, time.UTC) // the fallback's years
+		}
+		want := append(append([]byte{'"'}, at.UTC().Format("2006-01-02T15:04:05.000Z")...), '"')
+		if got := appendMillis(nil, at.UTC()); !bytes.Equal(got, want) {
+			t.Fatalf("%v: got %s want %s", at, got, want)
+		}
+	}
+}
+
 // A field added to a resource type must be added to the appenders too.
 func TestAppendJSONKnowsEveryField(t *testing.T) {
 	for typ, n := range map[reflect.Type]int{

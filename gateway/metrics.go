@@ -25,7 +25,8 @@ type (
 	cacheStater   interface{ Stats() authz.CacheStats }
 	// fallbacker is tenants.Limiter's: true while Redis is unreachable and
 	// each instance decides rate limits alone (limits are then per instance).
-	fallbacker interface{ Fallback() bool }
+	fallbacker    interface{ Fallback() bool }
+	limiterStater interface{ Stats() tenants.Stats }
 	// RedisPool is a Redis client's connection pool (redis.UniversalClient).
 	RedisPool interface{ PoolStats() *redis.PoolStats }
 )
@@ -54,7 +55,7 @@ func newMetrics(s *Server, redisPool RedisPool) *metrics {
 		}, []string{"route"}),
 		ratelimit: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_ratelimit_decisions_total",
-			Help: "Rate-limit decisions by mode, outcome (allowed, rejected) and decider (redis, local fallback).",
+			Help: "Rate-limit decisions by mode, outcome (allowed, rejected) and decider (redis, lease: this instance's leased tokens, local: fallback).",
 		}, []string{"mode", "decision", "source"}),
 	}
 	m.reg.MustRegister(m.requests, m.duration, m.ratelimit,
@@ -73,8 +74,11 @@ func (m *metrics) decided(mode invoicing.Mode, d tenants.Decision) {
 	if !d.Allowed {
 		decision = "rejected"
 	}
-	if d.Local {
+	switch {
+	case d.Local:
 		source = "local"
+	case d.Leased:
+		source = "lease"
 	}
 	m.ratelimit.WithLabelValues(string(mode), decision, source).Inc()
 }
@@ -109,12 +113,17 @@ var (
 		"Connections of the Redis pool, by state (idle, total).", []string{"state"}, nil)
 	descFallback = prometheus.NewDesc("gateway_ratelimit_fallback_active",
 		"1 while this instance decides rate limits locally because Redis is unreachable, else 0.", nil, nil)
+	descLimiterCalls = prometheus.NewDesc("gateway_ratelimit_redis_calls_total",
+		"Rate-limit script calls sent to Redis (each exchanges the tokens of one or more companies).", nil, nil)
+	descLimiterTokens = prometheus.NewDesc("gateway_ratelimit_lease_tokens_total",
+		"Leased rate-limit tokens by event: leased (taken beyond the requests waiting), returned (unspent, given back), dropped (unspent, never given back).", []string{"event"}, nil)
 	descRedisEvents = prometheus.NewDesc("gateway_redis_pool_events_total",
 		"Redis pool events: hits (idle connection reused), misses (new connection), timeouts (no connection in time), waits, stale (closed as stale).", []string{"event"}, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descBreaker, descDBConns, descDBMax, descDBAcquires, descDBWaits, descDBWait, descKeyCache, descRedisConns, descRedisEvents, descFallback} {
+	for _, d := range []*prometheus.Desc{descBreaker, descDBConns, descDBMax, descDBAcquires, descDBWaits, descDBWait, descKeyCache,
+		descRedisConns, descRedisEvents, descFallback, descLimiterCalls, descLimiterTokens} {
 		ch <- d
 	}
 }
@@ -154,13 +163,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descKeyCache, counter, float64(r.n), r.name)
 		}
 	}
-	if f, ok := c.s.limiter.(fallbacker); ok {
-		v := 0.0
-		if f.Fallback() {
-			v = 1
-		}
-		ch <- prometheus.MustNewConstMetric(descFallback, gauge, v)
-	}
+	c.collectLimiter(ch)
 	if c.redis != nil {
 		ps := c.redis.PoolStats()
 		ch <- prometheus.MustNewConstMetric(descRedisConns, gauge, float64(ps.IdleConns), "idle")
@@ -170,6 +173,28 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			n    uint32
 		}{{"hit", ps.Hits}, {"miss", ps.Misses}, {"timeout", ps.Timeouts}, {"wait", ps.WaitCount}, {"stale", ps.StaleConns}} {
 			ch <- prometheus.MustNewConstMetric(descRedisEvents, counter, float64(e.n), e.name)
+		}
+	}
+}
+
+// collectLimiter reports the rate limiter's fallback state and its lease
+// statistics (tenants.Limiter has both; test doubles need not).
+func (c *stateCollector) collectLimiter(ch chan<- prometheus.Metric) {
+	if f, ok := c.s.limiter.(fallbacker); ok {
+		v := 0.0
+		if f.Fallback() {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descFallback, prometheus.GaugeValue, v)
+	}
+	if l, ok := c.s.limiter.(limiterStater); ok {
+		st := l.Stats()
+		ch <- prometheus.MustNewConstMetric(descLimiterCalls, prometheus.CounterValue, float64(st.RedisCalls))
+		for _, e := range []struct {
+			name string
+			n    uint64
+		}{{"leased", st.TokensLeased}, {"returned", st.TokensReturned}, {"dropped", st.TokensDropped}} {
+			ch <- prometheus.MustNewConstMetric(descLimiterTokens, prometheus.CounterValue, float64(e.n), e.name)
 		}
 	}
 }

@@ -19,6 +19,7 @@ var allowedImports = map[string][]string{
 	"invoicing":        {},
 	"internal/tracing": {},
 	"internal/logbuf":  {},
+	"internal/jsonlog": {},
 	"internal/testenv": {},
 	"gateway/apidocs":  {},
 	"gateway/console":  {},

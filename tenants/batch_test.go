@@ -11,67 +11,94 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// One pipelined round of many decisions, on a Redis that has forgotten the
-// script (restarted or flushed): every decision is answered, by Redis, and
-// exactly the burst is admitted, as one call at a time would.
-func TestPipelinedRoundDecidesEachCall(t *testing.T) {
+// waitFor queues n requests of the company for the limiter's next round, as
+// n concurrent Allow calls would, without sending anything yet.
+func waitFor(l *Limiter, company string, m invoicing.Mode, n int) []*waiter {
+	st := l.state(company, m, l.now())
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	ws := make([]*waiter, n)
+	for i := range ws {
+		w, schedule := st.lease.join()
+		if schedule {
+			l.batch.queue = append(l.batch.queue, st)
+		}
+		ws[i] = w
+	}
+	return ws
+}
+
+// drain sends rounds until none is queued, as the batcher's goroutine does.
+func drain(t *testing.T, l *Limiter) {
+	t.Helper()
+	l.batch.busy = true
+	for l.sendRound() {
+	}
+	if l.batch.busy || len(l.batch.queue) != 0 {
+		t.Fatalf("batcher not idle after the rounds: busy %v, %d queued", l.batch.busy, len(l.batch.queue))
+	}
+}
+
+// One round of many requests of two companies, on a Redis that has forgotten
+// the script (restarted or flushed), then on one that knows it; in one script
+// call (one server) and in a pipeline of one call per company (as on Redis
+// Cluster): every request is answered, by Redis, and exactly the burst is
+// admitted, as one call per request would.
+func TestRoundDecidesEachRequest(t *testing.T) {
 	srv := testenv.StartRedisServer(t, 0)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = rdb.Close() })
 	ctx := context.Background()
-	l := New(Config{Redis: rdb, Logger: discard()})
 	lim := Limit{Rate: MinRate, Burst: 7}
-	if err := l.SetLimit(ctx, "acme", invoicing.Live, lim); err != nil {
-		t.Fatal(err)
-	}
-	for _, flush := range []bool{true, false} { // NOSCRIPT, then the script known
-		if flush {
-			if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+	for _, perCompany := range []bool{false, true} {
+		for _, flush := range []bool{true, false} {
+			l := New(Config{Redis: rdb, Logger: discard()})
+			l.oneCompanyPerCall = perCompany
+			if err := l.SetLimit(ctx, "acme", invoicing.Live, lim); err != nil {
 				t.Fatal(err)
 			}
-		}
-		if err := rdb.Del(ctx, tatKey(l.prefix, "acme", invoicing.Live)).Err(); err != nil {
-			t.Fatal(err)
-		}
-		calls := make([]*decideCall, 20)
-		for i := range calls {
-			calls[i] = &decideCall{companyID: "acme", m: invoicing.Live, done: make(chan struct{})}
-		}
-		// Another company in the same round keeps its own budget.
-		other := &decideCall{companyID: "other", m: invoicing.Live, done: make(chan struct{})}
-		l.batch.queue = append(append(l.batch.queue, calls...), other)
-		l.batch.busy = true
-		if more := l.sendRound(); more {
-			t.Fatal("sendRound reports more queued after sending everything")
-		}
-		if l.batch.busy || len(l.batch.queue) != 0 {
-			t.Fatalf("batcher not idle after the round: busy %v, %d queued", l.batch.busy, len(l.batch.queue))
-		}
-		allowed := 0
-		for i, c := range append(calls, other) {
-			select {
-			case <-c.done:
-			default:
-				t.Fatalf("call %d not answered", i)
+			if flush {
+				if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if c.err != nil {
-				t.Fatalf("flush %v: call %d: %v", flush, i, c.err)
+			if err := rdb.Del(ctx, tatKey(l.prefix, "acme", invoicing.Live), tatKey(l.prefix, "other", invoicing.Live)).Err(); err != nil {
+				t.Fatal(err)
 			}
-			if c.d.Allowed && c.companyID == "acme" {
-				allowed++
+			acme := waitFor(l, "acme", invoicing.Live, 20)
+			// Another company in the same round keeps its own budget.
+			other := waitFor(l, "other", invoicing.Live, 1)
+			drain(t, l)
+			allowed := 0
+			for i, w := range append(acme, other...) {
+				select {
+				case <-w.done:
+				default:
+					t.Fatalf("per company %v, flush %v: request %d not answered", perCompany, flush, i)
+				}
+				if w.err != nil || w.d.Local || w.d.Leased {
+					t.Fatalf("per company %v, flush %v: request %d: %+v, %v; want decided by Redis", perCompany, flush, i, w.d, w.err)
+				}
+				if w.d.Allowed && i < len(acme) {
+					allowed++
+				}
 			}
-		}
-		if allowed != lim.Burst {
-			t.Errorf("flush %v: %d admitted in one round, want the burst %d", flush, allowed, lim.Burst)
-		}
-		if !other.d.Allowed || other.d.Limit != (Limit{Rate: 50, Burst: 100}) {
-			t.Errorf("flush %v: the other company's decision %+v, want admitted at the default", flush, other.d)
+			if allowed != lim.Burst {
+				t.Errorf("per company %v, flush %v: %d admitted in one round, want the burst %d", perCompany, flush, allowed, lim.Burst)
+			}
+			if d := other[0].d; !d.Allowed || d.Limit != (Limit{Rate: 50, Burst: 100}) {
+				t.Errorf("per company %v, flush %v: the other company's decision %+v, want admitted at the default", perCompany, flush, d)
+			}
+			if s := l.Stats(); s.RedisCalls != map[bool]uint64{false: 1, true: 2}[perCompany] || s.Refreshes != 2 ||
+				s.AdmittedRedis != 8 || s.RejectedRedis != 13 {
+				t.Errorf("per company %v, flush %v: stats %+v", perCompany, flush, s)
+			}
 		}
 	}
 }
 
-// Many concurrent Allow calls on one instance (they share rounds) admit
-// exactly the burst, all decided by Redis.
+// Many concurrent Allow calls on one instance (they share refreshes) admit
+// exactly the burst of an unleased limit, all decided by Redis.
 func TestConcurrentDecisionsShareRounds(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	ctx := context.Background()
@@ -88,7 +115,7 @@ func TestConcurrentDecisionsShareRounds(t *testing.T) {
 	for range 200 {
 		wg.Go(func() {
 			d, err := l.Allow(ctx, "acme", invoicing.Live)
-			if err != nil || d.Local {
+			if err != nil || d.Local || d.Leased {
 				t.Errorf("decision %+v, %v: want one by Redis", d, err)
 				return
 			}
@@ -103,6 +130,10 @@ func TestConcurrentDecisionsShareRounds(t *testing.T) {
 	if allowed != lim.Burst {
 		t.Errorf("%d admitted, want the burst %d", allowed, lim.Burst)
 	}
+	s := l.Stats()
+	if s.AdmittedRedis != 25 || s.RejectedRedis != 175 || s.Refreshes > 200 || s.TokensLeased != 0 {
+		t.Errorf("stats %+v: want 25 admitted and 175 refused by Redis, nothing leased", s)
+	}
 	// The sending goroutine marks the batcher idle just after it delivers
 	// the last decision, so give it a moment.
 	idle := func() (bool, int) {
@@ -110,7 +141,7 @@ func TestConcurrentDecisionsShareRounds(t *testing.T) {
 		defer l.batch.mu.Unlock()
 		return !l.batch.busy && len(l.batch.queue) == 0, len(l.batch.queue)
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for ok, _ := idle(); !ok && time.Now().Before(deadline); ok, _ = idle() {
 		time.Sleep(time.Millisecond)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
@@ -77,30 +78,58 @@ func TestLimiterOnRedisCluster(t *testing.T) {
 
 	// One round holding several companies' decisions (concurrent requests):
 	// the batcher makes one script call per company, each within one slot.
-	calls := map[string][]*decideCall{}
+	calls := map[string][]*waiter{}
 	for _, company := range []string{"umbrella", "hooli", "vandelay"} {
-		for range 8 {
-			c := &decideCall{companyID: company, m: invoicing.Live, done: make(chan struct{})}
-			calls[company] = append(calls[company], c)
-			l1.batch.queue = append(l1.batch.queue, c)
-		}
+		calls[company] = waitFor(l1, company, invoicing.Live, 8)
 	}
-	l1.batch.busy = true
-	for l1.sendRound() {
-	}
-	for company, cs := range calls {
+	drain(t, l1)
+	for company, ws := range calls {
 		n := 0
-		for i, c := range cs {
-			<-c.done
-			if c.err != nil {
-				t.Fatalf("%s: decision %d in a shared round: %v", company, i, c.err)
+		for i, w := range ws {
+			<-w.done
+			if w.err != nil {
+				t.Fatalf("%s: decision %d in a shared round: %v", company, i, w.err)
 			}
-			if c.d.Allowed {
+			if w.d.Allowed {
 				n++
 			}
 		}
 		if n != 5 {
 			t.Errorf("%s: %d of 8 admitted in one round, want the burst of 5", company, n)
 		}
+	}
+
+	// A leased limit: the instances key joins the company's slot, and two
+	// instances together admit no more than the bucket gives.
+	if err := l1.SetLimit(ctx, "initrode", invoicing.Live, Limit{Rate: 1000, Burst: 200}); err != nil {
+		t.Fatal(err)
+	}
+	admitted, leased := 0, 0
+	start := time.Now()
+	for i := range 400 {
+		l := []*Limiter{l1, l2}[i%2]
+		d, err := l.Allow(ctx, "initrode", invoicing.Live)
+		if err != nil || d.Local {
+			t.Fatalf("leased limit on the cluster: %+v, %v", d, err)
+		}
+		if d.Allowed {
+			admitted++
+		}
+		if d.Leased {
+			leased++
+		}
+	}
+	t.Logf("leased limit 1000/s, burst 200, on the cluster: %d of 400 admitted, %d from leases", admitted, leased)
+	if leased == 0 {
+		t.Error("no decision came from a lease")
+	}
+	if n, err := rdb.ZCard(ctx, instancesKey(prefix, "initrode", invoicing.Live)).Result(); err != nil || n != 2 {
+		t.Errorf("instances of initrode: %d, %v; want 2", n, err)
+	}
+	// Redis refills 1000 tokens a second while the loop runs: the bound is
+	// the time it took, whatever the machine's speed (plus 10 ms for the
+	// clocks of Redis and of the test).
+	if bound := 200 + 1000*(time.Since(start).Seconds()+0.01); float64(admitted) > bound {
+		t.Errorf("%d admitted, more than the burst and the refill allow (%.0f)", admitted, bound)
 	}
 }

@@ -62,8 +62,11 @@ func TestLimitsSetGetReset(t *testing.T) {
 	})
 }
 
-// A limit set through one instance is what the next decision of every other
-// instance applies: the script reads it, no cache stands in between.
+// A limit set through one instance is what the next refresh of every other
+// instance applies: the script reads it, no cache stands in between. A limit
+// too low to lease is applied from the next decision on, whatever was leased
+// under the one before (a leased limit within the lease TTL:
+// TestSimulatedLimitChange).
 func TestOverrideReachesEveryInstance(t *testing.T) {
 	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		ctx := context.Background()

@@ -60,8 +60,13 @@ type Limits struct {
 type Decision struct {
 	Allowed    bool
 	Limit      Limit         // the limit applied
-	Remaining  int           // requests that could still be admitted right now
+	Remaining  int           // requests that could still be admitted right now (see Leased)
 	RetryAfter time.Duration // when !Allowed: how long until one request would be admitted
 	Reset      time.Duration // how long until the bucket is full again
 	Local      bool          // decided by the in-process fallback because Redis was unreachable
+	// Leased: decided by this instance from its lease, without Redis.
+	// Remaining and Reset are then the bucket as Redis reported it at the
+	// lease's refresh, at most the lease TTL earlier, with this instance's
+	// unspent tokens counted in: other instances' requests since are not.
+	Leased bool
 }

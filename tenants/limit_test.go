@@ -63,6 +63,9 @@ func TestConfigValidate(t *testing.T) {
 		{"bad test default", Config{Redis: rdb, TestDefault: Limit{Burst: 5}}, false},
 		{"negative timeout", Config{Redis: rdb, RedisTimeout: -time.Second}, false},
 		{"negative retry", Config{Redis: rdb, RetryEvery: -time.Second}, false},
+		{"negative lease TTL", Config{Redis: rdb, LeaseTTL: -time.Second}, false},
+		{"lease TTL of a second", Config{Redis: rdb, LeaseTTL: time.Second}, false},
+		{"longest lease TTL", Config{Redis: rdb, LeaseTTL: MaxLeaseTTL}, true},
 	} {
 		if err := tc.cfg.Validate(); (err == nil) != tc.ok {
 			t.Errorf("%s: Validate() = %v, want ok=%v", tc.name, err, tc.ok)
@@ -70,7 +73,8 @@ func TestConfigValidate(t *testing.T) {
 	}
 	d := Config{Redis: rdb}.withDefaults()
 	if d.Prefix != "tenants:" || d.LiveDefault != (Limit{50, 100}) || d.TestDefault != (Limit{10, 20}) ||
-		d.RedisTimeout != 50*time.Millisecond || d.RetryEvery != time.Second || d.Now == nil || d.Logger == nil {
+		d.RedisTimeout != 50*time.Millisecond || d.RetryEvery != time.Second || d.LeaseTTL != 500*time.Millisecond ||
+		d.Now == nil || d.Logger == nil {
 		t.Errorf("defaults: %+v", d)
 	}
 }
@@ -87,13 +91,15 @@ func hashTag(key string) string {
 
 func TestKeysShareOneSlot(t *testing.T) {
 	for _, id := range []string{"c1", "6f1c2d3e-0000-4000-8000-000000000001", "we}ird", "{odd", "a b"} {
-		keys := []string{tatKey("tenants:", id, invoicing.Live), tatKey("tenants:", id, invoicing.Test), overrideKey("tenants:", id)}
+		keys := []string{tatKey("tenants:", id, invoicing.Live), tatKey("tenants:", id, invoicing.Test), overrideKey("tenants:", id),
+			instancesKey("tenants:", id, invoicing.Live), instancesKey("tenants:", id, invoicing.Test)}
 		for _, k := range keys[1:] {
 			if hashTag(k) != hashTag(keys[0]) {
 				t.Errorf("company %q: %q and %q hash differently", id, keys[0], k)
 			}
 		}
-		if tatKey("tenants:", id, invoicing.Live) == tatKey("tenants:", id, invoicing.Test) {
+		if tatKey("tenants:", id, invoicing.Live) == tatKey("tenants:", id, invoicing.Test) ||
+			instancesKey("tenants:", id, invoicing.Live) == instancesKey("tenants:", id, invoicing.Test) {
 			t.Errorf("company %q: LIVE and TEST share a key", id)
 		}
 	}
@@ -131,24 +137,26 @@ func TestParseOverride(t *testing.T) {
 }
 
 func TestParseReply(t *testing.T) {
-	good := []any{int64(1), int64(4), int64(0), int64(250000), "20", int64(5)}
-	d, err := parseReply(good)
-	want := Decision{Allowed: true, Limit: Limit{20, 5}, Remaining: 4, Reset: 250 * time.Millisecond}
-	if err != nil || d != want {
-		t.Errorf("parseReply(good) = %+v, %v; want %+v", d, err, want)
+	good := []any{int64(3), int64(4), int64(0), int64(250000), "20", int64(5), int64(2)}
+	g, err := parseReply(good)
+	want := grant{tokens: 3, remaining: 4, reset: 250 * time.Millisecond, limit: Limit{20, 5}, lmax: 2}
+	if err != nil || g != want {
+		t.Errorf("parseReply(good) = %+v, %v; want %+v", g, err, want)
 	}
-	d, err = parseReply([]any{int64(0), int64(0), int64(1500), int64(9000), "0.5", int64(1)})
-	want = Decision{Limit: Limit{0.5, 1}, RetryAfter: 1500 * time.Microsecond, Reset: 9 * time.Millisecond}
-	if err != nil || d != want {
-		t.Errorf("parseReply(rejected) = %+v, %v; want %+v", d, err, want)
+	g, err = parseReply([]any{int64(0), int64(0), int64(1500), int64(9000), "0.5", int64(1), int64(1)})
+	want = grant{next: 1500 * time.Microsecond, reset: 9 * time.Millisecond, limit: Limit{0.5, 1}, lmax: 1}
+	if err != nil || g != want {
+		t.Errorf("parseReply(none granted) = %+v, %v; want %+v", g, err, want)
 	}
 	for _, bad := range []any{
 		nil,
 		"OK",
-		good[:5],
-		[]any{"1", int64(4), int64(0), int64(250000), "20", int64(5)},
-		[]any{int64(1), int64(4), int64(0), int64(250000), int64(20), int64(5)},
-		[]any{int64(1), int64(4), int64(0), int64(250000), "twenty", int64(5)},
+		good[:6],
+		[]any{"1", int64(4), int64(0), int64(250000), "20", int64(5), int64(1)},
+		[]any{int64(1), int64(4), int64(0), int64(250000), int64(20), int64(5), int64(1)},
+		[]any{int64(1), int64(4), int64(0), int64(250000), "twenty", int64(5), int64(1)},
+		[]any{int64(-1), int64(4), int64(0), int64(250000), "20", int64(5), int64(1)},
+		[]any{int64(1), int64(4), int64(0), int64(250000), "20", int64(5), int64(0)},
 	} {
 		if _, err := parseReply(bad); !errors.Is(err, errBadReply) {
 			t.Errorf("parseReply(%#v) = %v, want errBadReply", bad, err)

@@ -26,13 +26,19 @@ type Config struct {
 	// a hung (not refusing) Redis holds each probe for the client's
 	// ReadTimeout instead of RedisTimeout.
 	Redis        redis.UniversalClient
-	Prefix       string           // key prefix; zero means "tenants:"; must not contain '{'
-	LiveDefault  Limit            // zero means {Rate: 50, Burst: 100}
-	TestDefault  Limit            // zero means {Rate: 10, Burst: 20}
-	RedisTimeout time.Duration    // per-decision Redis deadline; zero means 50ms
-	RetryEvery   time.Duration    // while in fallback, how often one request probes Redis again; zero means 1s
-	Now          func() time.Time // nil means time.Now (used by the local fallback and tests)
-	Logger       *slog.Logger     // nil means slog.Default()
+	Prefix       string        // key prefix; zero means "tenants:"; must not contain '{'
+	LiveDefault  Limit         // zero means {Rate: 50, Burst: 100}
+	TestDefault  Limit         // zero means {Rate: 10, Burst: 20}
+	RedisTimeout time.Duration // per-refresh Redis deadline; zero means 50ms
+	RetryEvery   time.Duration // while in fallback, how often one request probes Redis again; zero means 1s
+	// LeaseTTL is how long leased tokens may be spent after their refresh
+	// (lease.go), hence how long a limit changed in Redis may go unseen by an
+	// instance; zero means 500ms, at most MaxLeaseTTL. A longer lease costs
+	// fewer refreshes (an active company's lease is refreshed at least once
+	// per TTL) and leaves RateLimit's remaining staler.
+	LeaseTTL time.Duration
+	Now      func() time.Time // nil means time.Now (leases, the local fallback; tests set it)
+	Logger   *slog.Logger     // nil means slog.Default()
 	// TracerProvider makes Allow's spans; nil means otel's global one.
 	TracerProvider trace.TracerProvider
 }
@@ -52,6 +58,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetryEvery == 0 {
 		c.RetryEvery = time.Second
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = 500 * time.Millisecond
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -83,11 +92,21 @@ func (c Config) Validate() error {
 	if c.RedisTimeout < 0 || c.RetryEvery < 0 {
 		return errors.New("tenants: RedisTimeout and RetryEvery must not be negative")
 	}
+	if c.LeaseTTL < 0 || c.LeaseTTL > MaxLeaseTTL {
+		return fmt.Errorf("tenants: LeaseTTL %v is outside [0, %v]: a limit change must reach every instance within a second", c.LeaseTTL, MaxLeaseTTL)
+	}
 	return nil
 }
 
+// MaxLeaseTTL bounds Config.LeaseTTL: a lease plus the refresh that replaces
+// it (RedisTimeout) must stay within the second in which a limit change
+// reaches every instance.
+const MaxLeaseTTL = 900 * time.Millisecond
+
 // Limiter decides whether a company's request is admitted. All instances
-// sharing one Redis together admit what one would. While Redis is unreachable
+// sharing one Redis together admit what one would, within the bounds of
+// leasing (lease.go): exact for limits that are not leased, within 0.1 s of
+// the rate for those that are. While Redis is unreachable
 // each instance decides alone at the company's last known limit, so N
 // instances in fallback together admit up to N times the limit: bounded, and
 // preferred to refusing everyone or admitting everything.
@@ -99,15 +118,18 @@ type Limiter struct {
 	// oneCompanyPerCall: the client spreads keys over nodes by hash tag
 	// (Redis Cluster, Ring), so one script call may touch one company only.
 	oneCompanyPerCall bool
+	id                string // this instance, as the script counts instances
 	timeout           time.Duration
 	retryEvery        time.Duration
+	leaseTTL          time.Duration
 	now               func() time.Time
 	log               *slog.Logger
 
 	tracer    trace.Tracer
 	fallback  atomic.Bool
 	nextProbe atomic.Int64 // unix ns after which one request may try Redis again
-	batch     batcher      // concurrent decisions share round trips (batch.go)
+	batch     batcher      // concurrent refreshes share round trips (batch.go)
+	stats     counters
 
 	*states
 }
@@ -123,8 +145,10 @@ func New(cfg Config) *Limiter {
 		rdb:        cfg.Redis,
 		prefix:     cfg.Prefix,
 		defaults:   [2]Limit{cfg.LiveDefault, cfg.TestDefault}, // by Mode.Index
+		id:         instanceID(),
 		timeout:    cfg.RedisTimeout,
 		retryEvery: cfg.RetryEvery,
+		leaseTTL:   cfg.LeaseTTL,
 		now:        cfg.Now,
 		log:        cfg.Logger,
 		states:     newStates(),
@@ -174,19 +198,61 @@ func (l *Limiter) allow(ctx context.Context, companyID string, m invoicing.Mode)
 	now := l.now()
 	st := l.state(companyID, m, now)
 	if l.fallback.Load() && !l.probeDue(now) {
-		return st.decideLocal(now, l.known(st, m)), nil
+		return l.decideLocal(st, now, m), nil
 	}
-	d, err := l.decideRedis(ctx, companyID, m)
+	st.mu.Lock()
+	if d, ok := st.lease.takeLeased(now.UnixNano()); ok {
+		st.mu.Unlock()
+		l.stats.leased(d.Allowed)
+		return d, nil
+	}
+	if err := ctx.Err(); err != nil { // the caller left: no reason to ask Redis
+		st.mu.Unlock()
+		return Decision{}, fmt.Errorf("tenants: rate limit decision: %w", context.Cause(ctx))
+	}
+	w, schedule := st.lease.join()
+	st.mu.Unlock()
+	if schedule {
+		l.schedule(st)
+	}
+	d, err := l.await(ctx, st, w)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Decision{}, fmt.Errorf("tenants: rate limit decision: %w", context.Cause(ctx))
 		}
 		l.enterFallback(now, err)
-		return st.decideLocal(now, l.known(st, m)), nil
+		return l.decideLocal(st, now, m), nil
 	}
 	l.leaveFallback()
-	st.remember(d.Limit)
 	return d, nil
+}
+
+// await waits for w's refresh, within ctx and the Redis timeout.
+func (l *Limiter) await(ctx context.Context, st *state, w *waiter) (Decision, error) {
+	select {
+	case <-w.done: // the usual case: this request sent the refresh itself
+		return w.d, w.err
+	default:
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	select {
+	case <-w.done:
+		return w.d, w.err
+	case <-ctx.Done():
+	}
+	st.mu.Lock()
+	served := st.lease.leave(w)
+	st.mu.Unlock()
+	if served {
+		return w.d, w.err
+	}
+	return Decision{}, ctx.Err()
+}
+
+func (l *Limiter) decideLocal(st *state, now time.Time, m invoicing.Mode) Decision {
+	l.stats.fallback.Add(1)
+	return st.decideLocal(now, l.known(st, m))
 }
 
 // known is the limit the fallback applies: the last one Redis applied to the
@@ -223,65 +289,3 @@ func (l *Limiter) leaveFallback() {
 
 // Fallback reports whether the instance currently decides locally.
 func (l *Limiter) Fallback() bool { return l.fallback.Load() }
-
-// Limits returns the company's limits, defaults where no override is set.
-func (l *Limiter) Limits(ctx context.Context, companyID string) (Limits, error) {
-	if companyID == "" {
-		return Limits{}, ErrInvalidCompany
-	}
-	v, err := l.rdb.HMGet(ctx, overrideKey(l.prefix, companyID),
-		rateField[0], burstField[0], rateField[1], burstField[1]).Result()
-	if err != nil {
-		return Limits{}, fmt.Errorf("tenants: read limits: %w", err)
-	}
-	var ls Limits
-	ls.Live, ls.LiveCustom = parseOverride(v[0], v[1])
-	ls.Test, ls.TestCustom = parseOverride(v[2], v[3])
-	if !ls.LiveCustom {
-		ls.Live = l.defaults[0]
-	}
-	if !ls.TestCustom {
-		ls.Test = l.defaults[1]
-	}
-	return ls, nil
-}
-
-// SetLimit overrides the company's limit for the mode, or for both modes when
-// m is "". Every instance applies it on the company's next request. The
-// override lives in Redis only: it survives a Redis restart only if that Redis
-// persists its data.
-func (l *Limiter) SetLimit(ctx context.Context, companyID string, m invoicing.Mode, lim Limit) error {
-	if companyID == "" {
-		return ErrInvalidCompany
-	}
-	if err := lim.Validate(); err != nil {
-		return err
-	}
-	modes := invoicing.Modes[:]
-	if m != "" {
-		if !m.Valid() {
-			return fmt.Errorf("tenants: %w: %q", invoicing.ErrInvalidMode, invoicing.Clip(string(m)))
-		}
-		modes = modes[m.Index() : m.Index()+1]
-	}
-	r, b := strconv.FormatFloat(lim.Rate, 'g', -1, 64), strconv.Itoa(lim.Burst)
-	fields := make([]any, 0, 4)
-	for _, m := range modes {
-		fields = append(fields, rateField[m.Index()], r, burstField[m.Index()], b)
-	}
-	if err := l.rdb.HSet(ctx, overrideKey(l.prefix, companyID), fields...).Err(); err != nil {
-		return fmt.Errorf("tenants: set limit: %w", err)
-	}
-	return nil
-}
-
-// ResetLimits removes the company's overrides: the defaults apply again.
-func (l *Limiter) ResetLimits(ctx context.Context, companyID string) error {
-	if companyID == "" {
-		return ErrInvalidCompany
-	}
-	if err := l.rdb.Del(ctx, overrideKey(l.prefix, companyID)).Err(); err != nil {
-		return fmt.Errorf("tenants: reset limits: %w", err)
-	}
-	return nil
-}

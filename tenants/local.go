@@ -16,8 +16,8 @@ const (
 	stateMax        = 200_000 // entries (company × mode); past it arbitrary ones are dropped
 )
 
-// states remembers, per company and mode, the last limit Redis applied and the
-// in-process limiter used in fallback. It stays bounded: idle entries are
+// states remembers, per company and mode, the lease (lease.go), the last
+// limit Redis applied and the in-process limiter used in fallback. It stays bounded: idle entries are
 // swept, and past max arbitrary ones are dropped. Forgetting a company costs
 // at most one fresh local burst for it, or the default limit in an outage.
 type states struct {
@@ -40,10 +40,12 @@ type stateKey struct {
 }
 
 type state struct {
+	key   stateKey
 	limit atomic.Pointer[Limit] // last limit Redis applied; nil until the first
 	seen  atomic.Int64          // unix ns of the last use, to the second
 
 	mu    sync.Mutex
+	lease lease
 	local *rate.Limiter // created on the first local decision
 }
 
@@ -52,7 +54,7 @@ func (s *states) state(company string, m invoicing.Mode, now time.Time) *state {
 	k := stateKey{company, m}
 	v, ok := s.m.Load(k)
 	if !ok {
-		st := &state{}
+		st := &state{key: k}
 		st.seen.Store(ns)
 		if v, ok = s.m.LoadOrStore(k, st); !ok {
 			s.n.Add(1)
@@ -75,7 +77,8 @@ func (s *states) state(company string, m invoicing.Mode, now time.Time) *state {
 }
 
 // sweep forgets entries idle since before now-idle, then, if still over max,
-// arbitrary ones down to 90% of max.
+// arbitrary ones down to 90% of max. A forgotten entry's unspent tokens are
+// dropped (an idle one's lease expired long ago).
 func (s *states) sweep(now time.Time) {
 	cutoff := now.Add(-s.idle).UnixNano()
 	s.m.Range(func(k, v any) bool {

@@ -12,8 +12,8 @@ const tracerName = "github.com/invoicing-ao/gateway/tenants"
 
 // allowTraced is Allow inside a "ratelimit.Allow" span, made only under a
 // recording parent so that untraced requests pay nothing for it. The span
-// says what was decided and who decided it (Redis, or this instance's
-// fallback); the company is the server span's business.
+// says what was decided and who decided it (Redis, this instance's lease, or
+// its fallback); the company is the server span's business.
 func (l *Limiter) allowTraced(ctx context.Context, companyID string, m invoicing.Mode) (Decision, error) {
 	ctx, span := l.tracer.Start(ctx, "ratelimit.Allow")
 	defer span.End()
@@ -23,8 +23,11 @@ func (l *Limiter) allowTraced(ctx context.Context, companyID string, m invoicing
 		return d, err
 	}
 	source := "redis"
-	if d.Local {
+	switch {
+	case d.Local:
 		source = "local"
+	case d.Leased:
+		source = "lease"
 	}
 	span.SetAttributes(
 		attribute.Bool("ratelimit.allowed", d.Allowed),

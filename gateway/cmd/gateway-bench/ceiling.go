@@ -74,24 +74,24 @@ func serveCeilingMain(ctx context.Context, addr, database string, conns int, std
 }
 
 // startCeiling runs the bare service in a child process and returns its
-// base URL and a stop function.
-func startCeiling(ctx context.Context, database string, conns int) (string, func(), error) {
+// base URL, its process id and a stop function.
+func startCeiling(ctx context.Context, database string, conns int) (string, int, func(), error) {
 	if database == "" {
-		return "", nil, fmt.Errorf("%w: --ceiling needs --database", errUsage)
+		return "", 0, nil, fmt.Errorf("%w: --ceiling needs --database", errUsage)
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	cmd := exec.CommandContext(ctx, exe, "--serve-ceiling", "127.0.0.1:0",
 		"--database", database, "--ceiling-db-conns", fmt.Sprint(conns))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	stop := func() {
 		_ = cmd.Process.Signal(os.Interrupt)
@@ -101,7 +101,7 @@ func startCeiling(ctx context.Context, database string, conns int) (string, func
 	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
 	if err != nil || !ok {
 		stop()
-		return "", nil, fmt.Errorf("ceiling did not start: %q %v", line, err)
+		return "", 0, nil, fmt.Errorf("ceiling did not start: %q %v", line, err)
 	}
-	return "http://" + addr, stop, nil
+	return "http://" + addr, cmd.Process.Pid, stop, nil
 }

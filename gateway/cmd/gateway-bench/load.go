@@ -20,6 +20,9 @@ var benchOps = []struct {
 }{
 	{"list-invoices", 25}, {"list-invoices-filter", 15}, {"list-invoices-deep", 5}, {"get-invoice", 20},
 	{"list-clients", 10}, {"get-client", 20}, {"create-client", 5},
+	// Not in the realistic mix: the list targets, one filter and one
+	// page each, to set against list-invoices.
+	{"list-invoices-overdue", 0}, {"list-invoices-page2000", 0},
 }
 
 func opNames() string {
@@ -75,6 +78,10 @@ func (b *bencher) targeter(base string, weights []int) vegeta.Targeter {
 			path = "/invoices?page=1&pageSize=20" + filters[rand.IntN(len(filters))]
 		case "list-invoices-deep":
 			path = "/invoices?pageSize=100&page=" + strconv.Itoa(1+rand.IntN(c.lastPage))
+		case "list-invoices-overdue": // status first: opOf tells it from the mix's filters
+			path = "/invoices?status=OVERDUE&page=1&pageSize=20"
+		case "list-invoices-page2000":
+			path = "/invoices?page=2000&pageSize=20"
 		case "get-invoice":
 			path = "/invoices/" + pickID(c.invoices)
 		case "list-clients":
@@ -129,12 +136,16 @@ func (b *bencher) attack(ctx context.Context, tg vegeta.Targeter, d time.Duratio
 	stop := context.AfterFunc(ctx, func() { atk.Stop() })
 	defer stop()
 	began := time.Now()
+	if rep != nil {
+		rep.cpu.begin()
+	}
 	for res := range atk.Attack(tg, pacer, d, "") {
 		if rep != nil {
 			rep.add(res)
 		}
 	}
 	if rep != nil {
+		rep.cpu.end()
 		rep.elapsed += time.Since(began)
 	}
 }

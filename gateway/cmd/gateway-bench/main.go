@@ -19,6 +19,8 @@ import (
 	"net/http"
 	"os"
 	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 const usage = `gateway-bench: load a running gateway and print throughput and latencies.
@@ -72,6 +74,8 @@ func parseArgs(fs *flag.FlagSet, args []string) error {
 // benchOptions are the command's flags.
 type benchOptions struct {
 	url, adminURL, adminToken string
+	compareURL                string // with --ceiling: a second gateway (another build), in the same rounds
+	comparePID                int
 	keysFile, writeKeys       string
 	database                  string
 	companyList               string
@@ -82,7 +86,7 @@ type benchOptions struct {
 	raiseLimits               bool
 	ceiling                   bool
 	ceilingConns, rounds      int
-	pid                       int
+	pid, redisPID             int
 	serveCeiling              string // internal: serve the ceiling (ceiling.go)
 }
 
@@ -103,6 +107,9 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, env 
 	weights, err := mixWeights(o.mix)
 	if err != nil {
 		return err
+	}
+	if o.compareURL != "" && !o.ceiling {
+		return fmt.Errorf("%w: --compare-url runs with --ceiling", errUsage)
 	}
 	if o.ceiling && o.mix != "get-client" {
 		return fmt.Errorf("%w: --ceiling serves get-client only; add --mix get-client", errUsage)
@@ -138,8 +145,11 @@ func (o *benchOptions) define(fs *flag.FlagSet, env func(string) string) {
 	fs.BoolVar(&o.raiseLimits, "raise-limits", false, "lift the companies' LIVE rate limit during the run (reset after)")
 	fs.BoolVar(&o.ceiling, "ceiling", false, "then run the same load against a bare service on --database (get-client only)")
 	fs.IntVar(&o.rounds, "rounds", 5, "with --ceiling: alternate gateway and ceiling in this many slices of --duration/rounds")
+	fs.StringVar(&o.compareURL, "compare-url", "", "with --ceiling: also load this gateway (another build, same Redis and database) in each round: an A/B comparison")
+	fs.IntVar(&o.comparePID, "compare-pid", 0, "the --compare-url gateway's process, for its CPU per request")
 	fs.IntVar(&o.ceilingConns, "ceiling-db-conns", 10, "the bare service's database pool (the gateway's default)")
-	fs.IntVar(&o.pid, "pid", 0, "report this process's resident memory (the gateway's) after the run")
+	fs.IntVar(&o.pid, "pid", 0, "the gateway's process: report its CPU per request and its resident memory after the run")
+	fs.IntVar(&o.redisPID, "redis-pid", 0, "also report this process's (Redis's) CPU per request during each service's load")
 	fs.StringVar(&o.serveCeiling, "serve-ceiling", "", "internal: serve the bare service on this address")
 }
 
@@ -147,6 +157,8 @@ func (o *benchOptions) define(fs *flag.FlagSet, env func(string) string) {
 func (b *bencher) measure(ctx context.Context, weights []int) error {
 	gwTarget := b.targeter(b.o.url, weights)
 	gw := newBenchReport("gateway")
+	gw.cpu.watch("gateway", b.o.pid)
+	gw.cpu.watch("redis", b.o.redisPID)
 	b.attack(ctx, gwTarget, b.o.warmup, nil)
 	b.attack(ctx, gwTarget, b.o.duration, gw)
 	if ctx.Err() != nil {
@@ -157,40 +169,61 @@ func (b *bencher) measure(ctx context.Context, weights []int) error {
 	if b.o.pid > 0 {
 		printRSS(b.out, b.o.pid)
 	}
+	fmt.Fprintf(b.out, "load average (1 min) at the end: %s\n", loadAverage())
 	return nil
 }
 
-// measureWithCeiling loads the gateway and the bare service in turns and
-// prints both reports and their ratio. The reference runs in the same
-// command, in alternating slices, so that a change of the machine's load
-// (other processes) hits both alike.
+// measureWithCeiling loads the gateway and the bare service in turns (and a
+// second gateway, --compare-url) and prints the reports and their ratios.
+// The reference runs in the same command, in alternating slices, so that a
+// change of the machine's load (other processes) hits all alike.
 func (b *bencher) measureWithCeiling(ctx context.Context, weights []int) error {
-	base, stop, err := startCeiling(ctx, b.o.database, b.o.ceilingConns)
+	base, ceilingPID, stop, err := startCeiling(ctx, b.o.database, b.o.ceilingConns)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	gwTarget, ceilTarget := b.targeter(b.o.url, weights), b.targeter(base, weights)
+	type service struct {
+		tg  vegeta.Targeter
+		rep *benchReport
+	}
 	gw, ref := newBenchReport("gateway"), newBenchReport("ceiling")
-	b.attack(ctx, gwTarget, b.o.warmup, nil)
-	b.attack(ctx, ceilTarget, b.o.warmup, nil)
+	gw.cpu.watch("gateway", b.o.pid)
+	ref.cpu.watch("ceiling", ceilingPID)
+	services := []service{{b.targeter(b.o.url, weights), gw}}
+	if b.o.compareURL != "" {
+		cmp := newBenchReport("compared gateway (" + b.o.compareURL + ")")
+		cmp.cpu.watch("compared gateway", b.o.comparePID)
+		services = append(services, service{b.targeter(b.o.compareURL, weights), cmp})
+	}
+	services = append(services, service{b.targeter(base, weights), ref})
+	fmt.Fprintf(b.out, "load average (1 min) at the start: %s\n", loadAverage())
+	for _, s := range services {
+		s.rep.cpu.watch("redis", b.o.redisPID)
+		b.attack(ctx, s.tg, b.o.warmup, nil)
+	}
 	rounds := max(b.o.rounds, 1)
 	for i := 0; i < rounds && ctx.Err() == nil; i++ {
-		b.attack(ctx, gwTarget, b.o.duration/time.Duration(rounds), gw)
-		b.attack(ctx, ceilTarget, b.o.duration/time.Duration(rounds), ref)
+		for _, s := range services {
+			b.attack(ctx, s.tg, b.o.duration/time.Duration(rounds), s.rep)
+		}
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	gw.finish()
-	ref.finish()
-	gw.print(b.out)
-	if b.o.pid > 0 {
-		printRSS(b.out, b.o.pid)
+	for _, s := range services {
+		s.rep.finish()
+		s.rep.print(b.out)
+		if s.rep == gw && b.o.pid > 0 {
+			printRSS(b.out, b.o.pid)
+		}
 	}
-	ref.print(b.out)
 	if ref.throughput > 0 {
-		fmt.Fprintf(b.out, "\ngateway / ceiling throughput: %.1f%% (%d alternating rounds)\n", 100*gw.throughput/ref.throughput, rounds)
+		fmt.Fprintln(b.out)
+		for _, s := range services[:len(services)-1] {
+			fmt.Fprintf(b.out, "%s / ceiling throughput: %.1f%% (%d alternating rounds)\n", s.rep.name, 100*s.rep.throughput/ref.throughput, rounds)
+		}
 	}
+	fmt.Fprintf(b.out, "load average (1 min) at the end: %s\n", loadAverage())
 	return nil
 }

@@ -19,12 +19,30 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"--no-such-flag"}, 2, "flag provided but not defined"},
 		{[]string{"--ceiling"}, 2, "--ceiling serves get-client only"},
+		{[]string{"--compare-url", "http://127.0.0.1:1"}, 2, "--compare-url runs with --ceiling"},
 		{[]string{"--company", "x"}, 2, "creating keys needs --admin-token"},
 	} {
 		var out, errb strings.Builder
 		code := run(context.Background(), c.args, &out, &errb, noEnv)
 		if code != c.code || !strings.Contains(errb.String(), c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errb.String(), c.code, c.want)
+		}
+	}
+}
+
+// Each operation's requests are reported under its name, the list targets'
+// apart from the mix's filters and deep pages.
+func TestOpOf(t *testing.T) {
+	for path, want := range map[string]string{
+		"/invoices?page=1&pageSize=20":                  "list-invoices",
+		"/invoices?page=1&pageSize=20&status=OVERDUE":   "list-invoices-filter",
+		"/invoices?status=OVERDUE&page=1&pageSize=20":   "list-invoices-overdue",
+		"/invoices?page=2000&pageSize=20":               "list-invoices-page2000",
+		"/invoices?pageSize=100&page=2000":              "list-invoices-deep",
+		"/clients/00000000-0000-4000-8000-000000000000": "get-client",
+	} {
+		if got := opOf("GET", "http://gw"+apiBase+path); got != want {
+			t.Errorf("%s: %s, want %s", path, got, want)
 		}
 	}
 }

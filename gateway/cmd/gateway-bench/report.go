@@ -23,6 +23,7 @@ type benchReport struct {
 	throughput      float64       // 2xx answers per second
 	transportErrors int
 	errorSample     string
+	cpu             cpuMeter // processes whose CPU per request is reported
 }
 
 type opStats struct {
@@ -83,6 +84,10 @@ func opOf(method, raw string) string {
 		return "list-clients"
 	case strings.HasPrefix(path, "/invoices/"):
 		return "get-invoice"
+	case path == "/invoices" && strings.HasPrefix(u.RawQuery, "status=OVERDUE&"):
+		return "list-invoices-overdue"
+	case path == "/invoices" && q.Get("page") == "2000" && q.Get("pageSize") == "20":
+		return "list-invoices-page2000"
 	case path == "/invoices" && q.Get("pageSize") == "100":
 		return "list-invoices-deep"
 	case path == "/invoices" && (q.Has("status") || q.Has("type") || q.Has("from")):
@@ -124,6 +129,7 @@ func (r *benchReport) print(w io.Writer) {
 		line(n, r.ops[n])
 	}
 	line("all", r.all)
+	r.cpu.print(w, len(r.all.latencies))
 }
 
 func ms(d time.Duration) string {
@@ -155,4 +161,76 @@ func printRSS(w io.Writer, pid int) {
 			fmt.Fprintf(w, "pid %d %s\n", pid, strings.Join(strings.Fields(l), " "))
 		}
 	}
+}
+
+// clockTick is the unit of utime and stime in /proc/PID/stat (USER_HZ, 100
+// on every Linux this runs on).
+const clockTick = 10 * time.Millisecond
+
+// procCPU is a process's user and system CPU time so far.
+func procCPU(pid int) (time.Duration, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces: count from after it.
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: utime %q stime %q", pid, f[11], f[12])
+	}
+	return time.Duration(utime+stime) * clockTick, nil
+}
+
+// cpuMeter adds up the CPU time of some processes over the measured loads of
+// one report; a process it cannot read is left out (and said so).
+type cpuMeter struct {
+	names []string
+	pids  []int
+	used  []time.Duration
+	start []time.Duration
+}
+
+func (m *cpuMeter) watch(name string, pid int) {
+	if pid > 0 {
+		m.names, m.pids = append(m.names, name), append(m.pids, pid)
+		m.used, m.start = append(m.used, 0), append(m.start, 0)
+	}
+}
+
+func (m *cpuMeter) begin() {
+	for i, pid := range m.pids {
+		m.start[i], _ = procCPU(pid)
+	}
+}
+
+func (m *cpuMeter) end() {
+	for i, pid := range m.pids {
+		if now, err := procCPU(pid); err == nil {
+			m.used[i] += now - m.start[i]
+		}
+	}
+}
+
+// print reports each process's CPU per request of the report.
+func (m *cpuMeter) print(w io.Writer, requests int) {
+	for i, name := range m.names {
+		if requests > 0 {
+			fmt.Fprintf(w, "CPU per request, %s (pid %d): %.1f µs\n", name, m.pids[i], float64(m.used[i].Microseconds())/float64(requests))
+		}
+	}
+}
+
+// loadAverage is the machine's 1-minute load average, as /proc/loadavg says.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(data))[0]
 }

@@ -82,8 +82,8 @@ func decisions(t testing.TB, admin string) map[string]int {
 }
 
 // `gateway demo` holds a burst of 100 concurrent requests on its
-// in-process Redis: every rate-limit decision is Redis's, none falls back
-// to the local limit, and nothing fails (the refusals are 429s, by design:
+// in-process Redis: every rate-limit decision is Redis's (a call, or a
+// lease of its tokens), none falls back to the local limit, and nothing fails (the refusals are 429s, by design:
 // the per-company in-flight cap, and the LIVE limit of 50/s with a burst of
 // 100 once the first burst spent it).
 func TestDemoHoldsABurst(t *testing.T) {
@@ -96,12 +96,14 @@ func TestDemoHoldsABurst(t *testing.T) {
 	admin := "http://" + base[2]
 	for round := range 3 {
 		statuses, codes := burst(t, base[1]+"/api/v1/v1/clients?pageSize=1", key[1], 100)
-		if statuses[200] == 0 || statuses[200]+statuses[429] != 100 || codes["concurrency_limit"]+codes["rate_limit_live"] != statuses[429] {
+		// The first burst meets a full bucket; the later ones may find it
+		// spent (rate 50/s), and a leased limit then refuses locally a moment.
+		if round == 0 && statuses[200] == 0 || statuses[200]+statuses[429] != 100 || codes["concurrency_limit"]+codes["rate_limit_live"] != statuses[429] {
 			t.Errorf("round %d: statuses %v, codes %v; want 200s and 429s of the in-flight cap or the rate limit only", round, statuses, codes)
 		}
 	}
-	if d := decisions(t, admin); d["local"] != 0 || d["redis"] != 300 {
-		t.Errorf("rate-limit decisions by source %v; want all 300 by the in-process Redis", d)
+	if d := decisions(t, admin); d["local"] != 0 || d["redis"]+d["lease"] != 300 {
+		t.Errorf("rate-limit decisions by source %v; want all 300 by the in-process Redis (a call, or a lease taken from it)", d)
 	}
 }
 

@@ -27,6 +27,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invoicing-ao/gateway/internal/jsonlog"
+
 	"github.com/invoicing-ao/gateway/gateway"
 )
 
@@ -186,5 +188,5 @@ func parseLevel(s string) (slog.Level, error) {
 
 func newLogger(w io.Writer, level string) *slog.Logger {
 	l, _ := parseLevel(level)
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	return slog.New(jsonlog.New(w, &slog.HandlerOptions{Level: l})) // slog's JSON lines, faster
 }

@@ -220,9 +220,9 @@ func checkLog(t *testing.T, g *observedGateway, rc *otlpReceiver, tracedID, badI
 	}
 }
 
-func scrape(t *testing.T, g *observedGateway) map[string]*dto.MetricFamily {
+func scrape(t *testing.T, adminURL string) map[string]*dto.MetricFamily {
 	t.Helper()
-	res, err := http.Get(g.admin.URL + "/metrics") // no token: scrapers need none
+	res, err := http.Get(adminURL + "/metrics") // no token: scrapers need none
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ next:
 }
 
 func checkMetrics(t *testing.T, g *observedGateway, co string) {
-	mfs := scrape(t, g)
+	mfs := scrape(t, g.admin.URL)
 	const list = "GET /api/v1/v1/clients"
 	for _, c := range []struct {
 		name   string
@@ -288,6 +288,10 @@ func checkMetrics(t *testing.T, g *observedGateway, co string) {
 		{"gateway_ratelimit_decisions_total", map[string]string{"mode": "TEST", "decision": "rejected", "source": "redis"}, 1},
 		{"gateway_database_pool_max_connections", map[string]string{"database": "live"}, float64(g.cfg.DatabaseMaxConns)},
 		{"gateway_key_cache_lookups_total", map[string]string{"result": "negative"}, 0},
+		// LIVE's default limit (50/s, burst 100) is leased: the second
+		// refresh took two tokens, one for its request and one spare.
+		{"gateway_ratelimit_lease_tokens_total", map[string]string{"event": "leased"}, 1},
+		{"gateway_ratelimit_redis_calls_total", map[string]string{}, 4},
 	} {
 		if got, ok := value(mfs, c.name, c.labels); !ok || got != c.want {
 			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, got, ok, c.want)

@@ -1,0 +1,208 @@
+// Package jsonlog is a slog handler that writes the lines slog.JSONHandler
+// writes, byte for byte, at a fraction of the cost for flat records: the
+// gateway's access log writes one per request, and slog's general handler
+// (reflection for floats, pooled state, attribute walking) was most of the
+// access log's CPU. Records it has no fast path for (groups, handler
+// attributes, values of kind Any or LogValuer, ReplaceAttr, AddSource) go to
+// a slog.JSONHandler on the same writer.
+package jsonlog
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Handler writes JSON lines; safe for concurrent use. Each record is one
+// Write of one whole line, as slog.JSONHandler does.
+type Handler struct {
+	w     *lockedWriter
+	level slog.Leveler
+	std   slog.Handler // for what the fast path does not write
+	fast  bool         // false when options call for slog's own handling
+}
+
+// New returns a Handler writing to w with opts (nil means slog's defaults).
+func New(w io.Writer, opts *slog.HandlerOptions) *Handler {
+	if opts == nil {
+		opts = &slog.HandlerOptions{}
+	}
+	lw := &lockedWriter{w: w}
+	level := opts.Level
+	if level == nil {
+		level = slog.LevelInfo
+	}
+	return &Handler{w: lw, level: level, std: slog.NewJSONHandler(lw, opts),
+		fast: opts.ReplaceAttr == nil && !opts.AddSource}
+}
+
+// Enabled reports whether the handler writes records of level l.
+func (h *Handler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level.Level() }
+
+// WithAttrs and WithGroup hand over to slog's handler: the gateway's hot
+// paths log through the root handler.
+func (h *Handler) WithAttrs(as []slog.Attr) slog.Handler { return h.std.WithAttrs(as) }
+func (h *Handler) WithGroup(name string) slog.Handler    { return h.std.WithGroup(name) }
+
+var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// Handle writes r as one line.
+func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
+	if !h.fast {
+		return h.std.Handle(ctx, r)
+	}
+	bp := bufs.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= 64<<10 {
+			bufs.Put(bp)
+		}
+	}()
+	b := append((*bp)[:0], '{')
+	if !r.Time.IsZero() {
+		if y := r.Time.Year(); y < 0 || y >= 10000 {
+			return h.std.Handle(ctx, r) // slog writes its own error for these
+		}
+		b = append(b, `"time":"`...)
+		b = r.Time.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `",`...)
+	}
+	b = append(b, `"level":`...)
+	b = appendString(b, r.Level.String())
+	b = append(b, `,"msg":`...)
+	b = appendString(b, r.Message)
+	ok := true
+	r.Attrs(func(a slog.Attr) bool {
+		b, ok = appendAttr(b, a)
+		return ok
+	})
+	if !ok {
+		return h.std.Handle(ctx, r)
+	}
+	b = append(b, "}\n"...)
+	*bp = b
+	_, err := h.w.Write(b)
+	return err
+}
+
+// appendAttr writes ,"key":value for the kinds it knows as slog does, and
+// reports false for the others.
+func appendAttr(b []byte, a slog.Attr) ([]byte, bool) {
+	v := a.Value
+	if a.Key == "" && v.Any() == nil {
+		return b, true // slog drops an empty attribute
+	}
+	b = append(b, ',')
+	b = appendString(b, a.Key)
+	b = append(b, ':')
+	switch v.Kind() {
+	case slog.KindString:
+		return appendString(b, v.String()), true
+	case slog.KindInt64:
+		return strconv.AppendInt(b, v.Int64(), 10), true
+	case slog.KindUint64:
+		return strconv.AppendUint(b, v.Uint64(), 10), true
+	case slog.KindBool:
+		return strconv.AppendBool(b, v.Bool()), true
+	case slog.KindDuration:
+		return strconv.AppendInt(b, int64(v.Duration()), 10), true
+	case slog.KindFloat64:
+		return appendFloat(b, v.Float64())
+	case slog.KindTime:
+		t := v.Time()
+		if y := t.Year(); y < 0 || y >= 10000 {
+			return b, false
+		}
+		b = append(b, '"')
+		b = t.AppendFormat(b, time.RFC3339Nano)
+		return append(b, '"'), true
+	}
+	return b, false
+}
+
+// appendFloat writes f as encoding/json does (slog marshals floats with
+// it); NaN and infinities, which JSON cannot hold, are left to slog.
+func appendFloat(b []byte, f float64) ([]byte, bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return b, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' { // e-09 to e-9, as encoding/json
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, true
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string, escaped as slog does: quote,
+// backslash and control characters, invalid UTF-8 as U+FFFD, and U+2028 and
+// U+2029 (line separators to JavaScript); not <, > or &.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// lockedWriter serializes the writes of both paths to one writer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
