@@ -300,58 +300,6 @@ func (k *Keyring) fetch(ctx context.Context, d *digest, mode invoicing.Mode, now
 	return key, false, nil
 }
 
-// touch queues a last-used write at most once per TouchEvery per key. It
-// never blocks: when the queue is full the write is dropped.
-func (k *Keyring) touch(e *entry, d *digest, now int64) {
-	last := e.touched.Load()
-	if last != 0 && now-last < k.touchEvery {
-		return
-	}
-	if !e.touched.CompareAndSwap(last, now) {
-		return
-	}
-	select {
-	case k.touches <- touch{d: *d, at: time.Unix(0, now)}:
-	default:
-	}
-}
-
-func (k *Keyring) touchLoop() {
-	defer k.wg.Done()
-	for {
-		select {
-		case <-k.done:
-			return
-		case t := <-k.touches:
-			batch := []touch{t}
-		drain:
-			for len(batch) < 128 {
-				select {
-				case t := <-k.touches:
-					batch = append(batch, t)
-				default:
-					break drain
-				}
-			}
-			k.writeTouches(batch)
-		}
-	}
-}
-
-func (k *Keyring) writeTouches(batch []touch) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	pipe := k.rdb.Pipeline()
-	// Eval, not Run: in a pipeline, Run cannot fall back from EVALSHA when
-	// the script is not loaded yet. The writes are rare enough.
-	for _, t := range batch {
-		touchScript.Eval(ctx, pipe, []string{k.l.record(hex.EncodeToString(t.d[:]))}, t.at.UnixMilli())
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		k.log.Debug("authz: last-used update failed", "keys", len(batch), "err", err)
-	}
-}
-
 // listen drops revoked keys from the cache as soon as another instance
 // announces them, instead of after CacheTTL.
 func (k *Keyring) listen() {

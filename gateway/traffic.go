@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"net/http"
-	"strconv"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -31,14 +30,7 @@ type ModeRates struct {
 
 // CompanyMinutes reads a company's last minutes (1 to usage.MaxMinutes).
 func (s *Server) CompanyMinutes(ctx context.Context, companyID string, minutes int) (MinutesView, error) {
-	if s.usage == nil {
-		return MinutesView{}, &Error{Code: "usage_unavailable", Detail: "Usage counting is not configured."}
-	}
-	if minutes < 2 || minutes > usage.MaxMinutes {
-		return MinutesView{}, &Error{Code: "invalid_parameter", Detail: "minutes must be 2 to " + strconv.Itoa(usage.MaxMinutes) + ".",
-			Fields: []FieldError{{"minutes", "must be 2 to " + strconv.Itoa(usage.MaxMinutes)}}}
-	}
-	companyID, err := s.knownCompany(ctx, companyID)
+	companyID, err := s.usageOf(ctx, companyID, "minutes", minutes, 2, usage.MaxMinutes)
 	if err != nil {
 		return MinutesView{}, err
 	}
@@ -91,11 +83,11 @@ const nearShare = 0.8
 
 // TrafficOverview reads the overview with the top companies (1 to 100).
 func (s *Server) TrafficOverview(ctx context.Context, top int) (OverviewView, error) {
-	if s.usage == nil {
-		return OverviewView{}, &Error{Code: "usage_unavailable", Detail: "Usage counting is not configured."}
+	if err := s.usageReady(); err != nil {
+		return OverviewView{}, err
 	}
-	if top < 1 || top > 100 {
-		return OverviewView{}, &Error{Code: "invalid_parameter", Detail: "top must be 1 to 100.", Fields: []FieldError{{"top", "must be 1 to 100"}}}
+	if err := inRange("top", top, 1, 100); err != nil {
+		return OverviewView{}, err
 	}
 	o, err := s.usage.Overview(ctx, top)
 	if err != nil {

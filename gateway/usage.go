@@ -32,14 +32,7 @@ const DefaultUsageDays = 7
 // for the last days days (today included). It is the one path of the admin
 // API and of "gateway usage".
 func (s *Server) CompanyUsage(ctx context.Context, companyID string, days int) (UsageView, error) {
-	if s.usage == nil {
-		return UsageView{}, &Error{Code: "usage_unavailable", Detail: "Usage counting is not configured."}
-	}
-	if days < 1 || days > usage.MaxDays {
-		return UsageView{}, &Error{Code: "invalid_parameter", Detail: "days must be 1 to " + strconv.Itoa(usage.MaxDays) + ".",
-			Fields: []FieldError{{"days", "must be 1 to " + strconv.Itoa(usage.MaxDays)}}}
-	}
-	companyID, err := s.knownCompany(ctx, companyID)
+	companyID, err := s.usageOf(ctx, companyID, "days", days, 1, usage.MaxDays)
 	if err != nil {
 		return UsageView{}, err
 	}
@@ -48,6 +41,34 @@ func (s *Server) CompanyUsage(ctx context.Context, companyID string, days int) (
 		return UsageView{}, err
 	}
 	return UsageView{CompanyID: companyID, Days: d}, nil
+}
+
+// usageOf checks a usage query (usage counted, the count n of name in
+// [lo, hi], the company known) and returns the company's canonical id.
+func (s *Server) usageOf(ctx context.Context, companyID, name string, n, lo, hi int) (string, error) {
+	if err := s.usageReady(); err != nil {
+		return "", err
+	}
+	if err := inRange(name, n, lo, hi); err != nil {
+		return "", err
+	}
+	return s.knownCompany(ctx, companyID)
+}
+
+func (s *Server) usageReady() error {
+	if s.usage == nil {
+		return &Error{Code: "usage_unavailable", Detail: "Usage counting is not configured."}
+	}
+	return nil
+}
+
+// inRange refuses a count parameter outside [lo, hi].
+func inRange(name string, n, lo, hi int) error {
+	if n < lo || n > hi {
+		msg := "must be " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi)
+		return &Error{Code: "invalid_parameter", Detail: name + " " + msg + ".", Fields: []FieldError{{name, msg}}}
+	}
+	return nil
 }
 
 // intParam reads an optional integer query parameter given at most once.

@@ -15,7 +15,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"github.com/invoicing-ao/gateway/internal/jsonstr"
 )
 
 // Handler writes JSON lines; safe for concurrent use. Each record is one
@@ -144,56 +145,9 @@ func appendFloat(b []byte, f float64) ([]byte, bool) {
 	return b, true
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendString writes s as a JSON string, escaped as slog does: quote,
-// backslash and control characters, invalid UTF-8 as U+FFFD, and U+2028 and
-// U+2029 (line separators to JavaScript); not <, > or &.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// appendString writes s as a JSON string, escaped as slog does (not <, >
+// or &).
+func appendString(b []byte, s string) []byte { return jsonstr.Append(b, s, jsonstr.Slog) }
 
 // lockedWriter serializes the writes of both paths to one writer.
 type lockedWriter struct {
