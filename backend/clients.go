@@ -76,20 +76,12 @@ func (s *Store) queryClients(ctx context.Context, companyID string, f invoicing.
 	defer cancel()
 	ctx = s.readFor(ctx, companyID) // the primary right after this company's own create
 
-	var err error
-	if page.Total, err = s.listTotal(ctx, "count clients", "customers c", w); err != nil {
-		return invoicing.Page[invoicing.Client]{}, err
-	}
-	if f.After == nil && pastEnd(f.Page, f.PageSize, page.Total) {
-		return page, nil
-	}
-	pw := w.clone()
-	if err := s.addAfter(&pw, o, f.After); err != nil {
-		return invoicing.Page[invoicing.Client]{}, err
-	}
-	plan, err := s.planPage(w, &pw, o, page.Total, pageOf(f.Page, f.PageSize, f.After != nil)) // bookmarks.go
+	total, pw, plan, done, err := s.plan(ctx, listSpec{op: "count clients", from: "customers c", w: w, o: o, after: f.After, page: f.Page, size: f.PageSize})
 	if err != nil {
 		return invoicing.Page[invoicing.Client]{}, err
+	}
+	if page.Total = total; done {
+		return page, nil
 	}
 	q, args := s.pageQuery(clientCols, "customers c", "c", pw, o, plan.pa)
 	rows, err := s.db.query(ctx, q, args...)

@@ -141,20 +141,12 @@ func (s *Store) queryInvoices(ctx context.Context, companyID string, f invoicing
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 
-	// The total of a large list may come from the count cache (counts.go).
-	if page.Total, err = s.listTotal(ctx, "count invoices", "documents d", w); err != nil {
-		return invoicing.Page[invoicing.Invoice]{}, err
-	}
-	if f.After == nil && pastEnd(f.Page, f.PageSize, page.Total) {
-		return page, nil
-	}
-	pw := w.clone()
-	if err := s.addAfter(&pw, o, f.After); err != nil {
-		return invoicing.Page[invoicing.Invoice]{}, err
-	}
-	plan, err := s.planPage(w, &pw, o, page.Total, pageOf(f.Page, f.PageSize, f.After != nil)) // bookmarks.go
+	total, pw, plan, done, err := s.plan(ctx, listSpec{op: "count invoices", from: "documents d", w: w, o: o, after: f.After, page: f.Page, size: f.PageSize})
 	if err != nil {
 		return invoicing.Page[invoicing.Invoice]{}, err
+	}
+	if page.Total = total; done {
+		return page, nil
 	}
 	var n int
 	page.Data, page.Next, n, err = s.invoicePage(ctx, pw, o, plan, f.PageSize, today)

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -124,4 +125,32 @@ func pageOf(page, size int, after bool) pageArgs {
 		return pageArgs{after: true, limit: size + 1}
 	}
 	return pageArgs{limit: size + 1, offset: (page - 1) * size}
+}
+
+// listSpec is one list request as the adapter runs it: its conditions w
+// (the company's id first), its order, and the page asked for.
+type listSpec struct {
+	op, from   string // e.g. "count invoices", "documents d"
+	w          where
+	o          listOrder
+	after      *invoicing.Position
+	page, size int
+}
+
+// plan counts the list's total (counts.go) and plans the page: pw is w with
+// the position, if any, and plan how to cut the page (bookmarks.go). done
+// means the page starts past the end: nothing to read.
+func (s *Store) plan(ctx context.Context, ls listSpec) (total int64, pw where, plan deepPage, done bool, err error) {
+	if total, err = s.listTotal(ctx, ls.op, ls.from, ls.w); err != nil {
+		return 0, where{}, deepPage{}, false, err
+	}
+	if ls.after == nil && pastEnd(ls.page, ls.size, total) {
+		return total, where{}, deepPage{}, true, nil
+	}
+	pw = ls.w.clone()
+	if err := s.addAfter(&pw, ls.o, ls.after); err != nil {
+		return 0, where{}, deepPage{}, false, err
+	}
+	plan, err = s.planPage(ls.w, &pw, ls.o, total, pageOf(ls.page, ls.size, ls.after != nil))
+	return total, pw, plan, false, err
 }

@@ -98,38 +98,22 @@ func (a *API) Generated() *ClientWithResponses { return a.gen }
 
 // ListInvoices returns one page of invoices (Invoices walks them all).
 func (a *API) ListInvoices(ctx context.Context, params ListInvoicesParams) (*InvoicePage, error) {
-	res, err := a.gen.ListInvoicesWithResponse(ctx, &params)
-	if err != nil {
-		return nil, err
-	}
-	return answer(res.JSON200, res.HTTPResponse, res.Body)
+	return answerOf[InvoicePage](a.gen.ListInvoicesWithResponse(ctx, &params))
 }
 
 // GetInvoice returns one invoice with its transmission to the tax authority.
 func (a *API) GetInvoice(ctx context.Context, id Id) (*InvoiceDetail, error) {
-	res, err := a.gen.GetInvoiceWithResponse(ctx, id, nil)
-	if err != nil {
-		return nil, err
-	}
-	return answer(res.JSON200, res.HTTPResponse, res.Body)
+	return answerOf[InvoiceDetail](a.gen.GetInvoiceWithResponse(ctx, id, nil))
 }
 
 // ListClients returns one page of clients (Clients walks them all).
 func (a *API) ListClients(ctx context.Context, params ListClientsParams) (*ClientPage, error) {
-	res, err := a.gen.ListClientsWithResponse(ctx, &params)
-	if err != nil {
-		return nil, err
-	}
-	return answer(res.JSON200, res.HTTPResponse, res.Body)
+	return answerOf[ClientPage](a.gen.ListClientsWithResponse(ctx, &params))
 }
 
 // GetClient returns one client.
 func (a *API) GetClient(ctx context.Context, id Id) (*ClientRecord, error) {
-	res, err := a.gen.GetClientWithResponse(ctx, id, nil)
-	if err != nil {
-		return nil, err
-	}
-	return answer(res.JSON200, res.HTTPResponse, res.Body)
+	return answerOf[ClientRecord](a.gen.GetClientWithResponse(ctx, id, nil))
 }
 
 // CreateClient creates a client under a new idempotency key, the same on
@@ -146,17 +130,40 @@ func (a *API) CreateClientWithKey(ctx context.Context, key string, in ClientInpu
 	if key == "" {
 		return nil, errors.New("client: an empty idempotency key")
 	}
-	res, err := a.gen.CreateClientWithResponse(ctx, &CreateClientParams{IdempotencyKey: &key}, in)
+	return answerOf[ClientRecord](a.gen.CreateClientWithResponse(ctx, &CreateClientParams{IdempotencyKey: &key}, in))
+}
+
+// generated is a generated operation's response: its success body (nil
+// when the answer was not a success), the HTTP answer and its body.
+type generated[T any] interface {
+	result() (*T, *http.Response, []byte)
+}
+
+func (r *ListInvoicesResponse) result() (*InvoicePage, *http.Response, []byte) {
+	return r.JSON200, r.HTTPResponse, r.Body
+}
+func (r *GetInvoiceResponse) result() (*InvoiceDetail, *http.Response, []byte) {
+	return r.JSON200, r.HTTPResponse, r.Body
+}
+func (r *ListClientsResponse) result() (*ClientPage, *http.Response, []byte) {
+	return r.JSON200, r.HTTPResponse, r.Body
+}
+func (r *GetClientResponse) result() (*ClientRecord, *http.Response, []byte) {
+	return r.JSON200, r.HTTPResponse, r.Body
+}
+func (r *CreateClientResponse) result() (*ClientRecord, *http.Response, []byte) {
+	return r.JSON201, r.HTTPResponse, r.Body
+}
+
+// answerOf is a generated call's success body, or its answer as a *Problem,
+// or the call's own error.
+func answerOf[T any, R generated[T]](res R, err error) (*T, error) {
 	if err != nil {
 		return nil, err
 	}
-	return answer(res.JSON201, res.HTTPResponse, res.Body)
-}
-
-// answer is the operation's success body, or the answer as a *Problem.
-func answer[T any](ok *T, res *http.Response, body []byte) (*T, error) {
+	ok, hr, body := res.result()
 	if ok != nil {
 		return ok, nil
 	}
-	return nil, problemFrom(res, body)
+	return nil, problemFrom(hr, body)
 }
