@@ -128,6 +128,28 @@ func TestBenchCommand(t *testing.T) {
 }
 
 // The ceiling service answers GET /clients/{id} as the gateway does.
+// --walk copies a company's whole list by cursor and by page number and
+// counts the same items both ways.
+func TestWalk(t *testing.T) {
+	g := startGateway(t)
+	var out, errb strings.Builder
+	code := run(context.Background(), []string{"--url", g.pub, "--admin-url", g.admin, "--admin-token", g.adminToken,
+		"--company", gendata.DemoCompanyA, "--raise-limits", "--walk", "invoices", "--page-size", "7",
+		"--changes-since", "100000h", "--duration", "200ms"}, &out, &errb, noEnv)
+	if code != 0 {
+		t.Fatalf("walk: %d %s %s", code, errb.String(), out.String())
+	}
+	report := out.String()
+	t.Log(report)
+	m := regexp.MustCompile(`(?m)^walk invoices by (cursor|page), 7 per page: (\d+) items in (\d+) pages`).FindAllStringSubmatch(report, -1)
+	if len(m) != 2 || m[0][2] != m[1][2] || m[0][2] == "0" {
+		t.Fatalf("want two walks of the same items:\n%s", report)
+	}
+	if !regexp.MustCompile(`changes of invoices since 100000h0m0s ago, first page, one connection: [1-9]\d* requests`).MatchString(report) {
+		t.Fatalf("no changes line:\n%s", report)
+	}
+}
+
 func TestCeilingService(t *testing.T) {
 	g := startGateway(t)
 	ctx, cancel := context.WithCancel(context.Background())

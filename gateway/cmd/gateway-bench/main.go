@@ -88,6 +88,9 @@ type benchOptions struct {
 	ceilingConns, rounds      int
 	pid, redisPID             int
 	serveCeiling              string // internal: serve the ceiling (ceiling.go)
+	walkList, walkBy          string // walk.go
+	pageSize, walkPages       int
+	changesSince              time.Duration
 }
 
 // cmdBench prepares the companies and keys (bench.go), loads the gateway
@@ -111,14 +114,23 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, env 
 	if o.compareURL != "" && !o.ceiling {
 		return fmt.Errorf("%w: --compare-url runs with --ceiling", errUsage)
 	}
+	if o.walkList != "" && o.walkList != "invoices" && o.walkList != "clients" {
+		return fmt.Errorf("%w: --walk invoices or --walk clients", errUsage)
+	}
 	if o.ceiling && o.mix != "get-client" {
 		return fmt.Errorf("%w: --ceiling serves get-client only; add --mix get-client", errUsage)
 	}
 
 	b := &bencher{o: o, out: stdout, http: &http.Client{Timeout: 30 * time.Second}}
+	if o.walkList != "" {
+		b.http = walkClient()
+	}
 	defer b.cleanup()
 	if err := b.setup(ctx); err != nil {
 		return err
+	}
+	if o.walkList != "" {
+		return b.walk(ctx, o.walkList)
 	}
 	if !o.ceiling {
 		return b.measure(ctx, weights)
@@ -150,6 +162,11 @@ func (o *benchOptions) define(fs *flag.FlagSet, env func(string) string) {
 	fs.IntVar(&o.ceilingConns, "ceiling-db-conns", 10, "the bare service's database pool (the gateway's default)")
 	fs.IntVar(&o.pid, "pid", 0, "the gateway's process: report its CPU per request and its resident memory after the run")
 	fs.IntVar(&o.redisPID, "redis-pid", 0, "also report this process's (Redis's) CPU per request during each service's load")
+	fs.StringVar(&o.walkList, "walk", "", "instead of the mix: walk every page of the first company's invoices or clients, one connection (walk.go)")
+	fs.StringVar(&o.walkBy, "walk-by", "both", "with --walk: cursor, page (numbers) or both, one after the other")
+	fs.IntVar(&o.pageSize, "page-size", 100, "with --walk: the page size")
+	fs.IntVar(&o.walkPages, "walk-pages", 0, "with --walk: stop after this many pages (0: the whole list)")
+	fs.DurationVar(&o.changesSince, "changes-since", 0, "with --walk: then ask for the first page of the changes since this long ago, for --duration")
 	fs.StringVar(&o.serveCeiling, "serve-ceiling", "", "internal: serve the bare service on this address")
 }
 
