@@ -85,3 +85,37 @@ func TestDemoPrintsWhereTheDocsAre(t *testing.T) {
 		t.Errorf("the explorer's example company %s is not the demo's company A %s", apidocs.ExampleCompanyID, gendata.DemoCompanyA)
 	}
 }
+
+// On the demo's SQLite and in-process Redis, a create retried with its
+// Idempotency-Key is answered as the first and makes one client.
+func TestDemoIdempotentCreate(t *testing.T) {
+	printed := runDemo(t)
+	base := regexp.MustCompile(`ready on (http://\S+)`).FindStringSubmatch(printed)
+	key := regexp.MustCompile(`LIVE full access\s+company A\s+(igw_live_\S+)`).FindStringSubmatch(printed)
+	if base == nil || key == nil {
+		t.Fatalf("no address or key in:\n%s", printed)
+	}
+	post := func(body string) (*http.Response, string) {
+		req, _ := http.NewRequest(http.MethodPost, base[1]+"/api/v1/v1/clients", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key[1])
+		req.Header.Set("X-Company-Id", gendata.DemoCompanyA)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", "demo-retry-1")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res, string(b)
+	}
+	first, b1 := post(`{"name":"Retentativa Demo"}`)
+	again, b2 := post(`{"name":"Retentativa Demo"}`)
+	if first.StatusCode != 201 || again.StatusCode != 201 || b1 != b2 || again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("first %d %s, retry %d %s (replayed %q)", first.StatusCode, b1, again.StatusCode, b2, again.Header.Get("Idempotent-Replayed"))
+	}
+	other, _ := post(`{"name":"Outro Nome"}`)
+	if other.StatusCode != 422 {
+		t.Fatalf("the key with another body: %d, want 422", other.StatusCode)
+	}
+}
