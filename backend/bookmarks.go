@@ -124,16 +124,11 @@ func (s *Store) planPage(w where, pw *where, o listOrder, total int64, pa pageAr
 	now := s.now()
 	p.key, p.at, p.asOf = listKey(o.by, w), pa.offset, now
 	if bm, ok := s.marks.nearest(p.key, pa.offset, now); ok {
-		if bm.pos.At == nil && o.by == invoicesByIssue.by {
-			wide := pw.clone()
-			if err := s.addAfter(&wide, o, &bm.pos); err != nil {
-				return p, err
-			}
-			pw.add("d.issued_at IS NULL AND d.id < "+s.d.uuidP, bm.pos.ID)
-			p.wide = &wide
-		} else if err := s.addAfter(pw, o, &bm.pos); err != nil {
+		wide, err := s.continueAfter(pw, o, &bm.pos)
+		if err != nil {
 			return p, err
 		}
+		p.wide = wide
 		p.pa.offset -= bm.offset
 		p.asOf = bm.asOf
 	}

@@ -89,6 +89,24 @@ func (s *Store) addAfter(w *where, o listOrder, p *invoicing.Position) error {
 	return nil
 }
 
+// continueAfter adds to pw the condition "after p" in order o. After a
+// draft's position in the invoices' usual order, the order's own condition
+// is an OR that no index serves in order: PostgreSQL would skip every draft
+// before the position, page after page. pw then takes only the drafts after
+// it (an index range), and wide, returned, is the order's own condition, for
+// when the drafts run out within the page.
+func (s *Store) continueAfter(pw *where, o listOrder, p *invoicing.Position) (wide *where, err error) {
+	if p == nil || p.At != nil || o.by != invoicesByIssue.by {
+		return nil, s.addAfter(pw, o, p)
+	}
+	w := pw.clone()
+	if err := s.addAfter(&w, o, p); err != nil {
+		return nil, err
+	}
+	pw.add("d.issued_at IS NULL AND d.id < "+s.d.uuidP, p.ID)
+	return &w, nil
+}
+
 // orderOf is the order a filter asks for.
 func orderOf(changes bool, byChange, usual listOrder) listOrder {
 	if changes {
@@ -148,9 +166,13 @@ func (s *Store) plan(ctx context.Context, ls listSpec) (total int64, pw where, p
 		return total, where{}, deepPage{}, true, nil
 	}
 	pw = ls.w.clone()
-	if err := s.addAfter(&pw, ls.o, ls.after); err != nil {
+	wide, err := s.continueAfter(&pw, ls.o, ls.after)
+	if err != nil {
 		return 0, where{}, deepPage{}, false, err
 	}
 	plan, err = s.planPage(ls.w, &pw, ls.o, total, pageOf(ls.page, ls.size, ls.after != nil))
+	if wide != nil {
+		plan.wide = wide
+	}
 	return total, pw, plan, false, err
 }
