@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -110,9 +111,10 @@ func TestRollKey(t *testing.T) {
 	}
 	n := r.json(t)
 	prev, _ := n["previous"].(map[string]any)
-	end := in.clock.Now().Add(time.Hour).UTC().Format("2006-01-02T15:04:05.000Z")
+	// Compared as instants: JSON times drop trailing zeros (.06Z, not .060Z).
+	end := in.clock.Now().Add(time.Hour)
 	if n["replaces"] != oldID || !strings.HasPrefix(n["key"].(string), "igw_live_") || n["id"] == oldID ||
-		prev["replacedBy"] != n["id"] || prev["expiresAt"] != end || r.Header.Get("Location") != "/admin/v1/keys/"+n["id"].(string) {
+		prev["replacedBy"] != n["id"] || !sameMilli(prev["expiresAt"], end) || r.Header.Get("Location") != "/admin/v1/keys/"+n["id"].(string) {
 		t.Fatalf("roll answer: %s", r.Body)
 	}
 	if nets, _ := n["allowedCidrs"].([]any); len(nets) != 1 || nets[0] != "127.0.0.0/8" {
@@ -131,7 +133,7 @@ func TestRollKey(t *testing.T) {
 	expectProblem(t, do(t, in.pub.URL, req{Path: "/api/v1/v1/clients", Key: oldSecret, Company: coA}), 401, "expired_api_key")
 	// Without a body the overlap is a day.
 	r = in.adminCall(t, req{Method: "POST", Path: "/admin/v1/keys/" + n["id"].(string) + "/roll"})
-	if r.Status != 201 || r.json(t)["previous"].(map[string]any)["expiresAt"] != in.clock.Now().Add(24*time.Hour).UTC().Format("2006-01-02T15:04:05.000Z") {
+	if r.Status != 201 || !sameMilli(r.json(t)["previous"].(map[string]any)["expiresAt"], in.clock.Now().Add(24*time.Hour)) {
 		t.Fatalf("roll without a body: %d %s", r.Status, r.Body)
 	}
 }
@@ -289,4 +291,11 @@ func TestAuditLog(t *testing.T) {
 	if r := in.adminCall(t, req{Path: "/admin/v1/companies/" + coB + "/audit"}); strings.Count(string(r.Body), `"action"`) != 0 {
 		t.Errorf("another company's audit: %s", r.Body)
 	}
+}
+
+// sameMilli reports whether a JSON time (trailing zeros dropped) is t to the
+// millisecond.
+func sameMilli(v any, t time.Time) bool {
+	got, err := time.Parse(time.RFC3339Nano, fmt.Sprint(v))
+	return err == nil && got.Sub(t).Abs() < time.Millisecond
 }
