@@ -61,12 +61,7 @@ func writeAnswers(next handler) handler {
 		if ans.status == 0 {
 			ans.status = http.StatusOK
 		}
-		if ans.location != "" {
-			w.Header().Set("Location", ans.location)
-		}
-		if ans.replayed {
-			w.Header().Set("Idempotent-Replayed", "true")
-		}
+		setAnswerHeaders(w.Header(), ans)
 		if ans.body == nil {
 			w.WriteHeader(ans.status)
 			return ans, nil
@@ -86,15 +81,20 @@ func writeRaw(w http.ResponseWriter, ans answer) answer {
 	h := w.Header()
 	h.Set("Content-Type", ans.contentType)
 	h.Set("Content-Length", strconv.Itoa(len(ans.raw)))
+	setAnswerHeaders(h, ans)
+	w.WriteHeader(ans.status)
+	ans.bytes, _ = w.Write(ans.raw)
+	return ans
+}
+
+// setAnswerHeaders sets the headers an answer carries of its own.
+func setAnswerHeaders(h http.Header, ans answer) {
 	if ans.location != "" {
 		h.Set("Location", ans.location)
 	}
 	if ans.replayed {
 		h.Set("Idempotent-Replayed", "true")
 	}
-	w.WriteHeader(ans.status)
-	ans.bytes, _ = w.Write(ans.raw)
-	return ans
 }
 
 // render encodes what writeAnswers would write for (ans, err), for storing:

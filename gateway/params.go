@@ -209,9 +209,10 @@ var (
 type cursorReader func(cursor, key string) (*invoicing.Position, bool)
 
 // listParams reads what every list takes: page and pageSize, or cursor (and
-// pageSize), and updatedSince. key is the canonical form of the list's other
-// filters, to which a cursor is bound.
-func (q *query) listParams(key string, read cursorReader) (page, size int, after *invoicing.Position, since *time.Time) {
+// pageSize), and updatedSince. filters is the canonical form of the list's
+// other filters; bound, returned, adds updatedSince to it: the form a cursor
+// is bound to.
+func (q *query) listParams(filters string, read cursorReader) (page, size int, after *invoicing.Position, since *time.Time, bound string) {
 	page, size = q.page()
 	if s, ok := q.get("updatedSince"); ok {
 		t, err := time.Parse(time.RFC3339Nano, s)
@@ -221,18 +222,19 @@ func (q *query) listParams(key string, read cursorReader) (page, size int, after
 			since = &t
 		}
 	}
+	bound = withSince(filters, since)
 	c, ok := q.get("cursor")
 	if !ok {
-		return page, size, nil, since
+		return page, size, nil, since, bound
 	}
 	if _, paged := q.get("page"); paged {
 		q.fail("cursor", "cannot be combined with page: a cursor says where the page starts")
-		return page, size, nil, since
+		return page, size, nil, since, bound
 	}
-	if after, ok = read(c, withSince(key, since)); !ok {
+	if after, ok = read(c, bound); !ok {
 		q.fail("cursor", "is not a cursor of this list: use nextCursor as returned, with the same filters, company and key mode")
 	}
-	return 1, size, after, since
+	return 1, size, after, since, bound
 }
 
 // invoiceFilter reads the query of GET /invoices; the filter's canonical
@@ -246,9 +248,9 @@ func invoiceFilter(raw string, read cursorReader) (invoicing.InvoiceFilter, stri
 	if f.From != "" && f.To != "" && f.From > f.To {
 		q.fail("to", "must not be before from")
 	}
-	key := "status=" + f.Status + "&type=" + f.Type + "&from=" + f.From + "&to=" + f.To
-	f.Page, f.PageSize, f.After, f.UpdatedSince = q.listParams(key, read)
-	return f, withSince(key, f.UpdatedSince), q.err()
+	var key string
+	f.Page, f.PageSize, f.After, f.UpdatedSince, key = q.listParams("status="+f.Status+"&type="+f.Type+"&from="+f.From+"&to="+f.To, read)
+	return f, key, q.err()
 }
 
 // clientFilter reads the query of GET /clients, as invoiceFilter.
@@ -256,9 +258,9 @@ func clientFilter(raw string, read cursorReader) (invoicing.ClientFilter, string
 	q := parseQuery(raw, "page", "pageSize", "cursor", "search", "updatedSince")
 	var f invoicing.ClientFilter
 	f.Search = q.searchParam("search")
-	key := "search=" + url.QueryEscape(f.Search)
-	f.Page, f.PageSize, f.After, f.UpdatedSince = q.listParams(key, read)
-	return f, withSince(key, f.UpdatedSince), q.err()
+	var key string
+	f.Page, f.PageSize, f.After, f.UpdatedSince, key = q.listParams("search="+url.QueryEscape(f.Search), read)
+	return f, key, q.err()
 }
 
 // withSince adds updatedSince to a filter's canonical form: it changes the

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // MaxMinutes bounds a Minutes query: per-minute counts are kept 48 hours.
@@ -28,11 +26,8 @@ type Minute struct {
 // Minutes returns the company's last n minutes (1 to MaxMinutes), oldest
 // first, the current one included.
 func (c *Counter) Minutes(ctx context.Context, companyID string, n int) ([]Minute, error) {
-	if !canonical(companyID) {
-		return nil, fmt.Errorf("usage: %w: %q", invoicing.ErrInvalidCompany, invoicing.Clip(companyID))
-	}
-	if n < 1 || n > MaxMinutes {
-		return nil, fmt.Errorf("usage: minutes must be 1 to %d", MaxMinutes)
+	if err := checkRead(companyID, "minutes", n, MaxMinutes); err != nil {
+		return nil, err
 	}
 	now := minuteOf(c.now())
 	first := now - int64(n-1)

@@ -34,11 +34,8 @@ const MaxDays = 400
 // Days returns the company's usage on the last n days (1 to MaxDays), oldest
 // first, today included; counts of the last FlushEvery may not be there yet.
 func (c *Counter) Days(ctx context.Context, companyID string, n int) ([]Day, error) {
-	if !canonical(companyID) {
-		return nil, fmt.Errorf("usage: %w: %q", invoicing.ErrInvalidCompany, invoicing.Clip(companyID))
-	}
-	if n < 1 || n > MaxDays {
-		return nil, fmt.Errorf("usage: days must be 1 to %d", MaxDays)
+	if err := checkRead(companyID, "days", n, MaxDays); err != nil {
+		return nil, err
 	}
 	today := dayOf(c.now())
 	pipe := c.rdb.Pipeline()
@@ -84,4 +81,16 @@ func tally(fields map[string]string, prefix string) (total int64, live, test map
 		}
 	}
 	return total, live, test, lim
+}
+
+// checkRead checks a company's read: its id canonical, its count n of what
+// in [1, most].
+func checkRead(companyID, what string, n, most int) error {
+	if !canonical(companyID) {
+		return fmt.Errorf("usage: %w: %q", invoicing.ErrInvalidCompany, invoicing.Clip(companyID))
+	}
+	if n < 1 || n > most {
+		return fmt.Errorf("usage: %s must be 1 to %d", what, most)
+	}
+	return nil
 }
