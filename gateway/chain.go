@@ -134,14 +134,18 @@ type slot struct {
 
 // serve is the innermost handler of the chain: the routed handler's result.
 func (rt *routes) serve(w http.ResponseWriter, r *http.Request) (answer, error) {
-	sl := slot{ResponseWriter: w}
+	// The request's record holds the slot: httprouter's interface would
+	// move one of serve's own to the heap.
+	st := stateFrom(r.Context())
+	st.slot = slot{ResponseWriter: w}
+	sl := &st.slot
 	if path, escaped := routingPath(r.URL); escaped {
 		u := *r.URL
 		u.Path, u.RawPath = path, ""
 		r = r.WithContext(r.Context()) // a shallow copy, to give it u
 		r.URL, sl.escaped = &u, true
 	}
-	rt.r.ServeHTTP(&sl, r)
+	rt.r.ServeHTTP(sl, r)
 	return sl.ans, sl.err
 }
 

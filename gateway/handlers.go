@@ -64,8 +64,10 @@ func list[F, T any](s *Server, r *http.Request, st *reqState, filter func(rawQue
 // no query parameter.
 func get[T any](s *Server, r *http.Request, st *reqState, p httprouter.Params,
 	call func(Store, context.Context, string, string) (T, error)) (answer, error) {
-	if err := parseQuery(r.URL.RawQuery).err(); err != nil {
-		return answer{}, err
+	if r.URL.RawQuery != "" {
+		if err := parseQuery(r.URL.RawQuery).err(); err != nil {
+			return answer{}, err
+		}
 	}
 	ans, err := s.read(r, st, func(store Store) (any, error) { return call(store, r.Context(), st.Key.CompanyID, p.ByName("id")) })
 	ans.conditional = true // ETag, and 304 for a copy the caller has

@@ -3,6 +3,7 @@ package gateway
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,7 +40,28 @@ type metrics struct {
 	requests  *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	ratelimit *prometheus.CounterVec
+	// The series each request touches, found once: a vector's lookup by
+	// label values hashes them and takes the vector's lock on every call.
+	// Routes and statuses are few (the route table's names), so is this.
+	series    sync.Map                    // routeStatus → *routeSeries
+	decisions [2][2][3]prometheus.Counter // [mode index][allowed][source]
 }
+
+type routeStatus struct {
+	route  string
+	status int
+}
+
+type routeSeries struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+// Decision labels, indexed as metrics.decisions.
+var (
+	decisionNames = [2]string{"rejected", "allowed"}
+	sourceNames   = [3]string{"redis", "lease", "local"}
+)
 
 func newMetrics(s *Server, redisPool RedisPool) *metrics {
 	m := &metrics{
@@ -58,6 +80,13 @@ func newMetrics(s *Server, redisPool RedisPool) *metrics {
 			Help: "Rate-limit decisions by mode, outcome (allowed, rejected) and decider (redis, lease: this instance's leased tokens, local: fallback).",
 		}, []string{"mode", "decision", "source"}),
 	}
+	for _, mode := range []invoicing.Mode{invoicing.Live, invoicing.Test} {
+		for a, decision := range decisionNames {
+			for src, source := range sourceNames {
+				m.decisions[mode.Index()][a][src] = m.ratelimit.WithLabelValues(string(mode), decision, source)
+			}
+		}
+	}
 	m.reg.MustRegister(m.requests, m.duration, m.ratelimit,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&stateCollector{s: s, redis: redisPool})
@@ -65,22 +94,35 @@ func newMetrics(s *Server, redisPool RedisPool) *metrics {
 }
 
 func (m *metrics) observe(route string, status int, elapsed time.Duration) {
-	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-	m.duration.WithLabelValues(route).Observe(elapsed.Seconds())
+	k := routeStatus{route, status}
+	v, ok := m.series.Load(k)
+	if !ok {
+		v, _ = m.series.LoadOrStore(k, &routeSeries{
+			requests: m.requests.WithLabelValues(route, strconv.Itoa(status)),
+			duration: m.duration.WithLabelValues(route),
+		})
+	}
+	se := v.(*routeSeries)
+	se.requests.Inc()
+	se.duration.Observe(elapsed.Seconds())
 }
 
 func (m *metrics) decided(mode invoicing.Mode, d tenants.Decision) {
-	decision, source := "allowed", "redis"
-	if !d.Allowed {
-		decision = "rejected"
+	allowed, source := 0, 0 // rejected, redis
+	if d.Allowed {
+		allowed = 1
 	}
 	switch {
 	case d.Local:
-		source = "local"
+		source = 2
 	case d.Leased:
-		source = "lease"
+		source = 1
 	}
-	m.ratelimit.WithLabelValues(string(mode), decision, source).Inc()
+	if !mode.Valid() { // not from a verified key: counted, never cached
+		m.ratelimit.WithLabelValues(string(mode), decisionNames[allowed], sourceNames[source]).Inc()
+		return
+	}
+	m.decisions[mode.Index()][allowed][source].Inc()
 }
 
 func (m *metrics) handler() http.Handler {

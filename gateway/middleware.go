@@ -2,11 +2,12 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"time"
@@ -14,27 +15,55 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/internal/jsonlog"
 )
 
-// Request facts travel in the context under this unexported key. One
-// mutable record per request, made by the outermost middleware, lets inner
-// layers (router, authentication) tell outer ones (access log) what they
-// learned, with a single allocation.
+// Request facts travel in the context: one mutable record per request,
+// made by the outermost middleware, lets inner layers (router,
+// authentication) tell outer ones (access log) what they learned. The record
+// is itself the context that carries it, and holds the backing array of the
+// answer's own header values: one allocation for what took four.
 type ctxKey struct{}
 
 type reqState struct {
-	ID     string
-	Route  string    // the route's name, for logs, traces and metrics
-	Key    authz.Key // set once the key is verified
-	Authed bool      // the key is verified, whatever was answered after
+	context.Context // the request's context before this layer
+	ID              string
+	Route           string    // the route's name, for logs, traces and metrics
+	Key             authz.Key // set once the key is verified
+	Authed          bool      // the key is verified, whatever was answered after
+	// hdr backs header values set once per answer (X-Request-Id, the
+	// RateLimit fields): a one-element slice each, as net/http keeps them.
+	hdr  [3]string
+	slot slot // the routed handler's result (routes.serve)
+}
+
+// Value is the record for ctxKey{}, and the parent's value for any other key.
+func (st *reqState) Value(key any) any {
+	if _, ok := key.(ctxKey); ok {
+		return st
+	}
+	return st.Context.Value(key)
 }
 
 func stateFrom(ctx context.Context) *reqState {
 	st, _ := ctx.Value(ctxKey{}).(*reqState)
 	if st == nil {
-		return &reqState{}
+		return &reqState{Context: ctx}
 	}
 	return st
+}
+
+// Indexes of reqState.hdr.
+const (
+	hdrRequestID = iota
+	hdrRateLimitPolicy
+	hdrRateLimit
+)
+
+// setHeader sets a header of the answer to v, backed by the record.
+func (st *reqState) setHeader(h http.Header, name string, i int, v string) {
+	st.hdr[i] = v
+	h[name] = st.hdr[i : i+1 : i+1] // cap 1: an Add copies instead of writing into hdr
 }
 
 // saneRequestID accepts a caller's X-Request-Id only when it is short and
@@ -59,10 +88,15 @@ func saneRequestID(s string) bool {
 	return true
 }
 
+// newRequestID is 96 random bits in hex. Ids need to be unique, not secret:
+// the runtime's per-thread ChaCha8 generator, not crypto/rand's system call.
 func newRequestID() string {
 	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
+	binary.LittleEndian.PutUint32(b[8:], rand.Uint32())
+	var h [24]byte
+	hex.Encode(h[:], b[:])
+	return string(h[:])
 }
 
 // withRequestID gives every request an id, echoed in X-Request-Id, and the
@@ -73,9 +107,9 @@ func withRequestID(next handler) handler {
 		if !saneRequestID(id) {
 			id = newRequestID()
 		}
-		w.Header().Set("X-Request-Id", id)
-		st := &reqState{ID: id}
-		return next(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, st)))
+		st := &reqState{Context: r.Context(), ID: id}
+		st.setHeader(w.Header(), "X-Request-Id", hdrRequestID, id)
+		return next(w, r.WithContext(st))
 	}
 }
 
@@ -156,45 +190,76 @@ func (s *Server) accessLog(next handler) handler {
 	return func(w http.ResponseWriter, r *http.Request) (answer, error) {
 		start := s.now()
 		ans, err := next(w, r)
-		st := stateFrom(r.Context())
-		route := st.Route
-		if route == "" {
-			route = "unmatched"
-		}
-		attrs := make([]slog.Attr, 0, 14)
-		attrs = append(attrs,
-			slog.String("requestId", st.ID),
-			slog.String("method", r.Method),
-			slog.String("route", route),
-			slog.Int("status", ans.status),
-			slog.Int("bytes", ans.bytes),
-			slog.Float64("latencyMs", float64(s.now().Sub(start).Microseconds())/1000),
-		)
-		var p *Error
-		if errors.As(err, &p) {
-			attrs = append(attrs, slog.String("code", p.Code))
-			if ans.status >= 500 && p.Err != nil {
-				attrs = append(attrs, slog.String("error", p.Err.Error()))
-			}
-		}
 		level := slog.LevelInfo
 		if ans.status >= 500 {
 			level = slog.LevelError
 		}
-		if st.Authed {
-			attrs = append(attrs, slog.String("company", st.Key.CompanyID), slog.String("keyId", st.Key.ID), slog.String("mode", string(st.Key.Mode)))
+		h := s.logger.Handler()
+		if !h.Enabled(r.Context(), level) {
+			return ans, err
 		}
-		if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
-			attrs = append(attrs, slog.String("traceId", sc.TraceID().String()), slog.String("spanId", sc.SpanID().String()))
+		latency := s.now().Sub(start)
+		// jsonlog's Line where the handler is jsonlog's (as the binary runs):
+		// the fields straight into the line, without a Record or attributes.
+		if lh, ok := h.(*jsonlog.Handler); ok {
+			if l := lh.Begin(time.Now(), level, "request"); l != nil {
+				accessFields(l, r, ans, err, latency)
+				_ = l.End()
+				return ans, err
+			}
 		}
-		// The handler directly, not Logger.LogAttrs: a Record without a
-		// caller's PC spares a runtime.Callers per request (the line has no
-		// source anyway).
-		if h := s.logger.Handler(); h.Enabled(r.Context(), level) {
-			rec := slog.NewRecord(time.Now(), level, "request", 0)
-			rec.AddAttrs(attrs...)
-			_ = h.Handle(r.Context(), rec)
-		}
+		var attrs attrFields
+		accessFields(&attrs, r, ans, err, latency)
+		// A Record without a caller's PC spares a runtime.Callers per
+		// request (the line has no source anyway).
+		rec := slog.NewRecord(time.Now(), level, "request", 0)
+		rec.AddAttrs(attrs...)
+		_ = h.Handle(r.Context(), rec)
 		return ans, err
 	}
 }
+
+// logFields is what an access log line is written to.
+type logFields interface {
+	Str(key, v string)
+	Int(key string, v int)
+	Float(key string, v float64)
+}
+
+// accessFields writes a request's access log fields to f.
+func accessFields(f logFields, r *http.Request, ans answer, err error, latency time.Duration) {
+	st := stateFrom(r.Context())
+	route := st.Route
+	if route == "" {
+		route = "unmatched"
+	}
+	f.Str("requestId", st.ID)
+	f.Str("method", r.Method)
+	f.Str("route", route)
+	f.Int("status", ans.status)
+	f.Int("bytes", ans.bytes)
+	f.Float("latencyMs", float64(latency.Microseconds())/1000)
+	var p *Error
+	if errors.As(err, &p) {
+		f.Str("code", p.Code)
+		if ans.status >= 500 && p.Err != nil {
+			f.Str("error", p.Err.Error())
+		}
+	}
+	if st.Authed {
+		f.Str("company", st.Key.CompanyID)
+		f.Str("keyId", st.Key.ID)
+		f.Str("mode", string(st.Key.Mode))
+	}
+	if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
+		f.Str("traceId", sc.TraceID().String())
+		f.Str("spanId", sc.SpanID().String())
+	}
+}
+
+// attrFields collects the fields as slog attributes, for other handlers.
+type attrFields []slog.Attr
+
+func (a *attrFields) Str(k, v string)           { *a = append(*a, slog.String(k, v)) }
+func (a *attrFields) Int(k string, v int)       { *a = append(*a, slog.Int(k, v)) }
+func (a *attrFields) Float(k string, v float64) { *a = append(*a, slog.Float64(k, v)) }

@@ -32,7 +32,7 @@ var allowedImports = map[string][]string{
 	"audit":            {"invoicing"},
 	"backend":          {"invoicing", "internal/tracing"},
 	"backend/gendata":  {"backend", "invoicing"},
-	"gateway":          {"invoicing", "internal/tracing", "authz", "tenants", "usage", "idempotency", "audit", "backend", "gateway/apidocs", "gateway/console", "internal/jsonstr"},
+	"gateway":          {"invoicing", "internal/tracing", "authz", "tenants", "usage", "idempotency", "audit", "backend", "gateway/apidocs", "gateway/console", "internal/jsonstr", "internal/jsonlog"},
 }
 
 // TestImportRules reads every non-test Go file of the module and fails on an
