@@ -32,8 +32,12 @@ func (r *clientRow) toClient() invoicing.Client {
 		UpdatedAt: invoicing.Timestamp{Time: r.UpdatedAt.UTC()},
 	}
 	if r.Phone != nil {
-		p := normalizePhone(*r.Phone)
-		c.Phone = &p
+		c.Phone = r.Phone
+		// Most phones are stored in the API's form already: then the
+		// scanned string is answered as it is, with nothing allocated.
+		if p := normalizePhone(*r.Phone); p != *r.Phone {
+			c.Phone = &p
+		}
 	}
 	return c
 }

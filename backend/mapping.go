@@ -52,22 +52,21 @@ func kindOf(typ *string) (*string, error) {
 // +244923456789. Anything else (foreign numbers, typos) is returned as stored:
 // guessing would corrupt data the user typed.
 func normalizePhone(s string) string {
+	if len(s) == 13 && strings.HasPrefix(s, "+244") && allDigits(s[4:]) {
+		return s // the usual case, and no copy
+	}
 	digits := strings.ReplaceAll(s, " ", "")
 	if strings.HasPrefix(digits, "+244") {
 		digits = digits[4:]
 	} else if strings.HasPrefix(s, "+") {
 		return s
 	}
-	if len(digits) != 9 {
+	if len(digits) != 9 || !allDigits(digits) {
 		return s
-	}
-	for i := 0; i < len(digits); i++ {
-		if digits[i] < '0' || digits[i] > '9' {
-			return s
-		}
 	}
 	return "+244" + digits
 }
+
 
 // normalizeNIF removes every space and upper-cases, the form NIFs are stored,
 // compared and searched in.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/invoicing-ao/gateway/authz"
@@ -87,12 +88,14 @@ func (s *Server) checkCompany(ctx context.Context, key authz.Key) error {
 }
 
 // companyCache remembers company statuses for a short time: a suspension is
-// seen within the TTL, and the database is not asked on every request.
+// seen within the TTL, and the database is not asked on every request. Reads
+// take no lock (sync.Map): every request reads it, and a read lock's shared
+// counter would move between cores on each one.
 type companyCache struct {
 	ttl time.Duration
 	now func() time.Time
-	mu  sync.RWMutex
-	m   map[companyCacheKey]companyEntry
+	m   sync.Map // companyCacheKey → companyEntry
+	n   atomic.Int64
 }
 
 type companyCacheKey struct {
@@ -110,17 +113,19 @@ type companyEntry struct {
 const maxCompanies = 100_000
 
 func newCompanyCache(ttl time.Duration, now func() time.Time) *companyCache {
-	return &companyCache{ttl: ttl, now: now, m: make(map[companyCacheKey]companyEntry)}
+	return &companyCache{ttl: ttl, now: now}
 }
 
 func (c *companyCache) status(ctx context.Context, mode invoicing.Mode, id string, st Store) (string, error) {
 	k := companyCacheKey{mode, id}
 	now := c.now()
-	c.mu.RLock()
-	e, ok := c.m[k]
-	c.mu.RUnlock()
-	if ok && now.Sub(e.at) < c.ttl {
-		return e.status, nil
+	v, ok := c.m.Load(k)
+	var e companyEntry
+	if ok {
+		e = v.(companyEntry)
+		if now.Sub(e.at) < c.ttl {
+			return e.status, nil
+		}
 	}
 	co, err := st.Company(ctx, id)
 	if err != nil {
@@ -131,11 +136,9 @@ func (c *companyCache) status(ctx context.Context, mode invoicing.Mode, id strin
 		}
 		return "", err
 	}
-	c.mu.Lock()
-	if len(c.m) >= maxCompanies {
-		c.m = make(map[companyCacheKey]companyEntry)
+	if _, had := c.m.Swap(k, companyEntry{status: co.Status, at: now}); !had && c.n.Add(1) > maxCompanies {
+		c.m.Clear()
+		c.n.Store(0)
 	}
-	c.m[k] = companyEntry{status: co.Status, at: now}
-	c.mu.Unlock()
 	return co.Status, nil
 }
