@@ -67,7 +67,6 @@ func normalizePhone(s string) string {
 	return "+244" + digits
 }
 
-
 // normalizeNIF removes every space and upper-cases, the form NIFs are stored,
 // compared and searched in.
 func normalizeNIF(s string) string {
