@@ -53,6 +53,15 @@ func stateFrom(ctx context.Context) *reqState {
 	return st
 }
 
+// routeName is the route for logs and metrics: "unmatched" when no route
+// of the table matched.
+func (st *reqState) routeName() string {
+	if st.Route == "" {
+		return "unmatched"
+	}
+	return st.Route
+}
+
 // Indexes of reqState.hdr.
 const (
 	hdrRequestID = iota
@@ -229,13 +238,9 @@ type logFields interface {
 // accessFields writes a request's access log fields to f.
 func accessFields(f logFields, r *http.Request, ans answer, err error, latency time.Duration) {
 	st := stateFrom(r.Context())
-	route := st.Route
-	if route == "" {
-		route = "unmatched"
-	}
 	f.Str("requestId", st.ID)
 	f.Str("method", r.Method)
-	f.Str("route", route)
+	f.Str("route", st.routeName())
 	f.Int("status", ans.status)
 	f.Int("bytes", ans.bytes)
 	f.Float("latencyMs", float64(latency.Microseconds())/1000)

@@ -37,11 +37,7 @@ func (s *Server) withTelemetry(next handler) handler {
 		}
 		ans, err := next(w, r)
 		st := stateFrom(ctx)
-		route := st.Route
-		if route == "" {
-			route = "unmatched"
-		}
-		s.metrics.observe(route, ans.status, s.now().Sub(start))
+		s.metrics.observe(st.routeName(), ans.status, s.now().Sub(start))
 		if st.Authed && s.usage != nil {
 			s.usage.Add(st.Key.CompanyID, st.Key.Mode, ans.status)
 		}

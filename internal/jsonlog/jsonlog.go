@@ -59,24 +59,14 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	}
 	bp := bufs.Get().(*[]byte)
 	defer func() {
-		if cap(*bp) <= 64<<10 {
+		if cap(*bp) <= maxPooled {
 			bufs.Put(bp)
 		}
 	}()
-	b := append((*bp)[:0], '{')
-	if !r.Time.IsZero() {
-		if y := r.Time.Year(); y < 0 || y >= 10000 {
-			return h.std.Handle(ctx, r) // slog writes its own error for these
-		}
-		b = append(b, `"time":"`...)
-		b = r.Time.AppendFormat(b, time.RFC3339Nano)
-		b = append(b, `",`...)
+	b, ok := appendHead((*bp)[:0], r.Time, r.Level, r.Message)
+	if !ok {
+		return h.std.Handle(ctx, r) // slog writes its own error for these
 	}
-	b = append(b, `"level":`...)
-	b = appendString(b, r.Level.String())
-	b = append(b, `,"msg":`...)
-	b = appendString(b, r.Message)
-	ok := true
 	r.Attrs(func(a slog.Attr) bool {
 		b, ok = appendAttr(b, a)
 		return ok
@@ -88,6 +78,29 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	*bp = b
 	_, err := h.w.Write(b)
 	return err
+}
+
+// maxPooled is the largest line buffer given back to a pool: one grown
+// past it by a huge record is left to the collector.
+const maxPooled = 64 << 10
+
+// appendHead opens a line as slog does: the time (unless zero), the level
+// and the message. It reports false for a time slog writes its own way (a
+// year outside 0-9999), which the fast paths leave to slog.
+func appendHead(b []byte, t time.Time, level slog.Level, msg string) ([]byte, bool) {
+	b = append(b, '{')
+	if !t.IsZero() {
+		if y := t.Year(); y < 0 || y >= 10000 {
+			return b, false
+		}
+		b = append(b, `"time":"`...)
+		b = t.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `",`...)
+	}
+	b = append(b, `"level":`...)
+	b = appendString(b, level.String())
+	b = append(b, `,"msg":`...)
+	return appendString(b, msg), true
 }
 
 // appendAttr writes ,"key":value for the kinds it knows as slog does, and

@@ -26,17 +26,13 @@ func (h *Handler) Begin(t time.Time, level slog.Level, msg string) *Line {
 	if !h.fast {
 		return nil
 	}
-	if y := t.Year(); y < 0 || y >= 10000 {
+	l := lines.Get().(*Line)
+	b, ok := appendHead(l.b[:0], t, level, msg)
+	if !ok {
+		lines.Put(l)
 		return nil
 	}
-	l := lines.Get().(*Line)
-	l.h = h
-	b := append(l.b[:0], `{"time":"`...)
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","level":`...)
-	b = appendString(b, level.String())
-	b = append(b, `,"msg":`...)
-	l.b = appendString(b, msg)
+	l.b, l.h = b, h
 	return l
 }
 
@@ -74,7 +70,7 @@ func (l *Line) Float(k string, v float64) {
 func (l *Line) End() error {
 	l.b = append(l.b, "}\n"...)
 	_, err := l.h.w.Write(l.b)
-	if cap(l.b) <= 64<<10 {
+	if cap(l.b) <= maxPooled {
 		l.h = nil
 		lines.Put(l)
 	}
