@@ -70,7 +70,7 @@ func writeAnswers(next handler) handler {
 		if ans.conditional && ans.status == http.StatusOK {
 			cond = r
 		}
-		ans.status, ans.bytes = writeJSON(w, cond, ans.status, ans.body)
+		ans.status, ans.bytes = writeJSON(w, stateFrom(r.Context()), cond, ans.status, ans.body)
 		return ans, nil
 	}
 }
@@ -125,8 +125,9 @@ const problemContentType = "application/problem+json"
 // writeJSON writes v as the response body with an exact Content-Length and
 // returns the status and the bytes written. With a conditional request, it
 // tags the body (ETag) and answers 304 without it when the request's
-// If-None-Match has the tag.
-func writeJSON(w http.ResponseWriter, conditional *http.Request, status int, v any) (int, int) {
+// If-None-Match has the tag. The two header values share one string, backed
+// by the request's record st: one allocation where there were five.
+func writeJSON(w http.ResponseWriter, st *reqState, conditional *http.Request, status int, v any) (int, int) {
 	b, buf, err := marshalJSON(v) // encode.go
 	if err != nil {
 		// Resources always encode; should one not, the caller still gets
@@ -138,17 +139,27 @@ func writeJSON(w http.ResponseWriter, conditional *http.Request, status int, v a
 	}
 	defer releaseBuf(buf)
 	h := w.Header()
+	var vb [64]byte
+	vals := vb[:0]
 	if conditional != nil {
 		sum := sha256.Sum256(b)
-		tag := `"` + hex.EncodeToString(sum[:16]) + `"`
-		h.Set("ETag", tag)
+		vals = append(vals, '"')
+		vals = hex.AppendEncode(vals, sum[:16])
+		vals = append(vals, '"')
+	}
+	cut := len(vals)
+	vals = strconv.AppendInt(vals, int64(len(b)), 10)
+	both := string(vals)
+	if conditional != nil {
+		tag := both[:cut]
+		st.setHeader(h, "Etag", hdrETag, tag) // ETag's canonical form
 		if etagMatches(conditional.Header.Values("If-None-Match"), tag) {
 			w.WriteHeader(http.StatusNotModified)
 			return http.StatusNotModified, 0
 		}
 	}
 	h["Content-Type"] = jsonContentType
-	h.Set("Content-Length", strconv.Itoa(len(b)))
+	st.setHeader(h, "Content-Length", hdrContentLength, both[cut:])
 	w.WriteHeader(status)
 	n, _ := w.Write(b)
 	return status, n

@@ -48,11 +48,11 @@ func (s *Server) createClient(r *http.Request, st *reqState, _ httprouter.Params
 
 // insert creates nc in the caller's company and mode, within the in-flight cap.
 func (s *Server) insert(r *http.Request, st *reqState, nc invoicing.NewClient) (answer, error) {
-	release, err := s.acquire(r, st)
+	slot, err := s.acquire(r, st)
 	if err != nil {
 		return answer{}, err
 	}
-	defer release()
+	defer slot.Release()
 	c, err := s.store(st.Key.Mode).CreateClient(r.Context(), st.Key.CompanyID, nc)
 	if err != nil {
 		return answer{}, err

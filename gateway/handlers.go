@@ -4,8 +4,10 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/tenants"
 )
 
 // The five operations of the public API. Each reads and validates its input,
@@ -77,21 +79,21 @@ func get[T any](s *Server, r *http.Request, st *reqState, p httprouter.Params,
 // read runs one database call for the caller's company in the key's mode,
 // within the in-flight cap, and answers its result.
 func (s *Server) read(r *http.Request, st *reqState, call func(Store) (any, error)) (answer, error) {
-	release, err := s.acquire(r, st)
+	slot, err := s.acquire(r, st)
 	if err != nil {
 		return answer{}, err
 	}
 	v, err := call(s.store(st.Key.Mode))
-	release()
+	slot.Release()
 	if err != nil {
 		return answer{}, err
 	}
 	return answer{body: v}, nil
 }
 
-func (s *Server) acquire(r *http.Request, st *reqState) (func(), error) {
+func (s *Server) acquire(r *http.Request, st *reqState) (tenants.Slot, error) {
 	if s.guard == nil {
-		return func() {}, nil
+		return tenants.Slot{}, nil // releasing it does nothing
 	}
 	return s.guard.Acquire(r.Context(), st.Key.CompanyID)
 }

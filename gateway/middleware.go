@@ -28,12 +28,14 @@ type ctxKey struct{}
 type reqState struct {
 	context.Context // the request's context before this layer
 	ID              string
-	Route           string    // the route's name, for logs, traces and metrics
-	Key             authz.Key // set once the key is verified
-	Authed          bool      // the key is verified, whatever was answered after
+	Route           string        // the route's name, for logs, traces and metrics
+	Key             authz.Key     // set once the key is verified
+	Authed          bool          // the key is verified, whatever was answered after
+	latency         time.Duration // measured by accessLog, for the log and the metrics
 	// hdr backs header values set once per answer (X-Request-Id, the
-	// RateLimit fields): a one-element slice each, as net/http keeps them.
-	hdr  [3]string
+	// RateLimit fields, ETag, Content-Length): a one-element slice each, as
+	// net/http keeps them.
+	hdr  [5]string
 	slot slot // the routed handler's result (routes.serve)
 }
 
@@ -67,6 +69,8 @@ const (
 	hdrRequestID = iota
 	hdrRateLimitPolicy
 	hdrRateLimit
+	hdrETag
+	hdrContentLength
 )
 
 // setHeader sets a header of the answer to v, backed by the record.
@@ -199,6 +203,11 @@ func (s *Server) accessLog(next handler) handler {
 	return func(w http.ResponseWriter, r *http.Request) (answer, error) {
 		start := s.now()
 		ans, err := next(w, r)
+		end := s.now()
+		// One clock read each side of the request, for the line and for the
+		// metrics (withTelemetry, outside this layer, reads st.latency).
+		st := stateFrom(r.Context())
+		st.latency = end.Sub(start)
 		level := slog.LevelInfo
 		if ans.status >= 500 {
 			level = slog.LevelError
@@ -207,21 +216,20 @@ func (s *Server) accessLog(next handler) handler {
 		if !h.Enabled(r.Context(), level) {
 			return ans, err
 		}
-		latency := s.now().Sub(start)
 		// jsonlog's Line where the handler is jsonlog's (as the binary runs):
 		// the fields straight into the line, without a Record or attributes.
 		if lh, ok := h.(*jsonlog.Handler); ok {
-			if l := lh.Begin(time.Now(), level, "request"); l != nil {
-				accessFields(l, r, ans, err, latency)
+			if l := lh.Begin(end, level, "request"); l != nil {
+				accessFields(l, st, r, ans, err)
 				_ = l.End()
 				return ans, err
 			}
 		}
 		var attrs attrFields
-		accessFields(&attrs, r, ans, err, latency)
+		accessFields(&attrs, st, r, ans, err)
 		// A Record without a caller's PC spares a runtime.Callers per
 		// request (the line has no source anyway).
-		rec := slog.NewRecord(time.Now(), level, "request", 0)
+		rec := slog.NewRecord(end, level, "request", 0)
 		rec.AddAttrs(attrs...)
 		_ = h.Handle(r.Context(), rec)
 		return ans, err
@@ -236,19 +244,20 @@ type logFields interface {
 }
 
 // accessFields writes a request's access log fields to f.
-func accessFields(f logFields, r *http.Request, ans answer, err error, latency time.Duration) {
-	st := stateFrom(r.Context())
+func accessFields(f logFields, st *reqState, r *http.Request, ans answer, err error) {
 	f.Str("requestId", st.ID)
 	f.Str("method", r.Method)
 	f.Str("route", st.routeName())
 	f.Int("status", ans.status)
 	f.Int("bytes", ans.bytes)
-	f.Float("latencyMs", float64(latency.Microseconds())/1000)
-	var p *Error
-	if errors.As(err, &p) {
-		f.Str("code", p.Code)
-		if ans.status >= 500 && p.Err != nil {
-			f.Str("error", p.Err.Error())
+	f.Float("latencyMs", float64(st.latency.Microseconds())/1000)
+	if err != nil { // p, given to errors.As, is on the heap: only for errors
+		var p *Error
+		if errors.As(err, &p) {
+			f.Str("code", p.Code)
+			if ans.status >= 500 && p.Err != nil {
+				f.Str("error", p.Err.Error())
+			}
 		}
 	}
 	if st.Authed {

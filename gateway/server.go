@@ -36,7 +36,7 @@ type Limiter interface {
 
 // Guard caps requests in flight to the database (tenants.Guard).
 type Guard interface {
-	Acquire(ctx context.Context, companyID string) (release func(), err error)
+	Acquire(ctx context.Context, companyID string) (tenants.Slot, error)
 }
 
 // Config holds the server's dependencies.

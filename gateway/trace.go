@@ -21,12 +21,11 @@ var w3c propagation.TraceContext
 
 // withTelemetry gives every request on the public listener, rejections
 // included, a server span (a child of the caller's traceparent, if any), its
-// count and latency in the metrics, and, once the caller is known, its count
-// in the company's usage. The span is named by the route pattern and carries
+// count and latency in the metrics (the latency accessLog, inside it,
+// measured), and, once the caller is known, its count in the company's usage. The span is named by the route pattern and carries
 // ids only: never the key, the query string, the body or personal data.
 func (s *Server) withTelemetry(next handler) handler {
 	return func(w http.ResponseWriter, r *http.Request) (answer, error) {
-		start := s.now()
 		ctx := r.Context()
 		var span trace.Span
 		if !s.tracingOff() || r.Header["Traceparent"] != nil {
@@ -37,7 +36,7 @@ func (s *Server) withTelemetry(next handler) handler {
 		}
 		ans, err := next(w, r)
 		st := stateFrom(ctx)
-		s.metrics.observe(st.routeName(), ans.status, s.now().Sub(start))
+		s.metrics.observe(st.routeName(), ans.status, st.latency) // accessLog's measure
 		if st.Authed && s.usage != nil {
 			s.usage.Add(st.Key.CompanyID, st.Key.Mode, ans.status)
 		}

@@ -72,7 +72,7 @@ func BenchmarkGuard(b *testing.B) {
 			if err != nil {
 				continue // ErrBusy: more goroutines than PerCompany
 			}
-			release()
+			release.Release()
 		}
 	})
 }

@@ -38,13 +38,12 @@ func NewGuard(cfg GuardConfig) *Guard {
 // Acquire takes a slot for one request of the company. It fails at once with
 // ErrBusy when the company already holds (or waits for) PerCompany slots, and
 // otherwise waits, bounded by ctx, for one of the Total slots. The returned
-// release must be called once the request is done with the database; calling
-// it again does nothing.
-func (g *Guard) Acquire(ctx context.Context, companyID string) (release func(), err error) {
+// Slot must be released once the request is done with the database.
+func (g *Guard) Acquire(ctx context.Context, companyID string) (Slot, error) {
 	g.mu.Lock()
 	if g.inflight[companyID] >= g.per {
 		g.mu.Unlock()
-		return nil, ErrBusy
+		return Slot{}, ErrBusy
 	}
 	g.inflight[companyID]++
 	g.mu.Unlock()
@@ -56,16 +55,29 @@ func (g *Guard) Acquire(ctx context.Context, companyID string) (release func(), 
 		case g.slots <- struct{}{}:
 		case <-ctx.Done():
 			g.leave(companyID)
-			return nil, fmt.Errorf("tenants: wait for a database slot: %w", context.Cause(ctx))
+			return Slot{}, fmt.Errorf("tenants: wait for a database slot: %w", context.Cause(ctx))
 		}
 	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			<-g.slots
-			g.leave(companyID)
-		})
-	}, nil
+	return Slot{g: g, company: companyID}, nil
+}
+
+// Slot is one request's hold on a Guard. A value, not a release closure:
+// one request would otherwise allocate the closure and its once-flag.
+type Slot struct {
+	g       *Guard
+	company string
+}
+
+// Release gives the slot back. Releasing the same Slot variable again, or
+// the zero Slot, does nothing (a copy of a Slot is not the same variable).
+func (s *Slot) Release() {
+	if s.g == nil {
+		return
+	}
+	g := s.g
+	s.g = nil
+	<-g.slots
+	g.leave(s.company)
 }
 
 func (g *Guard) leave(companyID string) {

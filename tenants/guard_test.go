@@ -22,8 +22,8 @@ func TestGuardPerCompanyCap(t *testing.T) {
 	if err != nil {
 		t.Fatalf("another company while acme is at its cap: %v", err)
 	}
-	r1()
-	r1() // a second release gives nothing back twice
+	r1.Release()
+	r1.Release() // a second release gives nothing back twice
 	if c, total := g.InFlight("acme"); c != 1 || total != 2 {
 		t.Errorf("in flight after one release: acme %d, total %d; want 1, 2", c, total)
 	}
@@ -34,9 +34,9 @@ func TestGuardPerCompanyCap(t *testing.T) {
 	if _, err := g.Acquire(ctx, "acme"); !errors.Is(err, ErrBusy) {
 		t.Fatalf("acme at its cap again: %v, want ErrBusy", err)
 	}
-	r2()
-	r3()
-	r4()
+	r2.Release()
+	r3.Release()
+	r4.Release()
 	if c, total := g.InFlight("acme"); c != 0 || total != 0 {
 		t.Errorf("all released: acme %d, total %d", c, total)
 	}
@@ -54,7 +54,7 @@ func TestGuardTotalCapWaits(t *testing.T) {
 	go func() {
 		release, err := g.Acquire(ctx, "c")
 		if err == nil {
-			defer release()
+			defer release.Release()
 		}
 		got <- err
 	}()
@@ -63,7 +63,7 @@ func TestGuardTotalCapWaits(t *testing.T) {
 		t.Fatalf("third acquire with Total 2 returned %v without waiting", err)
 	case <-time.After(20 * time.Millisecond):
 	}
-	ra()
+	ra.Release()
 	select {
 	case err := <-got:
 		if err != nil {
@@ -72,7 +72,7 @@ func TestGuardTotalCapWaits(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a released slot was not handed to the waiter")
 	}
-	rb()
+	rb.Release()
 }
 
 func TestGuardWaitEndsWithContext(t *testing.T) {
@@ -90,12 +90,12 @@ func TestGuardWaitEndsWithContext(t *testing.T) {
 	if c, _ := g.InFlight("b"); c != 0 {
 		t.Errorf("b still counts %d in flight after giving up", c)
 	}
-	release()
+	release.Release()
 	r, err := g.Acquire(context.Background(), "b")
 	if err != nil {
 		t.Fatalf("after the holder released: %v", err)
 	}
-	r()
+	r.Release()
 }
 
 func TestGuardDefaults(t *testing.T) {
