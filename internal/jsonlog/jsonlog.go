@@ -22,7 +22,7 @@ import (
 // Handler writes JSON lines; safe for concurrent use. Each record is one
 // Write of one whole line, as slog.JSONHandler does.
 type Handler struct {
-	w     *lockedWriter
+	w     io.Writer // whole lines, one Write each, safe for concurrent use
 	level slog.Leveler
 	std   slog.Handler // for what the fast path does not write
 	fast  bool         // false when options call for slog's own handling
@@ -33,7 +33,10 @@ func New(w io.Writer, opts *slog.HandlerOptions) *Handler {
 	if opts == nil {
 		opts = &slog.HandlerOptions{}
 	}
-	lw := &lockedWriter{w: w}
+	lw := w
+	if _, ok := w.(wholeWriter); !ok {
+		lw = &lockedWriter{w: w}
+	}
 	level := opts.Level
 	if level == nil {
 		level = slog.LevelInfo
@@ -161,6 +164,14 @@ func appendFloat(b []byte, f float64) ([]byte, bool) {
 // appendString writes s as a JSON string, escaped as slog does (not <, >
 // or &).
 func appendString(b []byte, s string) []byte { return jsonstr.Append(b, s, jsonstr.Slog) }
+
+// wholeWriter is a writer that keeps each Write whole under concurrent use
+// and says so (logbuf.Writer, which locks already): the Handler writes to it
+// without a lock of its own, one fewer lock per line.
+type wholeWriter interface {
+	io.Writer
+	WritesWhole()
+}
 
 // lockedWriter serializes the writes of both paths to one writer.
 type lockedWriter struct {

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -129,3 +131,60 @@ func BenchmarkAccessLine(b *testing.B) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// wholeBuffer keeps each Write whole under concurrent use, and says so.
+type wholeBuffer struct {
+	mu sync.Mutex
+	bytes.Buffer
+}
+
+func (w *wholeBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.Buffer.Write(p)
+}
+
+func (w *wholeBuffer) WritesWhole() {}
+
+// A writer that keeps its writes whole is written to as it is; any other is
+// locked, so that both paths (Line and slog's) never interleave on it.
+func TestLocksOnlyWritersThatNeedIt(t *testing.T) {
+	var wb wholeBuffer
+	if h := New(&wb, nil); h.w != io.Writer(&wb) {
+		t.Errorf("a whole-writes writer was wrapped: %T", h.w)
+	}
+	var b bytes.Buffer
+	if h := New(&b, nil); h.w == io.Writer(&b) {
+		t.Error("a plain writer was written to without a lock")
+	}
+	// Both paths, from many goroutines, through the unlocked writer: every
+	// line whole.
+	h := New(&wb, nil)
+	lg := slog.New(h)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				if i%2 == 0 {
+					lg.Info("m", "g", g, "i", i)
+				} else if l := h.Begin(time.Now(), slog.LevelInfo, "m"); l != nil {
+					l.Int("g", g)
+					l.Int("i", i)
+					_ = l.End()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	lines := strings.Split(strings.TrimSuffix(wb.String(), "\n"), "\n")
+	if len(lines) != 8*200 {
+		t.Fatalf("%d lines, want %d", len(lines), 8*200)
+	}
+	for _, ln := range lines {
+		if !strings.HasPrefix(ln, `{"time":`) || !strings.HasSuffix(ln, "}") || strings.Count(ln, `"msg"`) != 1 {
+			t.Fatalf("line not whole: %q", ln)
+		}
+	}
+}
