@@ -184,7 +184,9 @@ func TestCeilingService(t *testing.T) {
 	// The same row (the bare service maps nothing: kind and phone stay raw).
 	code, got := get(gendata.DemoCompanyA)
 	wantAt, _ := json.Marshal(want.CreatedAt)
-	if code != 200 || got["id"] != want.ID || got["name"] != want.Name || `"`+got["createdAt"].(string)+`"` != string(wantAt) {
+	wantUp, _ := json.Marshal(want.UpdatedAt)
+	if code != 200 || got["id"] != want.ID || got["name"] != want.Name || `"`+got["createdAt"].(string)+`"` != string(wantAt) ||
+		`"`+got["updatedAt"].(string)+`"` != string(wantUp) {
 		t.Errorf("ceiling: %d %v, want %+v", code, got, want)
 	}
 	if code, _ := get(gendata.DemoCompanyB); code != 404 {

@@ -21,12 +21,13 @@ import (
 )
 
 // The ceiling of GET /clients/{id}: a bare Go HTTP service running the same
-// query as the gateway's adapter on a pool of the same size, with no key,
+// query as the gateway's adapter (backend's clientCols: updated_at too, since
+// issue 19 answers it) on a pool of the same size, with no key,
 // limit, company check, logging or tracing. It runs as its own process (the
 // gateway-bench binary re-executed with --serve-ceiling), as the gateway does, so
 // both share the machine with the load generator alike.
 
-const ceilingQuery = `SELECT c.id, c.name, c.nif, c.email, c.phone, c.address, c.kind, c.created_at
+const ceilingQuery = `SELECT c.id, c.name, c.nif, c.email, c.phone, c.address, c.kind, c.created_at, c.updated_at
 FROM customers c
 WHERE c.company_id = $1 AND c.id = $2 AND c.deleted_at IS NULL`
 
@@ -49,7 +50,7 @@ func serveCeilingMain(ctx context.Context, addr, database string, conns int, std
 	mux.HandleFunc("GET "+apiBase+"/clients/{id}", func(w http.ResponseWriter, r *http.Request) {
 		var c invoicing.Client // the same resource, encoded the same way
 		err := pool.QueryRow(r.Context(), ceilingQuery, r.Header.Get("X-Company-Id"), r.PathValue("id")).
-			Scan(&c.ID, &c.Name, &c.NIF, &c.Email, &c.Phone, &c.Address, &c.Type, &c.CreatedAt.Time)
+			Scan(&c.ID, &c.Name, &c.NIF, &c.Email, &c.Phone, &c.Address, &c.Type, &c.CreatedAt.Time, &c.UpdatedAt.Time)
 		if err != nil {
 			http.Error(w, `{"code":"not_found"}`, http.StatusNotFound)
 			return
