@@ -217,6 +217,7 @@ func (b *bencher) measureWithCeiling(ctx context.Context, weights []int) error {
 	fmt.Fprintf(b.out, "load average (1 min) at the start: %s\n", loadAverage())
 	for _, s := range services {
 		s.rep.cpu.watch("redis", b.o.redisPID)
+		s.rep.cpu.watchAll()
 		b.attack(ctx, s.tg, b.o.warmup, nil)
 	}
 	rounds := max(b.o.rounds, 1)

@@ -187,31 +187,95 @@ func procCPU(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * clockTick, nil
 }
 
+// commCPU is the CPU time so far of every process whose command name is
+// comm (PostgreSQL's backends: one process per connection). A process that
+// starts between two readings counts from zero, one that ends is lost: the
+// pools' connections live through a run.
+func commCPU(comm string) (time.Duration, error) {
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	var sum time.Duration
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if c, _ := os.ReadFile("/proc/" + d.Name() + "/comm"); strings.TrimSpace(string(c)) != comm {
+			continue
+		}
+		if t, err := procCPU(pid); err == nil {
+			sum += t
+		}
+	}
+	return sum, nil
+}
+
+// machineCPU is the machine's busy and idle time so far, all cores (the cpu
+// line of /proc/stat; iowait counts as idle).
+func machineCPU() (busy, idle time.Duration, err error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, 0, fmt.Errorf("/proc/stat: %q", line)
+	}
+	var v [7]int64
+	for i := range v {
+		if v[i], err = strconv.ParseInt(f[i+1], 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("/proc/stat: %q", line)
+		}
+	}
+	// user nice system idle iowait irq softirq
+	return time.Duration(v[0]+v[1]+v[2]+v[5]+v[6]) * clockTick, time.Duration(v[3]+v[4]) * clockTick, nil
+}
+
 // cpuMeter adds up the CPU time of some processes over the measured loads of
 // one report; a process it cannot read is left out (and said so).
 type cpuMeter struct {
 	names []string
-	pids  []int
+	pids  []int // 0: not one process (read says what)
+	reads []func() (time.Duration, error)
 	used  []time.Duration
 	start []time.Duration
 }
 
 func (m *cpuMeter) watch(name string, pid int) {
 	if pid > 0 {
-		m.names, m.pids = append(m.names, name), append(m.pids, pid)
-		m.used, m.start = append(m.used, 0), append(m.start, 0)
+		m.add(name, pid, func() (time.Duration, error) { return procCPU(pid) })
 	}
 }
 
+func (m *cpuMeter) add(name string, pid int, read func() (time.Duration, error)) {
+	m.names, m.pids, m.reads = append(m.names, name), append(m.pids, pid), append(m.reads, read)
+	m.used, m.start = append(m.used, 0), append(m.start, 0)
+}
+
+// watchAll adds, after the services' own processes, what shares the machine
+// with them: the load tool itself, PostgreSQL's processes, and the machine's
+// busy and idle time. Where the gateway's throughput trails the ceiling's
+// by more than its own CPU explains, these lines say where the rest went.
+func (m *cpuMeter) watchAll() {
+	self := os.Getpid()
+	m.watch("load tool", self)
+	m.add("postgres (all its processes)", 0, func() (time.Duration, error) { return commCPU("postgres") })
+	m.add("machine busy (all cores)", 0, func() (time.Duration, error) { b, _, err := machineCPU(); return b, err })
+	m.add("machine idle (all cores)", 0, func() (time.Duration, error) { _, i, err := machineCPU(); return i, err })
+}
+
 func (m *cpuMeter) begin() {
-	for i, pid := range m.pids {
-		m.start[i], _ = procCPU(pid)
+	for i, read := range m.reads {
+		m.start[i], _ = read()
 	}
 }
 
 func (m *cpuMeter) end() {
-	for i, pid := range m.pids {
-		if now, err := procCPU(pid); err == nil {
+	for i, read := range m.reads {
+		if now, err := read(); err == nil {
 			m.used[i] += now - m.start[i]
 		}
 	}
@@ -220,8 +284,14 @@ func (m *cpuMeter) end() {
 // print reports each process's CPU per request of the report.
 func (m *cpuMeter) print(w io.Writer, requests int) {
 	for i, name := range m.names {
-		if requests > 0 {
-			fmt.Fprintf(w, "CPU per request, %s (pid %d): %.1f µs\n", name, m.pids[i], float64(m.used[i].Microseconds())/float64(requests))
+		if requests <= 0 {
+			continue
+		}
+		per := float64(m.used[i].Microseconds()) / float64(requests)
+		if m.pids[i] > 0 {
+			fmt.Fprintf(w, "CPU per request, %s (pid %d): %.1f µs\n", name, m.pids[i], per)
+		} else {
+			fmt.Fprintf(w, "CPU per request, %s: %.1f µs\n", name, per)
 		}
 	}
 }
