@@ -22,8 +22,9 @@ var w3c propagation.TraceContext
 // withTelemetry gives every request on the public listener, rejections
 // included, a server span (a child of the caller's traceparent, if any), its
 // count and latency in the metrics (the latency accessLog, inside it,
-// measured), and, once the caller is known, its count in the company's usage. The span is named by the route pattern and carries
-// ids only: never the key, the query string, the body or personal data.
+// measured), and, once the caller is known, its count in the company's
+// usage. The span is named by the route pattern and carries ids only: never
+// the key, the query string, the body or personal data.
 func (s *Server) withTelemetry(next handler) handler {
 	return func(w http.ResponseWriter, r *http.Request) (answer, error) {
 		ctx := r.Context()

@@ -260,11 +260,18 @@ func (m *cpuMeter) add(name string, pid int, read func() (time.Duration, error))
 // busy and idle time. Where the gateway's throughput trails the ceiling's
 // by more than its own CPU explains, these lines say where the rest went.
 func (m *cpuMeter) watchAll() {
-	self := os.Getpid()
-	m.watch("load tool", self)
+	m.watch("load tool", os.Getpid())
 	m.add("postgres (all its processes)", 0, func() (time.Duration, error) { return commCPU("postgres") })
-	m.add("machine busy (all cores)", 0, func() (time.Duration, error) { b, _, err := machineCPU(); return b, err })
-	m.add("machine idle (all cores)", 0, func() (time.Duration, error) { _, i, err := machineCPU(); return i, err })
+	// Busy and idle come from one reading of /proc/stat: busy is added
+	// first, so begin and end read it first, and idle is that reading's.
+	var idle time.Duration
+	var idleErr error
+	m.add("machine busy (all cores)", 0, func() (time.Duration, error) {
+		var busy time.Duration
+		busy, idle, idleErr = machineCPU()
+		return busy, idleErr
+	})
+	m.add("machine idle (all cores)", 0, func() (time.Duration, error) { return idle, idleErr })
 }
 
 func (m *cpuMeter) begin() {
