@@ -15,7 +15,7 @@ const shards = 32
 func shardOf(d *digest) int { return int(d[0]) % shards }
 
 // entry is a key Redis confirmed at verified (unix nanoseconds). An entry is
-// never changed after it is stored, except for touched.
+// never changed after it is stored, except for touched and renewing.
 type entry struct {
 	key      Key
 	verified int64
@@ -26,6 +26,9 @@ type entry struct {
 	// touched is when this instance last queued a last-used write for the
 	// key; it throttles those writes.
 	touched atomic.Int64
+	// renewing is set while a renewal of the entry is queued or in flight
+	// (renew.go), so that one is sent per entry.
+	renewing atomic.Bool
 }
 
 // expired reports whether the entry's key is past its expiry at now.

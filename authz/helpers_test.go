@@ -25,6 +25,7 @@ func newClock() *testenv.Clock { return testenv.NewClock(time.Now().Truncate(tim
 type probe struct {
 	mu     sync.Mutex
 	counts map[string]int
+	pipes  atomic.Int64 // pipelines of key lookups (HGETALL) sent
 	down   atomic.Bool
 	failIf func(cmd redis.Cmder) bool // under mu; fails the commands it picks
 }
@@ -74,8 +75,13 @@ func (p *probe) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (p *probe) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		lookups := false
 		for _, c := range cmds {
 			p.count(c)
+			lookups = lookups || strings.EqualFold(c.Name(), "hgetall")
+		}
+		if lookups {
+			p.pipes.Add(1)
 		}
 		if p.down.Load() {
 			for _, c := range cmds {

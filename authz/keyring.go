@@ -92,6 +92,9 @@ type Keyring struct {
 	downUntil  atomic.Int64 // unix nanoseconds; Redis is not asked before
 
 	touches     chan touch
+	renewAfter  int64 // nanoseconds: a hit on an older entry queues its renewal
+	renewWait   time.Duration
+	renewals    chan digest // renew.go
 	done        chan struct{}
 	wg          sync.WaitGroup
 	closeOnce   sync.Once
@@ -131,6 +134,7 @@ func New(cfg Config) *Keyring {
 		pos:         newPosCache(or(cfg.CacheSize, 100_000)),
 		neg:         newNegCache(or(cfg.NegativeSize, 100_000)),
 		touches:     make(chan touch, 1024),
+		renewals:    make(chan digest, maxRenewBatch*8),
 		done:        make(chan struct{}),
 		pubsubReady: make(chan struct{}),
 		tracer:      tracing.Tracer(cfg.TracerProvider, tracerName),
@@ -141,8 +145,10 @@ func New(cfg Config) *Keyring {
 	if k.log == nil {
 		k.log = slog.Default()
 	}
-	k.wg.Add(1)
+	k.renewAfter, k.renewWait = k.cacheTTL/2, max(time.Millisecond, time.Duration(k.cacheTTL)/20)
+	k.wg.Add(2)
 	go k.touchLoop()
+	go k.renewLoop()
 	if cfg.NoPubSub {
 		close(k.pubsubReady)
 	} else {
@@ -208,12 +214,15 @@ func (k *Keyring) verify(ctx context.Context, secret string) (Key, cacheOutcome,
 	d := sha256.Sum256(buf[:])
 	now := k.now().UnixNano()
 	if e := k.pos.get(&d); e != nil {
-		if now-e.verified < k.cacheTTL {
+		if age := now - e.verified; age < k.cacheTTL {
 			k.pos.hit(&d)
 			if e.expired(now) {
 				return Key{}, cacheHit, ErrExpiredKey
 			}
 			k.touch(e, &d, now)
+			if age >= k.renewAfter {
+				k.renewSoon(e, &d)
+			}
 			return e.key, cacheHit, nil
 		}
 	} else if k.neg.has(&d, now) {
@@ -277,6 +286,19 @@ func (k *Keyring) fetch(ctx context.Context, d *digest, mode invoicing.Mode, now
 	if k.degraded.CompareAndSwap(true, false) {
 		k.log.Info("authz: Redis reachable again")
 	}
+	e, err := k.settle(d, mode, m, now)
+	if err != nil {
+		return Key{}, false, err
+	}
+	k.touch(e, d, now)
+	return e.key, false, nil
+}
+
+// settle applies a key record read from Redis (m, asked at now) to the
+// caches: an active key of the mode is (re)cached, anything else forgotten
+// and remembered as invalid for NegativeTTL. It returns the new entry, or
+// ErrInvalidKey, or ErrExpiredKey with the entry.
+func (k *Keyring) settle(d *digest, mode invoicing.Mode, m map[string]string, now int64) (*entry, error) {
 	key, found, err := decodeRecord(m)
 	if err != nil {
 		k.log.Error("authz: unreadable key record", "err", err)
@@ -284,7 +306,7 @@ func (k *Keyring) fetch(ctx context.Context, d *digest, mode invoicing.Mode, now
 	if err != nil || !found || key.State != StateActive || key.Mode != mode {
 		k.pos.drop(d)
 		k.neg.add(d, now+k.negTTL, now)
-		return Key{}, false, ErrInvalidKey
+		return nil, ErrInvalidKey
 	}
 	// An expired key is remembered as what it is, not as invalid: its
 	// owner is told it expired, from memory, until CacheTTL has passed.
@@ -294,10 +316,9 @@ func (k *Keyring) fetch(ctx context.Context, d *digest, mode invoicing.Mode, now
 	}
 	k.pos.put(d, e)
 	if e.expired(now) {
-		return Key{}, false, ErrExpiredKey
+		return e, ErrExpiredKey
 	}
-	k.touch(e, d, now)
-	return key, false, nil
+	return e, nil
 }
 
 // listen drops revoked keys from the cache as soon as another instance

@@ -28,6 +28,10 @@ func TestKeyring(t *testing.T) {
 		t.Run("outage", func(t *testing.T) { testOutage(t, rdb, prefix+"outage:") })
 		t.Run("negative cache", func(t *testing.T) { testNegative(t, rdb, prefix+"neg:") })
 		t.Run("last used", func(t *testing.T) { testLastUsed(t, rdb, prefix+"used:") })
+		t.Run("renewal", func(t *testing.T) { testRenewal(t, rdb, prefix+"renew:") })
+		t.Run("renewal sees revocation", func(t *testing.T) { testRenewalRevoked(t, rdb, prefix+"renewrev:") })
+		t.Run("renewal in an outage", func(t *testing.T) { testRenewalOutage(t, rdb, prefix+"renewout:") })
+		t.Run("renewals share a pipeline", func(t *testing.T) { testRenewalBatch(t, rdb, prefix+"renewbatch:") })
 	})
 }
 

@@ -31,6 +31,8 @@ func (o cacheOutcome) String() string { return outcomeNames[o] }
 // shard, see posCache).
 type cacheCounters struct {
 	misses, negative, stale atomic.Uint64
+	// Renewals ahead of expiry (renew.go), by result.
+	renewed, renewDropped, renewFailed atomic.Uint64
 }
 
 func (c *cacheCounters) count(o cacheOutcome) {
@@ -50,6 +52,12 @@ type CacheStats struct {
 	Misses   uint64 // Redis was asked (or a concurrent ask was shared)
 	Negative uint64 // answered "invalid" from the negative cache
 	Stale    uint64 // Redis failed and a copy within StaleTTL answered
+
+	// Renewals of keys in use ahead of their cache expiry, off the request
+	// path (renew.go): re-cached, dropped (no longer active: revoked,
+	// unknown), or failed (Redis did not answer; read on the next use past
+	// CacheTTL instead).
+	Renewed, RenewDropped, RenewFailed uint64
 }
 
 // Stats returns the cache outcome counts; cheap enough for every scrape.
@@ -59,6 +67,10 @@ func (k *Keyring) Stats() CacheStats {
 		Misses:   k.stats.misses.Load(),
 		Negative: k.stats.negative.Load(),
 		Stale:    k.stats.stale.Load(),
+
+		Renewed:      k.stats.renewed.Load(),
+		RenewDropped: k.stats.renewDropped.Load(),
+		RenewFailed:  k.stats.renewFailed.Load(),
 	}
 }
 

@@ -151,6 +151,8 @@ var (
 		"Time spent waiting for a connection, by database.", []string{"database"}, nil)
 	descKeyCache = prometheus.NewDesc("gateway_key_cache_lookups_total",
 		"API key verifications by cache outcome (hit, miss, negative, stale).", []string{"result"}, nil)
+	descKeyRenewals = prometheus.NewDesc("gateway_key_cache_renewals_total",
+		"Keys in use read again ahead of their cache expiry, off the request path, by result (renewed, dropped: no longer active, failed: Redis did not answer).", []string{"result"}, nil)
 	descRedisConns = prometheus.NewDesc("gateway_redis_pool_connections",
 		"Connections of the Redis pool, by state (idle, total).", []string{"state"}, nil)
 	descFallback = prometheus.NewDesc("gateway_ratelimit_fallback_active",
@@ -165,7 +167,7 @@ var (
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBreaker, descDBConns, descDBMax, descDBAcquires, descDBWaits, descDBWait, descKeyCache,
-		descRedisConns, descRedisEvents, descFallback, descLimiterCalls, descLimiterTokens} {
+		descKeyRenewals, descRedisConns, descRedisEvents, descFallback, descLimiterCalls, descLimiterTokens} {
 		ch <- d
 	}
 }
@@ -204,6 +206,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}{{"hit", st.Hits}, {"miss", st.Misses}, {"negative", st.Negative}, {"stale", st.Stale}} {
 			ch <- prometheus.MustNewConstMetric(descKeyCache, counter, float64(r.n), r.name)
 		}
+		ch <- prometheus.MustNewConstMetric(descKeyRenewals, counter, float64(st.Renewed), "renewed")
+		ch <- prometheus.MustNewConstMetric(descKeyRenewals, counter, float64(st.RenewDropped), "dropped")
+		ch <- prometheus.MustNewConstMetric(descKeyRenewals, counter, float64(st.RenewFailed), "failed")
 	}
 	c.collectLimiter(ch)
 	if c.redis != nil {
