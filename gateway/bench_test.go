@@ -106,11 +106,21 @@ func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (w *discardWriter) WriteHeader(code int)        { w.status = code }
 
-const benchCompany = "a0000000-0000-4000-8000-00000000000a"
+// benchCompanies the requests rotate over: one company's limit (at most
+// tenants.MaxRate) would refuse a loop faster than 10 µs per request, and
+// real traffic is spread over many companies anyway.
+const benchCompanies = 10
+
+// benchCompany is the i-th company of the benchmarks.
+func benchCompany(i int) string { return fmt.Sprintf("a0000000-0000-4000-8000-%012d", i) }
+
+// benchKey is a LIVE key of a benchmark company.
+type benchKey struct{ secret, company string }
 
 // benchHandler builds the public handler on a fixed store, a real Keyring and
-// a real Limiter of the given kind, and returns it with a LIVE key.
-func benchHandler(b *testing.B, limiter string) (http.Handler, string) {
+// a real Limiter of the given kind, and returns it with a LIVE key of each of
+// benchCompanies companies.
+func benchHandler(b *testing.B, limiter string) (http.Handler, []benchKey) {
 	b.Helper()
 	var keysRedis, limRedis redis.UniversalClient
 	prefix := "bench:"
@@ -131,43 +141,61 @@ func benchHandler(b *testing.B, limiter string) (http.Handler, string) {
 	// As `gateway serve` runs by default: jsonlog's lines, tracing off.
 	logger := slog.New(jsonlog.New(io.Discard, nil))
 	tp := noop.NewTracerProvider()
-	keys := authz.New(authz.Config{Redis: keysRedis, Prefix: prefix + "authz:", Logger: logger, TracerProvider: tp})
-	b.Cleanup(func() { _ = keys.Close() })
+	ring := authz.New(authz.Config{Redis: keysRedis, Prefix: prefix + "authz:", Logger: logger, TracerProvider: tp})
+	b.Cleanup(func() { _ = ring.Close() })
 	lim := tenants.New(tenants.Config{Redis: limRedis, Prefix: prefix + "tenants:", RetryEvery: time.Hour,
 		LiveDefault: tenants.Limit{Rate: tenants.MaxRate, Burst: tenants.MaxBurst}, Logger: logger, TracerProvider: tp})
 	store := newFixedStore(20)
-	srv := gateway.New(gateway.Config{Live: store, Test: store, Keys: keys, Limiter: lim,
+	srv := gateway.New(gateway.Config{Live: store, Test: store, Keys: ring, Limiter: lim,
 		Guard: tenants.NewGuard(tenants.GuardConfig{}), Logger: logger, TracerProvider: tp})
 	scopes, err := authz.ParseScopes("invoices:read,clients:read")
 	if err != nil {
 		b.Fatal(err)
 	}
-	v, err := srv.CreateKey(context.Background(), "bench@local", gateway.KeySpec{CompanyID: benchCompany, Mode: invoicing.Live, Scopes: scopes, Name: "bench"})
-	if err != nil {
-		b.Fatal(err)
+	var keys []benchKey
+	for i := range benchCompanies {
+		v, err := srv.CreateKey(context.Background(), "bench@local", gateway.KeySpec{CompanyID: benchCompany(i), Mode: invoicing.Live, Scopes: scopes, Name: "bench"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		keys = append(keys, benchKey{v.Key, benchCompany(i)})
 	}
-	return srv.Handler(), v.Key
+	return srv.Handler(), keys
 }
 
-func benchRequest(b *testing.B, h http.Handler, secret, target string) {
-	r, err := http.NewRequest(http.MethodGet, target, nil)
-	if err != nil {
-		b.Fatal(err)
+// benchRequests are GET target by each key, in turn.
+func benchRequests(b *testing.B, keys []benchKey, target string) []*http.Request {
+	var rs []*http.Request
+	for _, k := range keys {
+		r, err := http.NewRequest(http.MethodGet, target, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Header.Set("Authorization", "Bearer "+k.secret)
+		r.Header.Set("X-Company-Id", k.company)
+		rs = append(rs, r)
 	}
-	r.Header.Set("Authorization", "Bearer "+secret)
-	r.Header.Set("X-Company-Id", benchCompany)
+	return rs
+}
+
+func benchRequest(b *testing.B, h http.Handler, keys []benchKey, target string) {
+	rs := benchRequests(b, keys, target)
 	w := &discardWriter{h: http.Header{}}
-	h.ServeHTTP(w, r) // warm the key, company and script caches
-	if w.status != http.StatusOK {
-		b.Fatalf("status %d", w.status)
+	for _, r := range rs {
+		h.ServeHTTP(w, r) // warm the key, company and script caches
+		if w.status != http.StatusOK {
+			b.Fatalf("status %d", w.status)
+		}
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := cpuTime()
+	i := 0
 	for b.Loop() {
 		clear(w.h)
 		w.status = 0
-		h.ServeHTTP(w, r)
+		h.ServeHTTP(w, rs[i%len(rs)])
+		i++
 		if w.status != http.StatusOK {
 			b.Fatalf("status %d", w.status)
 		}
@@ -193,8 +221,8 @@ func BenchmarkRequestPath(b *testing.B) {
 	for _, lim := range []string{"local", "miniredis", "redis"} {
 		for _, tg := range targets {
 			b.Run(lim+"/"+tg.name, func(b *testing.B) {
-				h, secret := benchHandler(b, lim)
-				benchRequest(b, h, secret, "http://gw.test"+tg.path)
+				h, keys := benchHandler(b, lim)
+				benchRequest(b, h, keys, "http://gw.test"+tg.path)
 			})
 		}
 	}
@@ -203,16 +231,14 @@ func BenchmarkRequestPath(b *testing.B) {
 // BenchmarkRequestPathParallel: the local path from every core at once
 // (lock contention in the caches and the limiter shows here).
 func BenchmarkRequestPathParallel(b *testing.B) {
-	h, secret := benchHandler(b, "local")
+	h, keys := benchHandler(b, "local")
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
-		r, _ := http.NewRequest(http.MethodGet, "http://gw.test/api/v1/v1/invoices?page=1&pageSize=20", nil)
-		r.Header.Set("Authorization", "Bearer "+secret)
-		r.Header.Set("X-Company-Id", benchCompany)
+		rs := benchRequests(b, keys, "http://gw.test/api/v1/v1/invoices?page=1&pageSize=20")
 		w := &discardWriter{h: http.Header{}}
-		for pb.Next() {
+		for i := 0; pb.Next(); i++ {
 			clear(w.h)
-			h.ServeHTTP(w, r)
+			h.ServeHTTP(w, rs[i%len(rs)])
 			if w.status != http.StatusOK {
 				b.Errorf("status %d", w.status)
 				return
