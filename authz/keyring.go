@@ -274,7 +274,7 @@ func (k *Keyring) fetch(ctx context.Context, d *digest, mode invoicing.Mode, now
 	if until := k.downUntil.Load(); until != 0 && (now < until || !k.downUntil.CompareAndSwap(until, now+k.retryEvery)) {
 		return fromMemory(errRedisDown)
 	}
-	m, err := k.rdb.HGetAll(ctx, k.l.record(hex.EncodeToString(d[:]))).Result()
+	m, err := k.rdb.HGetAll(ctx, k.l.recordOf(d)).Result()
 	if err != nil {
 		k.downUntil.Store(now + k.retryEvery)
 		if k.degraded.CompareAndSwap(false, true) {

@@ -2,7 +2,6 @@ package authz
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"time"
 
@@ -98,7 +97,7 @@ func (k *Keyring) renew(batch []digest) {
 	pipe := k.rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, len(batch))
 	for i := range batch {
-		cmds[i] = pipe.HGetAll(ctx, k.l.record(hex.EncodeToString(batch[i][:])))
+		cmds[i] = pipe.HGetAll(ctx, k.l.recordOf(&batch[i]))
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	failed := 0

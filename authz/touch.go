@@ -2,7 +2,6 @@ package authz
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"time"
 
@@ -57,7 +56,7 @@ func (k *Keyring) writeTouches(batch []touch) {
 	// Eval, not Run: in a pipeline, Run cannot fall back from EVALSHA when
 	// the script is not loaded yet. The writes are rare enough.
 	for _, t := range batch {
-		touchScript.Eval(ctx, pipe, []string{k.l.record(hex.EncodeToString(t.d[:]))}, t.at.UnixMilli())
+		touchScript.Eval(ctx, pipe, []string{k.l.recordOf(&t.d)}, t.at.UnixMilli())
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		k.log.Debug("authz: last-used update failed", "keys", len(batch), "err", err)
