@@ -35,12 +35,12 @@ import (
 type layout struct{ p string }
 
 func (l layout) record(hexDigest string) string { return l.p + "key:" + hexDigest }
+func (l layout) byID(id string) string          { return l.p + "id:" + id }
+func (l layout) all(company string) string      { return l.p + "{" + company + "}:keys" }
+func (l layout) channel() string                { return l.p + "revoked" }
 
 // recordOf is the record of a digest: the one place its hex form is built.
 func (l layout) recordOf(d *digest) string { return l.record(hex.EncodeToString(d[:])) }
-func (l layout) byID(id string) string     { return l.p + "id:" + id }
-func (l layout) all(company string) string { return l.p + "{" + company + "}:keys" }
-func (l layout) channel() string           { return l.p + "revoked" }
 
 // counts are the keys of a company's count, in the order every script of
 // the company takes them: KEYS[1] counted, KEYS[2] rolled, KEYS[3] all,
