@@ -187,16 +187,45 @@ func procCPU(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * clockTick, nil
 }
 
-// commCPU is the CPU time so far of every process whose command name is
-// comm (PostgreSQL's backends: one process per connection). A process that
-// starts between two readings counts from zero, one that ends is lost: the
-// pools' connections live through a run.
-func commCPU(comm string) (time.Duration, error) {
+// commCPU reads the CPU time of every process whose command name is comm
+// (PostgreSQL's backends: one process per connection, and other clients'
+// come and go). A reading is the sum of each process's growth since the
+// reader's previous one, so it never goes back: a process that starts counts
+// from zero, one that ends keeps what was counted before it ended (its last
+// moments are lost), and a reused pid whose time went back counts as new.
+func commCPU(comm string) func() (time.Duration, error) {
+	return growth(func() (map[int]time.Duration, error) { return commProcs(comm) })
+}
+
+// growth turns readings of per-process CPU times (by pid) into one total that
+// only grows; see commCPU.
+func growth(read func() (map[int]time.Duration, error)) func() (time.Duration, error) {
+	var last map[int]time.Duration
+	var total time.Duration
+	return func() (time.Duration, error) {
+		now, err := read()
+		if err != nil {
+			return 0, err
+		}
+		for pid, t := range now {
+			if before, ok := last[pid]; ok && t >= before {
+				total += t - before
+			} else {
+				total += t
+			}
+		}
+		last = now
+		return total, nil
+	}
+}
+
+// commProcs is the CPU time so far of each process whose command name is comm.
+func commProcs(comm string) (map[int]time.Duration, error) {
 	dirs, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	var sum time.Duration
+	procs := map[int]time.Duration{}
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(d.Name())
 		if err != nil {
@@ -206,10 +235,10 @@ func commCPU(comm string) (time.Duration, error) {
 			continue
 		}
 		if t, err := procCPU(pid); err == nil {
-			sum += t
+			procs[pid] = t
 		}
 	}
-	return sum, nil
+	return procs, nil
 }
 
 // machineCPU is the machine's busy and idle time so far, all cores (the cpu
@@ -261,7 +290,7 @@ func (m *cpuMeter) add(name string, pid int, read func() (time.Duration, error))
 // by more than its own CPU explains, these lines say where the rest went.
 func (m *cpuMeter) watchAll() {
 	m.watch("load tool", os.Getpid())
-	m.add("postgres (all its processes)", 0, func() (time.Duration, error) { return commCPU("postgres") })
+	m.add("postgres (all its processes)", 0, commCPU("postgres"))
 	// Busy and idle come from one reading of /proc/stat: busy is added
 	// first, so begin and end read it first, and idle is that reading's.
 	var idle time.Duration
