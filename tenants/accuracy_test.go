@@ -18,7 +18,7 @@ import (
 // the TIME the script reads are moved by the test together, nothing sleeps,
 // and every outcome is the same on a busy machine as on an idle one. The
 // real-time figures across three `gateway serve` processes come from
-// gateway/cmd/gateway's TestThreeProcessesAccuracy.
+// cmd/gateway's TestThreeProcessesAccuracy.
 type sim struct {
 	t   *testing.T
 	mr  *miniredis.Miniredis

@@ -2,7 +2,7 @@
 // openapi-fetch, typed by what openapi-typescript generates from the
 // gateway's OpenAPI document (schema.ts), with default settings. CI
 // type-checks it with `tsc --strict` and runs it against the demo
-// (gateway/cmd/gateway/integrators_test.go); the README's Clients section
+// (cmd/gateway/integrators_test.go); the README's Clients section
 // shows the same recipe.
 //
 //   BASE_URL=http://localhost:8080 API_KEY=igw_… COMPANY_ID=… npx tsx integrator.ts

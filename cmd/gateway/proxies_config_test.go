@@ -30,7 +30,7 @@ func TestTrustedProxiesSetting(t *testing.T) {
 		"GATEWAY_LIVE_DATABASE_URL": live, "GATEWAY_TEST_DATABASE_URL": test,
 		"GATEWAY_TRUSTED_PROXIES": "10.0.0.0/8, 2001:db8:ffff::/48",
 	}
-	cfg, err := loadConfig("../../../configs/gateway.yaml", envOf(env))
+	cfg, err := loadConfig("../../configs/gateway.yaml", envOf(env))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func buildBinary(t *testing.T) string {
 // startProcess runs `gateway serve` with env and waits for its listening line.
 func startProcess(t *testing.T, bin string, env []string) *process {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--config", "../../../configs/gateway.yaml")
+	cmd := exec.Command(bin, "serve", "--config", "../../configs/gateway.yaml")
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -109,7 +109,7 @@ func goClientAgainst(t *testing.T, base, key, company string) {
 // Clients section.
 func readmeSnippet(t *testing.T, lang string) []byte {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func typescriptProject(t *testing.T) string {
 	t.Helper()
 	npm := tool(t, "npm")
 	tool(t, "node")
-	src := filepath.Join("..", "..", "..", "client", "typescript")
+	src := filepath.Join("..", "..", "client", "typescript")
 	pkg, err := os.ReadFile(filepath.Join(src, "package.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -120,7 +120,7 @@ func smokeGateway(t *testing.T, redisURL string) *deps {
 	if _, err := gendata.SetUpSmall(ctx, live, test, 3); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadConfig("../../../configs/gateway.yaml", envOf(map[string]string{
+	cfg, err := loadConfig("../../configs/gateway.yaml", envOf(map[string]string{
 		"GATEWAY_REDIS_URL":         redisURL,
 		"GATEWAY_LIVE_DATABASE_URL": live,
 		"GATEWAY_TEST_DATABASE_URL": test,

@@ -39,7 +39,7 @@ func TestPortal(t *testing.T) {
 	t.Run("SpectralLint", func(t *testing.T) {
 		bin := npmTool(t, spectralPkg, "spectral")
 		// The source file; TestJSONIsTheDocument shows the served JSON says the same.
-		out, err := exec.Command(bin, "lint", "--ruleset", "../../apidocs/.spectral.yaml", "--fail-severity=hint", "../../apidocs/openapi.yaml").CombinedOutput()
+		out, err := exec.Command(bin, "lint", "--ruleset", "../../gateway/apidocs/.spectral.yaml", "--fail-severity=hint", "../../gateway/apidocs/openapi.yaml").CombinedOutput()
 		if err != nil {
 			t.Errorf("spectral lint: %v\n%s", err, out)
 		}

@@ -28,7 +28,7 @@ import (
 )
 
 const (
-	repoRoot   = "../../.."
+	repoRoot   = "../.."
 	shippedCfg = repoRoot + "/configs/gateway.yaml"
 )
 

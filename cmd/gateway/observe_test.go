@@ -171,7 +171,7 @@ func startObserved(t *testing.T, extra map[string]string) *observedGateway {
 		return base(k)
 	}
 	g := &observedGateway{env: env, logs: &testenv.SyncBuffer{}, token: extra["GATEWAY_ADMIN_TOKEN"]}
-	cfg, err := loadConfig("../../../configs/gateway.yaml", env)
+	cfg, err := loadConfig("../../configs/gateway.yaml", env)
 	if err != nil {
 		t.Fatal(err)
 	}

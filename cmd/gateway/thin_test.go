@@ -7,7 +7,7 @@ import (
 )
 
 // The production binary links no load generator: the load tool and its
-// ceiling service are gateway-bench's (gateway/cmd/gateway-bench).
+// ceiling service are gateway-bench's (cmd/gateway-bench).
 func TestBinaryIsThin(t *testing.T) {
 	goTool, err := exec.LookPath("go") // go test puts its own go first on PATH
 	if err != nil {

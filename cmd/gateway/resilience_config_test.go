@@ -17,7 +17,7 @@ func TestResilienceSettings(t *testing.T) {
 	if cfg.BreakerFailures != 5 || cfg.BreakerOpenFor != 5*time.Second || cfg.DrainDelay != 0 {
 		t.Errorf("defaults: failures %d, open for %v, drain delay %v", cfg.BreakerFailures, cfg.BreakerOpenFor, cfg.DrainDelay)
 	}
-	shipped, err := loadConfig("../../../configs/gateway.yaml", envOf(nil))
+	shipped, err := loadConfig("../../configs/gateway.yaml", envOf(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

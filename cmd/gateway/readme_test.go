@@ -19,7 +19,7 @@ import (
 )
 
 // readmeMarker precedes the README's block of real-services commands.
-const readmeMarker = "<!-- gateway/cmd/gateway/readme_test.go runs the block below as written -->"
+const readmeMarker = "<!-- cmd/gateway/readme_test.go runs the block below as written -->"
 
 // readmeBlock is the shell block after the marker in README.md.
 func readmeBlock(t *testing.T) string {

@@ -53,7 +53,7 @@ func startGateways(t *testing.T) *gateways {
 	}
 	g.key = createKeyViaAdmin(t, g.procs[0].admin, gendata.DemoCompanyB)
 	g.cli = func(args ...string) {
-		cmd := exec.Command(bin, append(args, "--config", "../../../configs/gateway.yaml")...)
+		cmd := exec.Command(bin, append(args, "--config", "../../configs/gateway.yaml")...)
 		cmd.Env = append(os.Environ(), env...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%v: %v\n%s", args, err, out)
@@ -257,7 +257,7 @@ func sum(xs []float64) (s float64) {
 // windows; it needs a machine that can offer more than 5,000 requests/s, so
 // it runs only when asked:
 //
-//	GATEWAY_ACCURACY=1 go test -run TestThreeProcessesAccuracy -v ./gateway/cmd/gateway/
+//	GATEWAY_ACCURACY=1 go test -run TestThreeProcessesAccuracy -v ./cmd/gateway/
 func TestThreeProcessesAccuracy(t *testing.T) {
 	if os.Getenv("GATEWAY_ACCURACY") != "1" {
 		t.Skip("set GATEWAY_ACCURACY=1 to measure (10 s windows under real load)")

@@ -75,7 +75,7 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 }
 
 func TestShippedConfigLoads(t *testing.T) {
-	cfg, err := loadConfig("../../../configs/gateway.yaml", envOf(nil))
+	cfg, err := loadConfig("../../configs/gateway.yaml", envOf(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func cliEnv(t *testing.T) func(string) string {
 func gw(t *testing.T, env func(string) string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(context.Background(), append(args, "--config", "../../../configs/gateway.yaml"), &out, &errb, env)
+	code := run(context.Background(), append(args, "--config", "../../configs/gateway.yaml"), &out, &errb, env)
 	return code, out.String(), errb.String()
 }
 
