@@ -1,13 +1,12 @@
 package invoicing
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 )
 
 // ErrInvalidCompany is returned for a company id that is not a UUID.
-var ErrInvalidCompany = errors.New("invalid company id (want a UUID)")
+var ErrInvalidCompany = Define(Error{Kind: Invalid, Code: "invalid_body", Title: "Invalid request body", Message: "invalid company id (want a UUID)"})
 
 // ParseCompanyID reads a company id as callers send it (surrounding spaces
 // and upper-case hex forgiven) and returns its one canonical form, the

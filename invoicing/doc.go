@@ -1,7 +1,9 @@
 // Package invoicing is the gateway's shared vocabulary: the key mode, the
-// company id, and the public API's resources, filters and pages. Every other
-// package of the gateway may import it; it imports none of them. Adapters
-// (backend for the platform's database, authz and tenants for Redis) translate
-// to and from these types at their edge, so that one definition of "LIVE",
-// of a company id and of a client serves them all.
+// company id, the public API's resources, filters and pages, and the kinds
+// of error (Error, Define) by which every adapter says what went wrong.
+// Every other package of the gateway may import it; it imports none of them.
+// Adapters (backend for the platform's database, authz and tenants for
+// Redis) translate to and from these types at their edge, so that one
+// definition of "LIVE", of a company id, of a client and of "not found"
+// serves them all.
 package invoicing

@@ -1,13 +1,12 @@
 package invoicing
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 )
 
 // ErrInvalidMode is returned for a mode other than LIVE or TEST.
-var ErrInvalidMode = errors.New("invalid mode (want LIVE or TEST)")
+var ErrInvalidMode = Define(Error{Kind: Invalid, Code: "invalid_body", Title: "Invalid request body", Message: "invalid mode (want LIVE or TEST)"})
 
 // Mode is a key's mode: it picks the database (live or sandbox), the rate
 // limit and the usage counters of every request made with the key. The zero

@@ -2,7 +2,8 @@ package invoicing
 
 import "time"
 
-// Page is the API's list envelope (API document 2.3).
+// Page is the API's list envelope (InvoicePage and ClientPage in
+// gateway/apidocs/openapi.yaml).
 type Page[T any] struct {
 	Data     []T   `json:"data"` // empty array, never null
 	Total    int64 `json:"total"`

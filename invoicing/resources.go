@@ -1,6 +1,7 @@
 package invoicing
 
-// Client is the API's client resource (API document 2.1).
+// Client is the API's client resource (ClientRecord in
+// gateway/apidocs/openapi.yaml).
 type Client struct {
 	ID        string    `json:"id"`
 	Name      string    `json:"name"`
@@ -28,8 +29,8 @@ type NewClient struct {
 	Type    *string // COMPANY or INDIVIDUAL
 }
 
-// Invoice is the API's invoice resource (API document 2.2). Transmission is set
-// only by GetInvoice.
+// Invoice is the API's invoice resource (Invoice and InvoiceDetail in
+// gateway/apidocs/openapi.yaml). Transmission is set only by GetInvoice.
 type Invoice struct {
 	ID           string          `json:"id"`
 	Number       string          `json:"number"`
@@ -78,6 +79,24 @@ type TransmissionError struct {
 // Company is what the gateway needs to know of a platform company.
 type Company struct {
 	ID     string
-	Name   string
+	Name   string // the legal name
+	NIF    string // the company's own tax number
 	Status string // "active" or "suspended"
+}
+
+// CompanyQuery reads the platform's companies for the platform team, in
+// (name, id) order after the position After (nil: from the first), at most
+// Limit of them: those whose name contains Search (case-insensitive) or
+// whose NIF contains it (spaces and case ignored), or, with IDs, those
+// companies (canonical ids; unknown ones are left out).
+type CompanyQuery struct {
+	Search string
+	IDs    []string
+	After  *CompanyPosition
+	Limit  int
+}
+
+// CompanyPosition is where a page of companies ends.
+type CompanyPosition struct {
+	Name, ID string
 }
