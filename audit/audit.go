@@ -17,6 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/invoicing-ao/gateway/internal/durable"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 )
@@ -31,7 +32,18 @@ const (
 	ActionKeyExpired  = "key.expired"
 	ActionLimitsSet   = "limits.set"
 	ActionLimitsReset = "limits.reset"
-	SystemActor       = "system"
+	// Webhook endpoints: created, changed (URL, types, description,
+	// enabled), deleted, and their signing secret rotated.
+	ActionWebhookCreated       = "webhook.created"
+	ActionWebhookUpdated       = "webhook.updated"
+	ActionWebhookDeleted       = "webhook.deleted"
+	ActionWebhookSecretRotated = "webhook.secret_rotated"
+	// Deliveries sent again on request: one event (replayed), the failed
+	// ones since a time (recovered), a test delivery (tested).
+	ActionWebhookReplayed  = "webhook.replayed"
+	ActionWebhookRecovered = "webhook.recovered"
+	ActionWebhookTested    = "webhook.tested"
+	SystemActor            = "system"
 )
 
 // Bounds and defaults.
@@ -45,10 +57,17 @@ const (
 // Errors of the log.
 var (
 	// ErrUnavailable wraps the error of a Redis that cannot answer.
-	ErrUnavailable = errors.New("audit: Redis unavailable")
+	ErrUnavailable = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: "audit_unavailable", Title: "Audit log unavailable", Detail: "The audit log cannot be read right now; retry later.", Message: "audit: Redis unavailable"})
 	// ErrInvalid: an entry or a read the log refuses (bad actor, action,
 	// company, JSON, or what looks like a secret).
 	ErrInvalid = errors.New("audit: invalid entry")
+	// ErrNotReplicated: the event is recorded on the Redis master but fewer
+	// than Config.MinReplicas replicas confirmed it in time, so a Redis
+	// failover could lose it. Recording it again would record it twice:
+	// the recorder keeps the event elsewhere instead (the gateway logs it).
+	ErrNotReplicated = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: "change_not_replicated", Title: "Change not confirmed by Redis replicas",
+		Detail:  "The audit event is recorded, but Redis's replicas did not confirm it in time: if Redis fails over now, it could be lost.",
+		Message: "audit: the event is recorded but Redis's replicas did not confirm it, so a Redis failover could lose it"})
 )
 
 // Config configures a Log. Every zero value has a working default.
@@ -65,6 +84,13 @@ type Config struct {
 	MaxPerCompany int
 	// Now is the clock of event times and of retention; nil means time.Now.
 	Now func() time.Time
+	// MinReplicas is how many Redis replicas must acknowledge an event
+	// before Record reports it recorded (see ErrNotReplicated); zero means
+	// none: a Redis failover may lose the last events.
+	MinReplicas int
+	// ReplicaTimeout bounds each wait for those acknowledgements; zero
+	// means 1s.
+	ReplicaTimeout time.Duration
 }
 
 // Entry is what happened, as the recorder tells it.
@@ -76,6 +102,8 @@ type Entry struct {
 	CompanyID string // canonical (invoicing.ParseCompanyID)
 	Action    string // one of the Action constants
 	KeyID     string // the key concerned; "" for limits
+	// WebhookID is the webhook endpoint concerned; "" for keys and limits.
+	WebhookID string
 	// Before and After are the changed thing's state as JSON objects; nil
 	// for none (before a creation).
 	Before, After json.RawMessage
@@ -90,6 +118,7 @@ type Event struct {
 	CompanyID string          `json:"companyId"`
 	Action    string          `json:"action"`
 	KeyID     *string         `json:"keyId"`
+	WebhookID *string         `json:"webhookId"`
 	Before    json.RawMessage `json:"before"`
 	After     json.RawMessage `json:"after"`
 }
@@ -97,6 +126,7 @@ type Event struct {
 // Log records and reads companies' audit events. Safe for concurrent use.
 type Log struct {
 	rdb       redis.UniversalClient
+	repl      durable.Policy // the events' acknowledgements
 	prefix    string
 	retention time.Duration
 	max       int
@@ -111,7 +141,8 @@ func New(cfg Config) *Log {
 	if strings.ContainsAny(cfg.Prefix, "{}") {
 		panic("audit: Config.Prefix must not contain braces")
 	}
-	l := &Log{rdb: cfg.Redis, prefix: cfg.Prefix, retention: cfg.Retention, max: cfg.MaxPerCompany, now: cfg.Now}
+	l := &Log{rdb: cfg.Redis, prefix: cfg.Prefix, retention: cfg.Retention, max: cfg.MaxPerCompany, now: cfg.Now,
+		repl: durable.Policy{Replicas: cfg.MinReplicas, Timeout: cfg.ReplicaTimeout}}
 	if l.prefix == "" {
 		l.prefix = "audit:"
 	}
@@ -150,8 +181,9 @@ redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return id`)
 
 // secretLike matches an API key's secret (igw_live_ or igw_test_ and its
-// random body): the log refuses to keep one, whatever a caller passes.
-var secretLike = regexp.MustCompile(`(?i)igw_(live|test)_[0-9a-z]{20}`)
+// random body) or a webhook signing secret (whsec_ and its base64): the log
+// refuses to keep one, whatever a caller passes.
+var secretLike = regexp.MustCompile(`(?i)igw_(live|test)_[0-9a-z]{20}|whsec_[0-9a-z+/]{20}`)
 
 // CheckActor says why s cannot name an actor, if it cannot: it must be 1 to
 // MaxActorLen bytes of printable UTF-8 (no control characters), and not an
@@ -171,6 +203,7 @@ func CheckActor(s string) error {
 }
 
 // Record appends e to its company's log and returns it as recorded.
+// ErrNotReplicated comes with the event: it is recorded, unconfirmed.
 func (l *Log) Record(ctx context.Context, e Entry) (Event, error) {
 	if err := e.check(); err != nil {
 		return Event{}, err
@@ -184,20 +217,32 @@ func (l *Log) Record(ctx context.Context, e Entry) (Event, error) {
 	for _, f := range [...]struct {
 		name string
 		v    []byte
-	}{{"key", []byte(e.KeyID)}, {"before", e.Before}, {"after", e.After}} {
+	}{{"key", []byte(e.KeyID)}, {"webhook", []byte(e.WebhookID)}, {"before", e.Before}, {"after", e.After}} {
 		if len(f.v) > 0 {
 			fields = append(fields, f.name, string(f.v))
 		}
 	}
 	args := append([]any{at.UnixMilli(), l.oldest(now), l.max, l.retention.Milliseconds()}, fields...)
-	id, err := appendScript.Run(ctx, l.rdb, []string{l.stream(e.CompanyID)}, args...).Text()
-	if err != nil {
+	stream := l.stream(e.CompanyID)
+	var id string
+	err := l.repl.Write(ctx, l.rdb, stream, func(c redis.Cmdable) (err error) {
+		id, err = appendScript.Run(ctx, c, []string{stream}, args...).Text()
+		return err
+	})
+	unconfirmed := errors.Is(err, durable.ErrNotAcknowledged)
+	if err != nil && !unconfirmed {
 		return Event{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	ev := Event{ID: id, Time: time.UnixMilli(at.UnixMilli()).UTC(), Actor: e.Actor, CompanyID: e.CompanyID,
 		Action: e.Action, Before: e.Before, After: e.After}
 	if e.KeyID != "" {
 		ev.KeyID = &e.KeyID
+	}
+	if e.WebhookID != "" {
+		ev.WebhookID = &e.WebhookID
+	}
+	if unconfirmed {
+		return ev, fmt.Errorf("%w: %w", ErrNotReplicated, err)
 	}
 	return ev, nil
 }
@@ -210,11 +255,13 @@ func (e Entry) check() error {
 		return fmt.Errorf("%w: company %q", ErrInvalid, invoicing.Clip(e.CompanyID))
 	}
 	switch e.Action {
-	case ActionKeyCreated, ActionKeyRolled, ActionKeyRevoked, ActionLimitsSet, ActionLimitsReset:
+	case ActionKeyCreated, ActionKeyRolled, ActionKeyRevoked, ActionLimitsSet, ActionLimitsReset,
+		ActionWebhookCreated, ActionWebhookUpdated, ActionWebhookDeleted, ActionWebhookSecretRotated,
+		ActionWebhookReplayed, ActionWebhookRecovered, ActionWebhookTested:
 	default:
 		return fmt.Errorf("%w: action %q", ErrInvalid, invoicing.Clip(e.Action))
 	}
-	for _, v := range [][]byte{e.Before, e.After, []byte(e.KeyID)} {
+	for _, v := range [][]byte{e.Before, e.After, []byte(e.KeyID), []byte(e.WebhookID)} {
 		if secretLike.Match(v) {
 			return fmt.Errorf("%w: it holds what looks like an API key's secret", ErrInvalid)
 		}
@@ -296,6 +343,9 @@ func decode(company string, m redis.XMessage) Event {
 	}
 	if k := str("key"); k != "" {
 		ev.KeyID = &k
+	}
+	if w := str("webhook"); w != "" {
+		ev.WebhookID = &w
 	}
 	return ev
 }

@@ -103,8 +103,15 @@ func testRecordRead(t *testing.T, rdb *redis.Client, prefix string) {
 		t.Errorf("times or ids differ from Record's: %+v", evs)
 	}
 	b, _ := json.Marshal(evs[2])
-	if !strings.Contains(string(b), `"keyId":null`) {
-		t.Errorf("a limits event shows a key: %s", b)
+	if !strings.Contains(string(b), `"keyId":null`) || !strings.Contains(string(b), `"webhookId":null`) {
+		t.Errorf("a limits event shows a key or a webhook: %s", b)
+	}
+	// A webhook endpoint's change names the endpoint.
+	w := entry(ActionWebhookCreated, "", nil, map[string]string{"url": "https://hooks.example.com/w"})
+	w.WebhookID = "ep_aaaaaaaaaaaaaaaaaaaaaaaaaa"
+	mustRecord(t, l, w)
+	if evs := readAll(t, l, companyA, time.Time{}); len(evs) != 4 || evs[3].WebhookID == nil || *evs[3].WebhookID != w.WebhookID || evs[3].KeyID != nil {
+		t.Errorf("the webhook's event reads back as %+v", evs[len(evs)-1])
 	}
 	if evs, _, _ := l.Read(ctx, companyB, time.Time{}, MaxRead); len(evs) != 1 || evs[0].Before != nil {
 		t.Errorf("other company: %+v", evs)
@@ -133,6 +140,7 @@ func testRefused(t *testing.T, rdb *redis.Client, prefix string) {
 		"expiry recorded":   edit(func(e *Entry) { e.Action = ActionKeyExpired }),
 		"secret in after":   edit(func(e *Entry) { e.After = json.RawMessage(`{"key":"` + secret + `"}`) }),
 		"secret in before":  edit(func(e *Entry) { e.Before = json.RawMessage(`{"key":"` + strings.ToUpper(secret) + `"}`) }),
+		"webhook secret":    edit(func(e *Entry) { e.After = json.RawMessage(`{"secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}`) }),
 		"before is no JSON": edit(func(e *Entry) { e.Before = json.RawMessage(`{"state":`) }),
 	} {
 		if _, err := l.Record(ctx, e); !errors.Is(err, ErrInvalid) {

@@ -1,6 +1,7 @@
 package authz
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -66,5 +67,27 @@ func BenchmarkVerifyUnknown(b *testing.B) {
 		if _, err := k.Verify(ctx, unknown); err == nil {
 			b.Fatal("accepted")
 		}
+	}
+}
+
+// BenchmarkVerifyOverBound: distinct unknown keys from a source over its
+// bound of lookups, refused with no lookup (what a flood costs once the
+// bound is spent).
+func BenchmarkVerifyOverBound(b *testing.B) {
+	rdb, _ := testenv.Miniredis(b)
+	k := newRing(b, rdb, "bench:", nil, func(cfg *Config) { cfg.SourceLookups = LookupLimit{Rate: 1e-9, Burst: 1} })
+	src := from("198.51.100.7")
+	k.VerifyFrom(ctx, unknownSecret("g", 0), src) // spends the one token
+	keys := make([]string, 1024)
+	for i := range keys {
+		keys[i] = unknownSecret("h", i)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := k.VerifyFrom(ctx, keys[i%len(keys)], src); !errors.Is(err, ErrKeyLookupsLimited) {
+			b.Fatal(err)
+		}
+		i++
 	}
 }

@@ -42,8 +42,9 @@ type shardedMap[V any] struct {
 		mu sync.RWMutex
 		m  map[digest]V
 		// hits is per shard so that parallel hits on different keys do not
-		// all write one cache line.
-		hits atomic.Uint64
+		// all write one cache line; so is legacy, the verifications of
+		// secrets of the first form.
+		hits, legacy atomic.Uint64
 	}
 }
 
@@ -100,12 +101,30 @@ func newPosCache(size int) *posCache {
 	return c
 }
 
-// hit counts a cache hit for Stats.
-func (c *posCache) hit(d *digest) { c.s[shardOf(d)].hits.Add(1) }
+// hit counts a cache hit for Stats, and for LookupStats one of a secret of
+// the first form.
+func (c *posCache) hit(d *digest, legacy bool) {
+	s := &c.s[shardOf(d)]
+	s.hits.Add(1)
+	if legacy {
+		s.legacy.Add(1)
+	}
+}
+
+// countLegacy counts a verification of a secret of the first form that was
+// not a hit.
+func (c *posCache) countLegacy(d *digest) { c.s[shardOf(d)].legacy.Add(1) }
 
 func (c *posCache) hitCount() (n uint64) {
 	for i := range c.s {
 		n += c.s[i].hits.Load()
+	}
+	return n
+}
+
+func (c *posCache) legacyCount() (n uint64) {
+	for i := range c.s {
+		n += c.s[i].legacy.Load()
 	}
 	return n
 }

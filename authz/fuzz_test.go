@@ -11,31 +11,41 @@ import (
 )
 
 var (
-	secretShape = regexp.MustCompile(`^igw_(live|test)_[0-9A-Za-z]{43}$`)
+	secretShape = regexp.MustCompile(`^igw_(live|test)_[0-9A-Za-z]{43}([0-9A-Za-z]{6})?$`)
 	keyIDShape  = regexp.MustCompile(`^key_[a-z2-7]{20}$`)
 )
 
 // FuzzVerify: the bearer token of every request reaches Verify. Only the
-// exact secret shape (prefix, 43 base62 characters) may cost a Redis command;
-// anything else is ErrInvalidKey from memory. No input is ever accepted but
-// the key's own secret, and no input panics.
+// exact secret shapes (prefix, 43 base62 characters, then a right checksum
+// or nothing) may cost a Redis command; anything else is ErrInvalidKey from
+// memory. No input is ever accepted but the key's own secret, and no input
+// panics. The bound of lookups is off: every input is judged on its own.
 func FuzzVerify(f *testing.F) {
 	rdb, _ := testenv.Miniredis(f)
 	p := attachProbe(f, rdb)
-	k := newRing(f, rdb, "fuzz:", nil, nil)
+	k := newRing(f, rdb, "fuzz:", nil, func(cfg *Config) {
+		cfg.SourceLookups.Rate, cfg.InstanceLookups.Rate = -1, -1
+	})
 	_, good := mustCreate(f, k, companyA, invoicing.Live, "invoices:read")
 	for _, s := range []string{good, good[:len(good)-1] + "!", good + "x", strings.Replace(good, "live", "test", 1),
 		strings.Replace(good, "igw_live_", "IGW_LIVE_", 1), "", "igw_live_", "igw_prod_" + strings.Repeat("a", 43),
-		"igw_live_" + strings.Repeat("é", 21) + "a", "igw_live_" + strings.Repeat("0", 43), "Bearer " + good} {
+		"igw_live_" + strings.Repeat("é", 21) + "a", "igw_live_" + strings.Repeat("0", 43), "Bearer " + good,
+		good[:len(good)-checksumChars], "igw_live_" + strings.Repeat("0", 43) + "4YFsOF"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		mode, ok := secretMode(s)
-		if ok != secretShape.MatchString(s) {
-			t.Fatalf("secretMode(%q) ok=%v, shape says %v", s, ok, !ok)
+		mode, fm := parseSecret(s)
+		if (fm != formMalformed) != secretShape.MatchString(s) {
+			t.Fatalf("parseSecret(%q) form %d, shape says %v", s, fm, secretShape.MatchString(s))
 		}
-		if ok && string(mode) != strings.ToUpper(s[4:8]) {
-			t.Fatalf("secretMode(%q) = %s", s, mode)
+		if fm == formCurrent || fm == formBadChecksum {
+			if right := checksum(s[:LegacySecretLength]) == s[LegacySecretLength:]; right != (fm == formCurrent) {
+				t.Fatalf("parseSecret(%q) form %d; the checksum is right: %v", s, fm, right)
+			}
+		}
+		ok := fm == formLegacy || fm == formCurrent
+		if fm != formMalformed && string(mode) != strings.ToUpper(s[4:8]) {
+			t.Fatalf("parseSecret(%q) = %s", s, mode)
 		}
 		before := p.n()
 		key, err := k.Verify(t.Context(), s)

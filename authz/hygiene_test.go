@@ -63,13 +63,24 @@ func TestNoSecretInLogsOrErrors(t *testing.T) {
 		_, err = k.Verify(ctx, bad)
 		note(err)
 	}
+	// Unknown keys past the bound of lookups: refused, naming none.
+	var flood []string
+	for range 25 {
+		s, _ := newSecret(invoicing.Live)
+		flood = append(flood, s)
+		_, err = k.Verify(ctx, s)
+		note(err)
+	}
+	if !errors.Is(err, ErrKeyLookupsLimited) {
+		t.Fatalf("the 25th unknown key: %v, want ErrKeyLookupsLimited", err)
+	}
 	k.Close()
 
 	out := logs.String() + strings.Join(errs, "\n")
 	if !strings.Contains(out, "unreadable key record") || !strings.Contains(out, "Redis unavailable") {
 		t.Fatalf("expected log lines are missing; captured:\n%s", out)
 	}
-	for _, s := range []string{secret, other, corrupt} {
+	for _, s := range append([]string{secret, other, corrupt}, flood...) {
 		body := s[prefixLen:]
 		for i := 0; i+8 <= len(body); i++ {
 			if strings.Contains(out, body[i:i+8]) {

@@ -1,7 +1,6 @@
 package authz
 
 import (
-	"errors"
 	"net/netip"
 	"strings"
 	"time"
@@ -9,32 +8,39 @@ import (
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
-// Errors of the key store. The gateway maps them to statuses; none of them
+// Errors of the key store, each with its kind and the API's code
+// (invoicing.Define): the HTTP layer answers them by those. None of them
 // ever carries a secret.
 var (
 	// ErrInvalidKey: malformed, unknown or revoked secret (401).
-	ErrInvalidKey = errors.New("authz: invalid API key")
+	ErrInvalidKey = invoicing.Define(invoicing.Error{Kind: invoicing.Unauthenticated, Code: "invalid_api_key", Title: "Invalid API key", Detail: "The API key is malformed, unknown or revoked.", Message: "authz: invalid API key"})
 	// ErrExpiredKey: a key past its expiry (401, said apart from
 	// ErrInvalidKey so that its owner knows to use its successor). A key
 	// both revoked and expired is ErrInvalidKey.
-	ErrExpiredKey = errors.New("authz: API key expired")
+	ErrExpiredKey = invoicing.Define(invoicing.Error{Kind: invoicing.Unauthenticated, Code: "expired_api_key", Title: "Expired API key", Detail: "The API key has expired; use the key that replaced it.", Message: "authz: API key expired"})
 	// ErrUnavailable: the key cannot be checked now, because Redis does not
 	// answer and no recently verified copy is in memory (503). Never mixed up
 	// with ErrInvalidKey, which would send integrators rotating good keys.
-	ErrUnavailable = errors.New("authz: key store unavailable")
+	ErrUnavailable = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: "authentication_unavailable", Title: "Key verification unavailable", Detail: "The key cannot be verified right now; retry later. Your key was not rejected.", Message: "authz: key store unavailable"})
+	// ErrKeyLookupsLimited: the key is unknown to this instance, and its
+	// source, or all sources together, sent too many keys that turned out
+	// unknown (see Config.SourceLookups): it was neither looked up nor
+	// rejected (429, with when to retry). Not ErrInvalidKey: a good key's
+	// first use may meet it, and its owner must not be sent to replace it.
+	ErrKeyLookupsLimited = invoicing.Define(invoicing.Error{Kind: invoicing.Limited, Code: "key_lookups_limited", Title: "Too many unknown API keys", Detail: "Too many API keys unknown to the gateway came from your network, or from everywhere; this key was not checked, and not rejected. Retry after the Retry-After delay.", Message: "authz: lookups of unknown keys over their bound"})
 	// ErrKeyLimit: the company already has MaxActiveKeys active keys.
-	ErrKeyLimit = errors.New("authz: active key limit reached")
+	ErrKeyLimit = invoicing.Define(invoicing.Error{Kind: invoicing.Conflict, Code: "key_limit_reached", Title: "Active key limit reached", Detail: "The company already has the maximum number of active keys.", Message: "authz: active key limit reached"})
 	// ErrNotFound: no key has this id.
-	ErrNotFound = errors.New("authz: key not found")
+	ErrNotFound = invoicing.Define(invoicing.Error{Kind: invoicing.NotFound, Code: "not_found", Title: "Resource not found", Detail: "No such resource.", Message: "authz: key not found"})
 	// ErrInvalidName: the key's name is too long or holds control characters.
-	ErrInvalidName = errors.New("authz: invalid key name")
+	ErrInvalidName = invoicing.Define(invoicing.Error{Kind: invoicing.Invalid, Code: "invalid_body", Title: "Invalid request body", Message: "authz: invalid key name"})
 	// ErrInvalidExpiry: an expiry that is not in the future.
-	ErrInvalidExpiry = errors.New("authz: a key's expiry must be in the future")
+	ErrInvalidExpiry = invoicing.Define(invoicing.Error{Kind: invoicing.Invalid, Code: "invalid_body", Title: "Invalid request body", Message: "authz: a key's expiry must be in the future"})
 	// ErrNotRollable: the key is revoked, expired, or was rolled already.
-	ErrNotRollable = errors.New("authz: key cannot be rolled")
+	ErrNotRollable = invoicing.Define(invoicing.Error{Kind: invoicing.Conflict, Code: "key_not_rollable", Title: "Key cannot be rolled", Message: "authz: key cannot be rolled"})
 	// ErrRollLimit: the company already has MaxActiveKeys keys in their
 	// roll-over overlap.
-	ErrRollLimit = errors.New("authz: limit of keys in their roll-over overlap reached")
+	ErrRollLimit = invoicing.Define(invoicing.Error{Kind: invoicing.Conflict, Code: "key_limit_reached", Title: "Active key limit reached", Detail: "The company already has the maximum number of rolled keys in their overlap; revoke one, or roll with no overlap.", Message: "authz: limit of keys in their roll-over overlap reached"})
 )
 
 // Key states.
@@ -66,6 +72,11 @@ type Key struct {
 	// AllowedCIDRs are the networks requests with this key may come from,
 	// canonical and sorted; empty means any.
 	AllowedCIDRs []netip.Prefix
+	// LegacyForm is true for a key whose secret has the first form, without
+	// checksum (see secret.go): such keys stop working when
+	// Config.RefuseLegacyForm is set; rolling one gives a successor of the
+	// current form.
+	LegacyForm bool
 }
 
 // StateExpired is what Status says of an active key past its expiry; it is

@@ -2,9 +2,7 @@ package authz
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -12,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/invoicing-ao/gateway/internal/durable"
 	"github.com/invoicing-ao/gateway/internal/tracing"
-	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -41,6 +39,22 @@ type Config struct {
 	NegativeTTL time.Duration
 	// NegativeSize bounds the invalid-digest cache; zero means 100_000.
 	NegativeSize int
+	// SourceLookups bounds, per source address (the /64 of an IPv6 one),
+	// the lookups of keys this instance does not know that find nothing
+	// (lookups.go); beyond it such keys are refused with
+	// ErrKeyLookupsLimited and no lookup. A zero Rate means 2/s, a zero
+	// Burst 20; a negative Rate, no bound per source.
+	SourceLookups LookupLimit
+	// InstanceLookups bounds the same lookups from all sources together; a
+	// zero Rate means 100/s, a zero Burst 200; a negative Rate, no bound.
+	InstanceLookups LookupLimit
+	// MaxSources bounds the sources whose lookups are tracked; zero means
+	// 10_000. Beyond it an idle one is forgotten, else any.
+	MaxSources int
+	// RefuseLegacyForm refuses secrets of the first form (no checksum)
+	// without a lookup, as invalid. Zero accepts them: their keys work,
+	// looked up under the bound like any key this instance does not know.
+	RefuseLegacyForm bool
 	// Timeout bounds each Redis call of Verify; zero means 250ms. Verify
 	// fails over to the stale cache or ErrUnavailable instead of waiting.
 	Timeout time.Duration
@@ -55,6 +69,14 @@ type Config struct {
 	// NoPubSub turns off instant cache invalidation over Redis pub/sub; the
 	// CacheTTL bound on revocation holds either way.
 	NoPubSub bool
+	// MinReplicas is how many Redis replicas must acknowledge each write of
+	// a creation, a roll or a revocation before it is reported done (see
+	// ErrNotReplicated); zero means none: a Redis failover may lose the last
+	// changes, and a revoked key come back.
+	MinReplicas int
+	// ReplicaTimeout bounds each wait for those acknowledgements; zero
+	// means 1s.
+	ReplicaTimeout time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger; nil means slog.Default(). Secrets are never logged.
@@ -75,6 +97,7 @@ const (
 // concurrent use. Close stops its background work.
 type Keyring struct {
 	rdb        redis.UniversalClient
+	repl       durable.Policy // the management writes' acknowledgements
 	l          layout
 	max        int
 	cacheTTL   int64 // nanoseconds, like every duration the hot path compares
@@ -87,6 +110,8 @@ type Keyring struct {
 	pos        *posCache
 	neg        *negCache
 	flight     flight
+	limit      *lookupLimit // the bound of lookups of unknown keys
+	noLegacy   bool         // RefuseLegacyForm
 	degraded   atomic.Bool
 	retryEvery int64        // nanoseconds
 	downUntil  atomic.Int64 // unix nanoseconds; Redis is not asked before
@@ -120,19 +145,23 @@ func New(cfg Config) *Keyring {
 		panic("authz: Config.Prefix must not contain braces")
 	}
 	k := &Keyring{
-		rdb:         cfg.Redis,
-		l:           layout{p: or(cfg.Prefix, "authz:")},
-		max:         or(cfg.MaxActiveKeys, 10),
-		cacheTTL:    int64(min(or(cfg.CacheTTL, time.Second), maxCacheTTL)),
-		staleTTL:    int64(or(cfg.StaleTTL, 5*time.Minute)),
-		negTTL:      int64(or(cfg.NegativeTTL, time.Second)),
-		touchEvery:  int64(or(cfg.TouchEvery, time.Minute)),
-		timeout:     or(cfg.Timeout, 250*time.Millisecond),
-		retryEvery:  int64(or(cfg.RetryEvery, time.Second)),
-		now:         cfg.Now,
-		log:         cfg.Logger,
-		pos:         newPosCache(or(cfg.CacheSize, 100_000)),
-		neg:         newNegCache(or(cfg.NegativeSize, 100_000)),
+		rdb:        cfg.Redis,
+		repl:       durable.Policy{Replicas: cfg.MinReplicas, Timeout: cfg.ReplicaTimeout},
+		l:          layout{p: or(cfg.Prefix, "authz:")},
+		max:        or(cfg.MaxActiveKeys, 10),
+		cacheTTL:   int64(min(or(cfg.CacheTTL, time.Second), maxCacheTTL)),
+		staleTTL:   int64(or(cfg.StaleTTL, 5*time.Minute)),
+		negTTL:     int64(or(cfg.NegativeTTL, time.Second)),
+		touchEvery: int64(or(cfg.TouchEvery, time.Minute)),
+		timeout:    or(cfg.Timeout, 250*time.Millisecond),
+		retryEvery: int64(or(cfg.RetryEvery, time.Second)),
+		now:        cfg.Now,
+		log:        cfg.Logger,
+		pos:        newPosCache(or(cfg.CacheSize, 100_000)),
+		neg:        newNegCache(or(cfg.NegativeSize, 100_000)),
+		limit: newLookupLimit(orLimit(cfg.SourceLookups, LookupLimit{Rate: 2, Burst: 20}),
+			orLimit(cfg.InstanceLookups, LookupLimit{Rate: 100, Burst: 200}), or(cfg.MaxSources, 10_000)),
+		noLegacy:    cfg.RefuseLegacyForm,
 		touches:     make(chan touch, 1024),
 		renewals:    make(chan digest, maxRenewBatch*8),
 		done:        make(chan struct{}),
@@ -158,6 +187,11 @@ func New(cfg Config) *Keyring {
 	return k
 }
 
+// orLimit is l with def's rate or burst where l's is zero.
+func orLimit(l, def LookupLimit) LookupLimit {
+	return LookupLimit{Rate: or(l.Rate, def.Rate), Burst: or(l.Burst, def.Burst)}
+}
+
 func or[T comparable](v, def T) T {
 	var zero T
 	if v == zero {
@@ -180,145 +214,6 @@ func (k *Keyring) Ping(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return nil
-}
-
-// Verify returns the active key whose secret this is. Malformed, unknown and
-// revoked secrets are ErrInvalidKey, keys past their expiry ErrExpiredKey
-// (on every instance from the moment of expiry: cached copies compare it
-// with the clock on every use); ErrUnavailable means the key could not
-// be checked (Redis fails and no copy verified within StaleTTL is cached).
-//
-// A cached key younger than CacheTTL is answered from memory without
-// allocating; otherwise one HGETALL asks Redis, shared by concurrent callers
-// of the same key. Unknown digests are remembered for NegativeTTL. A key
-// created a moment ago works at once on every instance: its digest comes
-// from 256 fresh random bits, so no negative cache can have seen it.
-func (k *Keyring) Verify(ctx context.Context, secret string) (Key, error) {
-	if trace.SpanFromContext(ctx).IsRecording() {
-		return k.verifyTraced(ctx, secret)
-	}
-	key, _, err := k.verify(ctx, secret)
-	return key, err
-}
-
-// verify is Verify, also telling how the cache answered (for spans and
-// Stats).
-func (k *Keyring) verify(ctx context.Context, secret string) (Key, cacheOutcome, error) {
-	mode, ok := secretMode(secret)
-	if !ok {
-		return Key{}, cacheSkipped, ErrInvalidKey
-	}
-	// A fixed-size copy on the stack: []byte(secret) would allocate.
-	var buf [SecretLength]byte
-	copy(buf[:], secret)
-	d := sha256.Sum256(buf[:])
-	now := k.now().UnixNano()
-	if e := k.pos.get(&d); e != nil {
-		if age := now - e.verified; age < k.cacheTTL {
-			k.pos.hit(&d)
-			if e.expired(now) {
-				return Key{}, cacheHit, ErrExpiredKey
-			}
-			k.touch(e, &d, now)
-			if age >= k.renewAfter {
-				k.renewSoon(e, &d)
-			}
-			return e.key, cacheHit, nil
-		}
-	} else if k.neg.has(&d, now) {
-		k.stats.negative.Add(1)
-		return Key{}, cacheNegative, ErrInvalidKey
-	}
-	// Callers sharing another's fetch count as misses, even when that fetch
-	// was answered from the stale copy: only its leader knows.
-	outcome := cacheMiss
-	key, err := k.flight.do(ctx, &d, func() (Key, error) {
-		key, stale, err := k.fetch(ctx, &d, mode, now)
-		if stale {
-			outcome = cacheStale
-		}
-		return key, err
-	})
-	k.stats.count(outcome)
-	if err != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return Key{}, outcome, fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
-		return Key{}, outcome, err
-	}
-	return key, outcome, nil
-}
-
-// errRedisDown stands for the last Redis failure while Verify skips Redis.
-var errRedisDown = errors.New("redis failed a moment ago; not asked again yet")
-
-// fetch asks Redis for the digest's record and updates the caches. stale is
-// true when Redis failed and the copy in memory answered.
-func (k *Keyring) fetch(ctx context.Context, d *digest, mode invoicing.Mode, now int64) (key Key, stale bool, err error) {
-	// The caller's cancellation must not fail the other callers sharing
-	// this fetch; the timeout bounds it instead.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.timeout)
-	defer cancel()
-	fromMemory := func(err error) (Key, bool, error) {
-		if e := k.pos.get(d); e != nil && now-e.verified <= k.staleTTL {
-			if e.expired(now) {
-				return Key{}, true, ErrExpiredKey
-			}
-			k.touch(e, d, now)
-			return e.key, true, nil
-		}
-		return Key{}, false, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	// While Redis is known to be down, one caller per retryEvery probes it;
-	// the others answer at once instead of each waiting out the timeout.
-	if until := k.downUntil.Load(); until != 0 && (now < until || !k.downUntil.CompareAndSwap(until, now+k.retryEvery)) {
-		return fromMemory(errRedisDown)
-	}
-	m, err := k.rdb.HGetAll(ctx, k.l.recordOf(d)).Result()
-	if err != nil {
-		k.downUntil.Store(now + k.retryEvery)
-		if k.degraded.CompareAndSwap(false, true) {
-			k.log.Warn("authz: Redis unavailable; serving recently verified keys from memory", "err", err)
-		}
-		return fromMemory(err)
-	}
-	k.downUntil.Store(0)
-	if k.degraded.CompareAndSwap(true, false) {
-		k.log.Info("authz: Redis reachable again")
-	}
-	e, err := k.settle(d, mode, m, now)
-	if err != nil {
-		return Key{}, false, err
-	}
-	k.touch(e, d, now)
-	return e.key, false, nil
-}
-
-// settle applies a key record read from Redis (m, asked at now) to the
-// caches: an active key of the mode is (re)cached, anything else forgotten
-// and remembered as invalid for NegativeTTL. It returns the new entry, or
-// ErrInvalidKey, or ErrExpiredKey with the entry.
-func (k *Keyring) settle(d *digest, mode invoicing.Mode, m map[string]string, now int64) (*entry, error) {
-	key, found, err := decodeRecord(m)
-	if err != nil {
-		k.log.Error("authz: unreadable key record", "err", err)
-	}
-	if err != nil || !found || key.State != StateActive || key.Mode != mode {
-		k.pos.drop(d)
-		k.neg.add(d, now+k.negTTL, now)
-		return nil, ErrInvalidKey
-	}
-	// An expired key is remembered as what it is, not as invalid: its
-	// owner is told it expired, from memory, until CacheTTL has passed.
-	e := &entry{key: key, verified: now}
-	if key.ExpiresAt != nil {
-		e.expires = max(key.ExpiresAt.UnixNano(), 1)
-	}
-	k.pos.put(d, e)
-	if e.expired(now) {
-		return e, ErrExpiredKey
-	}
-	return e, nil
 }
 
 // listen drops revoked keys from the cache as soon as another instance

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/invoicing-ao/gateway/internal/durable"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 )
@@ -26,7 +27,8 @@ import (
 // A crash after 1 or 2 leaves an id counted with no record behind it: no
 // secret was returned and none verifies, so nothing is usable, at worst a
 // slot is held. Such orphans are reclaimed when the limit is hit (see
-// reclaim). A failed write is undone at once, record first.
+// reclaim). A failed write is undone at once, record first; so is one the
+// replicas did not confirm (ErrNotReplicated: replicas.go).
 func (k *Keyring) Create(ctx context.Context, nk NewKey) (Key, string, error) {
 	company, err := invoicing.ParseCompanyID(nk.CompanyID)
 	if err != nil {
@@ -63,11 +65,14 @@ func (k *Keyring) Create(ctx context.Context, nk NewKey) (Key, string, error) {
 	ctx, cancel := mgmt(ctx)
 	defer cancel()
 	if err := k.admit(ctx, key); err != nil {
+		if errors.Is(err, ErrNotReplicated) {
+			k.undo(key, hexD)
+		}
 		return Key{}, "", err
 	}
 	if err := k.store(ctx, key, hexD); err != nil {
 		k.undo(key, hexD)
-		return Key{}, "", unavailable("create", err)
+		return Key{}, "", failed("create", err)
 	}
 	return key, secret, nil
 }
@@ -81,18 +86,24 @@ func (k *Keyring) newIdentity(key *Key) (secret, hexD string, err error) {
 	if key.ID, err = newKeyID(); err != nil {
 		return "", "", fmt.Errorf("authz: random source: %w", err)
 	}
-	key.Hint = hint(secret)
+	key.Hint, key.LegacyForm = hint(secret), false
 	d := sha256.Sum256([]byte(secret))
 	return secret, hex.EncodeToString(d[:]), nil
 }
 
 // store writes a new key's id index, then its record: only now can its
-// secret verify.
+// secret verify. Each write waits for the replicas (they may live on
+// different Cluster masters).
 func (k *Keyring) store(ctx context.Context, key Key, hexD string) error {
-	if err := k.rdb.Set(ctx, k.l.byID(key.ID), hexD, 0).Err(); err != nil {
+	byID, rec := k.l.byID(key.ID), k.l.record(hexD)
+	if err := k.repl.Write(ctx, k.rdb, byID, func(c redis.Cmdable) error {
+		return c.Set(ctx, byID, hexD, 0).Err()
+	}); err != nil {
 		return err
 	}
-	if err := k.rdb.HSet(ctx, k.l.record(hexD), encodeRecord(key)...).Err(); err != nil {
+	if err := k.repl.Write(ctx, k.rdb, rec, func(c redis.Cmdable) error {
+		return c.HSet(ctx, rec, encodeRecord(key)...).Err()
+	}); err != nil {
 		return err
 	}
 	// Only this instance could have remembered the digest as invalid, and
@@ -119,13 +130,19 @@ func digestOf(hexD string) (digest, bool) {
 func (k *Keyring) nowMS() int64 { return k.now().UnixMilli() }
 
 // admit counts key against its company's limit, reclaiming dead ids once
-// when the limit is hit.
+// when the limit is hit. ErrNotReplicated means key was counted, unconfirmed:
+// the caller takes it back.
 func (k *Keyring) admit(ctx context.Context, key Key) error {
 	keys := k.l.counts(key.CompanyID)
 	for attempt := 0; ; attempt++ {
-		ok, err := countScript.Run(ctx, k.rdb, keys, k.nowMS(), k.max, key.ID, key.CreatedAt.UnixMilli(), expiryScore(key.ExpiresAt)).Int()
-		if err != nil {
-			return unavailable("create", err)
+		var ok int
+		err := k.repl.Write(ctx, k.rdb, keys[0], func(c redis.Cmdable) (err error) {
+			ok, err = countScript.Run(ctx, c, keys, k.nowMS(), k.max, key.ID, key.CreatedAt.UnixMilli(), expiryScore(key.ExpiresAt)).Int()
+			return err
+		})
+		if err != nil && (ok != 0 || !errors.Is(err, durable.ErrNotAcknowledged)) {
+			// A refusal (0) added nothing: it needs no confirmation.
+			return failed("create", err)
 		}
 		if ok == 1 {
 			return nil
@@ -145,7 +162,7 @@ func (k *Keyring) admit(ctx context.Context, key Key) error {
 
 // undo takes back a creation whose writes failed, record first so that the
 // key stops being usable before it stops being counted. Best effort: what it
-// cannot undo, reclaim will.
+// cannot undo, reclaim will. Not waited for: the secret was never returned.
 func (k *Keyring) undo(key Key, hexD string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -315,6 +332,10 @@ func (k *Keyring) List(ctx context.Context, companyID string) ([]Key, error) {
 // Revoke makes the key unusable: at once on this instance, within CacheTTL
 // (normally at once, through pub/sub) on every other. Revoking a revoked key
 // returns it unchanged; revoked is true only for the call that revoked it.
+//
+// ErrRevocationNotReplicated comes with the key and revoked as they are:
+// the revocation is in effect, but fewer than MinReplicas replicas confirmed
+// it, and a Redis failover could undo it. Revoking again confirms it.
 func (k *Keyring) Revoke(ctx context.Context, keyID string) (key Key, revoked bool, err error) {
 	if !validKeyID(keyID) {
 		return Key{}, false, ErrNotFound
@@ -331,9 +352,15 @@ func (k *Keyring) Revoke(ctx context.Context, keyID string) (key Key, revoked bo
 	// The record first: the key stops working before its slot is freed, so
 	// a crash in between leaves it revoked and merely still counted, which
 	// revoking again, or reclaim, repairs.
-	v, err := revokeScript.Run(ctx, k.rdb, []string{k.l.record(hexD)}, k.now().UnixMilli()).Slice()
-	if err != nil {
-		return Key{}, false, unavailable("revoke", err)
+	rec := k.l.record(hexD)
+	var v []any
+	werr := k.repl.Write(ctx, k.rdb, rec, func(c redis.Cmdable) (err error) {
+		v, err = revokeScript.Run(ctx, c, []string{rec}, k.now().UnixMilli()).Slice()
+		return err
+	})
+	unconfirmed := errors.Is(werr, durable.ErrNotAcknowledged)
+	if werr != nil && !unconfirmed {
+		return Key{}, false, unavailable("revoke", werr)
 	}
 	if len(v) != 2 {
 		return Key{}, false, ErrNotFound
@@ -353,6 +380,13 @@ func (k *Keyring) Revoke(ctx context.Context, keyID string) (key Key, revoked bo
 		k.pos.drop(&d)
 		now := k.now().UnixNano()
 		k.neg.add(&d, now+k.negTTL, now)
+	}
+	if unconfirmed {
+		// In effect on the master: every instance is told at once. The
+		// slot stays counted until a confirmed revocation frees it, so
+		// that a failover undoing the revocation finds the key counted.
+		k.announce(ctx, key.ID, hexD)
+		return key, v[0] == int64(1), fmt.Errorf("%w: %w", ErrRevocationNotReplicated, werr)
 	}
 	err = uncountScript.Run(ctx, k.rdb, k.l.counts(key.CompanyID), k.nowMS(), key.ID, "0").Err()
 	if err != nil {

@@ -1,7 +1,6 @@
 package authz
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -12,7 +11,7 @@ import (
 
 // ErrInvalidCIDR: a network that is not an IPv4 or IPv6 address or CIDR, or
 // more than MaxCIDRs of them.
-var ErrInvalidCIDR = errors.New("authz: invalid network")
+var ErrInvalidCIDR = invoicing.Define(invoicing.Error{Kind: invoicing.Invalid, Code: "invalid_body", Title: "Invalid request body", Message: "authz: invalid network"})
 
 // MaxCIDRs bounds a key's networks: an allowlist is a few offices and
 // servers, and every request with the key is checked against all of it.

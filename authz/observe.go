@@ -21,18 +21,41 @@ const (
 	cacheMiss                         // Redis was asked
 	cacheNegative                     // remembered as unknown or revoked
 	cacheStale                        // Redis failed; a copy within StaleTTL answered
+	cacheLimited                      // unknown here, over the bound of lookups: not asked
 )
 
-var outcomeNames = [...]string{"skipped", "hit", "miss", "negative", "stale"}
+var outcomeNames = [...]string{"skipped", "hit", "miss", "negative", "stale", "limited"}
 
 func (o cacheOutcome) String() string { return outcomeNames[o] }
 
+// lookupResult is what a lookup of Verify's found.
+type lookupResult uint8
+
+const (
+	lookupNone    lookupResult = iota // Redis was not asked (known to be down)
+	lookupFound                       // an active key of the mode (expired or not)
+	lookupInvalid                     // no record, revoked, the other mode, unreadable
+	lookupFailed                      // Redis did not answer
+)
+
 // cacheCounters count Verify's outcomes other than hits (counted per cache
-// shard, see posCache).
+// shard, see posCache), its lookups and its refusals.
 type cacheCounters struct {
 	misses, negative, stale atomic.Uint64
 	// Renewals ahead of expiry (renew.go), by result.
 	renewed, renewDropped, renewFailed atomic.Uint64
+	// lookups[known][result]: Verify's lookups of digests this instance
+	// did (1) or did not (0) know.
+	lookups [2][lookupFailed + 1]atomic.Uint64
+	refused [refusals]atomic.Uint64 // secrets refused without a lookup
+}
+
+func (c *cacheCounters) looked(known bool, r lookupResult) {
+	i := 0
+	if known {
+		i = 1
+	}
+	c.lookups[i][r].Add(1)
 }
 
 func (c *cacheCounters) count(o cacheOutcome) {
@@ -74,19 +97,63 @@ func (k *Keyring) Stats() CacheStats {
 	}
 }
 
-// verifyTraced is Verify inside an "authz.Verify" span, made only when the
-// caller's span records: an untraced request pays one context lookup, and
-// no allocation, for tracing. The span says how the cache answered, never
-// anything of the secret.
-func (k *Keyring) verifyTraced(ctx context.Context, secret string) (Key, error) {
+// LookupResults count lookups by what Redis answered.
+type LookupResults struct {
+	Found   uint64 // an active key (expired or not)
+	Invalid uint64 // nothing usable: no record, revoked, the other mode
+	Failed  uint64 // Redis did not answer
+}
+
+// LookupStats count Verify's Redis lookups (not the renewals') and the
+// secrets it refused without one, since New.
+type LookupStats struct {
+	// Known are the lookups of keys this instance has verified before
+	// (past CacheTTL), never bounded; Unknown, of digests it did not know,
+	// under the bound of lookups.
+	Known, Unknown LookupResults
+	// Refused counts secrets refused without a lookup, by reason:
+	// "malformed", "checksum", "legacy_form" (ErrInvalidKey), and
+	// "source_limit", "instance_limit" (ErrKeyLookupsLimited). Repeats of
+	// an unknown secret answered by the negative cache are CacheStats'.
+	Refused map[string]uint64
+	// LegacyVerified counts successful verifications of secrets of the
+	// first form (no checksum): while it grows, keys of that form are in
+	// use, and RefuseLegacyForm would lock them out.
+	LegacyVerified uint64
+}
+
+// LookupStats returns the lookup and refusal counts; cheap enough for every
+// scrape.
+func (k *Keyring) LookupStats() LookupStats {
+	res := func(i int) LookupResults {
+		l := &k.stats.lookups[i]
+		return LookupResults{Found: l[lookupFound].Load(), Invalid: l[lookupInvalid].Load(), Failed: l[lookupFailed].Load()}
+	}
+	st := LookupStats{Known: res(1), Unknown: res(0), Refused: make(map[string]uint64, refusals), LegacyVerified: k.pos.legacyCount()}
+	for r := range refusals {
+		st.Refused[refusalNames[r]] = k.stats.refused[r].Load()
+	}
+	return st
+}
+
+// RefusalReasons are the keys of LookupStats.Refused, in a stable order.
+func RefusalReasons() []string { return append([]string(nil), refusalNames[:]...) }
+
+// verifyTraced is VerifyFrom inside an "authz.Verify" span, made only when
+// the caller's span records: an untraced request pays one context lookup,
+// and no allocation, for tracing. The span says how the cache answered,
+// never anything of the secret.
+func (k *Keyring) verifyTraced(ctx context.Context, secret string, src Source) (Key, error) {
 	ctx, span := k.tracer.Start(ctx, "authz.Verify")
 	defer span.End()
-	key, outcome, err := k.verify(ctx, secret)
+	key, outcome, err := k.verify(ctx, secret, src)
 	result := "valid"
 	switch {
 	case errors.Is(err, ErrUnavailable):
 		result = "unavailable"
 		span.SetStatus(codes.Error, "key verification unavailable")
+	case errors.Is(err, ErrKeyLookupsLimited):
+		result = "limited"
 	case errors.Is(err, ErrExpiredKey):
 		result = "expired"
 	case err != nil:

@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/invoicing-ao/gateway/internal/durable"
+	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/redis/go-redis/v9"
 )
 
 // Roll-over overlaps: how long the old key keeps working beside its
@@ -18,7 +22,7 @@ const (
 )
 
 // ErrInvalidOverlap: an overlap below zero or above MaxOverlap.
-var ErrInvalidOverlap = fmt.Errorf("authz: the overlap must be 0 to %s", MaxOverlap)
+var ErrInvalidOverlap = invoicing.Define(invoicing.Error{Kind: invoicing.Invalid, Code: "invalid_body", Title: "Invalid request body", Message: "authz: the overlap must be 0 to " + MaxOverlap.String()})
 
 // Rolled is what Roll made: the successor (with its secret, shown this once)
 // and the old key as it is now, ending at the overlap's end.
@@ -48,9 +52,11 @@ type Rolled struct {
 //  3. the old record: replaced by the new id, expiring at the overlap's end;
 //  4. the old id's score becomes that expiry, so it stops counting then.
 //
-// A failure at 2 or 3 is undone (new record first). A crash after 1 leaves
-// a new id that reclaim frees, after 1, 2 or 3 the old key counted until its
-// former expiry or reclaim: slots held, never a usable key uncounted.
+// A failure at 2 or 3 is undone (new record first), and so is a write of 1,
+// 2 or 3 the replicas did not confirm (ErrNotReplicated: replicas.go). A
+// crash after 1 leaves a new id that reclaim frees, after 1, 2 or 3 the old
+// key counted until its former expiry or reclaim: slots held, never a
+// usable key uncounted.
 func (k *Keyring) Roll(ctx context.Context, keyID string, overlap time.Duration) (Rolled, error) {
 	if overlap < 0 || overlap > MaxOverlap {
 		return Rolled{}, ErrInvalidOverlap
@@ -82,17 +88,20 @@ func (k *Keyring) Roll(ctx context.Context, keyID string, overlap time.Duration)
 	}
 	prev, err := k.admitRoll(ctx, old.ID, nk, end.After(now))
 	if err != nil {
+		if errors.Is(err, ErrNotReplicated) {
+			k.undoRoll(old, oldHex, nk, hexD, prev)
+		}
 		return Rolled{}, err
 	}
 	after, err := k.replace(ctx, old, oldHex, nk, hexD, end)
 	if err != nil {
 		k.undoRoll(old, oldHex, nk, hexD, prev)
-		return Rolled{}, unavailable("roll", err)
+		return Rolled{}, failed("roll", err)
 	}
 	keys := k.l.counts(old.CompanyID)
 	if err := rescoreScript.Run(ctx, k.rdb, keys, k.nowMS(), old.ID, ms(end)).Err(); err != nil {
-		// Not fatal: the old key still expires at end; its slot in the
-		// rolled count is held until reclaim finds it expired.
+		// Not fatal, nor waited for: the old key still expires at end; its
+		// slot in the rolled count is held until reclaim finds it expired.
 		k.log.Warn("authz: rolled key's count not updated", "key_id", old.ID, "err", err)
 	}
 	if d, ok := digestOf(oldHex); ok {
@@ -116,7 +125,9 @@ func rollable(key Key, now time.Time) error {
 }
 
 // admitRoll runs rollScript, reclaiming dead ids of the rolled count once
-// when it is full, and returns the old id's former score.
+// when it is full, and returns the old id's former score. ErrNotReplicated
+// comes with the score: the roll was admitted, unconfirmed, and the caller
+// takes it back.
 func (k *Keyring) admitRoll(ctx context.Context, oldID string, nk Key, outlives bool) (string, error) {
 	keys := k.l.counts(nk.CompanyID)
 	flag := "0"
@@ -124,16 +135,24 @@ func (k *Keyring) admitRoll(ctx context.Context, oldID string, nk Key, outlives 
 		flag = "1"
 	}
 	for attempt := 0; ; attempt++ {
-		v, err := rollScript.Run(ctx, k.rdb, keys, k.nowMS(), oldID, nk.ID, nk.CreatedAt.UnixMilli(),
-			expiryScore(nk.ExpiresAt), flag, k.max).Result()
-		if err != nil {
+		var v any
+		err := k.repl.Write(ctx, k.rdb, keys[0], func(c redis.Cmdable) (err error) {
+			v, err = rollScript.Run(ctx, c, keys, k.nowMS(), oldID, nk.ID, nk.CreatedAt.UnixMilli(),
+				expiryScore(nk.ExpiresAt), flag, k.max).Result()
+			return err
+		})
+		if err != nil && !errors.Is(err, durable.ErrNotAcknowledged) {
 			return "", unavailable("roll", err)
 		}
 		if list, ok := v.([]any); ok && len(list) == 1 {
 			if score, ok := list[0].(string); ok {
+				if err != nil {
+					return score, failed("roll", err)
+				}
 				return score, nil
 			}
 		}
+		// A refusal changed nothing: it needs no confirmation.
 		if n, _ := v.(int64); n != -1 {
 			return "", fmt.Errorf("%w: it is no longer active", ErrNotRollable)
 		}
@@ -156,8 +175,12 @@ func (k *Keyring) replace(ctx context.Context, old Key, oldHex string, nk Key, h
 	if err := k.store(ctx, nk, hexD); err != nil {
 		return Key{}, err
 	}
-	v, err := markRolledScript.Run(ctx, k.rdb, []string{k.l.record(oldHex)}, nk.ID, ms(end)).Result()
-	if err != nil {
+	rec := k.l.record(oldHex)
+	var v any
+	if err := k.repl.Write(ctx, k.rdb, rec, func(c redis.Cmdable) (err error) {
+		v, err = markRolledScript.Run(ctx, c, []string{rec}, nk.ID, ms(end)).Result()
+		return err
+	}); err != nil {
 		return Key{}, err
 	}
 	m, err := pairs(v)
@@ -173,7 +196,8 @@ func (k *Keyring) replace(ctx context.Context, old Key, oldHex string, nk Key, h
 
 // undoRoll takes back a roll whose writes failed: the successor stops
 // working first, then the old record loses its new expiry, then the counts
-// are restored. Best effort: what it cannot undo, reclaim will.
+// are restored. Best effort: what it cannot undo, reclaim will. Not waited
+// for (replicas.go).
 func (k *Keyring) undoRoll(old Key, oldHex string, nk Key, hexD, prevScore string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

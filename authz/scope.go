@@ -1,7 +1,6 @@
 package authz
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -10,15 +9,16 @@ import (
 
 // Errors returned by the parsers and by Key.Authorize.
 var (
-	ErrUnknownScope = errors.New("authz: unknown scope")
-	ErrWrongCompany = errors.New("authz: key belongs to another company")
-	ErrMissingScope = errors.New("authz: key lacks the required scope")
+	ErrUnknownScope = invoicing.Define(invoicing.Error{Kind: invoicing.Invalid, Code: "invalid_body", Title: "Invalid request body", Message: "authz: unknown scope"})
+	ErrWrongCompany = invoicing.Define(invoicing.Error{Kind: invoicing.Forbidden, Code: "company_mismatch", Title: "Key does not belong to this company", Detail: "The API key does not belong to the company in X-Company-Id.", Message: "authz: key belongs to another company"})
+	ErrMissingScope = invoicing.Define(invoicing.Error{Kind: invoicing.Forbidden, Code: "insufficient_scope", Title: "Insufficient scope", Detail: "The API key lacks the scope this operation needs.", Message: "authz: key lacks the required scope"})
 )
 
 // Scope names one permission of the public API.
 type Scope string
 
-// The scopes of the API document, section 5.
+// The API's scopes: each operation needs one (its x-scopes in
+// gateway/apidocs/openapi.yaml).
 const (
 	InvoicesRead Scope = "invoices:read"
 	ClientsRead  Scope = "clients:read"

@@ -26,9 +26,9 @@ func TestNewSecretShape(t *testing.T) {
 				t.Fatalf("secret body holds %q", c)
 			}
 		}
-		got, ok := secretMode(s)
-		if !ok || got != m {
-			t.Fatalf("secretMode of a fresh %s secret = %q, %v", m, got, ok)
+		got, f := parseSecret(s)
+		if f != formCurrent || got != m {
+			t.Fatalf("parseSecret of a fresh %s secret = %q, form %d", m, got, f)
 		}
 		if seen[s] {
 			t.Fatal("duplicate secret")
@@ -44,29 +44,79 @@ func TestNewSecretShape(t *testing.T) {
 	}
 }
 
-func TestSecretMode(t *testing.T) {
+func TestParseSecret(t *testing.T) {
 	body := strings.Repeat("aZ9", 15)[:secretBody]
+	// The checksums below were computed outside Go (Python's zlib.crc32,
+	// then base62 0-9A-Za-z, most significant digit first): they pin the
+	// format that secret scanners check.
+	zero := "igw_live_" + strings.Repeat("0", secretBody)
+	docs := "igw_test_4Vq0Xb1e6cJk9dPzR2uWmA7sYt3nLhG8fQo5iKxEwTj"
+	if got := checksum(zero); got != "4YFsOF" {
+		t.Fatalf("checksum(%q) = %q, want 4YFsOF", zero, got)
+	}
+	if got := checksum(docs); got != "3ZXgfk" {
+		t.Fatalf("checksum(%q) = %q, want 3ZXgfk", docs, got)
+	}
 	for _, tc := range []struct {
 		in   string
 		mode invoicing.Mode
-		ok   bool
+		f    form
 	}{
-		{"igw_live_" + body, invoicing.Live, true},
-		{"igw_test_" + body, invoicing.Test, true},
-		{"igw_prod_" + body, "", false},
-		{"IGW_LIVE_" + body, "", false},
-		{"igw_live_" + body[:secretBody-1], "", false},
-		{"igw_live_" + body + "a", "", false},
-		{"igw_live_" + body[:secretBody-1] + "-", "", false},
-		{"igw_live_" + body[:secretBody-1] + "_", "", false},
-		{"igw_live_" + body[:20] + "é" + body[22:], "", false},
-		{"igw_live_" + body[:secretBody-1] + "\x00", "", false},
-		{"", "", false},
-		{"Bearer igw_live_" + body, "", false},
+		{zero + "4YFsOF", invoicing.Live, formCurrent},
+		{docs + "3ZXgfk", invoicing.Test, formCurrent},
+		{zero + "4YFsOG", invoicing.Live, formBadChecksum},
+		{zero + "000000", invoicing.Live, formBadChecksum},
+		{zero + "zzzzzz", invoicing.Live, formBadChecksum}, // over 2^32 once decoded
+		{strings.Replace(docs, "test", "live", 1) + "3ZXgfk", invoicing.Live, formBadChecksum},
+		{"igw_live_" + body, invoicing.Live, formLegacy},
+		{"igw_test_" + body, invoicing.Test, formLegacy},
+		{"igw_prod_" + body, "", formMalformed},
+		{"IGW_LIVE_" + body, "", formMalformed},
+		{"igw_live_" + body[:secretBody-1], "", formMalformed},
+		{"igw_live_" + body + "a", "", formMalformed},
+		{"igw_live_" + body + "abcde", "", formMalformed},
+		{"igw_live_" + body + "abcdefg", "", formMalformed},
+		{"igw_live_" + body[:secretBody-1] + "-", "", formMalformed},
+		{"igw_live_" + body[:secretBody-1] + "_", "", formMalformed},
+		{"igw_live_" + body[:20] + "é" + body[22:], "", formMalformed},
+		{"igw_live_" + body[:secretBody-1] + "\x00", "", formMalformed},
+		{zero + "4YFsO-", "", formMalformed},
+		{"", "", formMalformed},
+		{"Bearer igw_live_" + body, "", formMalformed},
 	} {
-		m, ok := secretMode(tc.in)
-		if m != tc.mode || ok != tc.ok {
-			t.Errorf("secretMode(%q) = %q, %v; want %q, %v", tc.in, m, ok, tc.mode, tc.ok)
+		m, f := parseSecret(tc.in)
+		if m != tc.mode || f != tc.f {
+			t.Errorf("parseSecret(%q) = %q, %d; want %q, %d", tc.in, m, f, tc.mode, tc.f)
+		}
+	}
+}
+
+// TestChecksumCatchesTypos: every one-character change and every swap of
+// two neighbouring characters of a secret breaks its checksum (CRC-32
+// finds every error within 32 consecutive bits), so no typo of a real key
+// reaches Redis.
+func TestChecksumCatchesTypos(t *testing.T) {
+	for i := 0; i < 5; i++ {
+		s, err := newSecret(invoicing.Live)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for pos := prefixLen; pos < len(s); pos++ {
+			for _, c := range []byte(base62Digits) {
+				if c == s[pos] {
+					continue
+				}
+				typo := s[:pos] + string(c) + s[pos+1:]
+				if _, f := parseSecret(typo); f != formBadChecksum {
+					t.Fatalf("a one-character change at %d has form %d, want formBadChecksum", pos, f)
+				}
+			}
+			if pos+1 < len(s) && s[pos] != s[pos+1] {
+				swapped := s[:pos] + s[pos+1:pos+2] + s[pos:pos+1] + s[pos+2:]
+				if _, f := parseSecret(swapped); f != formBadChecksum {
+					t.Fatalf("a swap at %d has form %d, want formBadChecksum", pos, f)
+				}
+			}
 		}
 	}
 }

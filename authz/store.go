@@ -117,7 +117,9 @@ return redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[2])`)
 
 // revokeScript marks a record revoked once; revoking again keeps the first
 // revocation time. It returns whether this call revoked it, then the record;
-// nothing if there is none.
+// nothing if there is none. A repeated revocation sets the state all the
+// same: a command that changes nothing is not replicated, and the WAIT
+// after a retried revocation must vouch for the first (internal/durable).
 var revokeScript = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'state')
 if not st then return {} end
@@ -125,6 +127,8 @@ local changed = 0
 if st ~= 'revoked' then
   redis.call('HSET', KEYS[1], 'state', 'revoked', 'revoked_at', ARGV[1])
   changed = 1
+else
+  redis.call('HSET', KEYS[1], 'state', 'revoked')
 end
 return {changed, redis.call('HGETALL', KEYS[1])}`)
 
@@ -171,6 +175,11 @@ func encodeRecord(k Key) []any {
 		"hint", k.Hint,
 		"created", ms(k.CreatedAt),
 		"state", k.State,
+	}
+	// Records of secrets of the first form have no "checksum" field: every
+	// key made now has one.
+	if !k.LegacyForm {
+		rec = append(rec, "checksum", "1")
 	}
 	// Optional fields only when set: older records have none of them.
 	for _, f := range [...]struct{ name, v string }{
@@ -231,6 +240,7 @@ func decodeRecord(m map[string]string) (Key, bool, error) {
 		k.ExpiresAt = &t
 	}
 	k.Replaces, k.ReplacedBy = m["replaces"], m["replaced_by"]
+	k.LegacyForm = m["checksum"] != "1"
 	if k.AllowedCIDRs, err = parseStoredCIDRs(m["cidrs"]); err != nil {
 		return Key{}, true, fmt.Errorf("%w %s: networks: %w", errCorrupt, k.ID, err)
 	}

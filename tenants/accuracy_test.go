@@ -126,7 +126,7 @@ func even(n int, total float64) []float64 {
 	return r
 }
 
-// The issue's accuracy figures, on a simulated clock: three instances offered
+// The accuracy targets (docs/performance.md), on a simulated clock: three instances offered
 // more than the limit admit burst + rate × 10 s within ±5 %, whether the load
 // is spread evenly or not; Redis is asked at most 0.05 times per admitted
 // request above 1,000 requests/s.
@@ -166,7 +166,7 @@ func TestSimulatedAccuracy(t *testing.T) {
 }
 
 // A low limit is exact: never more than its burst at once, nor more than the
-// burst plus the refill in any window, on three instances (the issue allows
+// burst plus the refill in any window, on three instances (the target allows
 // one more request per instance; leasing would need a lease of two tokens).
 func TestSimulatedLowLimitIsExact(t *testing.T) {
 	lim := Limit{Rate: 1, Burst: 5}

@@ -5,10 +5,11 @@
 package tenants
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // Bounds of a Limit. They keep the arithmetic of the Redis script exact
@@ -22,10 +23,10 @@ const (
 
 var (
 	// ErrInvalidLimit is returned for a rate or burst outside the bounds.
-	ErrInvalidLimit = errors.New("tenants: invalid limit")
+	ErrInvalidLimit = invoicing.Define(invoicing.Error{Kind: invoicing.Invalid, Code: "invalid_body", Title: "Invalid request body", Message: "tenants: invalid limit"})
 	// ErrBusy is returned by Guard.Acquire when the company already has its
 	// share of requests in flight to the database.
-	ErrBusy = errors.New("tenants: too many requests in flight for this company")
+	ErrBusy = invoicing.Define(invoicing.Error{Kind: invoicing.Limited, Code: "concurrency_limit", Title: "Too many requests in flight", Detail: "Too many requests of this company are in flight; retry shortly.", Message: "tenants: too many requests in flight for this company"})
 )
 
 // Limit is a rate with a burst.

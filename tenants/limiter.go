@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/invoicing-ao/gateway/internal/durable"
 	"github.com/invoicing-ao/gateway/internal/tracing"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
@@ -41,6 +42,14 @@ type Config struct {
 	Logger   *slog.Logger     // nil means slog.Default()
 	// TracerProvider makes Allow's spans; nil means otel's global one.
 	TracerProvider trace.TracerProvider
+	// MinReplicas is how many Redis replicas must acknowledge a limit
+	// change (SetLimit, ResetLimits) before it is reported done (see
+	// ErrNotReplicated); zero means none: a Redis failover may lose the
+	// last changes.
+	MinReplicas int
+	// ReplicaTimeout bounds each wait for those acknowledgements; zero
+	// means 1s.
+	ReplicaTimeout time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -89,8 +98,11 @@ func (c Config) Validate() error {
 	if err := c.TestDefault.Validate(); err != nil {
 		return fmt.Errorf("tenants: TEST default: %w", err)
 	}
-	if c.RedisTimeout < 0 || c.RetryEvery < 0 {
-		return errors.New("tenants: RedisTimeout and RetryEvery must not be negative")
+	if c.RedisTimeout < 0 || c.RetryEvery < 0 || c.ReplicaTimeout < 0 {
+		return errors.New("tenants: RedisTimeout, RetryEvery and ReplicaTimeout must not be negative")
+	}
+	if c.MinReplicas < 0 {
+		return errors.New("tenants: MinReplicas must not be negative")
 	}
 	if c.LeaseTTL < 0 || c.LeaseTTL > MaxLeaseTTL {
 		return fmt.Errorf("tenants: LeaseTTL %v is outside [0, %v]: a limit change must reach every instance within a second", c.LeaseTTL, MaxLeaseTTL)
@@ -112,6 +124,7 @@ const MaxLeaseTTL = 900 * time.Millisecond
 // preferred to refusing everyone or admitting everything.
 type Limiter struct {
 	rdb       redis.UniversalClient
+	repl      durable.Policy // the limit changes' acknowledgements
 	prefix    string
 	defaults  [2]Limit
 	defaults4 []any // the script's first ARGV: the default limits; read-only
@@ -143,6 +156,7 @@ func New(cfg Config) *Limiter {
 	cfg = cfg.withDefaults()
 	l := &Limiter{
 		rdb:        cfg.Redis,
+		repl:       durable.Policy{Replicas: cfg.MinReplicas, Timeout: cfg.ReplicaTimeout},
 		prefix:     cfg.Prefix,
 		defaults:   [2]Limit{cfg.LiveDefault, cfg.TestDefault}, // by Mode.Index
 		id:         instanceID(),

@@ -2,9 +2,13 @@ package tenants
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invoicing-ao/gateway/internal/durable"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -30,10 +34,21 @@ func (l *Limiter) Limits(ctx context.Context, companyID string) (Limits, error) 
 	return ls, nil
 }
 
+// ErrNotReplicated: the limit change is in effect (on the Redis master,
+// which every instance reads) but fewer than Config.MinReplicas replicas
+// confirmed it in time, so a Redis failover could undo it. Making the same
+// change again is safe, and confirms it once the replicas answer: each
+// change writes even when it finds nothing to change, so that the wait
+// after a retry vouches for the first attempt.
+var ErrNotReplicated = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: "change_not_replicated", Title: "Change not confirmed by Redis replicas",
+	Detail:  "The limit is changed, but Redis's replicas did not confirm the change in time: if Redis fails over now, the previous limit could return. Make the change again until this succeeds; doing so is safe.",
+	Message: "tenants: the limit is changed but Redis's replicas did not confirm it, so a Redis failover could undo it; make the change again until this succeeds"})
+
 // SetLimit overrides the company's limit for the mode, or for both modes when
 // m is "". Every instance applies it on the company's next request. The
 // override lives in Redis only: it survives a Redis restart only if that Redis
-// persists its data.
+// persists its data, and a failover only if a replica has it (MinReplicas;
+// ErrNotReplicated).
 func (l *Limiter) SetLimit(ctx context.Context, companyID string, m invoicing.Mode, lim Limit) error {
 	if companyID == "" {
 		return ErrInvalidCompany
@@ -53,10 +68,22 @@ func (l *Limiter) SetLimit(ctx context.Context, companyID string, m invoicing.Mo
 	for _, m := range modes {
 		fields = append(fields, rateField[m.Index()], r, burstField[m.Index()], b)
 	}
-	if err := l.rdb.HSet(ctx, overrideKey(l.prefix, companyID), fields...).Err(); err != nil {
-		return fmt.Errorf("tenants: set limit: %w", err)
+	key := overrideKey(l.prefix, companyID)
+	// HSET writes even the values it finds: the retry of a change the
+	// replicas did not confirm is replicated, and its wait covers the first.
+	err := l.repl.Write(ctx, l.rdb, key, func(c redis.Cmdable) error { return c.HSet(ctx, key, fields...).Err() })
+	return changed("set limit", err)
+}
+
+// changed is the error of a limit change whose write ended with err.
+func changed(op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, durable.ErrNotAcknowledged):
+		return fmt.Errorf("%w: %s: %w", ErrNotReplicated, op, err)
 	}
-	return nil
+	return fmt.Errorf("tenants: %s: %w", op, err)
 }
 
 // ResetLimits removes the company's overrides: the defaults apply again.
@@ -64,8 +91,17 @@ func (l *Limiter) ResetLimits(ctx context.Context, companyID string) error {
 	if companyID == "" {
 		return ErrInvalidCompany
 	}
-	if err := l.rdb.Del(ctx, overrideKey(l.prefix, companyID)).Err(); err != nil {
-		return fmt.Errorf("tenants: reset limits: %w", err)
-	}
-	return nil
+	key := overrideKey(l.prefix, companyID)
+	// A DEL of nothing is not replicated: the field set first gives the
+	// DEL something to delete, so that a reset repeated after an
+	// unconfirmed one is replicated and its wait covers the first.
+	err := l.repl.Write(ctx, l.rdb, key, func(c redis.Cmdable) error {
+		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.HSet(ctx, key, "reset", "1")
+			p.Del(ctx, key)
+			return nil
+		})
+		return err
+	})
+	return changed("reset limits", err)
 }

@@ -9,7 +9,6 @@ package usage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -22,7 +21,7 @@ import (
 )
 
 // ErrUnavailable wraps the error of a Redis that cannot answer.
-var ErrUnavailable = errors.New("usage: Redis unavailable")
+var ErrUnavailable = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: "usage_unavailable", Title: "Usage unavailable", Detail: "Usage cannot be read right now; retry later.", Message: "usage: Redis unavailable"})
 
 // Config configures a Counter. Every zero value has a working default.
 type Config struct {

@@ -81,6 +81,19 @@ func startClusterNode(t testing.TB, dir string) string {
 // port, waits until it answers PING, and kills it when the test ends.
 func startRedisProcess(t testing.TB, dir string, args func(port string) []string) string {
 	t.Helper()
+	return startRedisProc(t, dir, args).Addr
+}
+
+// redisProc is a redis-server of the test's own: its address, and its
+// process to stop (SIGSTOP), continue or kill.
+type redisProc struct {
+	Addr string
+	proc *os.Process
+}
+
+// startRedisProc is startRedisProcess, keeping the process.
+func startRedisProc(t testing.TB, dir string, args func(port string) []string) redisProc {
+	t.Helper()
 	for attempt := 0; attempt < 20; attempt++ {
 		port := 20000 + rand.IntN(10000)
 		if !portFree(port) || !portFree(port+10000) {
@@ -101,13 +114,13 @@ func startRedisProcess(t testing.TB, dir string, args func(port string) []string
 		})
 		addr := "127.0.0.1:" + p
 		if waitPing(addr, exited) {
-			return addr
+			return redisProc{Addr: addr, proc: cmd.Process}
 		}
 		// Lost the port to someone else (or the node died): try another.
 		t.Logf("redis-server on %s did not start, retrying: %s", addr, strings.TrimSpace(log.String()))
 	}
 	t.Fatalf("could not start a redis-server after 20 attempts")
-	return ""
+	return redisProc{}
 }
 
 // waitPing reports whether addr answers PING within 5 s, giving up early if

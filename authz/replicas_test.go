@@ -1,0 +1,286 @@
+package authz
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
+)
+
+// TestChangesSurviveFailover runs key changes on a real Redis master and
+// replica under a Sentinel, holds the replica back at chosen moments, then
+// fails over, losing whatever the master had not sent: every change
+// reported done is found on the promoted master through a fresh Keyring,
+// every change whose confirmation was missing was reported so (an in-effect
+// revocation) or taken back (a creation, a roll). Without MinReplicas, a
+// revocation reported done comes back after the failover: the fault the
+// setting exists for.
+func TestChangesSurviveFailover(t *testing.T) {
+	r := testenv.RedisReplicated(t)
+	rdb := r.Client()
+	const prefix = "gw:authz:"
+	// sure waits long enough for a replica that keeps up on a busy
+	// machine; quick gives up soon on one that is held back for good.
+	sure := newRing(t, rdb, prefix, nil, func(c *Config) { c.MinReplicas, c.ReplicaTimeout = 1, 30*time.Second })
+	quick := newRing(t, rdb, prefix, nil, func(c *Config) { c.MinReplicas, c.ReplicaTimeout = 1, 200*time.Millisecond })
+	plain := newRing(t, rdb, prefix, nil, nil)
+	keys := map[string]Key{}
+	secrets := map[string]string{}
+	for _, name := range []string{"revoked", "revoked-after-lag", "unconfirmed-revoke", "plain-revoke", "created", "rolled", "unrolled"} {
+		keys[name], secrets[name] = mustCreateNamed(t, sure, name)
+	}
+	names := func(k *Keyring) map[string]Key {
+		t.Helper()
+		list, err := k.List(ctx, companyA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]Key{}
+		for _, key := range list {
+			m[key.Name] = key
+		}
+		return m
+	}
+
+	// No lag: confirmed.
+	if _, _, err := sure.Revoke(ctx, keys["revoked"].ID); err != nil {
+		t.Fatalf("revoke, replica in sync: %v", err)
+	}
+	rolled, err := sure.Roll(ctx, keys["rolled"].ID, time.Hour)
+	if err != nil {
+		t.Fatalf("roll, replica in sync: %v", err)
+	}
+
+	// A lag that ends while the revocation waits: confirmed.
+	r.Link.Pause()
+	done := make(chan error, 1)
+	go func() { _, _, err := sure.Revoke(ctx, keys["revoked-after-lag"].ID); done <- err }()
+	eventually(t, "the revocation on the master", func() bool {
+		k, err := plain.Get(ctx, keys["revoked-after-lag"].ID)
+		return err == nil && k.State == StateRevoked
+	})
+	r.Link.Resume()
+	if err := <-done; err != nil {
+		t.Fatalf("revoke, lag ended within the timeout: %v", err)
+	}
+
+	// A creation whose lag starts at its last write, the record, is taken
+	// back too.
+	lateRdb := r.Client()
+	late := newRing(t, lateRdb, prefix, nil, func(c *Config) { c.MinReplicas, c.ReplicaTimeout = 1, 200*time.Millisecond })
+	scopes, _ := ParseScopes("invoices:read")
+	hold := holdBefore(lateRdb, r.Link, func(cmd redis.Cmder) bool { return strings.EqualFold(cmd.Name(), "hset") })
+	if _, _, err := late.Create(ctx, NewKey{CompanyID: companyA, Mode: invoicing.Live, Scopes: scopes, Name: "unconfirmed-record"}); !errors.Is(err, ErrNotReplicated) {
+		t.Fatalf("create, replica held back at the record = %v, want ErrNotReplicated", err)
+	}
+	if !hold() {
+		t.Fatal("the creation wrote no record: the lag never started")
+	}
+	r.Link.Resume()
+
+	// Held back for good from here to the failover.
+	r.Link.Pause()
+	key, revoked, err := quick.Revoke(ctx, keys["unconfirmed-revoke"].ID)
+	if !errors.Is(err, ErrRevocationNotReplicated) || !revoked || key.State != StateRevoked {
+		t.Fatalf("revoke, replica held back = %v (revoked %v, state %q), want ErrRevocationNotReplicated with the revoked key", err, revoked, key.State)
+	}
+	if invoicing.KindOf(err) != invoicing.Unavailable || !strings.Contains(err.Error(), "revoke it again") {
+		t.Errorf("unconfirmed revocation: kind %v, message %q", invoicing.KindOf(err), err)
+	}
+	if _, err := plain.Verify(ctx, secrets["unconfirmed-revoke"]); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("an unconfirmed revocation is in effect on the master: Verify = %v", err)
+	}
+	// Revoking again, from another instance (another connection, whose
+	// WAIT would vouch for nothing it has not written), changes nothing on
+	// the master and is not confirmed either: its WAIT vouches for the
+	// first revocation.
+	retry := newRing(t, r.Client(), prefix, nil, func(c *Config) { c.MinReplicas, c.ReplicaTimeout = 1, 200*time.Millisecond })
+	if _, revoked, err := retry.Revoke(ctx, keys["unconfirmed-revoke"].ID); !errors.Is(err, ErrRevocationNotReplicated) || revoked {
+		t.Fatalf("revoke again, replica held back = %v (revoked %v), want ErrRevocationNotReplicated", err, revoked)
+	}
+	if _, _, err := plain.Revoke(ctx, keys["plain-revoke"].ID); err != nil {
+		t.Fatalf("revoke without MinReplicas: %v", err)
+	}
+	// A creation and a roll whose first write is unconfirmed are taken back.
+	if _, secret, err := quick.Create(ctx, NewKey{CompanyID: companyA, Mode: invoicing.Live, Scopes: scopes, Name: "unconfirmed-create"}); !errors.Is(err, ErrNotReplicated) || secret != "" {
+		t.Fatalf("create, replica held back = %v (secret given: %v), want ErrNotReplicated", err, secret != "")
+	}
+	if _, err := quick.Roll(ctx, keys["unrolled"].ID, time.Hour); !errors.Is(err, ErrNotReplicated) {
+		t.Fatalf("roll, replica held back = %v, want ErrNotReplicated", err)
+	}
+	now := names(plain)
+	for _, name := range []string{"unconfirmed-create", "unconfirmed-record"} {
+		if _, ok := now[name]; ok {
+			t.Errorf("the unconfirmed creation %q was not taken back", name)
+		}
+	}
+	if k := now["unrolled"]; k.ReplacedBy != "" || k.ExpiresAt != nil {
+		t.Errorf("the unconfirmed roll was not taken back: %+v", k)
+	}
+
+	r.Failover()
+	fresh := newRing(t, r.Client(), prefix, nil, nil)
+	for name, want := range map[string]error{
+		"revoked":            ErrInvalidKey, // confirmed
+		"revoked-after-lag":  ErrInvalidKey, // confirmed once the lag ended
+		"created":            nil,           // confirmed
+		"rolled":             nil,           // in its overlap
+		"unrolled":           nil,           // its roll taken back
+		"plain-revoke":       nil,           // reported done without MinReplicas, lost
+		"unconfirmed-revoke": nil,           // reported unconfirmed, lost
+	} {
+		if _, err := fresh.Verify(ctx, secrets[name]); !errors.Is(err, want) {
+			t.Errorf("after the failover, key %q: Verify = %v, want %v", name, err, want)
+		}
+	}
+	if k, err := fresh.Verify(ctx, rolled.Secret); err != nil || k.ID != rolled.New.ID {
+		t.Errorf("after the failover, the confirmed roll's successor: %v", err)
+	}
+	after := names(fresh)
+	if after["rolled"].ReplacedBy != rolled.New.ID {
+		t.Errorf("after the failover, the rolled key is not replaced: %+v", after["rolled"])
+	}
+	for _, name := range []string{"unconfirmed-create", "unconfirmed-record"} {
+		if _, ok := after[name]; ok {
+			t.Errorf("after the failover, the taken-back creation %q is listed", name)
+		}
+	}
+	// The promoted master has no replica: a revocation is in effect but
+	// cannot be confirmed, and says so.
+	again := newRing(t, r.Client(), prefix, nil, func(c *Config) { c.MinReplicas, c.ReplicaTimeout = 1, 200*time.Millisecond })
+	if _, _, err := again.Revoke(ctx, keys["unconfirmed-revoke"].ID); !errors.Is(err, ErrRevocationNotReplicated) {
+		t.Fatalf("revoke on a master without replicas = %v, want ErrRevocationNotReplicated", err)
+	}
+	if _, err := newRing(t, r.Client(), prefix, nil, nil).Verify(ctx, secrets["unconfirmed-revoke"]); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("the unconfirmed revocation is not in effect: %v", err)
+	}
+}
+
+func mustCreateNamed(t *testing.T, k *Keyring, name string) (Key, string) {
+	t.Helper()
+	scopes, _ := ParseScopes("invoices:read")
+	key, secret, err := k.Create(ctx, NewKey{CompanyID: companyA, Mode: invoicing.Live, Scopes: scopes, Name: name})
+	if err != nil {
+		t.Fatalf("create %s: %v", name, err)
+	}
+	return key, secret
+}
+
+// holdBefore pauses link just before the first command of rdb that pick
+// chooses is sent; the returned func reports whether it did.
+func holdBefore(rdb *redis.Client, link *testenv.FaultProxy, pick func(redis.Cmder) bool) func() bool {
+	h := &holdHook{link: link, pick: pick}
+	rdb.AddHook(h)
+	return func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.held
+	}
+}
+
+type holdHook struct {
+	link *testenv.FaultProxy
+	pick func(redis.Cmder) bool
+	mu   sync.Mutex
+	held bool
+}
+
+func (h *holdHook) hold(cmd redis.Cmder) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.held && h.pick(cmd) {
+		h.held = true
+		h.link.Pause()
+	}
+}
+
+func (h *holdHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
+}
+
+func (h *holdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.hold(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *holdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			h.hold(c)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestKeyringWaitsOnRedisCluster: on a Redis Cluster with a replica per
+// master, every change waits on the master of each key it writes (their
+// slots differ: the count's, the id index's, the record's). All succeed
+// with the replicas running; with the replica of a record's master
+// stopped, that key's revocation is in effect but unconfirmed, while
+// another key's, on another master, is confirmed.
+func TestKeyringWaitsOnRedisCluster(t *testing.T) {
+	c := testenv.RedisClusterReplicated(t)
+	rdb := c.Client()
+	const prefix = "gw:authz:"
+	sure := newRing(t, rdb, prefix, nil, func(c *Config) { c.MinReplicas, c.ReplicaTimeout = 1, 30*time.Second })
+	quick := newRing(t, rdb, prefix, nil, func(c *Config) { c.MinReplicas, c.ReplicaTimeout = 1, 300*time.Millisecond })
+
+	// Keys until two records live on different masters.
+	masters := map[string]Key{}
+	for i := 0; len(masters) < 2 && i < 50; i++ {
+		key, secret := mustCreateNamed(t, sure, "k")
+		d := sha256.Sum256([]byte(secret))
+		node, err := rdb.MasterForKey(ctx, prefix+"key:"+hex.EncodeToString(d[:]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := masters[node.Options().Addr]; !ok {
+			masters[node.Options().Addr] = key
+		} else if _, _, err := sure.Revoke(ctx, key.ID); err != nil { // stay below the limit
+			t.Fatalf("revoke on the cluster: %v", err)
+		}
+	}
+	if len(masters) < 2 {
+		t.Fatal("every record landed on one master")
+	}
+	var held, other Key
+	var heldMaster string
+	for addr, key := range masters {
+		if heldMaster == "" {
+			heldMaster, held = addr, key
+		} else {
+			other = key
+		}
+	}
+	rolled, err := sure.Roll(ctx, other.ID, time.Hour)
+	if err != nil {
+		t.Fatalf("roll on the cluster: %v", err)
+	}
+	if _, err := sure.Verify(ctx, rolled.Secret); err != nil {
+		t.Fatalf("the roll's successor: %v", err)
+	}
+
+	replica := c.ReplicaOf(heldMaster)
+	c.Stop(replica)
+	_, _, heldErr := quick.Revoke(ctx, held.ID)
+	_, _, otherErr := sure.Revoke(ctx, rolled.New.ID)
+	c.Continue(replica)
+	if !errors.Is(heldErr, ErrRevocationNotReplicated) {
+		t.Errorf("revoke with the record's replica stopped = %v, want ErrRevocationNotReplicated", heldErr)
+	}
+	if otherErr != nil {
+		t.Errorf("revoke of a key on another master = %v", otherErr)
+	}
+}

@@ -1,0 +1,103 @@
+// Package durable runs the Redis writes that must outlive the loss of
+// the master: each on the master that owns its key, on one connection,
+// followed by WAIT for as many replicas as the operator requires. Redis
+// replicates asynchronously: a write the master has answered can still be
+// lost if the master dies before a replica has it, and Sentinel or Cluster
+// then promotes that replica. WAIT reports how many replicas have
+// acknowledged the calling connection's writes, so the write and its WAIT
+// must share a connection, which a pooled client does not promise.
+package durable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNotAcknowledged: the master applied the write (its answer was read)
+// but fewer replicas than required acknowledged it within the timeout, or
+// the WAIT could not be asked. The write is in effect on the master; a
+// failover before a replica receives it loses it.
+var ErrNotAcknowledged = errors.New("durable: write not acknowledged by enough replicas")
+
+// DefaultTimeout is Policy.Timeout's zero value.
+const DefaultTimeout = time.Second
+
+// Policy says how many replicas must acknowledge a write. The zero Policy
+// writes as a plain client does and waits for nothing.
+type Policy struct {
+	// Replicas is how many replicas must acknowledge each write; zero
+	// means none: no WAIT, and a failover may lose the last writes.
+	Replicas int
+	// Timeout bounds each WAIT; zero means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Write calls write with a client on which to make its writes, then waits
+// for the policy's replicas. Every write of write must concern key's hash
+// slot: on Redis Cluster, write is given a connection to the master that
+// owns key (a redirection then fails the write instead of following it).
+//
+// A nil error means that Replicas replicas acknowledged everything the
+// master had replicated up to write's last write, which includes every
+// earlier write to that master, by anyone. write should therefore end with
+// a command that changes something, even when there is nothing left to
+// change (a repeated revocation sets the state it finds): Redis versions
+// differ on the point WAIT waits for, some taking the connection's last
+// command, others its last replicated one, and a command that changes
+// nothing is not replicated; with those, the WAIT after a retry that
+// changes nothing would not vouch for the first attempt's write.
+//
+// write's own error is returned as is: nothing is waited for. An error
+// wrapping ErrNotAcknowledged means write succeeded on the master without
+// enough acknowledgements; callers decide whether to undo the change or to
+// report it as in effect but not durable.
+func (p Policy) Write(ctx context.Context, rdb redis.UniversalClient, key string, write func(c redis.Cmdable) error) error {
+	if p.Replicas <= 0 {
+		return write(rdb)
+	}
+	node, err := masterOf(ctx, rdb, key)
+	if err != nil {
+		return err
+	}
+	// One connection for the write and its WAIT. A broken connection is
+	// not replaced under the Conn: the WAIT fails rather than asking on
+	// another connection, which would vouch for nothing.
+	conn := node.Conn()
+	defer conn.Close()
+	if err := write(conn); err != nil {
+		return err
+	}
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	n, err := conn.Wait(ctx, p.Replicas, timeout).Result()
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: WAIT failed: %w", ErrNotAcknowledged, err)
+	case n < int64(p.Replicas):
+		return fmt.Errorf("%w: %d of %d replicas acknowledged within %v", ErrNotAcknowledged, n, p.Replicas, timeout)
+	}
+	return nil
+}
+
+// masterOf is the client of the master that owns key: the client itself
+// for one server or Sentinel (go-redis's failover client talks to the
+// current master only), the owning node's for Cluster.
+func masterOf(ctx context.Context, rdb redis.UniversalClient, key string) (*redis.Client, error) {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c, nil
+	case *redis.ClusterClient:
+		node, err := c.MasterForKey(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("durable: the master of the key's slot: %w", err)
+		}
+		return node, nil
+	}
+	return nil, fmt.Errorf("durable: cannot wait for replicas through a %T: use one server, Sentinel or Cluster", rdb)
+}
