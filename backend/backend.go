@@ -17,19 +17,19 @@ import (
 var (
 	// ErrNotFound: no such resource in this company (also for another
 	// company's id and for ids that are not UUIDs).
-	ErrNotFound = errors.New("backend: not found")
+	ErrNotFound = invoicing.Define(invoicing.Error{Kind: invoicing.NotFound, Code: "not_found", Title: "Resource not found", Detail: "No such resource.", Message: "backend: not found"})
 	// ErrNIFConflict: the company already has a live client with this NIF.
-	ErrNIFConflict = errors.New("backend: a client with this NIF already exists")
+	ErrNIFConflict = invoicing.Define(invoicing.Error{Kind: invoicing.Conflict, Code: "nif_conflict", Title: "NIF already registered", Detail: "A client with this NIF already exists in the company.", Message: "backend: a client with this NIF already exists"})
 	// ErrUnavailable: the database could not be reached or did not answer in
 	// time. Wrapped together with the cause.
-	ErrUnavailable = errors.New("backend: database unavailable")
+	ErrUnavailable = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: "database_unavailable", Title: "Database unavailable", Detail: "The database is unavailable; retry later.", Message: "backend: database unavailable"})
 	// ErrClientExists: CreateClient was given an id (NewClient.ID) that a
 	// client of the company has already. The error is a *ClientExistsError,
 	// which holds that client as it is now.
 	ErrClientExists = errors.New("backend: a client with this id exists")
 	// ErrInvalid: a filter or page outside the documented ranges. The gateway
 	// validates first; this guards the adapter's own contract.
-	ErrInvalid = errors.New("backend: invalid argument")
+	ErrInvalid = invoicing.Define(invoicing.Error{Kind: invoicing.Invalid, Code: "invalid_parameter", Title: "Invalid query parameter", Detail: "Invalid parameter.", Message: "backend: invalid argument"})
 )
 
 // ClientExistsError is ErrClientExists with the client that has the id.
@@ -39,6 +39,16 @@ func (e *ClientExistsError) Error() string { return ErrClientExists.Error() + ":
 
 // Is makes errors.Is(err, ErrClientExists) true.
 func (e *ClientExistsError) Is(target error) bool { return target == ErrClientExists }
+
+// NIFConflictError is ErrNIFConflict (errors.Is, and its kind and code to
+// errors.As) with the id of the company's live client that has the NIF:
+// the caller's own data, so that it can use that client instead of
+// searching for it.
+type NIFConflictError struct{ ClientID string }
+
+func (e *NIFConflictError) Error() string { return ErrNIFConflict.Error() + ": client " + e.ClientID }
+
+func (e *NIFConflictError) Unwrap() error { return ErrNIFConflict }
 
 // errIDTaken is a driver's "duplicate primary key" on customers, turned into
 // a ClientExistsError by insertClient.

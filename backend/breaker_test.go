@@ -3,6 +3,7 @@ package backend_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -40,81 +41,199 @@ func breakerStore(t *testing.T, cfg backend.Config) (*backend.Store, *testenv.Fa
 	}
 }
 
+// breakerClock is the breakers' clock in these tests: they move it instead
+// of sleeping until a probe is due.
+func breakerClock(cfg *backend.Config) *testenv.Clock {
+	c := testenv.NewClock(time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC))
+	cfg.BreakerNow = c.Now
+	return c
+}
+
+// refusedFor asserts that a call is refused by the open breaker, without
+// touching the database, and returns when the refusal says to retry.
+func refusedFor(t *testing.T, s *backend.Store) time.Duration {
+	t.Helper()
+	_, err := s.GetClient(context.Background(), coA, cliCompany)
+	var open *backend.CircuitOpenError
+	if !errors.As(err, &open) || !errors.Is(err, backend.ErrCircuitOpen) || !errors.Is(err, backend.ErrUnavailable) {
+		t.Fatalf("want a CircuitOpenError matching ErrCircuitOpen and ErrUnavailable; got %v", err)
+	}
+	return open.RetryAfter()
+}
+
+// probeFails asserts that a call goes to the (cut) database and fails there.
+func probeFails(t *testing.T, s *backend.Store) {
+	t.Helper()
+	if _, err := s.GetClient(context.Background(), coA, cliCompany); !errors.Is(err, backend.ErrUnavailable) || errors.Is(err, backend.ErrCircuitOpen) {
+		t.Fatalf("want the database's failure, not the breaker's refusal; got %v", err)
+	}
+}
+
 // Consecutive failures open the breaker; while open it refuses calls without
-// touching the database, saying when to retry; Ping still sees the truth; a
-// failed probe reopens it, a good one closes it.
+// touching the database, saying when its probe is due; Ping still sees the
+// truth; a failed probe reopens it, a good one closes it.
 func TestBreakerOpensFailsFastAndRecovers(t *testing.T) {
 	ctx := context.Background()
-	openFor := 700 * time.Millisecond
-	s, proxy, changes := breakerStore(t, backend.Config{QueryTimeout: 2 * time.Second, BreakerFailures: 3, BreakerOpenFor: openFor})
+	cfg := backend.Config{QueryTimeout: 2 * time.Second, BreakerFailures: 3, BreakerFirstProbe: 400 * time.Millisecond}
+	clock := breakerClock(&cfg)
+	s, proxy, changes := breakerStore(t, cfg)
 	if _, err := s.GetClient(ctx, coA, cliCompany); err != nil {
 		t.Fatal(err)
 	}
 
 	proxy.Cut()
-	for i := range 3 {
-		_, err := s.GetClient(ctx, coA, cliCompany)
-		if !errors.Is(err, backend.ErrUnavailable) || errors.Is(err, backend.ErrCircuitOpen) {
-			t.Fatalf("failure %d: %v, want ErrUnavailable from the database", i, err)
-		}
+	for range 3 {
+		probeFails(t, s)
 	}
 	if st := s.BreakerState(); st != "open" {
 		t.Fatalf("after 3 failures: %s", st)
 	}
 
 	// Paused, the database would hold any call for the 2 s query timeout: a
-	// refusal that comes back at once did not wait on it, and the pool handed
+	// refusal that does not take it did not wait on it, and the pool handed
 	// out no connection. (Not the proxy's count of connections: the pool may
 	// still be dialing in the background for the calls that failed above, and
 	// CI once saw such a dial land here.)
 	proxy.Pause()
 	seen := s.PoolStats().Acquires
 	start := time.Now()
-	_, err := s.ListInvoices(ctx, coA, invoicing.InvoiceFilter{Page: 1, PageSize: 10})
-	took := time.Since(start)
-	var open *backend.CircuitOpenError
-	if !errors.As(err, &open) || !errors.Is(err, backend.ErrCircuitOpen) || !errors.Is(err, backend.ErrUnavailable) {
-		t.Fatalf("while open: %v, want a CircuitOpenError matching ErrCircuitOpen and ErrUnavailable", err)
+	if ra := refusedFor(t, s); ra != 400*time.Millisecond {
+		t.Errorf("RetryAfter %v just after opening, want the first probe's 400ms", ra)
 	}
-	if ra := open.RetryAfter(); ra <= 0 || ra > openFor {
-		t.Errorf("RetryAfter %v, want in (0, %v]", ra, openFor)
-	}
-	if n := s.PoolStats().Acquires - seen; took > 200*time.Millisecond || n != 0 {
+	if took, n := time.Since(start), s.PoolStats().Acquires-seen; took >= cfg.QueryTimeout || n != 0 {
 		t.Errorf("open breaker took %v and %d connections from the pool: it waited on the database", took, n)
+	}
+	clock.Add(300 * time.Millisecond)
+	if ra := refusedFor(t, s); ra != 100*time.Millisecond {
+		t.Errorf("RetryAfter %v 300ms after opening, want 100ms", ra)
 	}
 
 	// Ping bypasses the breaker: with the database back it answers, while
-	// calls are still refused until the next probe.
+	// calls are still refused until the probe is due.
 	proxy.Resume()
 	if err := s.Ping(ctx); err != nil {
 		t.Fatalf("Ping with the database back: %v", err)
 	}
-	if _, err := s.GetClient(ctx, coA, cliCompany); !errors.Is(err, backend.ErrCircuitOpen) {
-		t.Fatalf("still within BreakerOpenFor: %v", err)
-	}
+	refusedFor(t, s)
 
-	// A failed probe reopens the breaker at once.
+	// A failed probe reopens the breaker at once, for twice as long.
 	proxy.Cut()
-	time.Sleep(openFor + 50*time.Millisecond)
-	if _, err := s.GetClient(ctx, coA, cliCompany); !errors.Is(err, backend.ErrUnavailable) || errors.Is(err, backend.ErrCircuitOpen) {
-		t.Fatalf("probe against a cut database: %v", err)
-	}
+	clock.Add(100 * time.Millisecond)
+	probeFails(t, s)
 	if st := s.BreakerState(); st != "open" {
 		t.Fatalf("after a failed probe: %s", st)
+	}
+	if ra := refusedFor(t, s); ra != 800*time.Millisecond {
+		t.Errorf("RetryAfter %v after a failed probe, want 800ms", ra)
 	}
 
 	// A good probe closes it.
 	proxy.Resume()
-	time.Sleep(openFor + 50*time.Millisecond)
+	clock.Add(800 * time.Millisecond)
 	if _, err := s.GetClient(ctx, coA, cliCompany); err != nil {
 		t.Fatalf("probe with the database back: %v", err)
 	}
 	if st := s.BreakerState(); st != "closed" {
 		t.Fatalf("after a good probe: %s", st)
 	}
-	want := []string{"closed>open", "open>half-open", "half-open>open", "open>half-open", "half-open>closed"}
-	if got := changes(); len(got) != len(want) || got[0] != want[0] || got[len(got)-1] != want[len(want)-1] {
+	want := "[closed>open open>half-open half-open>open open>half-open half-open>closed]"
+	if got := fmt.Sprint(changes()); got != want {
 		t.Errorf("state changes %v, want %v", got, want)
+	}
+}
+
+// The wait before a probe starts short and doubles with each failed probe up
+// to BreakerOpenFor, so that a short outage is seen by clients for little
+// more than it lasts and a long one costs the database one call per
+// BreakerOpenFor; an answer resets it.
+func TestBreakerProbesSoonThenBacksOff(t *testing.T) {
+	cfg := backend.Config{QueryTimeout: 2 * time.Second, BreakerFailures: 2, BreakerOpenFor: 3 * time.Second}
+	clock := breakerClock(&cfg)
+	s, proxy, _ := breakerStore(t, cfg)
+	proxy.Cut()
+	probeFails(t, s)
+	probeFails(t, s)
+
+	var waits []time.Duration
+	for range 6 {
+		ra := refusedFor(t, s)
+		waits = append(waits, ra)
+		clock.Add(ra - time.Millisecond)
+		if got := refusedFor(t, s); got != time.Millisecond {
+			t.Fatalf("1ms before the probe: RetryAfter %v", got)
+		}
+		clock.Add(time.Millisecond)
+		probeFails(t, s)
+	}
+	want := "[250ms 500ms 1s 2s 3s 3s]" // the default first probe, doubled, at most BreakerOpenFor
+	if got := fmt.Sprint(waits); got != want {
+		t.Errorf("waits before each probe %s, want %s", got, want)
+	}
+
+	// The database back: the probe that is due closes the breaker, and the
+	// next outage starts again from the first wait.
+	proxy.Resume()
+	clock.Add(refusedFor(t, s))
+	if _, err := s.GetClient(context.Background(), coA, cliCompany); err != nil {
+		t.Fatalf("probe with the database back: %v", err)
+	}
+	proxy.Cut()
+	probeFails(t, s)
+	probeFails(t, s)
+	if ra := refusedFor(t, s); ra != 250*time.Millisecond {
+		t.Errorf("after recovering, the next outage's first wait is %v, want 250ms", ra)
+	}
+}
+
+// While a probe is in flight, other calls are refused at once (RetryAfter 0:
+// the gateway says 1 s); a probe whose caller leaves does not count, and
+// the next call probes instead.
+func TestBreakerOneProbeAtATime(t *testing.T) {
+	cfg := backend.Config{QueryTimeout: 2 * time.Second, BreakerFailures: 1}
+	clock := breakerClock(&cfg)
+	halfOpen := make(chan struct{}, 4)
+	cfg.OnBreakerChange = func(_, to string) {
+		if to == "half-open" {
+			halfOpen <- struct{}{}
+		}
+	}
+	url := postgresDB(false)(t)
+	load(t, url, liveFixtures())
+	proxy := testenv.PostgresProxy(t)
+	cfg.URL, cfg.Now = proxy.Via(url), func() time.Time { return fixedNow }
+	s, err := backend.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+
+	proxy.Cut()
+	probeFails(t, s)
+	proxy.Pause()
+	clock.Add(refusedFor(t, s))
+	ctx, cancel := context.WithCancel(context.Background())
+	probe := make(chan error, 1)
+	go func() {
+		_, err := s.GetClient(ctx, coA, cliCompany)
+		probe <- err
+	}()
+	<-halfOpen // the probe's own call turned the breaker half-open, and holds it
+	if ra := refusedFor(t, s); ra != 0 {
+		t.Errorf("with a probe in flight: RetryAfter %v, want 0", ra)
+	}
+	cancel()
+	if err := <-probe; err == nil {
+		t.Fatal("a probe against a paused database succeeded")
+	}
+	if st := s.BreakerState(); st != "half-open" {
+		t.Fatalf("after the probe's caller left: %s, want half-open", st)
+	}
+	proxy.Resume()
+	if _, err := s.GetClient(context.Background(), coA, cliCompany); err != nil {
+		t.Fatalf("the next call, as the probe: %v", err)
+	}
+	if st := s.BreakerState(); st != "closed" {
+		t.Fatalf("after a good probe: %s", st)
 	}
 }
 

@@ -47,7 +47,9 @@ func (s *Store) queryClient(ctx context.Context, companyID, id string) (invoicin
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 	var r clientRow
-	err := s.queryOneFresh(ctx, companyID, s.q.client, []any{companyID, id}, r.dest(s.d)...)
+	// newRow: the client may have been created a moment ago, here or on
+	// another instance.
+	err := s.db.reader(newRow, companyID).one(ctx, s.q.client, []any{companyID, id}, r.dest(s.d)...)
 	if errors.Is(err, errNoRows) {
 		return invoicing.Client{}, ErrNotFound
 	}
@@ -78,9 +80,9 @@ func (s *Store) queryClients(ctx context.Context, companyID string, f invoicing.
 	}
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	ctx = s.readFor(ctx, companyID) // the primary right after this company's own create
+	rd := s.db.reader(ownWrites, companyID) // a list right after the company's own create includes it
 
-	total, pw, plan, done, err := s.plan(ctx, listSpec{op: "count clients", from: "customers c", w: w, o: o, after: f.After, page: f.Page, size: f.PageSize})
+	total, pw, plan, done, err := s.plan(ctx, rd, listSpec{op: "count clients", from: "customers c", w: w, o: o, after: f.After, page: f.Page, size: f.PageSize})
 	if err != nil {
 		return invoicing.Page[invoicing.Client]{}, err
 	}
@@ -88,7 +90,7 @@ func (s *Store) queryClients(ctx context.Context, companyID string, f invoicing.
 		return page, nil
 	}
 	q, args := s.pageQuery(clientCols, "customers c", "c", pw, o, plan.pa)
-	rows, err := s.db.query(ctx, q, args...)
+	rows, err := rd.query(ctx, q, args...)
 	if err != nil {
 		return invoicing.Page[invoicing.Client]{}, s.fail(ctx, "list clients", err)
 	}
@@ -159,7 +161,7 @@ func (s *Store) insertClient(ctx context.Context, companyID string, c invoicing.
 
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	n, err := s.db.exec(ctx, s.q.insertClient,
+	n, err := s.db.primary.exec(ctx, s.q.insertClient,
 		id, companyID, c.Name, nif, c.Email, phone, c.Address, kind, s.d.tsArg(now), s.d.tsArg(now),
 		nif, companyID, nif)
 	if err == nil && n == 0 {
@@ -170,11 +172,14 @@ func (s *Store) insertClient(ctx context.Context, companyID string, c invoicing.
 		if c.ID != "" && (errors.Is(err, errIDTaken) || errors.Is(err, ErrNIFConflict)) {
 			// An earlier attempt of the same create (same id) may have
 			// made the row: it, not the NIF, is then the conflict.
-			return invoicing.Client{}, s.existingClient(ctx, companyID, id, err)
+			err = s.existingClient(ctx, companyID, id, err)
+		}
+		if errors.Is(err, ErrNIFConflict) && nif != nil {
+			err = s.nifHolder(ctx, companyID, *nif)
 		}
 		return invoicing.Client{}, err
 	}
-	s.noteWrite(companyID)
+	s.db.wrote(companyID)
 	return r.toClient(), nil
 }
 
@@ -182,7 +187,8 @@ func (s *Store) insertClient(ctx context.Context, companyID string, c invoicing.
 // deleted or not, or cause when the company has no client with it.
 func (s *Store) existingClient(ctx context.Context, companyID, id string, cause error) error {
 	var r clientRow
-	err := s.queryOne(ctx, s.q.clientAny, []any{companyID, id}, r.dest(s.d)...)
+	// written: the primary refused the id; the replica may not have the row.
+	err := s.db.reader(written, companyID).one(ctx, s.q.clientAny, []any{companyID, id}, r.dest(s.d)...)
 	switch {
 	case errors.Is(err, errNoRows):
 		if errors.Is(cause, errIDTaken) { // another company's id: cannot be derived alike
@@ -192,8 +198,21 @@ func (s *Store) existingClient(ctx context.Context, companyID, id string, cause 
 	case err != nil:
 		return s.fail(ctx, "create client: read existing", err)
 	}
-	s.noteWrite(companyID) // a retry's read of its own row must see it
+	s.db.wrote(companyID) // a retry's read of its own row must see it
 	return &ClientExistsError{Client: r.toClient()}
+}
+
+// nifHolder is the NIFConflictError naming the company's live client with
+// the (normalized) nif. The conflict stands without the name when it cannot
+// be read (the client deleted since, the database failing now): the create
+// was refused either way.
+func (s *Store) nifHolder(ctx context.Context, companyID, nif string) error {
+	var id string
+	// written: the primary refused the NIF; the replica may not have the row.
+	if err := s.db.reader(written, companyID).one(ctx, s.q.clientByNIF, []any{companyID, nif}, &id); err != nil {
+		return ErrNIFConflict
+	}
+	return &NIFConflictError{ClientID: id}
 }
 
 // newUUID returns a random (version 4) UUID in canonical lower-case form.

@@ -86,6 +86,7 @@ func runConformance(t *testing.T, mk newDB) {
 	ctx := context.Background()
 
 	t.Run("company", func(t *testing.T) { testCompany(t, live) })
+	t.Run("company search", func(t *testing.T) { testCompanySearch(t, live) })
 	t.Run("get client", func(t *testing.T) { testGetClient(t, live) })
 	t.Run("list clients", func(t *testing.T) { testListClients(t, live) })
 	t.Run("client search", func(t *testing.T) { testClientSearch(t, live) })
@@ -98,6 +99,7 @@ func runConformance(t *testing.T, mk newDB) {
 	t.Run("cursors", func(t *testing.T) { testCursors(t, live) })
 	t.Run("changes since", func(t *testing.T) { testChanges(t, live) })
 	t.Run("invalid arguments", func(t *testing.T) { testInvalid(t, live) })
+	t.Run("changes for events", func(t *testing.T) { testEventChanges(t, live) })
 	t.Run("tenancy", func(t *testing.T) { testTenancy(t, live) })
 	t.Run("modes", func(t *testing.T) { testModes(t, live, sandbox) })
 	t.Run("create client", func(t *testing.T) { testCreateClient(t, live) })
@@ -124,7 +126,7 @@ func runConformance(t *testing.T, mk newDB) {
 func testCompany(t *testing.T, s *backend.Store) {
 	ctx := context.Background()
 	c, err := s.Company(ctx, coA)
-	if err != nil || c != (invoicing.Company{ID: coA, Name: "Empresa A Lda", Status: "active"}) {
+	if err != nil || c != (invoicing.Company{ID: coA, Name: "Empresa A Lda", NIF: "5000000001", Status: "active"}) {
 		t.Fatalf("Company(A) = %+v, %v", c, err)
 	}
 	upper := "A0000000-0000-4000-8000-00000000000A"
@@ -589,21 +591,37 @@ func testCreateClient(t *testing.T, s *backend.Store) {
 		t.Fatalf("individual: %s, %v", jsonOf(t, indiv), err)
 	}
 
+	// A conflict names the company's client that has the NIF.
 	conflicts := []struct {
 		name, nif string
 		want      error
+		holder    string
 	}{
-		{"same NIF again", "54170077ab", backend.ErrNIFConflict},
-		{"same NIF, spaces and case", "5417 0077 AB", backend.ErrNIFConflict},
-		{"existing NIF typed with spaces", "5999000001", backend.ErrNIFConflict},
-		{"deleted customer's NIF is free", "5999000002", nil},
-		{"another company's NIF is fine", "5417001234", nil},
+		{"same NIF again", "54170077ab", backend.ErrNIFConflict, c.ID},
+		{"same NIF, spaces and case", "5417 0077 AB", backend.ErrNIFConflict, c.ID},
+		{"existing NIF typed with spaces", "5999000001", backend.ErrNIFConflict, cliWTyped},
+		{"deleted customer's NIF is free", "5999000002", nil, ""},
+		{"another company's NIF is fine", "5417001234", nil, ""},
 	}
 	for _, tc := range conflicts {
 		_, err := s.CreateClient(ctx, coW, invoicing.NewClient{Name: tc.name, NIF: g.Ptr(tc.nif)})
 		if !errors.Is(err, tc.want) && !(tc.want == nil && err == nil) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
+		var taken *backend.NIFConflictError
+		if tc.holder != "" && (!errors.As(err, &taken) || taken.ClientID != tc.holder) {
+			t.Errorf("%s: %v, want a NIFConflictError naming %s", tc.name, err, tc.holder)
+		}
+	}
+	// Now both this company and another have 5417001234: the conflict names
+	// this company's client, never the other's (cliCompany, of coA).
+	p, err := s.ListClients(ctx, coW, invoicing.ClientFilter{Search: "5417001234", Page: 1, PageSize: 10})
+	if err != nil || len(p.Data) != 1 {
+		t.Fatalf("coW's client with 5417001234: %v, %v", p.Data, err)
+	}
+	_, err = s.CreateClient(ctx, coW, invoicing.NewClient{Name: "Again", NIF: g.Ptr("5417001234")})
+	if taken := (*backend.NIFConflictError)(nil); !errors.As(err, &taken) || taken.ClientID != p.Data[0].ID {
+		t.Errorf("a NIF two companies have: %v, want a NIFConflictError naming %s (not %s)", err, p.Data[0].ID, cliCompany)
 	}
 	invalid := []struct {
 		co   string

@@ -149,16 +149,17 @@ func (c *countCache) makeRoom() bool {
 	return len(c.entries) < c.maxEntries
 }
 
-// listTotal is the total of a list query's matches, through the cache. where
-// holds the company id as its first argument.
-func (s *Store) listTotal(ctx context.Context, op, from string, w where) (int64, error) {
+// listTotal is the total of a list query's matches, through the cache, read
+// where the call's page is read (rd). where holds the company id as its first
+// argument.
+func (s *Store) listTotal(ctx context.Context, rd reader, op, from string, w where) (int64, error) {
 	q := s.d.rebind("SELECT count(*) FROM " + from + "\nWHERE " + w.sql())
 	k := countKeyOf(q, w)
 	n, err := s.counts.total(ctx, k, func(ctx context.Context) (int64, error) {
 		ctx, cancel := s.deadline(ctx)
 		defer cancel()
 		var n int64
-		if err := s.queryOne(ctx, q, w.args, &n); err != nil {
+		if err := rd.one(ctx, q, w.args, &n); err != nil {
 			return 0, s.fail(ctx, op, err)
 		}
 		return n, nil

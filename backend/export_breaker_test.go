@@ -6,7 +6,7 @@ import "context"
 // sessions, as the server reports it.
 func StatementTimeout(ctx context.Context, s *Store) (string, error) {
 	var v string
-	err := s.queryOne(ctx, "SHOW statement_timeout", nil, &v)
+	err := s.db.reader(settled, "").one(ctx, "SHOW statement_timeout", nil, &v)
 	return v, err
 }
 
@@ -14,7 +14,7 @@ func StatementTimeout(ctx context.Context, s *Store) (string, error) {
 // Store's client-side deadline: only the server's statement_timeout can stop
 // it early.
 func SleepWithoutDeadline(ctx context.Context, s *Store, seconds float64) error {
-	_, err := s.db.exec(ctx, "SELECT pg_sleep($1)", seconds)
+	_, err := s.db.primary.exec(ctx, "SELECT pg_sleep($1)", seconds)
 	if err != nil {
 		return s.fail(ctx, "sleep", err)
 	}

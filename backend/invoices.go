@@ -140,8 +140,9 @@ func (s *Store) queryInvoices(ctx context.Context, companyID string, f invoicing
 	}
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
+	rd := s.db.reader(settled, companyID)
 
-	total, pw, plan, done, err := s.plan(ctx, listSpec{op: "count invoices", from: "documents d", w: w, o: o, after: f.After, page: f.Page, size: f.PageSize})
+	total, pw, plan, done, err := s.plan(ctx, rd, listSpec{op: "count invoices", from: "documents d", w: w, o: o, after: f.After, page: f.Page, size: f.PageSize})
 	if err != nil {
 		return invoicing.Page[invoicing.Invoice]{}, err
 	}
@@ -149,9 +150,9 @@ func (s *Store) queryInvoices(ctx context.Context, companyID string, f invoicing
 		return page, nil
 	}
 	var n int
-	page.Data, page.Next, n, err = s.invoicePage(ctx, pw, o, plan, f.PageSize, today)
+	page.Data, page.Next, n, err = s.invoicePage(ctx, rd, pw, o, plan, f.PageSize, today)
 	if err == nil && plan.wide != nil && n < plan.pa.limit { // the drafts ran out within the page
-		page.Data, page.Next, _, err = s.invoicePage(ctx, *plan.wide, o, plan, f.PageSize, today)
+		page.Data, page.Next, _, err = s.invoicePage(ctx, rd, *plan.wide, o, plan, f.PageSize, today)
 	}
 	if err != nil {
 		return invoicing.Page[invoicing.Invoice]{}, err
@@ -168,7 +169,7 @@ func (s *Store) queryInvoices(ctx context.Context, companyID string, f invoicing
 
 	lq := s.d.rebind("SELECT " + lineCols(s.d) + "\nFROM document_lines l\nWHERE " +
 		s.d.inIDs("l.document_id") + "\nORDER BY l.document_id, l.line_no")
-	err = s.eachLine(ctx, lq, []any{s.d.idsArg(ids)}, func(l *lineRow, item invoicing.InvoiceItem) {
+	err = rd.eachLine(ctx, lq, []any{s.d.idsArg(ids)}, func(l *lineRow, item invoicing.InvoiceItem) {
 		inv := &page.Data[byID[l.DocumentID]]
 		inv.Items = append(inv.Items, item)
 	})
@@ -181,9 +182,9 @@ func (s *Store) queryInvoices(ctx context.Context, companyID string, f invoicing
 // invoicePage reads one page of invoices (without their lines) as plan cuts
 // it, and returns it, the position after it when another page follows, and
 // how many rows the query gave.
-func (s *Store) invoicePage(ctx context.Context, pw where, o listOrder, plan deepPage, size int, today string) ([]invoicing.Invoice, *invoicing.Position, int, error) {
+func (s *Store) invoicePage(ctx context.Context, rd reader, pw where, o listOrder, plan deepPage, size int, today string) ([]invoicing.Invoice, *invoicing.Position, int, error) {
 	q, args := s.pageQuery(invoiceCols(s.d), "documents d", "d", pw, o, plan.pa)
-	rows, err := s.db.query(ctx, q, args...)
+	rows, err := rd.query(ctx, q, args...)
 	if err != nil {
 		return nil, nil, 0, s.fail(ctx, "list invoices", err)
 	}
@@ -222,8 +223,8 @@ func (s *Store) invoicePage(ctx context.Context, pw where, o listOrder, plan dee
 }
 
 // eachLine runs a document_lines query and hands each mapped line to fn.
-func (s *Store) eachLine(ctx context.Context, q string, args []any, fn func(*lineRow, invoicing.InvoiceItem)) error {
-	rows, err := s.db.query(ctx, q, args...)
+func (rd reader) eachLine(ctx context.Context, q string, args []any, fn func(*lineRow, invoicing.InvoiceItem)) error {
+	rows, err := rd.query(ctx, q, args...)
 	if err != nil {
 		return err
 	}
@@ -248,9 +249,10 @@ func (s *Store) queryInvoice(ctx context.Context, companyID, id string) (invoici
 	today := today(s.now())
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
+	rd := s.db.reader(settled, companyID) // the gateway never writes invoices
 
 	var r invoiceRow
-	err := s.queryOne(ctx, s.q.invoice, []any{companyID, id}, r.dest(s.d)...)
+	err := rd.one(ctx, s.q.invoice, []any{companyID, id}, r.dest(s.d)...)
 	if errors.Is(err, errNoRows) {
 		return invoicing.Invoice{}, ErrNotFound
 	}
@@ -261,7 +263,7 @@ func (s *Store) queryInvoice(ctx context.Context, companyID, id string) (invoici
 	if err != nil {
 		return invoicing.Invoice{}, s.fail(ctx, "get invoice", err)
 	}
-	err = s.eachLine(ctx, s.q.invoiceLines, []any{companyID, id}, func(_ *lineRow, item invoicing.InvoiceItem) {
+	err = rd.eachLine(ctx, s.q.invoiceLines, []any{companyID, id}, func(_ *lineRow, item invoicing.InvoiceItem) {
 		inv.Items = append(inv.Items, item)
 	})
 	if err != nil {
@@ -271,7 +273,7 @@ func (s *Store) queryInvoice(ctx context.Context, companyID, id string) (invoici
 	var sub *submission
 	if r.DocType != "PF" {
 		var sb submission
-		err := s.queryOne(ctx, s.q.newestSubmit, []any{id, companyID},
+		err := rd.one(ctx, s.q.newestSubmit, []any{id, companyID},
 			&sb.RequestID, s.d.ts(&sb.SubmittedAt), s.d.tsNull(&sb.CheckedAt), &sb.Status, &sb.Errors)
 		switch {
 		case err == nil:

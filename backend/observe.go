@@ -15,7 +15,9 @@ import (
 const tracerName = "github.com/invoicing-ao/gateway/backend"
 
 // tracedDB makes a client span of each statement, under a recording parent
-// only: work nobody traces pays one context lookup. Statements are
+// only: work nobody traces pays one context lookup. It wraps each driver
+// (primary and replica alike), below the choice of connection, so a span is
+// the statement as the connection that ran it saw it. Statements are
 // parameterized, so their text holds no value a caller sent (no NIF, no
 // name searched for) and goes into db.query.text as it is.
 type tracedDB struct {
@@ -167,19 +169,23 @@ type PoolStats struct {
 // PoolStats returns the state of the connection pool (primary and replica
 // pools added up when there is a replica); cheap enough for every metrics
 // scrape.
-func (s *Store) PoolStats() PoolStats { return poolStats(s.db) }
+func (s *Store) PoolStats() PoolStats {
+	a := poolStats(s.db.primary)
+	if s.db.replica == nil {
+		return a
+	}
+	b := poolStats(s.db.replica)
+	return PoolStats{
+		MaxConns: a.MaxConns + b.MaxConns, TotalConns: a.TotalConns + b.TotalConns,
+		IdleConns: a.IdleConns + b.IdleConns, InUseConns: a.InUseConns + b.InUseConns,
+		Acquires: a.Acquires + b.Acquires, Waits: a.Waits + b.Waits, WaitTime: a.WaitTime + b.WaitTime,
+	}
+}
 
 func poolStats(db dbConn) PoolStats {
 	switch db := db.(type) {
 	case *tracedDB:
 		return poolStats(db.dbConn)
-	case *replicated:
-		a, b := poolStats(db.primary), poolStats(db.replica)
-		return PoolStats{
-			MaxConns: a.MaxConns + b.MaxConns, TotalConns: a.TotalConns + b.TotalConns,
-			IdleConns: a.IdleConns + b.IdleConns, InUseConns: a.InUseConns + b.InUseConns,
-			Acquires: a.Acquires + b.Acquires, Waits: a.Waits + b.Waits, WaitTime: a.WaitTime + b.WaitTime,
-		}
 	case *pgDB:
 		st := db.pool.Stat()
 		return PoolStats{

@@ -158,8 +158,8 @@ type listSpec struct {
 // plan counts the list's total (counts.go) and plans the page: pw is w with
 // the position, if any, and plan how to cut the page (bookmarks.go). done
 // means the page starts past the end: nothing to read.
-func (s *Store) plan(ctx context.Context, ls listSpec) (total int64, pw where, plan deepPage, done bool, err error) {
-	if total, err = s.listTotal(ctx, ls.op, ls.from, ls.w); err != nil {
+func (s *Store) plan(ctx context.Context, rd reader, ls listSpec) (total int64, pw where, plan deepPage, done bool, err error) {
+	if total, err = s.listTotal(ctx, rd, ls.op, ls.from, ls.w); err != nil {
 		return 0, where{}, deepPage{}, false, err
 	}
 	if ls.after == nil && pastEnd(ls.page, ls.size, total) {

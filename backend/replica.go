@@ -8,101 +8,170 @@ import (
 	"time"
 )
 
-// Read replicas (Config.ReplicaURL). With a replica, statements that write
-// go to the primary and statements that read go to the replica, except where
-// a caller could notice the replica's lag on their own writes:
+// Where statements go. A Store has a primary and, with Config.ReplicaURL, a
+// read replica of the same engine. Writes go to the primary. Each call
+// states once what its reads need to see (its freshness), and conns.reader,
+// the one place that chooses, answers with the connection its reads go to:
 //
-//   - a client fetched by id that the replica does not have is looked up
-//     again on the primary: a client created a moment ago, through this
-//     instance or any other, is found at once (the price: a 404 costs one
-//     query on each database);
-//   - a company that created a client through this Store within
-//     ReadYourWritesWindow has its client lists read from the primary, so a
-//     list right after a create includes it.
+//   - settled: the replica. Invoices and companies, which the gateway never
+//     writes;
+//   - ownWrites: the primary while the company created a client through
+//     this Store within ReadYourWritesWindow, so a list right after a create
+//     includes it; the replica otherwise;
+//   - newRow: as ownWrites, and a row by id that the replica does not have
+//     is looked up again on the primary: a client created a moment ago,
+//     through this instance or any other, is found at once (the price: a 404
+//     costs one query on each database);
+//   - written: the primary. A read within a write, of what the primary has
+//     just answered: a create's own earlier attempt (same id), which the
+//     primary refused as a duplicate and the replica may not have yet;
+//   - current: the primary. The events' detector (changes.go), which
+//     follows changes by their time: a replica behind would let it pass a
+//     change it has not received yet.
 //
-// What remains: a list served by another gateway instance than the one that
-// took the create lags by the replication delay, at most. Invoices are never
-// written by the gateway, so their reads always go to the replica.
+// Without a replica every read goes to the primary. What remains: a list
+// served by another gateway instance than the one that took the create lags
+// by the replication delay, at most.
 //
 // The replica is a dependency like the primary: Ping checks both, so an
 // instance whose replica is down reports not ready rather than failing reads.
 
 const defaultReadYourWritesWindow = 5 * time.Second
 
-// replicated is a dbConn over a primary and a replica of the same engine.
-type replicated struct {
-	primary, replica dbConn
+// freshness is what a call's reads must see of the writes made through the
+// primary; see above.
+type freshness uint8
+
+const (
+	settled freshness = iota
+	ownWrites
+	newRow
+	written
+	current
+)
+
+// conns are a Store's connections: each is traced (observe.go) over its
+// driver.
+type conns struct {
+	primary dbConn
+	replica dbConn        // nil: none
+	recent  *recentWrites // set with a replica: who wrote lately
 }
 
-// primaryKey marks a context whose reads must see the primary.
-type primaryKey struct{}
-
-func onPrimary(ctx context.Context) context.Context {
-	return context.WithValue(ctx, primaryKey{}, true)
+// reader is where one call's reads go, as conns.reader chose.
+type reader struct {
+	db dbConn
+	// then, when set, is asked for a row that db did not have (newRow).
+	then dbConn
 }
 
-func wantsPrimary(ctx context.Context) bool {
-	v, _ := ctx.Value(primaryKey{}).(bool)
-	return v
-}
-
-func (r *replicated) query(ctx context.Context, sql string, args ...any) (rowIter, error) {
-	if wantsPrimary(ctx) {
-		return r.primary.query(ctx, sql, args...)
+// reader chooses where the reads of a call about company go, by the
+// freshness they need. It is the only place that chooses between the
+// primary and the replica; a call asks it once, so a list's count and its
+// page read the same copy.
+func (c *conns) reader(need freshness, company string) reader {
+	switch {
+	case c.replica == nil, need == written, need == current:
+		return reader{db: c.primary}
+	case need != settled && c.recent.recent(company):
+		return reader{db: c.primary} // the company's own write may not have replicated yet
+	case need == newRow:
+		return reader{db: c.replica, then: c.primary}
 	}
-	return r.replica.query(ctx, sql, args...)
+	return reader{db: c.replica}
 }
 
-func (r *replicated) exec(ctx context.Context, sql string, args ...any) (int64, error) {
-	return r.primary.exec(ctx, sql, args...)
+func (r reader) query(ctx context.Context, sql string, args ...any) (rowIter, error) {
+	return r.db.query(ctx, sql, args...)
 }
 
-func (r *replicated) ping(ctx context.Context) error {
-	if err := r.primary.ping(ctx); err != nil {
+// errNoRows is reader.one's "nothing matched".
+var errNoRows = errors.New("backend: no rows")
+
+// one scans the first row of q into dest, or returns errNoRows.
+func (r reader) one(ctx context.Context, q string, args []any, dest ...any) error {
+	err := firstRow(ctx, r.db, q, args, dest)
+	if r.then != nil && errors.Is(err, errNoRows) {
+		err = firstRow(ctx, r.then, q, args, dest)
+	}
+	return err
+}
+
+func firstRow(ctx context.Context, db dbConn, q string, args, dest []any) error {
+	rows, err := db.query(ctx, q, args...)
+	if err != nil {
 		return err
 	}
-	if err := r.replica.ping(ctx); err != nil {
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return errNoRows
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
+}
+
+// wrote records that company wrote through this Store (to the primary).
+func (c *conns) wrote(company string) {
+	if c.recent != nil {
+		c.recent.wrote(company)
+	}
+}
+
+func (c *conns) ping(ctx context.Context) error {
+	if err := c.primary.ping(ctx); err != nil {
+		return err
+	}
+	if c.replica == nil {
+		return nil
+	}
+	if err := c.replica.ping(ctx); err != nil {
 		return fmt.Errorf("replica: %w", err)
 	}
 	return nil
 }
 
-func (r *replicated) close() {
-	r.primary.close()
-	r.replica.close()
+func (c *conns) close() {
+	c.primary.close()
+	if c.replica != nil {
+		c.replica.close()
+	}
 }
 
-func (r *replicated) classify(err error) error { return r.primary.classify(err) }
+// classify is the engine's, the same for both connections.
+func (c *conns) classify(err error) error { return c.primary.classify(err) }
 
-// withReplica opens cfg.ReplicaURL, when set, and returns a dbConn that
-// routes between it and primary; without a replica it returns primary as
-// is. On error primary is closed.
-func withReplica(ctx context.Context, s *Store, primary dbConn, cfg Config) (dbConn, error) {
-	if cfg.ReplicaURL == "" {
-		return primary, nil
-	}
+// openReplica opens cfg.ReplicaURL, of the engine d of cfg.URL.
+func openReplica(ctx context.Context, d *dialect, cfg Config) (dbConn, error) {
 	rc := cfg
 	rc.URL = cfg.ReplicaURL
 	var replica dbConn
 	var err error
 	switch {
-	case isPostgresURL(cfg.URL) && isPostgresURL(cfg.ReplicaURL):
+	case d == postgresDialect && isPostgresURL(cfg.ReplicaURL):
 		replica, err = openPostgres(ctx, rc)
-	case s.d == sqliteDialect && !isPostgresURL(cfg.ReplicaURL):
+	case d == sqliteDialect && !isPostgresURL(cfg.ReplicaURL):
 		replica, err = openSQLite(ctx, rc)
 	default:
 		err = errors.New("backend: the replica URL must use the primary's engine")
 	}
 	if err != nil {
-		primary.close()
 		return nil, fmt.Errorf("replica: %w", err)
 	}
+	return replica, nil
+}
+
+func newRecentWrites(cfg Config) *recentWrites {
 	window := cfg.ReadYourWritesWindow
 	if window <= 0 {
 		window = defaultReadYourWritesWindow
 	}
-	s.recent = &recentWrites{window: window, now: cfg.Now, last: map[string]time.Time{}}
-	return &replicated{primary: primary, replica: replica}, nil
+	return &recentWrites{window: window, now: cfg.Now, last: map[string]time.Time{}}
 }
 
 // recentWrites remembers which companies wrote through this Store lately.
@@ -136,31 +205,4 @@ func (w *recentWrites) recent(company string) bool {
 	t, ok := w.last[company]
 	w.mu.Unlock()
 	return ok && w.now().Sub(t) < w.window
-}
-
-// readFor routes the reads of a call about company: to the primary while
-// the company's own write through this Store may not have replicated yet.
-func (s *Store) readFor(ctx context.Context, company string) context.Context {
-	if s.recent != nil && s.recent.recent(company) {
-		return onPrimary(ctx)
-	}
-	return ctx
-}
-
-// noteWrite records that company wrote through this Store.
-func (s *Store) noteWrite(company string) {
-	if s.recent != nil {
-		s.recent.wrote(company)
-	}
-}
-
-// queryOneFresh is queryOne for a row a caller may have just created: read
-// where readFor says, and when the replica has no such row, ask the primary.
-func (s *Store) queryOneFresh(ctx context.Context, company, q string, args []any, dest ...any) error {
-	ctx = s.readFor(ctx, company)
-	err := s.queryOne(ctx, q, args, dest...)
-	if errors.Is(err, errNoRows) && s.recent != nil && !wantsPrimary(ctx) {
-		err = s.queryOne(onPrimary(ctx), q, args, dest...)
-	}
-	return err
 }

@@ -138,3 +138,125 @@ func TestReplicaOfAnotherEngineRefused(t *testing.T) {
 		t.Fatal("a PostgreSQL replica of a SQLite database was accepted")
 	}
 }
+
+// TestReplicaReadsByFreshness checks the rules of where reads go that the
+// test above does not show: each call reads one copy (a list's total and its
+// page agree), invoices and companies read the replica even while the
+// company's client lists read the primary, and the read of a create's own
+// earlier attempt (same id) sees the primary. The replica differs from the
+// primary in the names it holds and never receives writes.
+func TestReplicaReadsByFreshness(t *testing.T) {
+	t.Run("postgres", func(t *testing.T) { testReplicaReadsByFreshness(t, postgresDB(true)) })
+	t.Run("sqlite", func(t *testing.T) { testReplicaReadsByFreshness(t, sqliteDB) })
+}
+
+func testReplicaReadsByFreshness(t *testing.T, mk newDB) {
+	ctx := context.Background()
+	primaryURL, replicaURL := mk(t), mk(t)
+	load(t, primaryURL, liveFixtures())
+	copyOf := liveFixtures()
+	const replicaName = "Nome Na Réplica"
+	for i := range copyOf.Companies {
+		if copyOf.Companies[i].ID == coA {
+			copyOf.Companies[i].LegalName = replicaName
+		}
+	}
+	for i := range copyOf.Documents {
+		if copyOf.Documents[i].ID == docFT {
+			copyOf.Documents[i].CustomerName = replicaName
+		}
+	}
+	load(t, replicaURL, copyOf)
+	open := func(cfg backend.Config) *backend.Store {
+		t.Helper()
+		cfg.Now = func() time.Time { return fixedNow }
+		s, err := backend.Open(ctx, cfg)
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		t.Cleanup(s.Close)
+		return s
+	}
+	s := open(backend.Config{URL: primaryURL, ReplicaURL: replicaURL})
+	other := open(backend.Config{URL: primaryURL, ReplicaURL: replicaURL}) // another instance
+	onReplica := open(backend.Config{URL: replicaURL})
+
+	list := func(search string) invoicing.Page[invoicing.Client] {
+		t.Helper()
+		p, err := s.ListClients(ctx, coA, invoicing.ClientFilter{Search: search, Page: 1, PageSize: 10})
+		if err != nil {
+			t.Fatalf("list %s: %v", search, err)
+		}
+		if p.Total != int64(len(p.Data)) {
+			t.Fatalf("list %q: total %d, %d rows: the count and the page read different copies", search, p.Total, len(p.Data))
+		}
+		return p
+	}
+	if _, err := onReplica.CreateClient(ctx, coA, invoicing.NewClient{Name: "Replica Only"}); err != nil {
+		t.Fatal(err)
+	}
+	if p := list("Replica Only"); len(p.Data) != 1 {
+		t.Fatalf("list before any write: %d replica-only clients, want 1", len(p.Data))
+	}
+
+	// A create with its own id, then its retry: the retry is told the
+	// client exists, on this instance and on another, although the replica
+	// has no such row.
+	const id = "15000000-0000-4000-8000-000000000001"
+	created, err := s.CreateClient(ctx, coA, invoicing.NewClient{ID: id, Name: "Fresh Client"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, st := range map[string]*backend.Store{"this instance": s, "another instance": other} {
+		_, err := st.CreateClient(ctx, coA, invoicing.NewClient{ID: id, Name: "Fresh Client"})
+		var exists *backend.ClientExistsError
+		if !errors.As(err, &exists) || exists.Client != created {
+			t.Fatalf("retry of the create on %s: %v, want the client as created", name, err)
+		}
+	}
+
+	// Within the company's window its client lists read the primary, count
+	// and page alike...
+	if p := list("Fresh Client"); len(p.Data) != 1 || p.Data[0] != created {
+		t.Fatalf("list right after create: %+v", p.Data)
+	}
+	if p := list("Replica Only"); len(p.Data) != 0 {
+		t.Fatalf("list after create read the replica: %+v", p.Data)
+	}
+	// ...while its invoices and the company itself still read the replica.
+	inv, err := s.GetInvoice(ctx, coA, docFT)
+	if err != nil || inv.Customer.Name != replicaName {
+		t.Fatalf("get invoice after a create: %q, %v; want the replica's %q", inv.Customer.Name, err, replicaName)
+	}
+	page, err := s.ListInvoices(ctx, coA, invoicing.InvoiceFilter{Page: 1, PageSize: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := false
+	for _, i := range page.Data {
+		if i.ID == docFT {
+			seen = i.Customer.Name == replicaName
+		}
+	}
+	if !seen {
+		t.Fatalf("list invoices after a create did not read the replica")
+	}
+	if c, err := s.Company(ctx, coA); err != nil || c.Name != replicaName {
+		t.Fatalf("company after a create: %q, %v; want the replica's %q", c.Name, err, replicaName)
+	}
+	// The events' detector reads the primary: a replica behind would let it
+	// pass a change.
+	changed, err := s.ChangedInvoices(ctx, invoicing.ChangeQuery{Companies: []string{coA},
+		From: ts("2025-01-01T00:00:00Z"), To: ts("2027-01-01T00:00:00Z"), Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range changed {
+		if c.Resource.ID == docFT && c.Resource.Customer.Name == replicaName {
+			t.Fatal("the events' reads went to the replica")
+		}
+	}
+	if len(changed) == 0 {
+		t.Fatal("no changed invoices")
+	}
+}

@@ -58,6 +58,7 @@ type queries struct {
 	company      string
 	client       string
 	clientAny    string // client, deleted or not
+	clientByNIF  string // the id of the company's live client with a normalized NIF
 	insertClient string
 	invoice      string
 	invoiceLines string
@@ -78,13 +79,18 @@ func lineCols(d *dialect) string {
 
 func buildQueries(d *dialect) queries {
 	return queries{
-		company: d.rebind(`SELECT id, legal_name, status FROM companies WHERE id = ?`),
+		company: d.rebind(`SELECT id, legal_name, nif, status FROM companies WHERE id = ?`),
 		client: d.rebind(`SELECT ` + clientCols + `
 FROM customers c
 WHERE c.company_id = ? AND c.id = ? AND c.deleted_at IS NULL`),
 		clientAny: d.rebind(`SELECT ` + clientCols + `
 FROM customers c
 WHERE c.company_id = ? AND c.id = ?`),
+		clientByNIF: d.rebind(`SELECT o.id FROM customers o
+WHERE o.company_id = ? AND o.deleted_at IS NULL AND o.nif IS NOT NULL
+  AND upper(replace(o.nif, ' ', '')) = ?
+ORDER BY o.created_at, o.id
+LIMIT 1`),
 		// The NOT EXISTS catches a live customer whose NIF was typed in
 		// another form ("500 123 4567"); the unique index decides races
 		// between creates, which all store the normalized form.

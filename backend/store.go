@@ -46,10 +46,17 @@ type Config struct {
 	// BreakerFailures is how many consecutive failed calls (unreachable, or
 	// past QueryTimeout) open the circuit breaker; zero means 5.
 	BreakerFailures int
-	// BreakerOpenFor is how long an open breaker refuses calls, with
-	// ErrCircuitOpen and without touching the database, before it lets one
-	// probe through; zero means 5s.
+	// BreakerFirstProbe is how long a breaker that has just opened refuses
+	// calls (with ErrCircuitOpen, without touching the database) before it
+	// lets one probe through; each failed probe doubles the wait, up to
+	// BreakerOpenFor, and an answer resets it (breaker.go). Zero means
+	// 250ms; never more than BreakerOpenFor.
+	BreakerFirstProbe time.Duration
+	// BreakerOpenFor is the longest an open breaker waits between probes;
+	// zero means 5s.
 	BreakerOpenFor time.Duration
+	// BreakerNow is the breaker's clock; nil means time.Now.
+	BreakerNow func() time.Time
 	// OnBreakerChange, when set, is told each state change of the breaker
 	// ("closed", "open", "half-open"). It runs under the breaker's lock: it
 	// must be quick and must not call the Store.
@@ -78,10 +85,10 @@ type Config struct {
 	Lazy bool
 }
 
-// Store serves the API's resources from one database. It is safe for
-// concurrent use.
+// Store serves the API's resources from one database (and its read
+// replica, if any). It is safe for concurrent use.
 type Store struct {
-	db      dbConn
+	db      conns // primary and replica, each traced (replica.go)
 	d       *dialect
 	q       queries
 	timeout time.Duration
@@ -89,7 +96,6 @@ type Store struct {
 	counts  *countCache
 	marks   *bookmarks // nil: every page by OFFSET
 	breaker *breaker
-	recent  *recentWrites // with a replica: who wrote lately (replica.go)
 	settle  time.Duration // Config.ChangesSettle
 }
 
@@ -147,13 +153,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.TotalMaxAge > 0 {
 		s.marks = newBookmarks(cfg.TotalMaxAge, cfg.BookmarkFrom, cfg.Now)
 	}
+	var primary dbConn
 	var err error
 	switch {
 	case isPostgresURL(cfg.URL):
-		s.db, err = openPostgres(ctx, cfg)
+		primary, err = openPostgres(ctx, cfg)
 		s.d = postgresDialect
 	case strings.HasPrefix(cfg.URL, "sqlite:"):
-		s.db, err = openSQLite(ctx, cfg)
+		primary, err = openSQLite(ctx, cfg)
 		s.d = sqliteDialect
 	default:
 		return nil, errors.New("backend: database URL must be a postgres:// or sqlite: URL")
@@ -161,10 +168,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.db, err = withReplica(ctx, s, s.db, cfg); err != nil {
-		return nil, err
+	s.db.primary = traceDB(s, primary, cfg.TracerProvider)
+	if cfg.ReplicaURL != "" {
+		replica, err := openReplica(ctx, s.d, cfg)
+		if err != nil {
+			primary.close()
+			return nil, err
+		}
+		s.db.replica = traceDB(s, replica, cfg.TracerProvider)
+		s.db.recent = newRecentWrites(cfg)
 	}
-	s.db = traceDB(s, s.db, cfg.TracerProvider)
 	s.q = buildQueries(s.d)
 	if cfg.Lazy {
 		return s, nil
@@ -176,10 +189,26 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// The Store's operations. Each first reads its ids: a malformed one is "not
-// found" (or an empty list) without a query and without the breaker, which
-// must only hear of calls that reached the database. Then its statements run
-// through the breaker (breaker.go), within QueryTimeout.
+// The Store's operations. A call goes through these layers, each once and
+// in this order:
+//
+//  1. the method below reads its ids: a malformed one is "not found" (or an
+//     empty list) without a query and without the breaker, which must only
+//     hear of calls that reached the database;
+//  2. run (breaker.go) lets the call through the circuit breaker or refuses
+//     it at once. It counts calls, not statements: a call that reads twice
+//     (a count and its page, a get asked again of the primary) fails or
+//     succeeds once;
+//  3. the call's query code (clients.go, invoices.go, with counts.go and
+//     bookmarks.go for lists) bounds the whole call by QueryTimeout, states
+//     once what its reads must see, and builds its statements and maps
+//     their rows;
+//  4. conns (replica.go) picks the connection: writes to the primary,
+//     reads to the primary or the replica by that freshness, the one place
+//     that decides it;
+//  5. tracedDB (observe.go) makes a span of each statement, on the
+//     connection that runs it;
+//  6. the driver (postgres.go, sqlite.go) runs it.
 
 // Company returns a platform company by id; ErrNotFound for an unknown or
 // malformed id.
@@ -301,35 +330,12 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("backend: %s: %w", op, err)
 }
 
-// errNoRows is queryOne's "nothing matched".
-var errNoRows = errors.New("backend: no rows")
-
-// queryOne scans the first row of q into dest, or returns errNoRows.
-func (s *Store) queryOne(ctx context.Context, q string, args []any, dest ...any) error {
-	rows, err := s.db.query(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return errNoRows
-	}
-	if err := rows.Scan(dest...); err != nil {
-		return err
-	}
-	rows.Close()
-	return rows.Err()
-}
-
 // queryCompany is Company for a canonical id.
 func (s *Store) queryCompany(ctx context.Context, id string) (invoicing.Company, error) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 	var c invoicing.Company
-	err := s.queryOne(ctx, s.q.company, []any{id}, &c.ID, &c.Name, &c.Status)
+	err := s.db.reader(settled, id).one(ctx, s.q.company, []any{id}, &c.ID, &c.Name, &c.NIF, &c.Status)
 	if errors.Is(err, errNoRows) {
 		return invoicing.Company{}, ErrNotFound
 	}

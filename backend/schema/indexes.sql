@@ -53,3 +53,17 @@ CREATE INDEX IF NOT EXISTS gw_customers_nif_trgm_idx
 
 -- Transmission of one invoice: newest submission of a document. The platform's
 -- agt_submission_documents_document_idx already finds the rows; nothing to add.
+
+-- Events (the detector): the AGT submissions of the companies with webhook
+-- endpoints, by when they were sent and when AGT's answer was recorded.
+CREATE INDEX IF NOT EXISTS gw_agt_submissions_submitted_idx
+    ON agt_submissions (company_id, submitted_at);
+CREATE INDEX IF NOT EXISTS gw_agt_submissions_checked_idx
+    ON agt_submissions (company_id, checked_at);
+
+-- Events: the issued invoices that can become overdue, by due date (read
+-- once a day, when the date turns in Luanda). Document changes are read
+-- through gw_documents_company_changes_idx above.
+CREATE INDEX IF NOT EXISTS gw_documents_company_due_idx
+    ON documents (company_id, due_date, id)
+    WHERE state = 'issued' AND doc_type IN ('FT', 'ND');
