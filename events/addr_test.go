@@ -1,0 +1,97 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestCheckAddr(t *testing.T) {
+	strict := destinations{}
+	demo := destinations{allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
+	for _, c := range []struct {
+		ip           string
+		strict, demo bool // allowed by each
+	}{
+		{"93.184.216.34", true, true},
+		{"2606:2800:220:1:248:1893:25c8:1946", true, true},
+		{"127.0.0.1", false, true},
+		{"::1", false, true},
+		{"::ffff:127.0.0.1", false, true}, // IPv4-mapped: judged as the IPv4 address
+		{"10.1.2.3", false, false},
+		{"172.16.0.1", false, false},
+		{"192.168.1.1", false, false},
+		{"169.254.169.254", false, false}, // cloud metadata
+		{"fd00:ec2::254", false, false},   // AWS metadata over IPv6
+		{"fe80::1", false, false},
+		{"0.0.0.0", false, false},
+		{"::", false, false},
+		{"100.64.0.1", false, false},
+		{"224.0.0.1", false, false},
+		{"255.255.255.255", false, false},
+		{"64:ff9b::a00:1", false, false}, // NAT64 of 10.0.0.1
+		{"::ffff:10.0.0.1", false, false},
+	} {
+		ip := netip.MustParseAddr(c.ip)
+		if err := strict.checkAddr(ip); (err == nil) != c.strict {
+			t.Errorf("strict %s: %v, want allowed=%v", c.ip, err, c.strict)
+		}
+		if err := demo.checkAddr(ip); (err == nil) != c.demo {
+			t.Errorf("demo %s: %v, want allowed=%v", c.ip, err, c.demo)
+		}
+	}
+}
+
+func TestCheckURL(t *testing.T) {
+	hosts := map[string][]netip.Addr{
+		"hooks.example.com": {netip.MustParseAddr("93.184.216.34")},
+		"internal.example":  {netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("10.0.0.8")},
+		"localhost":         {netip.MustParseAddr("127.0.0.1")},
+		"rebinding.example": {netip.MustParseAddr("169.254.169.254")},
+	}
+	d := destinations{lookup: func(_ context.Context, host string) ([]netip.Addr, error) {
+		if a, ok := hosts[host]; ok {
+			return a, nil
+		}
+		return nil, errors.New("no such host")
+	}}
+	for _, c := range []struct {
+		url, want string // want: "" accepted, else a fragment of the error
+	}{
+		{"https://hooks.example.com/webhooks", ""},
+		{"  https://hooks.example.com:8443/w?x=1  ", ""},
+		{"https://93.184.216.34/w", ""},
+		{"http://hooks.example.com/w", "https"},
+		{"ftp://hooks.example.com/w", "https"},
+		{"hooks.example.com/w", "absolute"},
+		{"https:///w", "absolute"},
+		{"https://user:pw@hooks.example.com/w", "user or password"},
+		{"https://hooks.example.com/w#frag", "fragment"},
+		{"https://internal.example/w", "private"},
+		{"https://localhost/w", "loopback"},
+		{"https://127.0.0.1/w", "loopback"},
+		{"https://[::1]/w", "loopback"},
+		{"https://rebinding.example/w", "link-local"},
+		{"https://nowhere.example/w", "does not resolve"},
+		{"https://hooks.example.com:99999/w", "port"},
+		{"https://" + strings.Repeat("a", 2100) + ".com/", "characters"},
+		{"", "characters"},
+	} {
+		got, err := d.checkURL(context.Background(), c.url)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q: refused: %v", c.url, err)
+		case c.want == "" && got != strings.TrimSpace(c.url):
+			t.Errorf("%q: became %q", c.url, got)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, ErrInvalidEndpoint)):
+			t.Errorf("%q: %v, want an invalid-endpoint error about %q", c.url, err, c.want)
+		}
+	}
+	// The demo's settings: plain http to loopback.
+	demo := destinations{allowHTTP: true, allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	if _, err := demo.checkURL(context.Background(), "http://127.0.0.1:8082/hook"); err != nil {
+		t.Errorf("demo: %v", err)
+	}
+}

@@ -1,0 +1,121 @@
+package events
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// userAgent names the sender to receivers and their logs.
+const userAgent = "invoicing-gateway-webhooks/1.0"
+
+// responseKept is how much of an answer the delivery log keeps: enough to
+// see an error page's title or a JSON error, never a whole page.
+const responseKept = 256
+
+// newClient is the deliveries' HTTP client: no proxy from the environment,
+// no redirects (a receiver that moved says so with a 3xx, which fails: a
+// redirect could lead anywhere, and a POST is not to be replayed
+// elsewhere), and a dialer that checks every address it connects to.
+func (s *Service) newClient() *http.Client {
+	dialer := &net.Dialer{Timeout: min(5*time.Second, s.timeout), KeepAlive: 30 * time.Second, Control: s.dest.control}
+	tr := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   min(5*time.Second, s.timeout),
+		ResponseHeaderTimeout: s.timeout,
+		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+	}
+	return &http.Client{Transport: tr, Timeout: s.timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// deliver makes one attempt: POST the event's body, signed with the
+// endpoint's keys. Any 2xx is a success.
+func (s *Service) deliver(ctx context.Context, client *http.Client, e *Endpoint, ev *Event) (*Attempt, bool) {
+	at := s.now()
+	a := &Attempt{At: at.UTC()}
+	body, err := ev.body()
+	if err != nil {
+		a.Error, a.reason = "the event could not be encoded", reasonInternal
+		return a, false
+	}
+	keys := e.keys(at)
+	if len(keys) == 0 {
+		a.Error, a.reason = "the endpoint has no signing secret", reasonInternal
+		return a, false
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(body))
+	if err != nil {
+		a.Error, a.reason = "the endpoint's URL is not usable", reasonInternal
+		return a, false
+	}
+	h := req.Header
+	h["Content-Type"] = []string{"application/json"}
+	h["User-Agent"] = []string{userAgent}
+	h["Webhook-Id"] = []string{ev.ID}
+	h["Webhook-Timestamp"] = []string{strconv.FormatInt(at.Unix(), 10)}
+	h["Webhook-Signature"] = []string{signature(keys, ev.ID, at, body)}
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		a.Latency = ms(time.Since(start))
+		a.Error, a.reason = describe(err, s.timeout)
+		return a, false
+	}
+	head := make([]byte, responseKept)
+	n, _ := io.ReadFull(resp.Body, head)
+	// Drain a little more so the connection can be reused; a receiver that
+	// sends more is cut.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	a.Latency = ms(time.Since(start))
+	a.Status = resp.StatusCode
+	a.Response = printable(head[:n])
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		a.Error, a.reason = "answered "+strconv.Itoa(resp.StatusCode)+" "+http.StatusText(resp.StatusCode), reasonStatus
+		return a, false
+	}
+	return a, true
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// describe says why an attempt got no answer, without the URL (it may hold
+// a token of the receiver's) that net/http puts in its errors, and the
+// reason the metrics count it under.
+func describe(err error, timeout time.Duration) (string, int) {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
+		return "no answer within " + timeout.String(), reasonTimeout
+	case errors.Is(err, ErrInvalidEndpoint):
+		return "refused to connect: " + strings.TrimPrefix(err.Error(), ErrInvalidEndpoint.Error()+": "), reasonDestination
+	}
+	return err.Error(), reasonNetwork
+}
+
+// printable keeps an answer's first bytes as valid UTF-8 text.
+func printable(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}

@@ -1,0 +1,251 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invoicing-ao/gateway/invoicing"
+)
+
+// pageSize is how many rows a detector reads, and queues, at a time.
+const pageSize = 500
+
+// A stream is one kind of change the detector follows, with its own
+// watermark: what it reads and the events a page of it makes.
+type stream struct {
+	name string
+	read func(ctx context.Context, src Source, m invoicing.Mode, q invoicing.ChangeQuery, recent time.Time) ([]Event, []invoicing.Position, error)
+}
+
+var streams = []stream{
+	{"invoices", func(ctx context.Context, src Source, m invoicing.Mode, q invoicing.ChangeQuery, recent time.Time) ([]Event, []invoicing.Position, error) {
+		rows, err := src.ChangedInvoices(ctx, q)
+		if err != nil {
+			return nil, nil, err
+		}
+		var evs []Event
+		pos := make([]invoicing.Position, len(rows))
+		for i, r := range rows {
+			e, err := withData(invoiceEvents(m, r, recent), &r.Resource)
+			if err != nil {
+				return nil, nil, err
+			}
+			evs, pos[i] = append(evs, e...), position(r.At, r.Resource.ID)
+		}
+		return evs, pos, nil
+	}},
+	{"clients", func(ctx context.Context, src Source, m invoicing.Mode, q invoicing.ChangeQuery, recent time.Time) ([]Event, []invoicing.Position, error) {
+		rows, err := src.ChangedClients(ctx, q)
+		if err != nil {
+			return nil, nil, err
+		}
+		var evs []Event
+		pos := make([]invoicing.Position, len(rows))
+		for i, r := range rows {
+			e, err := withData(clientEvents(m, r, recent), &r.Resource)
+			if err != nil {
+				return nil, nil, err
+			}
+			evs, pos[i] = append(evs, e...), position(r.At, r.Resource.ID)
+		}
+		return evs, pos, nil
+	}},
+	{"transmissions", func(ctx context.Context, src Source, m invoicing.Mode, q invoicing.ChangeQuery, _ time.Time) ([]Event, []invoicing.Position, error) {
+		rows, err := src.ChangedTransmissions(ctx, q)
+		if err != nil {
+			return nil, nil, err
+		}
+		var evs []Event
+		pos := make([]invoicing.Position, len(rows))
+		for i, r := range rows {
+			if e, ok := transmissionEvent(m, r); ok {
+				withE, err := withData([]Event{e}, &r.Resource)
+				if err != nil {
+					return nil, nil, err
+				}
+				evs = append(evs, withE...)
+			}
+			pos[i] = position(r.At, r.Resource.ID)
+		}
+		return evs, pos, nil
+	}},
+}
+
+func position(at time.Time, id string) invoicing.Position {
+	t := at.UTC()
+	return invoicing.Position{At: &t, ID: id}
+}
+
+// A watermark is "<Unix µs>|<id>": everything before that position of its
+// stream has been queued.
+func encodeMark(p invoicing.Position) string {
+	return strconv.FormatInt(p.At.UnixMicro(), 10) + "|" + p.ID
+}
+
+func decodeMark(s string) (invoicing.Position, bool) {
+	us, id, ok := strings.Cut(s, "|")
+	n, err := strconv.ParseInt(us, 10, 64)
+	if !ok || err != nil {
+		return invoicing.Position{}, false
+	}
+	return position(time.UnixMicro(n), id), true
+}
+
+// mark reads a watermark; "" when there is none.
+func (s *Service) mark(ctx context.Context, key string) (string, error) {
+	v, err := s.rdb.Get(ctx, key).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return v, unavailable(err)
+}
+
+// advance queues what one stream found from its watermark up to to, page by
+// page, each page with its watermark's move in one script. It stops early
+// (without error) when another detector moved the watermark.
+func (s *Service) advance(ctx context.Context, src Source, m invoicing.Mode, st stream, t *targets, dbNow, to time.Time) error {
+	key := s.l.watermark(m, st.name)
+	raw, err := s.mark(ctx, key)
+	if err != nil {
+		return err
+	}
+	pos, ok := decodeMark(raw)
+	if !ok {
+		// No watermark: the first start, or the pipeline's state lost. Look
+		// back Recovery; what was queued before has the same ids.
+		pos = position(dbNow.Add(-s.recovery), "")
+		s.logger.Info("events: no watermark (a first start, or the pipeline's state lost): detection reads back its recovery window",
+			"mode", m, "stream", st.name, "from", *pos.At, "unreadableMark", raw != "")
+	}
+	for pos.At.Before(to) {
+		start := time.Now()
+		var evs []Event
+		var rows []invoicing.Position
+		if len(t.companies) > 0 {
+			q := invoicing.ChangeQuery{Companies: t.companies, From: *pos.At, To: to, Limit: pageSize}
+			if pos.ID != "" {
+				q.After = &pos
+			}
+			if evs, rows, err = st.read(ctx, src, m, q, dbNow.Add(-s.sweep-s.settle)); err != nil {
+				return fmt.Errorf("events: %s %s: %w", m, st.name, err)
+			}
+		}
+		next := position(to, "")
+		if len(rows) == pageSize {
+			next = rows[len(rows)-1]
+		}
+		routed := t.routeAll(evs)
+		pctx, end := s.traceDetect(ctx, m, "changes", st.name, start, len(routed))
+		added, moved, err := s.enqueue(pctx, key, raw, encodeMark(next), routed)
+		end(added, moved, err)
+		if err != nil || moved {
+			return err
+		}
+		raw, pos = encodeMark(next), next
+	}
+	return nil
+}
+
+// sweepOnce reads every stream back Sweep from to and queues what is not
+// queued yet: a change whose transaction committed later than Settle after
+// its recorded time, which its stream had passed. It moves no watermark.
+func (s *Service) sweepOnce(ctx context.Context, src Source, m invoicing.Mode, t *targets, dbNow, to time.Time) error {
+	if len(t.companies) == 0 {
+		return nil
+	}
+	for _, st := range streams {
+		q := invoicing.ChangeQuery{Companies: t.companies, From: to.Add(-s.sweep), To: to, Limit: pageSize}
+		for {
+			start := time.Now()
+			evs, rows, err := st.read(ctx, src, m, q, dbNow.Add(-2*s.sweep-s.settle))
+			if err != nil {
+				return fmt.Errorf("events: sweep %s %s: %w", m, st.name, err)
+			}
+			routed := t.routeAll(evs)
+			pctx, end := s.traceDetect(ctx, m, "sweep", st.name, start, len(routed))
+			n, _, err := s.enqueue(pctx, "", "", "", routed)
+			end(n, false, err)
+			if err != nil {
+				return err
+			} else if n > 0 {
+				s.logger.Info("events: the sweep found changes committed late", "mode", m, "stream", st.name, "events", n)
+			}
+			if len(rows) < pageSize {
+				break
+			}
+			last := rows[len(rows)-1]
+			q.After = &last
+		}
+	}
+	return nil
+}
+
+// overdue queues invoice.overdue for the invoices whose due date passed
+// since its watermark: when the date turns in Luanda, for every such
+// invoice, once. The watermark is "<from>|<to>|<id>": due dates before from
+// are done; a batch for the dates [from, to) is done up to id (to is kept,
+// so that a batch the date turns during ends where it began); "<from>||"
+// when no batch is under way.
+func (s *Service) overdue(ctx context.Context, src Source, m invoicing.Mode, t *targets, dbNow time.Time) error {
+	key := s.l.watermark(m, "overdue")
+	raw, err := s.mark(ctx, key)
+	if err != nil {
+		return err
+	}
+	today := dbNow.In(luanda).Format("2006-01-02")
+	parts := strings.Split(raw, "|")
+	if len(parts) != 3 {
+		parts = []string{dbNow.Add(-s.recovery).In(luanda).Format("2006-01-02"), "", ""}
+	}
+	from, to, after := parts[0], parts[1], parts[2]
+	for {
+		if to == "" {
+			if from >= today {
+				return nil
+			}
+			to = today
+		}
+		start := time.Now()
+		var evs []Event
+		full := false
+		if len(t.companies) > 0 {
+			rows, err := src.OverdueInvoices(ctx, invoicing.OverdueQuery{Companies: t.companies, From: from, To: to, AfterID: after, Limit: pageSize})
+			if err != nil {
+				return fmt.Errorf("events: %s overdue: %w", m, err)
+			}
+			for _, r := range rows {
+				if e, ok := overdueEvent(m, r); ok {
+					withE, err := withData([]Event{e}, &r.Resource)
+					if err != nil {
+						return err
+					}
+					evs = append(evs, withE...)
+				}
+			}
+			if full = len(rows) == pageSize; full {
+				after = rows[len(rows)-1].Resource.ID
+			}
+		}
+		next := to + "||"
+		if full {
+			next = from + "|" + to + "|" + after
+		}
+		routed := t.routeAll(evs)
+		pctx, end := s.traceDetect(ctx, m, "overdue", "overdue", start, len(routed))
+		added, moved, err := s.enqueue(pctx, key, raw, next, routed)
+		end(added, moved, err)
+		if err != nil || moved {
+			return err
+		}
+		raw = next
+		if !full {
+			from, to, after = to, "", ""
+		}
+	}
+}

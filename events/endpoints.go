@@ -1,0 +1,370 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invoicing-ao/gateway/invoicing"
+)
+
+// createScript adds an endpoint when its company has fewer than ARGV[1] in
+// the mode: check and add in one script, so that concurrent creations cannot
+// overshoot. KEYS[1] the company's set; ARGV: max, id, endpoint key, cfg,
+// enabled (1/0), companies key, company, now (ms), reason when disabled,
+// the version key.
+var createScript = redis.NewScript(`
+if redis.call('SCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('SADD', KEYS[1], ARGV[2])
+redis.call('HSET', ARGV[3], 'cfg', ARGV[4], 'enabled', ARGV[5])
+if ARGV[5] == '0' then redis.call('HSET', ARGV[3], 'disabled', ARGV[8], 'why', ARGV[9]) end
+redis.call('SADD', ARGV[6], ARGV[7])
+redis.call('INCR', ARGV[10])
+return 1`)
+
+// CreateEndpoint checks ne and adds the endpoint; it returns the endpoint
+// and its signing secret, which is shown this once.
+func (s *Service) CreateEndpoint(ctx context.Context, ne NewEndpoint) (Endpoint, string, error) {
+	company, err := invoicing.ParseCompanyID(ne.CompanyID)
+	if err != nil {
+		return Endpoint{}, "", fmt.Errorf("%w: companyId: %w", ErrInvalidEndpoint, err)
+	}
+	if !ne.Mode.Valid() {
+		return Endpoint{}, "", fmt.Errorf("%w: mode must be LIVE or TEST", ErrInvalidEndpoint)
+	}
+	types, err := ParseTypes(ne.Types)
+	if err != nil {
+		return Endpoint{}, "", err
+	}
+	if err := checkDescription(ne.Description); err != nil {
+		return Endpoint{}, "", err
+	}
+	now := s.now().UTC().Truncate(time.Millisecond)
+	if ne.ExpiresAt != nil && !ne.ExpiresAt.After(now) {
+		return Endpoint{}, "", fmt.Errorf("%w: expiresAt must be in the future", ErrInvalidEndpoint)
+	}
+	u, err := s.dest.checkURL(ctx, ne.URL)
+	if err != nil {
+		return Endpoint{}, "", err
+	}
+	if err := s.dropExpired(ctx, ne.Mode, company); err != nil {
+		return Endpoint{}, "", err
+	}
+	sec := newSecret()
+	e := Endpoint{ID: newEndpointID(), CompanyID: company, Mode: ne.Mode, URL: u, Types: types, Description: ne.Description,
+		Enabled: !ne.Disabled, CreatedAt: now, UpdatedAt: now, ExpiresAt: ne.ExpiresAt, SecretRotatedAt: now,
+		secrets: []secret{{Secret: sec}}}
+	cfg, _ := json.Marshal(e.config())
+	enabled, why := "1", ""
+	if ne.Disabled {
+		enabled, why = "0", disabledByRequest
+		e.Health.DisabledAt, e.Health.DisabledReason = &now, why
+	}
+	ok, err := createScript.Run(ctx, s.rdb, []string{s.l.endpoints(ne.Mode, company)}, MaxEndpoints, e.ID, s.l.endpoint(e.ID),
+		cfg, enabled, s.l.companies(ne.Mode), company, now.UnixMilli(), why, s.l.version()).Int()
+	if err != nil {
+		return Endpoint{}, "", unavailable(err)
+	}
+	if ok == 0 {
+		return Endpoint{}, "", ErrEndpointLimit
+	}
+	return e, sec, nil
+}
+
+// disabledByRequest is the reason of an endpoint disabled by its owner.
+const disabledByRequest = "disabled on request"
+
+// dropExpired deletes the company's temporary endpoints whose time is over,
+// so that they stop counting toward MaxEndpoints.
+func (s *Service) dropExpired(ctx context.Context, m invoicing.Mode, company string) error {
+	eps, err := s.companyEndpoints(ctx, m, company)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	for _, e := range eps {
+		if e.ExpiresAt != nil && !e.ExpiresAt.After(now) {
+			if _, err := s.DeleteEndpoint(ctx, e.ID); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ListEndpoints lists a company's endpoints of both modes, LIVE first, then
+// by creation.
+func (s *Service) ListEndpoints(ctx context.Context, companyID string) ([]Endpoint, error) {
+	company, err := invoicing.ParseCompanyID(companyID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: companyId: %w", ErrInvalidEndpoint, err)
+	}
+	var out []Endpoint
+	for _, m := range invoicing.Modes {
+		eps, err := s.companyEndpoints(ctx, m, company)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, eps...)
+	}
+	if out == nil {
+		out = []Endpoint{}
+	}
+	return out, nil
+}
+
+// companyEndpoints reads the endpoints of a company in a mode, by creation.
+func (s *Service) companyEndpoints(ctx context.Context, m invoicing.Mode, company string) ([]Endpoint, error) {
+	ids, err := s.rdb.SMembers(ctx, s.l.endpoints(m, company)).Result()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	eps, err := s.endpointsByID(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(eps, func(a, b Endpoint) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return cmpString(a.ID, b.ID)
+	})
+	return eps, nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// endpointsByID reads endpoints in one round trip; ids without a record
+// (deleted meanwhile) are left out.
+func (s *Service) endpointsByID(ctx context.Context, ids []string) ([]Endpoint, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HGetAll(ctx, s.l.endpoint(id))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, unavailable(err)
+	}
+	out := make([]Endpoint, 0, len(ids))
+	for i, c := range cmds {
+		e, ok, err := decodeEndpoint(ids[i], c.Val())
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// Endpoint reads one endpoint.
+func (s *Service) Endpoint(ctx context.Context, id string) (Endpoint, error) {
+	if !validEndpointID(id) {
+		return Endpoint{}, ErrNotFound
+	}
+	h, err := s.rdb.HGetAll(ctx, s.l.endpoint(id)).Result()
+	if err != nil {
+		return Endpoint{}, unavailable(err)
+	}
+	e, ok, err := decodeEndpoint(id, h)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	if !ok {
+		return Endpoint{}, ErrNotFound
+	}
+	return e, nil
+}
+
+// validEndpointID tells an id of ours from anything else (which is then not
+// found, without a Redis key built from it).
+func validEndpointID(id string) bool {
+	if len(id) != 29 || id[:3] != "ep_" {
+		return false
+	}
+	_, err := idEncoding.DecodeString(id[3:])
+	return err == nil
+}
+
+// updateScript writes a new cfg if the old one is still there (KEYS[1] the
+// endpoint; ARGV old cfg, new cfg, then enable (1), disable (0) or keep (-),
+// now (ms), the reason of a disabling, the queue and the ready set keys, the
+// endpoint's id and the version key).
+var updateScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'cfg') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'cfg', ARGV[2])
+redis.call('INCR', ARGV[9])
+if ARGV[3] == '1' and redis.call('HGET', KEYS[1], 'enabled') ~= '1' then
+  redis.call('HSET', KEYS[1], 'enabled', '1')
+  redis.call('HDEL', KEYS[1], 'disabled', 'why', 'failing')
+  if redis.call('ZCARD', ARGV[6]) > 0 then redis.call('ZADD', ARGV[7], ARGV[4], ARGV[8]) end
+elseif ARGV[3] == '0' and redis.call('HGET', KEYS[1], 'enabled') == '1' then
+  redis.call('HSET', KEYS[1], 'enabled', '0', 'disabled', ARGV[4], 'why', ARGV[5])
+  redis.call('ZREM', ARGV[7], ARGV[8])
+end
+return 1`)
+
+// UpdateEndpoint applies p. Enabling a disabled endpoint resumes its
+// deliveries where they stopped (events younger than the retention);
+// disabling one holds them.
+func (s *Service) UpdateEndpoint(ctx context.Context, id string, p Patch) (Endpoint, error) {
+	return s.change(ctx, id, func(e *Endpoint) (string, error) {
+		if p.URL != nil {
+			u, err := s.dest.checkURL(ctx, *p.URL)
+			if err != nil {
+				return "", err
+			}
+			e.URL = u
+		}
+		if p.Types != nil {
+			types, err := ParseTypes(*p.Types)
+			if err != nil {
+				return "", err
+			}
+			e.Types = types
+		}
+		if p.Description != nil {
+			if err := checkDescription(*p.Description); err != nil {
+				return "", err
+			}
+			e.Description = *p.Description
+		}
+		if p.ExpiresAt != nil {
+			if !p.ExpiresAt.After(e.UpdatedAt) {
+				return "", fmt.Errorf("%w: expiresAt must be in the future", ErrInvalidEndpoint)
+			}
+			t := p.ExpiresAt.UTC().Truncate(time.Millisecond)
+			e.ExpiresAt = &t
+		}
+		switch {
+		case p.Enabled == nil:
+			return "-", nil
+		case *p.Enabled:
+			return "1", nil
+		}
+		return "0", nil
+	})
+}
+
+// RotateSecret gives an endpoint a new signing secret, shown this once; the
+// old one keeps signing beside it (two signatures per delivery) for overlap
+// (0 to MaxOverlap), so that the receiver can switch without losing a
+// delivery. A secret still in an earlier rotation's overlap is dropped.
+func (s *Service) RotateSecret(ctx context.Context, id string, overlap time.Duration) (Endpoint, string, error) {
+	if overlap < 0 || overlap > MaxOverlap {
+		return Endpoint{}, "", fmt.Errorf("%w: overlapSeconds must be 0 to %d", ErrInvalidEndpoint, int64(MaxOverlap/time.Second))
+	}
+	sec := newSecret()
+	e, err := s.change(ctx, id, func(e *Endpoint) (string, error) {
+		now := e.UpdatedAt
+		old := e.current()
+		e.SecretRotatedAt = now
+		e.secrets = []secret{{Secret: sec}}
+		e.PreviousSecretUntil = nil
+		if old != "" && overlap > 0 {
+			until := now.Add(overlap)
+			e.secrets = append(e.secrets, secret{Secret: old, Until: until})
+			e.PreviousSecretUntil = &until
+		}
+		return "-", nil
+	})
+	if err != nil {
+		return Endpoint{}, "", err
+	}
+	return e, sec, nil
+}
+
+// current is the current secret ("" if the record has none).
+func (e *Endpoint) current() string {
+	for _, s := range e.secrets {
+		if s.Until.IsZero() {
+			return s.Secret
+		}
+	}
+	return ""
+}
+
+// change reads an endpoint, lets edit change it, and writes it back if
+// nobody wrote it meanwhile (else reads again, a few times).
+func (s *Service) change(ctx context.Context, id string, edit func(*Endpoint) (enable string, err error)) (Endpoint, error) {
+	if !validEndpointID(id) {
+		return Endpoint{}, ErrNotFound
+	}
+	for range 5 {
+		h, err := s.rdb.HGetAll(ctx, s.l.endpoint(id)).Result()
+		if err != nil {
+			return Endpoint{}, unavailable(err)
+		}
+		e, ok, err := decodeEndpoint(id, h)
+		if err != nil {
+			return Endpoint{}, err
+		}
+		if !ok {
+			return Endpoint{}, ErrNotFound
+		}
+		e.UpdatedAt = s.now().UTC().Truncate(time.Millisecond)
+		enable, err := edit(&e)
+		if err != nil {
+			return Endpoint{}, err
+		}
+		cfg, _ := json.Marshal(e.config())
+		now := strconv.FormatInt(e.UpdatedAt.UnixMilli(), 10)
+		done, err := updateScript.Run(ctx, s.rdb, []string{s.l.endpoint(id)}, h["cfg"], cfg, enable, now, disabledByRequest,
+			s.l.queue(id), s.l.ready(), id, s.l.version()).Int()
+		if err != nil {
+			return Endpoint{}, unavailable(err)
+		}
+		if done == 1 {
+			return s.Endpoint(ctx, id)
+		}
+	}
+	return Endpoint{}, fmt.Errorf("%w: the endpoint changed too often meanwhile", ErrUnavailable)
+}
+
+// deleteScript removes an endpoint and its queue (KEYS[1] the endpoint;
+// ARGV the company's set, the companies set, company, id, queue, lease, log,
+// ready, version). The deliveries' records expire by themselves.
+var deleteScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('DEL', KEYS[1], ARGV[5], ARGV[6], ARGV[7])
+redis.call('SREM', ARGV[1], ARGV[4])
+if redis.call('SCARD', ARGV[1]) == 0 then redis.call('SREM', ARGV[2], ARGV[3]) end
+redis.call('ZREM', ARGV[8], ARGV[4])
+redis.call('INCR', ARGV[9])
+return 1`)
+
+// DeleteEndpoint deletes an endpoint, what waits for it and its log; it
+// returns the endpoint as it was.
+func (s *Service) DeleteEndpoint(ctx context.Context, id string) (Endpoint, error) {
+	e, err := s.Endpoint(ctx, id)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	ok, err := deleteScript.Run(ctx, s.rdb, []string{s.l.endpoint(id)}, s.l.endpoints(e.Mode, e.CompanyID), s.l.companies(e.Mode),
+		e.CompanyID, id, s.l.queue(id), s.l.lease(id), s.l.log(id), s.l.ready(), s.l.version()).Int()
+	if err != nil {
+		return Endpoint{}, unavailable(err)
+	}
+	if ok == 0 {
+		return Endpoint{}, ErrNotFound
+	}
+	return e, nil
+}

@@ -1,0 +1,250 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
+)
+
+// newManager is a Service on a Redis prefix of its own, for endpoint
+// management only (no database), resolving the test's host names without DNS.
+func newManager(t *testing.T, rdb *redis.Client, prefix string) *Service {
+	s, err := New(Config{Redis: rdb, Prefix: prefix, Lookup: func(_ context.Context, host string) ([]netip.Addr, error) {
+		switch host {
+		case "hooks.example.com":
+			return []netip.Addr{netip.MustParseAddr("93.184.216.34")}, nil
+		case "intranet.example.com":
+			return []netip.Addr{netip.MustParseAddr("10.0.0.7")}, nil
+		}
+		return nil, errors.New("no such host")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Bad input to endpoint management gets a clear error of the invalid kind
+// (or the limit's conflict) and changes nothing.
+func TestEndpointInputRefused(t *testing.T) {
+	redises(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		testEndpointInputRefused(t, newManager(t, rdb, prefix))
+	})
+}
+
+func testEndpointInputRefused(t *testing.T, s *Service) {
+	ctx := context.Background()
+	ok := NewEndpoint{CompanyID: testCompany, Mode: invoicing.Test, URL: "https://hooks.example.com/w"}
+	for _, c := range []struct {
+		name string
+		edit func(*NewEndpoint)
+		want string
+	}{
+		{"private address", func(n *NewEndpoint) { n.URL = "https://intranet.example.com/w" }, "private address"},
+		{"loopback literal", func(n *NewEndpoint) { n.URL = "https://127.0.0.1/w" }, "loopback"},
+		{"metadata", func(n *NewEndpoint) { n.URL = "https://169.254.169.254/latest" }, "link-local"},
+		{"http", func(n *NewEndpoint) { n.URL = "http://hooks.example.com/w" }, "https"},
+		{"malformed", func(n *NewEndpoint) { n.URL = "hooks example" }, "absolute URL"},
+		{"unknown type", func(n *NewEndpoint) { n.Types = []string{"invoice.paid", "invoice.refunded"} }, `unknown event type "invoice.refunded"`},
+		{"type twice", func(n *NewEndpoint) { n.Types = []string{"client.created", "client.created"} }, "twice"},
+		{"bad company", func(n *NewEndpoint) { n.CompanyID = "a0000000-0000" }, "companyId"},
+		{"bad mode", func(n *NewEndpoint) { n.Mode = "PROD" }, "mode"},
+		{"description", func(n *NewEndpoint) { n.Description = "line\nbreak" }, "description"},
+		{"expired", func(n *NewEndpoint) { p := time.Now().Add(-time.Minute); n.ExpiresAt = &p }, "future"},
+	} {
+		n := ok
+		c.edit(&n)
+		_, _, err := s.CreateEndpoint(ctx, n)
+		if !errors.Is(err, ErrInvalidEndpoint) || invoicing.KindOf(err) != invoicing.Invalid || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an invalid endpoint about %q", c.name, err, c.want)
+		}
+	}
+	if eps, err := s.ListEndpoints(ctx, testCompany); err != nil || len(eps) != 0 {
+		t.Fatalf("refused creations left %d endpoints (%v)", len(eps), err)
+	}
+	// Ten per company and mode; the eleventh is refused, also when asked at
+	// the same time as others.
+	errs := make(chan error, 12)
+	for range 12 {
+		go func() { _, _, err := s.CreateEndpoint(ctx, ok); errs <- err }()
+	}
+	refused := 0
+	for range 12 {
+		if err := <-errs; errors.Is(err, ErrEndpointLimit) && invoicing.KindOf(err) == invoicing.Conflict {
+			refused++
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	eps, _ := s.ListEndpoints(ctx, testCompany)
+	if refused != 2 || len(eps) != MaxEndpoints {
+		t.Fatalf("%d refused, %d endpoints; want 2 and %d", refused, len(eps), MaxEndpoints)
+	}
+	// The other mode has its own ten.
+	live := ok
+	live.Mode = invoicing.Live
+	if _, _, err := s.CreateEndpoint(ctx, live); err != nil {
+		t.Fatalf("a LIVE endpoint beside ten TEST ones: %v", err)
+	}
+	// A bad update changes nothing either.
+	bad := "http://hooks.example.com/"
+	before, _ := s.Endpoint(ctx, eps[0].ID)
+	if _, err := s.UpdateEndpoint(ctx, eps[0].ID, Patch{URL: &bad}); !errors.Is(err, ErrInvalidEndpoint) {
+		t.Fatalf("update to http: %v", err)
+	}
+	if after, _ := s.Endpoint(ctx, eps[0].ID); after.URL != before.URL || !after.UpdatedAt.Equal(before.UpdatedAt) {
+		t.Fatalf("a refused update changed the endpoint: %+v", after)
+	}
+	for _, id := range []string{"", "ep_x", "../../etc", "ep_" + strings.Repeat("a", 26)} {
+		if _, err := s.Endpoint(ctx, id); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Endpoint(%q): %v", id, err)
+		}
+	}
+}
+
+// Updates, deletion and the view of an endpoint.
+func TestEndpointLifecycle(t *testing.T) {
+	redises(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		testEndpointLifecycle(t, newManager(t, rdb, prefix))
+	})
+}
+
+func testEndpointLifecycle(t *testing.T, s *Service) {
+	ctx := context.Background()
+	ep, secret, err := s.CreateEndpoint(ctx, NewEndpoint{CompanyID: strings.ToUpper(testCompany), Mode: invoicing.Live,
+		URL: "https://hooks.example.com/w", Types: []string{"invoice.paid"}, Description: "ERP"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(secret, "whsec_") || !ep.Enabled || ep.CompanyID != testCompany || !ep.Wants(InvoicePaid) || ep.Wants(ClientCreated) {
+		t.Fatalf("created %+v", ep)
+	}
+	url, desc, all, off := "https://hooks.example.com/v2", "ERP v2", []string{}, false
+	up, err := s.UpdateEndpoint(ctx, ep.ID, Patch{URL: &url, Description: &desc, Types: &all, Enabled: &off})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up.URL != url || up.Description != desc || !up.Wants(ClientUpdated) || up.Enabled || up.Health.DisabledReason != disabledByRequest {
+		t.Fatalf("updated %+v", up)
+	}
+	got, _ := s.ListEndpoints(ctx, testCompany)
+	if len(got) != 1 || got[0].ID != ep.ID || got[0].URL != url {
+		t.Fatalf("listed %+v", got)
+	}
+	if _, err := s.DeleteEndpoint(ctx, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Endpoint(ctx, ep.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after delete: %v", err)
+	}
+	if _, err := s.DeleteEndpoint(ctx, ep.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+	if got, _ := s.ListEndpoints(ctx, testCompany); len(got) != 0 {
+		t.Fatalf("listed after delete: %+v", got)
+	}
+}
+
+// A rotated secret signs beside the new one for the overlap, and no longer
+// after it; a receiver with either secret verifies meanwhile.
+func TestSecretRotation(t *testing.T) {
+	e := newEnv(t)
+	clock := testenv.NewClock(time.Now())
+	cfg := e.config()
+	cfg.Now = clock.Now
+	s := e.service(cfg)
+	ep, oldSecret := e.endpoint(s)
+	ctx := context.Background()
+	if _, _, err := s.RotateSecret(ctx, ep.ID, MaxOverlap+time.Second); !errors.Is(err, ErrInvalidEndpoint) {
+		t.Fatalf("too long an overlap: %v", err)
+	}
+	rotated, newSecret, err := s.RotateSecret(ctx, ep.ID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if newSecret == oldSecret || rotated.PreviousSecretUntil == nil || !rotated.PreviousSecretUntil.Equal(clock.Now().Truncate(time.Millisecond).Add(time.Hour)) {
+		t.Fatalf("rotated %+v", rotated)
+	}
+	e.run(s)
+	e.insertClient(cli1, "Cliente")
+	d := e.recv.waitFor(key{ClientCreated, cli1})[0]
+	if n := len(strings.Fields(d.header.Get("webhook-signature"))); n != 2 {
+		t.Fatalf("%d signatures during the overlap", n)
+	}
+	for _, sec := range []string{oldSecret, newSecret} {
+		wh, _ := standardwebhooks.NewWebhook(sec)
+		if err := wh.VerifyIgnoringTimestamp(d.body, d.header); err != nil {
+			t.Errorf("a receiver's secret does not verify during the overlap: %v", err)
+		}
+	}
+	clock.Add(time.Hour)
+	e.recv.setStatus(http.StatusOK)
+	const cli2 = "11000000-0000-4000-8000-000000000002"
+	e.insertClient(cli2, "Outro")
+	var after delivery
+	for _, got := range e.recv.waitFor(key{ClientCreated, cli2}) {
+		if got.id == cli2 {
+			after = got
+		}
+	}
+	if n := len(strings.Fields(after.header.Get("webhook-signature"))); n != 1 {
+		t.Fatalf("%d signatures after the overlap", n)
+	}
+	wh, _ := standardwebhooks.NewWebhook(oldSecret)
+	if err := wh.VerifyIgnoringTimestamp(after.body, after.header); err == nil {
+		t.Error("the old secret still verifies after the overlap")
+	}
+}
+
+// A rotation signs the very next delivery with the new secret, even when
+// another instance delivers and has the endpoint in its memory: a receiver
+// that trusts the new secret the moment it is shown refuses nothing.
+func TestRotationAppliesAtOnceOnEveryInstance(t *testing.T) {
+	e := newEnv(t)
+	runner, admin := e.service(e.config()), e.service(e.config())
+	e.run(runner)
+	ep, _ := e.endpoint(admin)
+	ctx := context.Background()
+	byID := func(id string) delivery {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			for _, d := range e.recv.deliveries() {
+				if d.header.Get("webhook-id") == id {
+					return d
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("event %s not delivered after 60 s", id)
+		return delivery{}
+	}
+	warm, err := admin.SendTest(ctx, ep.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID(warm.ID) // the runner has read the endpoint
+	_, secret, err := admin.RotateSecret(ctx, ep.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := admin.SendTest(ctx, ep.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := byID(next.ID)
+	wh, _ := standardwebhooks.NewWebhook(secret)
+	if err := wh.VerifyIgnoringTimestamp(d.body, d.header); err != nil {
+		t.Errorf("the delivery after the rotation does not verify with the new secret: %v", err)
+	}
+}

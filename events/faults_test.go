@@ -1,0 +1,283 @@
+package events
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/invoicing-ao/gateway/internal/testenv"
+)
+
+// A receiver down for a while, then up, gets every event; the endpoint says
+// it is failing meanwhile, and healthy after.
+func TestReceiverDownThenUp(t *testing.T) {
+	e := newEnv(t)
+	e.recv.setStatus(http.StatusServiceUnavailable)
+	cfg := e.config()
+	cfg.Schedule = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond,
+		800 * time.Millisecond, time.Second, time.Second, time.Second, time.Second, time.Second, time.Second}
+	s := e.service(cfg)
+	ep, _ := e.endpoint(s)
+	e.run(s)
+	var want []key
+	for i := range 5 {
+		id := fmt.Sprintf("11000000-0000-4000-8000-%012d", i+1)
+		e.insertClient(id, "Cliente")
+		want = append(want, key{ClientCreated, id})
+	}
+	e.recv.waitFor(want...) // attempted, refused
+	failing := waitEndpoint(t, s, ep.ID, func(e Endpoint) bool { return e.Health.FailingSince != nil })
+	if !strings.Contains(failing.Health.LastError, "503") || !failing.Enabled {
+		t.Errorf("failing endpoint's health: %+v", failing.Health)
+	}
+	e.recv.setStatus(http.StatusNoContent)
+	healthy := waitEndpoint(t, s, ep.ID, func(e Endpoint) bool { return e.Health.FailingSince == nil && e.Health.LastSuccessAt != nil })
+	if healthy.Health.LastError != "" {
+		t.Errorf("healthy endpoint keeps its last error: %+v", healthy.Health)
+	}
+	for _, k := range want {
+		d := waitDelivery(t, s, ep.ID, e.recv, k, "delivered")
+		if d.Attempts < 2 || len(d.Log) != d.Attempts || d.Log[0].Status != 503 || d.Log[len(d.Log)-1].Status != 204 {
+			t.Errorf("%v: %d attempts, log %+v", k, d.Attempts, d.Log)
+		}
+	}
+}
+
+// An endpoint whose deliveries all fail for DisableAfter is disabled and
+// says why; nothing more is attempted; enabling it again delivers what
+// waited.
+func TestEndpointDisabledAfterFailingForDays(t *testing.T) {
+	e := newEnv(t)
+	e.recv.setStatus(http.StatusInternalServerError)
+	clock := testenv.NewClock(time.Now())
+	cfg := e.config()
+	cfg.Now = clock.Now
+	cfg.Schedule = []time.Duration{time.Hour, time.Hour, time.Hour, time.Hour}
+	cfg.DisableAfter = 72 * time.Hour
+	cfg.Retention = 30 * 24 * time.Hour
+	s := e.service(cfg)
+	ep, _ := e.endpoint(s)
+	e.run(s)
+	e.insertClient(cli1, "Cliente")
+	waitAttempts(t, s, ep.ID, e.recv, key{ClientCreated, cli1}, 1) // recorded at the clock's time
+	for i := range 3 {
+		clock.Add(25 * time.Hour) // the next retry is due; the failures last longer and longer
+		waitAttempts(t, s, ep.ID, e.recv, key{ClientCreated, cli1}, i+2)
+	}
+	off := waitEndpoint(t, s, ep.ID, func(e Endpoint) bool { return !e.Enabled })
+	if off.Health.DisabledAt == nil || !strings.Contains(off.Health.DisabledReason, "72h") || !strings.Contains(off.Health.DisabledReason, "500") {
+		t.Fatalf("disabled endpoint's health: %+v", off.Health)
+	}
+	n := len(e.recv.deliveries())
+	clock.Add(25 * time.Hour)
+	time.Sleep(300 * time.Millisecond) // some ticks: nothing may be attempted
+	if m := len(e.recv.deliveries()); m != n {
+		t.Fatalf("a disabled endpoint got %d more attempts", m-n)
+	}
+	e.recv.setStatus(http.StatusOK)
+	on := true
+	if _, err := s.UpdateEndpoint(context.Background(), ep.ID, Patch{Enabled: &on}); err != nil {
+		t.Fatal(err)
+	}
+	waitDelivery(t, s, ep.ID, e.recv, key{ClientCreated, cli1}, "delivered")
+}
+
+// An instance that dies mid-delivery (it claimed the delivery and never
+// said how it went) loses nothing: its lease ends and another instance
+// makes the delivery.
+func TestInstanceKilledMidDelivery(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config()
+	dying := e.service(cfg)
+	ep, _ := e.endpoint(dying)
+	dying.setLeaseMargin(500 * time.Millisecond)
+	// The dying instance only detects; its claim is made here and dropped.
+	cfg2 := cfg
+	detectOnly := e.service(cfg2)
+	detectOnly.concurrency = 0
+	e.insertClient(cli1, "Cliente")
+	ctx := context.Background()
+	var claimed []claim
+	deadline := time.Now().Add(60 * time.Second)
+	stopDetect := e.runDetection(detectOnly)
+	for len(claimed) == 0 && time.Now().Before(deadline) {
+		var err error
+		if claimed, err = dying.claim(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stopDetect()
+	if len(claimed) != 1 || claimed[0].endpoint != ep.ID {
+		t.Fatalf("claimed %+v", claimed)
+	}
+	// The dead instance's delivery is made by a live one once the lease ends.
+	live := e.service(cfg)
+	e.run(live)
+	got := e.recv.waitFor(key{ClientCreated, cli1})
+	if len(got) != 1 || got[0].header.Get("webhook-id") != claimed[0].event {
+		t.Fatalf("deliveries %+v, want the claimed event %s once", got, claimed[0].event)
+	}
+	waitDelivery(t, live, ep.ID, e.recv, key{ClientCreated, cli1}, "delivered")
+}
+
+// runDetection runs s's detection only (no deliveries).
+func (e *env) runDetection(s *Service) (stop func()) {
+	s.concurrency = 1
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		src := s.sources["TEST"]
+		s.every(ctx, s.tick, "TEST", "changes", s.changesLoop("TEST", src))
+	}()
+	stop = func() { cancel(); <-done }
+	return stop
+}
+
+// If the pipeline's state in Redis is lost mid-stream (a failover that lost
+// the last writes, a restart empty), nothing is lost: detection starts again
+// from its recovery window and sends what it finds under the same ids.
+func TestRedisPipelineStateLost(t *testing.T) {
+	e := newEnv(t)
+	s := e.service(e.config())
+	ep, _ := e.endpoint(s)
+	e.run(s)
+	e.insertClient(cli1, "Primeiro")
+	first := e.recv.waitFor(key{ClientCreated, cli1})
+	firstID := first[0].header.Get("webhook-id")
+	// Lose everything but the endpoints (configuration, kept as keys are).
+	ctx := context.Background()
+	keys, err := e.rdb.Keys(ctx, e.prefix+"{events}:*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := 0
+	for _, k := range keys {
+		rest := strings.TrimPrefix(k, e.prefix+"{events}:")
+		if strings.HasPrefix(rest, "ep:") || strings.HasPrefix(rest, "eps:") || strings.HasPrefix(rest, "cos:") {
+			continue
+		}
+		lost++
+		if err := e.rdb.Del(ctx, k).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if lost == 0 {
+		t.Fatal("nothing to lose: the layout changed?")
+	}
+	const cli2 = "11000000-0000-4000-8000-000000000002"
+	e.insertClient(cli2, "Segundo")
+	got := e.recv.waitFor(key{ClientCreated, cli2})
+	// The first client's event comes again (a duplicate), with its id.
+	deadline := time.Now().Add(60 * time.Second)
+	for countOf(got, ClientCreated, cli1) < 2 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		got = e.recv.deliveries()
+	}
+	for _, d := range got {
+		if d.id == cli1 && d.header.Get("webhook-id") != firstID {
+			t.Errorf("the first client's event came again as %s, was %s", d.header.Get("webhook-id"), firstID)
+		}
+	}
+	if countOf(got, ClientCreated, cli1) < 2 {
+		t.Log("the first event was not sent again (its record survived)")
+	}
+	waitDelivery(t, s, ep.ID, e.recv, key{ClientCreated, cli2}, "delivered")
+}
+
+// Three instances share a backlog: every event arrives, none twice.
+func TestThreeInstancesNoDuplicates(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config()
+	first := e.service(cfg)
+	e.endpoint(first)
+	e.endpoint(first, "client.created") // a second endpoint, of one type
+	const n = 300
+	var want []key
+	values := make([]string, 0, n)
+	for i := range n {
+		id := fmt.Sprintf("11000000-0000-4000-8000-%012d", i+1)
+		values = append(values, fmt.Sprintf("('%s', '%s', 'Cliente %d')", id, e.company, i))
+		want = append(want, key{ClientCreated, id})
+	}
+	e.exec(`INSERT INTO customers (id, company_id, name) VALUES ` + strings.Join(values, ", "))
+	for range 3 {
+		e.run(e.service(cfg))
+	}
+	got := e.recv.waitFor(want...)
+	deadline := time.Now().Add(60 * time.Second)
+	for len(got) < 2*n && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		got = e.recv.deliveries()
+	}
+	time.Sleep(500 * time.Millisecond) // let a duplicate, if any, arrive
+	got = e.recv.deliveries()
+	if len(got) != 2*n {
+		t.Fatalf("%d deliveries, want %d (each of %d events to 2 endpoints)", len(got), 2*n, n)
+	}
+	seen := map[string]int{}
+	for _, d := range got {
+		seen[d.header.Get("webhook-id")+" "+d.header.Get("webhook-signature")[:8]]++
+	}
+	ids := map[string]int{}
+	for _, d := range got {
+		ids[d.header.Get("webhook-id")]++
+	}
+	for id, c := range ids {
+		if c != 2 {
+			t.Errorf("event %s delivered %d times to 2 endpoints", id, c)
+		}
+	}
+}
+
+func waitEndpoint(t *testing.T, s *Service, id string, ok func(Endpoint) bool) Endpoint {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ep, err := s.Endpoint(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(ep) {
+			return ep
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("endpoint never got there: %+v", ep)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitDelivery waits for the delivery of the event k names to reach state.
+func waitDelivery(t *testing.T, s *Service, ep string, r *receiver, k key, state string) Delivery {
+	t.Helper()
+	return waitDeliveryThat(t, s, ep, r, k, func(d Delivery) bool { return d.State == state })
+}
+
+func waitAttempts(t *testing.T, s *Service, ep string, r *receiver, k key, n int) Delivery {
+	t.Helper()
+	return waitDeliveryThat(t, s, ep, r, k, func(d Delivery) bool { return d.Attempts >= n })
+}
+
+func waitDeliveryThat(t *testing.T, s *Service, ep string, r *receiver, k key, ok func(Delivery) bool) Delivery {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var d Delivery
+	for time.Now().Before(deadline) {
+		for _, got := range r.deliveries() {
+			if got.parsed.Type == k.typ && got.id == k.id {
+				var err error
+				if d, err = s.Delivery(context.Background(), ep, got.header.Get("webhook-id")); err == nil && ok(d) {
+					return d
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%v: delivery never got there: %+v", k, d)
+	return d
+}

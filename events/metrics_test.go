@@ -1,0 +1,377 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invoicing-ao/gateway/invoicing"
+)
+
+// gathered reads reg's series as `name{label="value",...}` (labels sorted)
+// → value; a histogram gives its count, under name_count.
+func gathered(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.Metric {
+			var ls []string
+			for _, l := range m.Label {
+				ls = append(ls, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			slices.Sort(ls)
+			labels := "{" + strings.Join(ls, ",") + "}"
+			switch {
+			case m.Counter != nil:
+				out[mf.GetName()+labels] = m.Counter.GetValue()
+			case m.Gauge != nil:
+				out[mf.GetName()+labels] = m.Gauge.GetValue()
+			case m.Histogram != nil:
+				out[mf.GetName()+"_count"+labels] = float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return out
+}
+
+// flaky is a real HTTP receiver that answers 500 to the first attempt at
+// each event, and to every attempt at an event about a client whose name
+// starts with "Falha"; 200 otherwise. It counts the requests it got.
+type flaky struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	seen map[string]int // attempts by webhook-id
+	got  []delivery
+}
+
+func newFlaky(t *testing.T) *flaky {
+	f := &flaky{seen: map[string]int{}}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		d := delivery{header: r.Header.Clone(), body: body}
+		_ = json.Unmarshal(body, &d.parsed)
+		var data struct{ ID, Name string }
+		_ = json.Unmarshal(d.parsed.Data, &data)
+		d.id = data.ID
+		f.mu.Lock()
+		id := r.Header.Get("webhook-id")
+		f.seen[id]++
+		n := f.seen[id]
+		f.got = append(f.got, d)
+		f.mu.Unlock()
+		if n == 1 || strings.HasPrefix(data.Name, "Falha") {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *flaky) requests() []delivery {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.got)
+}
+
+// waitMetrics polls reg until every wanted series has its value (60 s at
+// most), and returns what it read last.
+func waitMetrics(t *testing.T, reg *prometheus.Registry, want map[string]float64) map[string]float64 {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got := gathered(t, reg)
+		var wrong []string
+		for k, v := range want {
+			if got[k] != v {
+				wrong = append(wrong, fmt.Sprintf("%s = %v, want %v", k, got[k], v))
+			}
+		}
+		if len(wrong) == 0 {
+			return got
+		}
+		if time.Now().After(deadline) {
+			slices.Sort(wrong)
+			t.Fatalf("after 60 s:\n%s", strings.Join(wrong, "\n"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Real changes, detected and delivered to a real receiver that fails some
+// attempts, move the counters by exactly what happened: each event
+// detected once, one delivery queued for each, first attempts retried,
+// a retry delivered and a retry given up, the failures' reason, the
+// latency of the one success.
+func TestMetricsCountRealDeliveries(t *testing.T) {
+	redises(t, testMetricsCountRealDeliveries)
+}
+
+func testMetricsCountRealDeliveries(t *testing.T, rdb *redis.Client, prefix string) {
+	e := newEnvOn(t, rdb, prefix)
+	recv := newFlaky(t)
+	reg := prometheus.NewRegistry()
+	cfg := e.config()
+	cfg.Metrics, cfg.Schedule = reg, []time.Duration{50 * time.Millisecond}
+	s := e.service(cfg)
+	s.statsKeep = 0 // each scrape reads Redis
+	if _, _, err := s.CreateEndpoint(context.Background(), NewEndpoint{CompanyID: e.company, Mode: invoicing.Test, URL: recv.srv.URL + "/hook?token=t",
+		Types: []string{string(ClientCreated)}}); err != nil {
+		t.Fatal(err)
+	}
+	before := gathered(t, reg)
+	// Every series exists before anything happened, at zero.
+	for _, k := range []string{
+		`gateway_events_detected_total{mode="LIVE",type="invoice.paid"}`,
+		`gateway_events_delivery_attempts_total{attempt="retry",mode="TEST",outcome="failed",type="client.updated"}`,
+		`gateway_events_delivery_failures_total{mode="TEST",reason="timeout"}`,
+		`gateway_events_delivery_latency_seconds_count{mode="LIVE"}`,
+		`gateway_events_deliveries_in_flight{}`,
+	} {
+		if v, ok := before[k]; !ok || v != 0 {
+			t.Errorf("%s before any work: %v (exists: %v), want 0", k, v, ok)
+		}
+	}
+	if before[`gateway_events_deliveries_max_in_flight{}`] != 64 {
+		t.Errorf("max in flight %v, want the default concurrency 64", before[`gateway_events_deliveries_max_in_flight{}`])
+	}
+	e.run(s)
+	e.insertClient(cli1, "Cliente Um")
+	e.insertClient("11000000-0000-4000-8000-000000000002", "Falha Dois")
+
+	const cc = `type="client.created"`
+	got := waitMetrics(t, reg, map[string]float64{
+		`gateway_events_detected_total{mode="TEST",` + cc + `}`:                                              2,
+		`gateway_events_enqueued_total{mode="TEST",` + cc + `}`:                                              2,
+		`gateway_events_delivery_attempts_total{attempt="first",mode="TEST",outcome="retried",` + cc + `}`:   2,
+		`gateway_events_delivery_attempts_total{attempt="retry",mode="TEST",outcome="delivered",` + cc + `}`: 1,
+		`gateway_events_delivery_attempts_total{attempt="retry",mode="TEST",outcome="failed",` + cc + `}`:    1,
+		`gateway_events_delivery_failures_total{mode="TEST",reason="status"}`:                                3,
+		`gateway_events_delivery_latency_seconds_count{mode="TEST"}`:                                         1,
+		`gateway_events_attempt_duration_seconds_count{mode="TEST"}`:                                         4,
+		`gateway_events_deliveries_in_flight{}`:                                                              0,
+		`gateway_events_detector_leader{mode="TEST"}`:                                                        1,
+		`gateway_events_backlog{mode="TEST",state="due"}`:                                                    0,
+		`gateway_events_backlog{mode="TEST",state="in_flight"}`:                                              0,
+		`gateway_events_backlog{mode="TEST",state="scheduled"}`:                                              0,
+	})
+	if n := len(recv.requests()); n != 4 {
+		t.Errorf("the receiver got %d requests, the metrics count 4 attempts", n)
+	}
+	var total float64
+	for k, v := range got {
+		if strings.HasPrefix(k, "gateway_events_delivery_attempts_total{") {
+			total += v
+		}
+		if strings.HasPrefix(k, "gateway_events_detection_errors_total{") && v != 0 {
+			t.Errorf("%s = %v", k, v)
+		}
+	}
+	if total != 4 {
+		t.Errorf("%v attempts counted in all, want 4", total)
+	}
+	for _, stream := range markStreams {
+		k := `gateway_events_detector_lag_seconds{mode="TEST",stream="` + stream + `"}`
+		if v, ok := got[k]; !ok || v < 0 {
+			t.Errorf("%s = %v (exists: %v)", k, v, ok)
+		}
+	}
+	if _, ok := got[`gateway_events_detector_lag_seconds{mode="LIVE",stream="clients"}`]; ok {
+		t.Error("a lag for LIVE, which has no source and so no watermark")
+	}
+}
+
+// clock is a settable clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// The queue's shared state, read from Redis at scrape time: endpoints by
+// state, deliveries due, scheduled and in flight, the oldest due delivery
+// of a healthy endpoint (a failing one's are its receiver's delay), the
+// watermarks' lag; kept for statsKeep for every instance's scrapes.
+func TestQueueStateMetrics(t *testing.T) {
+	redises(t, testQueueStateMetrics)
+}
+
+func testQueueStateMetrics(t *testing.T, rdb *redis.Client, prefix string) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	clk := &clock{t: t0}
+	reg := prometheus.NewRegistry()
+	s, err := New(Config{Redis: rdb, Prefix: prefix, AllowHTTP: true, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		Schedule: []time.Duration{time.Hour}, Retention: 2 * time.Hour, Metrics: reg, Now: clk.now,
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.statsKeep = 0
+	endpoint := func(m invoicing.Mode) Endpoint {
+		ep, _, err := s.CreateEndpoint(ctx, NewEndpoint{CompanyID: testCompany, Mode: m, URL: "http://127.0.0.1:9/hook"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ep
+	}
+	healthy, failing, disabled := endpoint(invoicing.Test), endpoint(invoicing.Test), endpoint(invoicing.Test)
+	endpoint(invoicing.Live)
+	n := 0
+	enqueue := func(eps ...Endpoint) {
+		t.Helper()
+		var qs []queued
+		for _, ep := range eps {
+			n++
+			qs = append(qs, queued{ev: Event{ID: fmt.Sprintf("evt_stats%02d", n), Type: ClientCreated, Mode: invoicing.Test, CompanyID: testCompany,
+				ResourceID: fmt.Sprintf("11000000-0000-4000-8000-0000000000%02d", n), Time: clk.now(), Data: json.RawMessage(`{}`)}, eps: []string{ep.ID}})
+		}
+		if _, _, err := s.enqueue(ctx, "", "", "", qs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enqueue(healthy, healthy, healthy, failing, failing, disabled)
+	off := false
+	if _, err := s.UpdateEndpoint(ctx, disabled.ID, Patch{Enabled: &off}); err != nil {
+		t.Fatal(err)
+	}
+	clk.add(10 * time.Second)
+	claims, err := s.claim(ctx, 64)
+	if err != nil || len(claims) != 5 {
+		t.Fatalf("claimed %d (%v), want the 5 deliveries of the enabled endpoints", len(claims), err)
+	}
+	// failing's two fail (a retry in an hour), one of healthy's succeeds;
+	// healthy's other two stay in flight.
+	var done []outcome
+	okDone := false
+	for _, c := range claims {
+		switch {
+		case c.endpoint == failing.ID:
+			done = append(done, outcome{c: c, attempt: &Attempt{Error: "answered 500"}})
+		case !okDone:
+			done, okDone = append(done, outcome{c: c, attempt: &Attempt{Status: 200}, ok: true}), true
+		}
+	}
+	if err := s.complete(ctx, done); err != nil {
+		t.Fatal(err)
+	}
+	clk.add(5 * time.Second)
+	enqueue(failing) // due at t0+15s, to an endpoint failing: its receiver's delay
+	clk.add(5 * time.Second)
+	enqueue(healthy, healthy) // due at t0+20s
+	if _, _, err := s.enqueue(ctx, s.l.watermark(invoicing.Test, "invoices"), "", encodeMark(position(t0.Add(-100*time.Second), "x")), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.enqueue(ctx, s.l.watermark(invoicing.Test, "overdue"), "", "2026-03-09||", nil); err != nil {
+		t.Fatal(err)
+	}
+	clk.add(10 * time.Second) // t0+30s
+
+	want := map[string]float64{
+		`gateway_events_endpoints{mode="TEST",state="healthy"}`:              1,
+		`gateway_events_endpoints{mode="TEST",state="failing"}`:              1,
+		`gateway_events_endpoints{mode="TEST",state="disabled"}`:             1,
+		`gateway_events_endpoints{mode="LIVE",state="healthy"}`:              1,
+		`gateway_events_endpoints{mode="LIVE",state="failing"}`:              0,
+		`gateway_events_endpoints{mode="LIVE",state="disabled"}`:             0,
+		`gateway_events_backlog{mode="TEST",state="due"}`:                    3, // healthy's 2, failing's 1
+		`gateway_events_backlog{mode="TEST",state="scheduled"}`:              2, // failing's retries
+		`gateway_events_backlog{mode="TEST",state="in_flight"}`:              2,
+		`gateway_events_backlog{mode="LIVE",state="due"}`:                    0,
+		`gateway_events_oldest_due_seconds{mode="TEST"}`:                     10, // healthy's, due at t0+20s; not failing's, at t0+15s
+		`gateway_events_oldest_due_seconds{mode="LIVE"}`:                     0,
+		`gateway_events_detector_lag_seconds{mode="TEST",stream="invoices"}`: 130,
+		// Invoices due on 9 March turned overdue at midnight in Luanda
+		// (UTC+1): 23:00 UTC on the 9th, 13 h before t0.
+		`gateway_events_detector_lag_seconds{mode="TEST",stream="overdue"}`: 13*3600 + 30,
+		`gateway_events_detected_total{mode="TEST",type="client.created"}`:  9,
+		`gateway_events_enqueued_total{mode="TEST",type="client.created"}`:  9,
+	}
+	got := gathered(t, reg)
+	check := func(got, want map[string]float64) {
+		t.Helper()
+		for k, v := range want {
+			if g, ok := got[k]; !ok || g != v {
+				t.Errorf("%s = %v (exists: %v), want %v", k, g, ok, v)
+			}
+		}
+	}
+	check(got, want)
+	for _, k := range []string{`gateway_events_detector_lag_seconds{mode="TEST",stream="clients"}`, `gateway_events_detector_lag_seconds{mode="LIVE",stream="invoices"}`} {
+		if _, ok := got[k]; ok {
+			t.Errorf("%s without a watermark", k)
+		}
+	}
+
+	// Detecting an event again counts nothing.
+	n = 0
+	enqueue(healthy)
+	n = 9
+	check(gathered(t, reg), map[string]float64{`gateway_events_detected_total{mode="TEST",type="client.created"}`: 9})
+
+	// A reading is kept for every scrape within statsKeep of it, then read
+	// again (judged by its time: miniredis expires nothing by itself).
+	s.statsKeep = time.Minute
+	check(gathered(t, reg), map[string]float64{`gateway_events_backlog{mode="TEST",state="due"}`: 3})
+	enqueue(healthy)
+	clk.add(59 * time.Second)
+	check(gathered(t, reg), map[string]float64{`gateway_events_backlog{mode="TEST",state="due"}`: 3})
+	clk.add(time.Second)
+	check(gathered(t, reg), map[string]float64{`gateway_events_backlog{mode="TEST",state="due"}`: 4})
+}
+
+// A test delivery is queued and attempted under its own type, and is no
+// detected event.
+func TestMetricsOfTestDeliveries(t *testing.T) {
+	e := newEnv(t)
+	reg := prometheus.NewRegistry()
+	cfg := e.config()
+	cfg.Metrics, cfg.Sources = reg, nil
+	s := e.service(cfg)
+	ep, _ := e.endpoint(s, string(ClientCreated))
+	e.run(s)
+	if _, err := s.SendTest(context.Background(), ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	got := waitMetrics(t, reg, map[string]float64{
+		`gateway_events_enqueued_total{mode="TEST",type="webhook.test"}`:                                              1,
+		`gateway_events_delivery_attempts_total{attempt="first",mode="TEST",outcome="delivered",type="webhook.test"}`: 1,
+	})
+	for k, v := range got {
+		if strings.HasPrefix(k, "gateway_events_detected_total{") && (v != 0 || strings.Contains(k, "webhook.test")) {
+			t.Errorf("%s = %v: a test delivery is not a detected event", k, v)
+		}
+	}
+	if n := len(e.recv.deliveries()); n != 1 {
+		t.Errorf("the receiver got %d deliveries, the metrics count 1", n)
+	}
+}

@@ -1,0 +1,307 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invoicing-ao/gateway/invoicing"
+)
+
+// The queue's scripts. Every key is built from ARGV[1], the layout's prefix
+// P{events}:, so all share one hash tag; KEYS[1] (the ready set) routes
+// the script to its node.
+
+// scheduleFn sets an endpoint's place in the ready set from its state: due
+// when its queue has work due and it has room for another delivery in
+// flight (rr later than now, to take its turn behind the endpoints already
+// due), or when its earliest lease ends (a lost delivery comes back); out of
+// the set when neither, or when disabled.
+const scheduleFn = `
+local pfx = ARGV[1]
+local function schedule(ep, now, rr, perEndpoint)
+  local epk = pfx .. 'ep:' .. ep
+  if redis.call('HGET', epk, 'enabled') ~= '1' then redis.call('ZREM', KEYS[1], ep) return end
+  local l = pfx .. 'lease:' .. ep
+  local q = redis.call('ZRANGE', pfx .. 'q:' .. ep, 0, 0, 'WITHSCORES')
+  local first = redis.call('ZRANGE', l, 0, 0, 'WITHSCORES')
+  local cap = perEndpoint
+  if redis.call('HEXISTS', epk, 'failing') == 1 then cap = 1 end
+  local nxt = nil
+  if #q > 0 and redis.call('ZCARD', l) < cap then nxt = math.max(tonumber(q[2]), now + rr) end
+  if #first > 0 and (nxt == nil or tonumber(first[2]) < nxt) then nxt = tonumber(first[2]) end
+  if nxt then redis.call('ZADD', KEYS[1], nxt, ep) else redis.call('ZREM', KEYS[1], ep) end
+end
+`
+
+// enqueueScript queues a batch of events and moves a detector's watermark,
+// in one step: if the watermark (ARGV[2]; "" for none: the sweep's) is not
+// ARGV[3] ("" when absent),
+// another detector moved it and nothing is done ({-1}). Else each event whose
+// message is new (SET NX: detecting a change twice queues it once) is
+// queued for its endpoints, and the watermark becomes ARGV[4]. ARGV[5] now
+// (ms), ARGV[6] retention (ms), ARGV[7] per-endpoint cap, then per event:
+// id, message, type, resource, n, and n endpoint ids. It returns the
+// number of new events, then for each event the deliveries it queued (-1:
+// the event was queued before), which the metrics count.
+var enqueueScript = redis.NewScript(scheduleFn + `
+if ARGV[2] ~= '' and (redis.call('GET', ARGV[2]) or '') ~= ARGV[3] then return {-1} end
+local now, ttl, cap = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local out, i = {0}, 8
+while i <= #ARGV do
+  local id, n, queued = ARGV[i], tonumber(ARGV[i + 4]), -1
+  if redis.call('SET', pfx .. 'msg:' .. id, ARGV[i + 1], 'NX', 'PX', ttl) then
+    out[1] = out[1] + 1
+    queued = 0
+    for j = 1, n do
+      local ep = ARGV[i + 4 + j]
+      if redis.call('EXISTS', pfx .. 'ep:' .. ep) == 1 then
+        local d = pfx .. 'd:' .. ep .. ':' .. id
+        redis.call('HSET', d, 'st', 'pending', 'n', 0, 'at', now, 'nx', now, 'ty', ARGV[i + 2], 'rid', ARGV[i + 3])
+        redis.call('PEXPIRE', d, ttl)
+        redis.call('ZADD', pfx .. 'q:' .. ep, now, id)
+        redis.call('ZADD', pfx .. 'log:' .. ep, now, id)
+        redis.call('ZREMRANGEBYSCORE', pfx .. 'log:' .. ep, '-inf', now - ttl)
+        schedule(ep, now, 0, cap)
+        queued = queued + 1
+      end
+    end
+  end
+  out[#out + 1] = queued
+  i = i + 5 + n
+end
+if ARGV[4] ~= '' then redis.call('SET', ARGV[2], ARGV[4]) end
+return out`)
+
+// claimScript leases up to ARGV[3] due deliveries for ARGV[4] ms, taking at
+// most an endpoint's room (ARGV[5] in flight; 1 while it is failing) from
+// each ready endpoint in turn, oldest due first, and sends each endpoint it
+// served to the back. Expired leases (an instance died mid-delivery) come
+// back first. It returns endpoint, event, attempts made, for each.
+var claimScript = redis.NewScript(scheduleFn + `
+local now, max, lease, per = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local out, taken = {}, 0
+for _, ep in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 100)) do
+  if taken >= max then break end
+  local q, l, epk = pfx .. 'q:' .. ep, pfx .. 'lease:' .. ep, pfx .. 'ep:' .. ep
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', l, '-inf', now)) do
+    redis.call('ZREM', l, id)
+    redis.call('ZADD', q, now, id)
+  end
+  if redis.call('HGET', epk, 'enabled') == '1' then
+    local cap = per
+    if redis.call('HEXISTS', epk, 'failing') == 1 then cap = 1 end
+    local room = math.min(cap - redis.call('ZCARD', l), max - taken)
+    if room > 0 then
+      for _, id in ipairs(redis.call('ZRANGEBYSCORE', q, '-inf', now, 'LIMIT', 0, room)) do
+        redis.call('ZREM', q, id)
+        redis.call('ZADD', l, now + lease, id)
+        out[#out + 1] = ep
+        out[#out + 1] = id
+        out[#out + 1] = redis.call('HGET', pfx .. 'd:' .. ep .. ':' .. id, 'n') or '0'
+        taken = taken + 1
+      end
+    end
+  end
+  schedule(ep, now, 1, per)
+end
+return out`)
+
+// completeScript records an attempt (ARGV[2] endpoint, ARGV[3] event,
+// ARGV[4] now, ARGV[5] outcome: ok, retry, failed or expired, ARGV[6] the
+// attempt as JSON, ARGV[7] when to retry, ARGV[8] the error, ARGV[9] how
+// long failing disables, ARGV[10] retention, ARGV[11] per-endpoint cap,
+// ARGV[12] attempts kept, ARGV[13] the reason of a disabling). A delivery
+// whose lease was lost (it took too long and another instance has it now)
+// records its attempt and changes nothing else (0).
+var completeScript = redis.NewScript(scheduleFn + `
+local ep, id, now, outcome = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+local d, epk = pfx .. 'd:' .. ep .. ':' .. id, pfx .. 'ep:' .. ep
+if ARGV[6] ~= '' and redis.call('EXISTS', d) == 1 then
+  local a = pfx .. 'a:' .. ep .. ':' .. id
+  redis.call('RPUSH', a, ARGV[6])
+  redis.call('LTRIM', a, -tonumber(ARGV[12]), -1)
+  redis.call('PEXPIRE', a, tonumber(ARGV[10]))
+end
+if redis.call('ZREM', pfx .. 'lease:' .. ep, id) == 0 or redis.call('EXISTS', epk) == 0 then return 0 end
+if outcome ~= 'expired' then redis.call('HINCRBY', d, 'n', 1) end
+if outcome == 'ok' then
+  redis.call('HSET', d, 'st', 'delivered', 'done', now)
+  redis.call('HDEL', d, 'nx')
+  redis.call('HSET', epk, 'ok', now)
+  redis.call('HDEL', epk, 'failing', 'err')
+elseif outcome == 'retry' then
+  redis.call('HSET', d, 'st', 'pending', 'nx', ARGV[7])
+  redis.call('ZADD', pfx .. 'q:' .. ep, ARGV[7], id)
+else
+  redis.call('HSET', d, 'st', outcome, 'done', now)
+  redis.call('HDEL', d, 'nx')
+end
+if outcome == 'retry' or outcome == 'failed' then
+  redis.call('HSET', epk, 'err', ARGV[8])
+  local since = tonumber(redis.call('HGET', epk, 'failing') or '')
+  if since == nil then
+    redis.call('HSET', epk, 'failing', now)
+    since = now
+  end
+  if now - since >= tonumber(ARGV[9]) and redis.call('HGET', epk, 'enabled') == '1' then
+    redis.call('HSET', epk, 'enabled', '0', 'disabled', now, 'why', ARGV[13])
+  end
+end
+schedule(ep, now, 0, tonumber(ARGV[11]))
+return 1`)
+
+// maxAttemptLog is how many attempts of a delivery are kept (the newest).
+const maxAttemptLog = 20
+
+// queued is an event ready to be queued: its message and its endpoints.
+type queued struct {
+	ev  Event
+	eps []string
+}
+
+// enqueue queues evs and moves the watermark wm from old to next, or
+// reports moved when another detector moved it first. Each event is stored
+// with ctx's span context (see storedEvent).
+func (s *Service) enqueue(ctx context.Context, wm, old, next string, evs []queued) (added int, moved bool, err error) {
+	now := s.now()
+	args := []any{s.l.p, wm, old, next, now.UnixMilli(), s.retention.Milliseconds(), s.perEndpoint}
+	cause := causeOf(ctx)
+	for _, q := range evs {
+		msg, err := json.Marshal(storedEvent{Event: &q.ev, Cause: cause})
+		if err != nil {
+			return 0, false, err
+		}
+		args = append(args, q.ev.ID, msg, string(q.ev.Type), q.ev.ResourceID, len(q.eps))
+		for _, ep := range q.eps {
+			args = append(args, ep)
+		}
+	}
+	res, err := enqueueScript.Run(ctx, s.rdb, []string{s.l.ready()}, args...).Int64Slice()
+	if err != nil {
+		return 0, false, unavailable(err)
+	}
+	if len(res) != len(evs)+1 {
+		return 0, len(res) == 1 && res[0] < 0, nil
+	}
+	for i := range evs {
+		s.m.queuedEvent(&evs[i].ev, res[i+1])
+	}
+	return int(res[0]), false, nil
+}
+
+// claim is one leased delivery.
+type claim struct {
+	endpoint, event string
+	attempts        int // made before this one
+}
+
+// leaseFor is how long a claimed delivery is an instance's: its timeout and
+// a margin for the Redis round trips around it. An instance that dies loses
+// its deliveries for this long (the margin is 20 s).
+func (s *Service) leaseFor() time.Duration { return s.timeout + s.leaseMargin }
+
+// claim leases up to max due deliveries.
+func (s *Service) claim(ctx context.Context, max int) ([]claim, error) {
+	res, err := claimScript.Run(ctx, s.rdb, []string{s.l.ready()}, s.l.p, s.now().UnixMilli(), max,
+		s.leaseFor().Milliseconds(), s.perEndpoint).StringSlice()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	out := make([]claim, 0, len(res)/3)
+	for i := 0; i+2 < len(res); i += 3 {
+		n, _ := strconv.Atoi(res[i+2])
+		out = append(out, claim{endpoint: res[i], event: res[i+1], attempts: n})
+	}
+	return out, nil
+}
+
+// Attempt is one try at a delivery, as the delivery log shows it.
+type Attempt struct {
+	At       time.Time `json:"at"`
+	Status   int       `json:"status"` // the answer's status; 0 when none came
+	Latency  float64   `json:"latencyMs"`
+	Error    string    `json:"error,omitempty"`    // why it failed, when it did
+	Response string    `json:"response,omitempty"` // the answer's first bytes
+
+	reason int // why it failed (reasonNames), for the metrics
+}
+
+// willRetry reports whether a failure of the claimed attempt is retried:
+// the schedule has a delay left for it.
+func (s *Service) willRetry(c claim) bool { return c.attempts < len(s.schedule) }
+
+// outcome is how a delivery ended.
+type outcome struct {
+	c       claim
+	attempt *Attempt // nil for an event past its retention (never attempted)
+	ok      bool
+}
+
+// complete records outcomes, in one pipeline: a failure is retried on the
+// schedule, or marked failed when the schedule is spent. An outcome not
+// recorded leaves its lease to expire: the delivery is made again.
+func (s *Service) complete(ctx context.Context, os []outcome) error {
+	now := s.now()
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.Cmd, len(os))
+	args := make([][]any, len(os))
+	for i, o := range os {
+		state, next, errText := "expired", int64(0), ""
+		var att []byte
+		if o.attempt != nil {
+			att, _ = json.Marshal(o.attempt)
+			switch {
+			case o.ok:
+				state = "ok"
+			case s.willRetry(o.c):
+				state, next = "retry", now.Add(jitter(s.schedule[o.c.attempts], o.c.event)).UnixMilli()
+			default:
+				state = "failed"
+			}
+			if !o.ok {
+				errText = o.attempt.Error
+			}
+		}
+		reason := fmt.Sprintf("disabled after %s of failed deliveries with no success; last error: %s", s.disableAfter, invoicing.Clip(errText))
+		args[i] = []any{s.l.p, o.c.endpoint, o.c.event, now.UnixMilli(), state, att, next, errText,
+			s.disableAfter.Milliseconds(), s.retention.Milliseconds(), s.perEndpoint, maxAttemptLog, reason}
+		cmds[i] = completeScript.EvalSha(ctx, pipe, []string{s.l.ready()}, args[i]...)
+	}
+	_, err := pipe.Exec(ctx)
+	if err == nil {
+		return nil
+	}
+	// A Redis that lost its scripts (restarted, failed over) says NOSCRIPT:
+	// each is sent again with its text.
+	var errs []error
+	for i, c := range cmds {
+		if c.Err() == nil {
+			continue
+		}
+		if !redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+			errs = append(errs, c.Err())
+			continue
+		}
+		if err := completeScript.Run(ctx, s.rdb, []string{s.l.ready()}, args[i]...).Err(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return unavailable(errors.Join(errs...))
+}
+
+// jitter spreads retries of events failed together (a receiver back from
+// an outage is not hit by all of them in the same second) by up to 10 %
+// of d, the same for an event's same retry whoever makes it.
+func jitter(d time.Duration, event string) time.Duration {
+	var h uint32 = 2166136261
+	for i := 0; i < len(event); i++ {
+		h = (h ^ uint32(event[i])) * 16777619
+	}
+	return d + time.Duration(float64(d)*0.1*float64(h%1000)/1000)
+}

@@ -1,0 +1,137 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A receiver that failed every attempt gets the failed events again with a
+// recovery, a single event with a replay, and a test delivery on request;
+// the delivery log filters by state and type and pages without repeat.
+func TestReplayRecoverAndTest(t *testing.T) {
+	e := newEnv(t)
+	e.recv.setStatus(http.StatusInternalServerError)
+	cfg := e.config()
+	cfg.Schedule = []time.Duration{20 * time.Millisecond} // two attempts, then failed
+	s := e.service(cfg)
+	ep, _ := e.endpoint(s)
+	e.run(s)
+	ctx := context.Background()
+	ids := []string{cli1, "11000000-0000-4000-8000-000000000002", "11000000-0000-4000-8000-000000000003"}
+	for _, id := range ids {
+		e.insertClient(id, "Cliente")
+	}
+	var failed []Delivery
+	deadline := time.Now().Add(60 * time.Second)
+	for len(failed) < len(ids) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d deliveries failed", len(failed), len(ids))
+		}
+		time.Sleep(20 * time.Millisecond)
+		var err error
+		if failed, _, err = s.Deliveries(ctx, ep.ID, DeliveryQuery{State: "failed"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range failed {
+		if d.Attempts != 2 || len(d.Log) != 2 || d.DoneAt == nil || d.Type != ClientCreated {
+			t.Fatalf("failed delivery %+v", d)
+		}
+	}
+	// Pages of one, filtered by type: each delivery once.
+	seen := map[string]bool{}
+	cursor := ""
+	for {
+		page, next, err := s.Deliveries(ctx, ep.ID, DeliveryQuery{Limit: 1, Cursor: cursor, Type: ClientCreated})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range page {
+			if seen[d.EventID] {
+				t.Fatalf("%s on two pages", d.EventID)
+			}
+			seen[d.EventID] = true
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if len(seen) != len(ids) {
+		t.Fatalf("paged through %d deliveries, want %d", len(seen), len(ids))
+	}
+	if got, _, _ := s.Deliveries(ctx, ep.ID, DeliveryQuery{Type: InvoicePaid}); len(got) != 0 {
+		t.Fatalf("type filter: %d", len(got))
+	}
+	if _, _, err := s.Deliveries(ctx, ep.ID, DeliveryQuery{State: "lost"}); !errors.Is(err, ErrInvalidEndpoint) {
+		t.Fatalf("unknown state: %v", err)
+	}
+
+	// The receiver is fixed: recover everything failed since an hour ago.
+	e.recv.setStatus(http.StatusOK)
+	before := len(e.recv.deliveries())
+	n, err := s.Recover(ctx, ep.ID, time.Now().Add(-time.Hour))
+	if err != nil || n != len(ids) {
+		t.Fatalf("recover: %d, %v", n, err)
+	}
+	for _, id := range ids {
+		waitDelivery(t, s, ep.ID, e.recv, key{ClientCreated, id}, "delivered")
+	}
+	if n, _ := s.Recover(ctx, ep.ID, time.Now().Add(-time.Hour)); n != 0 {
+		t.Fatalf("a second recovery queued %d", n)
+	}
+	// A replay sends a delivered event again, with its id.
+	first := failed[0]
+	d, err := s.Replay(ctx, ep.ID, first.EventID)
+	if err != nil || d.EventID != first.EventID {
+		t.Fatalf("replay: %+v %v", d, err)
+	}
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		n := 0
+		for _, got := range e.recv.deliveries()[before:] {
+			if got.header.Get("webhook-id") == first.EventID {
+				n++
+			}
+		}
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replayed event arrived %d times after the recovery, want 2", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, bad := range []string{"evt_nope", "evt_" + strings.Repeat("a", 26)} {
+		if _, err := s.Replay(ctx, ep.ID, bad); !errors.Is(err, ErrNotFound) {
+			t.Errorf("replay %s: %v", bad, err)
+		}
+	}
+	if _, err := s.Replay(ctx, "ep_"+strings.Repeat("a", 26), first.EventID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("replay to no endpoint: %v", err)
+	}
+
+	// A test delivery, whatever the endpoint's types.
+	off := []string{"invoice.paid"}
+	if _, err := s.UpdateEndpoint(ctx, ep.ID, Patch{Types: &off}); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := s.SendTest(ctx, ep.ID)
+	if err != nil || ev.Type != TestType {
+		t.Fatalf("test: %+v %v", ev, err)
+	}
+	got := e.recv.waitFor(key{TestType, ""})
+	var test delivery
+	for _, d := range got {
+		if d.parsed.Type == TestType {
+			test = d
+		}
+	}
+	if test.header.Get("webhook-id") != ev.ID || !strings.Contains(string(test.parsed.Data), ep.ID) {
+		t.Fatalf("test delivery %s %s", test.header.Get("webhook-id"), test.parsed.Data)
+	}
+}

@@ -1,0 +1,208 @@
+package events
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/invoicing-ao/gateway/internal/tracing"
+	"github.com/invoicing-ao/gateway/invoicing"
+)
+
+// Config configures a Service. Every zero value has a working default.
+type Config struct {
+	// Redis keeps endpoints, the queue and the delivery log; required.
+	Redis redis.UniversalClient
+	// Prefix starts every Redis key; zero means "events:". No braces: the
+	// keys share the hash tag {events}.
+	Prefix string
+	// Sources are the platform's databases by mode, read by the detector;
+	// a mode without one detects nothing (the command line's management
+	// commands need none).
+	Sources map[invoicing.Mode]Source
+
+	// AllowHTTP accepts http:// endpoint URLs; zero: https only.
+	AllowHTTP bool
+	// AllowedNetworks are networks deliveries may go to although they are
+	// not public (loopback, private...); zero: none. For a receiver on the
+	// gateway's own host or network, as the demo has.
+	AllowedNetworks []netip.Prefix
+	// Lookup resolves an endpoint's host when it is created or changed; nil
+	// means the system's resolver. Deliveries always dial through the
+	// system's resolver and check the address they connect to.
+	Lookup func(ctx context.Context, host string) ([]netip.Addr, error)
+
+	// Timeout is how long a delivery may take, answer included; zero means
+	// 10 s, and more than 15 s is refused.
+	Timeout time.Duration
+	// Concurrency is how many deliveries an instance makes at once; zero
+	// means 64.
+	Concurrency int
+	// PerEndpoint is how many deliveries to one endpoint may be in flight
+	// across every instance; zero means 8. A failing endpoint gets one, so
+	// that a dead receiver ties up one delivery slot, not Concurrency.
+	PerEndpoint int
+	// Schedule is the delay before each retry, the first after the first
+	// failed attempt; zero means DefaultSchedule. An event is attempted
+	// len(Schedule)+1 times at most.
+	Schedule []time.Duration
+	// DisableAfter disables an endpoint whose deliveries have all failed for
+	// that long; zero means 72 hours.
+	DisableAfter time.Duration
+	// Retention is how long an event and its deliveries are kept (for
+	// retries, the delivery log and replays); zero means 7 days, and less
+	// than the schedule's length is refused.
+	Retention time.Duration
+
+	// Tick is how often the detector reads the databases for changes, and
+	// idle workers look for due deliveries; zero means 1 s.
+	Tick time.Duration
+	// Settle is how far behind the database's clock the detector reads, so
+	// that a change whose transaction commits a little after the time it
+	// records is not passed by; zero means 5 s (the API's updatedSince
+	// lists stop as far behind now).
+	Settle time.Duration
+	// Sweep is how far back the sweep reads again, every minute, for
+	// changes committed later than Settle after their time; zero means 10
+	// minutes.
+	Sweep time.Duration
+	// Recovery is how far back detection starts when it has no watermark
+	// (its first start, or its state in Redis lost); zero means 24 hours.
+	// Nothing older than an endpoint's creation is sent to it.
+	Recovery time.Duration
+
+	// Metrics registers the events' Prometheus metrics (docs/observability.md):
+	// this instance's counts of detection and deliveries, and the queue's
+	// shared state read from Redis at scrape time; nil registers none.
+	Metrics prometheus.Registerer
+	// TracerProvider makes the spans of detection pages and delivery
+	// attempts; nil means otel's global one.
+	TracerProvider trace.TracerProvider
+
+	Logger *slog.Logger     // nil means slog.Default()
+	Now    func() time.Time // nil means time.Now
+}
+
+// DefaultSchedule is the retry schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h,
+// 10 h, 24 h, 24 h after each failure (Svix's, extended to about three
+// days): a receiver down for a deploy gets its events within seconds, one
+// down for a weekend gets them when it is back.
+var DefaultSchedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour,
+	5 * time.Hour, 10 * time.Hour, 10 * time.Hour, 24 * time.Hour, 24 * time.Hour}
+
+// MaxTimeout bounds Config.Timeout.
+const MaxTimeout = 15 * time.Second
+
+// Service manages endpoints, detects changes and delivers events.
+type Service struct {
+	rdb          redis.UniversalClient
+	l            layout
+	sources      map[invoicing.Mode]Source
+	dest         destinations
+	timeout      time.Duration
+	concurrency  int
+	perEndpoint  int
+	schedule     []time.Duration
+	disableAfter time.Duration
+	retention    time.Duration
+	tick         time.Duration
+	settle       time.Duration
+	sweep        time.Duration
+	recovery     time.Duration
+	leaseMargin  time.Duration
+	instance     string
+	logger       *slog.Logger
+	now          func() time.Time
+	m            *metrics
+	tracer       trace.Tracer
+	statsKeep    time.Duration // how long a reading of the queue's state serves every instance's scrapes
+}
+
+// New checks cfg and returns a Service.
+func New(cfg Config) (*Service, error) {
+	if cfg.Redis == nil {
+		return nil, errors.New("events: Config.Redis is required")
+	}
+	if strings.ContainsAny(cfg.Prefix, "{}") {
+		return nil, errors.New("events: Config.Prefix must not contain braces")
+	}
+	if cfg.Timeout > MaxTimeout || cfg.Timeout < 0 {
+		return nil, fmt.Errorf("events: Config.Timeout must be at most %s", MaxTimeout)
+	}
+	s := &Service{
+		rdb: cfg.Redis, l: newLayout(or(cfg.Prefix, "events:")), sources: cfg.Sources,
+		dest:    destinations{allowHTTP: cfg.AllowHTTP, allowed: cfg.AllowedNetworks, lookup: cfg.Lookup},
+		timeout: orDur(cfg.Timeout, 10*time.Second), concurrency: orInt(cfg.Concurrency, 64), perEndpoint: orInt(cfg.PerEndpoint, 8),
+		schedule: cfg.Schedule, disableAfter: orDur(cfg.DisableAfter, 72*time.Hour), retention: orDur(cfg.Retention, 7*24*time.Hour),
+		tick: orDur(cfg.Tick, time.Second), settle: orDur(cfg.Settle, 5*time.Second), sweep: orDur(cfg.Sweep, 10*time.Minute),
+		recovery: orDur(cfg.Recovery, 24*time.Hour), leaseMargin: 20 * time.Second, logger: cfg.Logger, now: cfg.Now,
+	}
+	if s.schedule == nil {
+		s.schedule = DefaultSchedule
+	}
+	var span time.Duration
+	for _, d := range s.schedule {
+		if d < 0 {
+			return nil, errors.New("events: Config.Schedule must not hold negative delays")
+		}
+		span += d
+	}
+	if s.retention < span {
+		return nil, fmt.Errorf("events: Config.Retention (%s) must be at least the retry schedule's length (%s)", s.retention, span)
+	}
+	if s.logger == nil {
+		s.logger = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	s.instance = hex.EncodeToString(b[:])
+	s.m, s.tracer, s.statsKeep = newMetrics(s.concurrency), tracing.Tracer(cfg.TracerProvider, tracerName), 10*time.Second
+	if cfg.Metrics != nil {
+		if err := s.m.register(cfg.Metrics, statsCollector{s}); err != nil {
+			return nil, fmt.Errorf("events: registering the metrics: %w", err)
+		}
+	}
+	return s, nil
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func orDur(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+func orInt(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
+}
+
+// unavailable wraps a Redis failure as ErrUnavailable, keeping the cause.
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
