@@ -3,13 +3,19 @@
 // oapi-codegen generates from the document with its default settings
 // (client.gen.go: the types, and Client/ClientWithResponses, one method per
 // operation), and a small layer that every integrator would otherwise write
-// (this file, pages.go, retry.go, problem.go):
+// (this file, pages.go, retry.go, problem.go, webhook.go):
 //
 //   - API: the five operations with the key and company sent on every call,
 //     errors as *Problem (usable with errors.As), money exact (json.Number);
 //   - Invoices and Clients: every item of a list, by cursor (iter.Seq2);
 //   - retries of 429 and 503 after Retry-After, bounded;
-//   - an Idempotency-Key on every create, the same on its own retries.
+//   - an Idempotency-Key on every create, the same on its own retries;
+//   - WebhookVerifier: the deliveries of the API's events checked (Standard
+//     Webhooks signatures and timestamps) and their data decoded.
+//
+// The generated half also has oapi-codegen's WebhookInitiator, which sends
+// the document's webhooks: the gateway sends them, signed; a receiver needs
+// only WebhookVerifier.
 //
 // Only the generated half depends on the document; `go generate` rewrites it
 // and TestGeneratedCodeIsCurrent fails when it was not.

@@ -127,7 +127,9 @@ func TestOperations(t *testing.T) {
 
 	// Errors are *Problem, through any wrapping, with the document's codes.
 	_, err = a.CreateClient(ctx, in)
-	expectProblem(t, fmt.Errorf("saving: %w", err), 409, client.ProblemCodeNifConflict)
+	if p := expectProblem(t, fmt.Errorf("saving: %w", err), 409, client.ProblemCodeNifConflict); p.ExistingClientId == nil || *p.ExistingClientId != created.Id {
+		t.Errorf("nif_conflict names %v, want the client made first, %v", p.ExistingClientId, created.Id)
+	}
 	_, err = a.CreateClient(ctx, client.ClientInput{Name: "x", Nif: ptr("12")})
 	if p := expectProblem(t, err, 400, client.ProblemCodeInvalidBody); p.Errors == nil || (*p.Errors)[0].Field != "nif" {
 		t.Errorf("invalid body: errors %v", p.Errors)

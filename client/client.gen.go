@@ -95,39 +95,46 @@ func (e InvoiceType) Valid() bool {
 
 // Defines values for ProblemCode.
 const (
-	ProblemCodeAdminDisabled             ProblemCode = "admin_disabled"
-	ProblemCodeAuditUnavailable          ProblemCode = "audit_unavailable"
-	ProblemCodeAuthenticationUnavailable ProblemCode = "authentication_unavailable"
-	ProblemCodeBodyTooLarge              ProblemCode = "body_too_large"
-	ProblemCodeCompanyMismatch           ProblemCode = "company_mismatch"
-	ProblemCodeCompanySuspended          ProblemCode = "company_suspended"
-	ProblemCodeConcurrencyLimit          ProblemCode = "concurrency_limit"
-	ProblemCodeDatabaseUnavailable       ProblemCode = "database_unavailable"
-	ProblemCodeExpiredApiKey             ProblemCode = "expired_api_key"
-	ProblemCodeHeadersTooLarge           ProblemCode = "headers_too_large"
-	ProblemCodeIdempotencyInProgress     ProblemCode = "idempotency_in_progress"
-	ProblemCodeIdempotencyKeyReused      ProblemCode = "idempotency_key_reused"
-	ProblemCodeInsufficientScope         ProblemCode = "insufficient_scope"
-	ProblemCodeInternalError             ProblemCode = "internal_error"
-	ProblemCodeInvalidApiKey             ProblemCode = "invalid_api_key"
-	ProblemCodeInvalidBody               ProblemCode = "invalid_body"
-	ProblemCodeInvalidParameter          ProblemCode = "invalid_parameter"
-	ProblemCodeKeyLimitReached           ProblemCode = "key_limit_reached"
-	ProblemCodeKeyNotRollable            ProblemCode = "key_not_rollable"
-	ProblemCodeMethodNotAllowed          ProblemCode = "method_not_allowed"
-	ProblemCodeMissingApiKey             ProblemCode = "missing_api_key"
-	ProblemCodeMissingCompanyId          ProblemCode = "missing_company_id"
-	ProblemCodeNifConflict               ProblemCode = "nif_conflict"
-	ProblemCodeNotFound                  ProblemCode = "not_found"
-	ProblemCodeNotReady                  ProblemCode = "not_ready"
-	ProblemCodeRateLimitLive             ProblemCode = "rate_limit_live"
-	ProblemCodeRateLimitTest             ProblemCode = "rate_limit_test"
-	ProblemCodeRouteNotFound             ProblemCode = "route_not_found"
-	ProblemCodeSourceNotAllowed          ProblemCode = "source_not_allowed"
-	ProblemCodeUnauthorizedAdmin         ProblemCode = "unauthorized_admin"
-	ProblemCodeUnknownCompany            ProblemCode = "unknown_company"
-	ProblemCodeUnsupportedMediaType      ProblemCode = "unsupported_media_type"
-	ProblemCodeUsageUnavailable          ProblemCode = "usage_unavailable"
+	ProblemCodeAdminDisabled               ProblemCode = "admin_disabled"
+	ProblemCodeAuditUnavailable            ProblemCode = "audit_unavailable"
+	ProblemCodeAuthenticationUnavailable   ProblemCode = "authentication_unavailable"
+	ProblemCodeBodyTooLarge                ProblemCode = "body_too_large"
+	ProblemCodeChangeNotReplicated         ProblemCode = "change_not_replicated"
+	ProblemCodeCompanyMismatch             ProblemCode = "company_mismatch"
+	ProblemCodeCompanySuspended            ProblemCode = "company_suspended"
+	ProblemCodeConcurrencyLimit            ProblemCode = "concurrency_limit"
+	ProblemCodeDatabaseUnavailable         ProblemCode = "database_unavailable"
+	ProblemCodeDeliveryInFlight            ProblemCode = "delivery_in_flight"
+	ProblemCodeEventExpired                ProblemCode = "event_expired"
+	ProblemCodeEventsUnavailable           ProblemCode = "events_unavailable"
+	ProblemCodeExpiredApiKey               ProblemCode = "expired_api_key"
+	ProblemCodeHeadersTooLarge             ProblemCode = "headers_too_large"
+	ProblemCodeIdempotencyInProgress       ProblemCode = "idempotency_in_progress"
+	ProblemCodeIdempotencyKeyReused        ProblemCode = "idempotency_key_reused"
+	ProblemCodeInsufficientScope           ProblemCode = "insufficient_scope"
+	ProblemCodeInternalError               ProblemCode = "internal_error"
+	ProblemCodeInvalidApiKey               ProblemCode = "invalid_api_key"
+	ProblemCodeInvalidBody                 ProblemCode = "invalid_body"
+	ProblemCodeInvalidCompanyId            ProblemCode = "invalid_company_id"
+	ProblemCodeInvalidParameter            ProblemCode = "invalid_parameter"
+	ProblemCodeKeyLimitReached             ProblemCode = "key_limit_reached"
+	ProblemCodeKeyLookupsLimited           ProblemCode = "key_lookups_limited"
+	ProblemCodeKeyNotRollable              ProblemCode = "key_not_rollable"
+	ProblemCodeMethodNotAllowed            ProblemCode = "method_not_allowed"
+	ProblemCodeMissingApiKey               ProblemCode = "missing_api_key"
+	ProblemCodeMissingCompanyId            ProblemCode = "missing_company_id"
+	ProblemCodeNifConflict                 ProblemCode = "nif_conflict"
+	ProblemCodeNotFound                    ProblemCode = "not_found"
+	ProblemCodeNotReady                    ProblemCode = "not_ready"
+	ProblemCodeRateLimitLive               ProblemCode = "rate_limit_live"
+	ProblemCodeRateLimitTest               ProblemCode = "rate_limit_test"
+	ProblemCodeRouteNotFound               ProblemCode = "route_not_found"
+	ProblemCodeSourceNotAllowed            ProblemCode = "source_not_allowed"
+	ProblemCodeUnauthorizedAdmin           ProblemCode = "unauthorized_admin"
+	ProblemCodeUnknownCompany              ProblemCode = "unknown_company"
+	ProblemCodeUnsupportedMediaType        ProblemCode = "unsupported_media_type"
+	ProblemCodeUsageUnavailable            ProblemCode = "usage_unavailable"
+	ProblemCodeWebhookEndpointLimitReached ProblemCode = "webhook_endpoint_limit_reached"
 )
 
 // Valid indicates whether the value is a known member of the ProblemCode enum.
@@ -141,6 +148,8 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case ProblemCodeBodyTooLarge:
 		return true
+	case ProblemCodeChangeNotReplicated:
+		return true
 	case ProblemCodeCompanyMismatch:
 		return true
 	case ProblemCodeCompanySuspended:
@@ -148,6 +157,12 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeConcurrencyLimit:
 		return true
 	case ProblemCodeDatabaseUnavailable:
+		return true
+	case ProblemCodeDeliveryInFlight:
+		return true
+	case ProblemCodeEventExpired:
+		return true
+	case ProblemCodeEventsUnavailable:
 		return true
 	case ProblemCodeExpiredApiKey:
 		return true
@@ -165,9 +180,13 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case ProblemCodeInvalidBody:
 		return true
+	case ProblemCodeInvalidCompanyId:
+		return true
 	case ProblemCodeInvalidParameter:
 		return true
 	case ProblemCodeKeyLimitReached:
+		return true
+	case ProblemCodeKeyLookupsLimited:
 		return true
 	case ProblemCodeKeyNotRollable:
 		return true
@@ -199,6 +218,8 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case ProblemCodeUsageUnavailable:
 		return true
+	case ProblemCodeWebhookEndpointLimitReached:
+		return true
 	default:
 		return false
 	}
@@ -225,6 +246,126 @@ func (e TransmissionStatus) Valid() bool {
 	case PENDING:
 		return true
 	case VALID:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClientCreatedJSONBodyType.
+const (
+	ClientCreated ClientCreatedJSONBodyType = "client.created"
+)
+
+// Valid indicates whether the value is a known member of the ClientCreatedJSONBodyType enum.
+func (e ClientCreatedJSONBodyType) Valid() bool {
+	switch e {
+	case ClientCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClientUpdatedJSONBodyType.
+const (
+	ClientUpdated ClientUpdatedJSONBodyType = "client.updated"
+)
+
+// Valid indicates whether the value is a known member of the ClientUpdatedJSONBodyType enum.
+func (e ClientUpdatedJSONBodyType) Valid() bool {
+	switch e {
+	case ClientUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceCancelledJSONBodyType.
+const (
+	InvoiceCancelled InvoiceCancelledJSONBodyType = "invoice.cancelled"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceCancelledJSONBodyType enum.
+func (e InvoiceCancelledJSONBodyType) Valid() bool {
+	switch e {
+	case InvoiceCancelled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceIssuedJSONBodyType.
+const (
+	InvoiceIssued InvoiceIssuedJSONBodyType = "invoice.issued"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceIssuedJSONBodyType enum.
+func (e InvoiceIssuedJSONBodyType) Valid() bool {
+	switch e {
+	case InvoiceIssued:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceOverdueJSONBodyType.
+const (
+	InvoiceOverdue InvoiceOverdueJSONBodyType = "invoice.overdue"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceOverdueJSONBodyType enum.
+func (e InvoiceOverdueJSONBodyType) Valid() bool {
+	switch e {
+	case InvoiceOverdue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoicePaidJSONBodyType.
+const (
+	InvoicePaid InvoicePaidJSONBodyType = "invoice.paid"
+)
+
+// Valid indicates whether the value is a known member of the InvoicePaidJSONBodyType enum.
+func (e InvoicePaidJSONBodyType) Valid() bool {
+	switch e {
+	case InvoicePaid:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceTransmissionUpdatedJSONBodyType.
+const (
+	InvoiceTransmissionUpdated InvoiceTransmissionUpdatedJSONBodyType = "invoice.transmission.updated"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceTransmissionUpdatedJSONBodyType enum.
+func (e InvoiceTransmissionUpdatedJSONBodyType) Valid() bool {
+	switch e {
+	case InvoiceTransmissionUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookTestJSONBodyType.
+const (
+	WebhookTest WebhookTestJSONBodyType = "webhook.test"
+)
+
+// Valid indicates whether the value is a known member of the WebhookTestJSONBodyType enum.
+func (e WebhookTestJSONBodyType) Valid() bool {
+	switch e {
+	case WebhookTest:
 		return true
 	default:
 		return false
@@ -362,7 +503,8 @@ type Invoice struct {
 	// owes the customer, and an invoice-receipt (`FR`) or simplified invoice
 	// (`FS`) is paid when issued; past a due date they stay `ISSUED`. Derived:
 	// the platform stores no such state, so an invoice turns `OVERDUE` at
-	// midnight in Luanda without any event.
+	// midnight in Luanda without a change of its own (its `updatedAt` stays);
+	// the `invoice.overdue` event tells when.
 	Status InvoiceStatus `json:"status"`
 
 	// TotalAmount An amount in the invoice's currency (AOA): an exact decimal with exactly 2
@@ -444,7 +586,8 @@ type InvoiceDetail struct {
 	// owes the customer, and an invoice-receipt (`FR`) or simplified invoice
 	// (`FS`) is paid when issued; past a due date they stay `ISSUED`. Derived:
 	// the platform stores no such state, so an invoice turns `OVERDUE` at
-	// midnight in Luanda without any event.
+	// midnight in Luanda without a change of its own (its `updatedAt` stays);
+	// the `invoice.overdue` event tells when.
 	Status InvoiceStatus `json:"status"`
 
 	// TotalAmount An amount in the invoice's currency (AOA): an exact decimal with exactly 2
@@ -557,7 +700,8 @@ type InvoicePage struct {
 // owes the customer, and an invoice-receipt (`FR`) or simplified invoice
 // (`FS`) is paid when issued; past a due date they stay `ISSUED`. Derived:
 // the platform stores no such state, so an invoice turns `OVERDUE` at
-// midnight in Luanda without any event.
+// midnight in Luanda without a change of its own (its `updatedAt` stays);
+// the `invoice.overdue` event tells when.
 type InvoiceStatus string
 
 // InvoiceType `FT` invoice; `FR` invoice-receipt; `FS` simplified invoice (final
@@ -604,12 +748,17 @@ type Problem struct {
 	// Detail What happened in this case, for people.
 	Detail string `json:"detail"`
 
-	// Errors For `invalid_parameter` and `invalid_body`, each invalid input and why.
+	// Errors For `invalid_parameter`, `invalid_body` and `invalid_company_id`, each invalid input and why.
 	Errors *[]struct {
-		// Field The query parameter or body member (`query` or `body` for the whole).
+		// Field The query parameter, body member or header (`X-Company-Id`); `query` or `body` for the whole.
 		Field   string `json:"field"`
 		Message string `json:"message"`
 	} `json:"errors,omitempty"`
+
+	// ExistingClientId For `nif_conflict` only: the id of the client of your company (in the key's mode) that has the NIF, to get with `GET /api/v1/v1/clients/{id}` instead of creating it again. Never another company's.
+	//
+	// Examples: 3b9a8f51-2c4d-4e6f-8a1b-2c3d4e5f6a7b
+	ExistingClientId *openapi_types.UUID `json:"existingClientId,omitempty"`
 
 	// RequestId The request's id, as in `X-Request-Id`.
 	RequestId string `json:"requestId"`
@@ -814,8 +963,321 @@ type GetInvoiceParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// ClientCreatedJSONBody defines parameters for ClientCreated.
+type ClientCreatedJSONBody struct {
+	// Data A client of the company. Every field is always present; optional ones are `null` when unknown.
+	Data ClientRecord `json:"data"`
+
+	// Timestamp When it was created (its `createdAt`).
+	//
+	//
+	// Examples: 2026-03-01T09:15:02.120Z
+	Timestamp Timestamp                 `json:"timestamp"`
+	Type      ClientCreatedJSONBodyType `json:"type"`
+}
+
+// ClientCreatedParams defines parameters for ClientCreated.
+type ClientCreatedParams struct {
+	// WebhookId The event's id: the same on every attempt and every redelivery of
+	// this event. Drop a delivery whose id you have processed already.
+	WebhookId string `json:"webhook-id"`
+
+	// WebhookTimestamp When this attempt was sent, in Unix seconds; signed with the body.
+	// Refuse a delivery more than 5 minutes from your clock.
+	WebhookTimestamp string `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of
+	// `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64
+	// decoding of the endpoint's secret after `whsec_`. During a secret
+	// rotation two signatures, separated by a space (the new secret's
+	// first): either one verifies. Ignore signatures of versions other
+	// than `v1`.
+	WebhookSignature string `json:"webhook-signature"`
+}
+
+// ClientCreatedJSONBodyType defines parameters for ClientCreated.
+type ClientCreatedJSONBodyType string
+
+// ClientUpdatedJSONBody defines parameters for ClientUpdated.
+type ClientUpdatedJSONBody struct {
+	// Data A client of the company. Every field is always present; optional ones are `null` when unknown.
+	Data ClientRecord `json:"data"`
+
+	// Timestamp When it changed (its `updatedAt`).
+	//
+	//
+	// Examples: 2026-03-01T09:15:02.120Z
+	Timestamp Timestamp                 `json:"timestamp"`
+	Type      ClientUpdatedJSONBodyType `json:"type"`
+}
+
+// ClientUpdatedParams defines parameters for ClientUpdated.
+type ClientUpdatedParams struct {
+	// WebhookId The event's id: the same on every attempt and every redelivery of
+	// this event. Drop a delivery whose id you have processed already.
+	WebhookId string `json:"webhook-id"`
+
+	// WebhookTimestamp When this attempt was sent, in Unix seconds; signed with the body.
+	// Refuse a delivery more than 5 minutes from your clock.
+	WebhookTimestamp string `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of
+	// `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64
+	// decoding of the endpoint's secret after `whsec_`. During a secret
+	// rotation two signatures, separated by a space (the new secret's
+	// first): either one verifies. Ignore signatures of versions other
+	// than `v1`.
+	WebhookSignature string `json:"webhook-signature"`
+}
+
+// ClientUpdatedJSONBodyType defines parameters for ClientUpdated.
+type ClientUpdatedJSONBodyType string
+
+// InvoiceCancelledJSONBody defines parameters for InvoiceCancelled.
+type InvoiceCancelledJSONBody struct {
+	// Data An invoice as Get invoice returns it: the fields of `Invoice` (the same
+	// definitions) and `transmission`.
+	Data InvoiceDetail `json:"data"`
+
+	// Timestamp When it was cancelled (its `updatedAt` then).
+	//
+	//
+	// Examples: 2026-03-01T09:15:02.120Z
+	Timestamp Timestamp                    `json:"timestamp"`
+	Type      InvoiceCancelledJSONBodyType `json:"type"`
+}
+
+// InvoiceCancelledParams defines parameters for InvoiceCancelled.
+type InvoiceCancelledParams struct {
+	// WebhookId The event's id: the same on every attempt and every redelivery of
+	// this event. Drop a delivery whose id you have processed already.
+	WebhookId string `json:"webhook-id"`
+
+	// WebhookTimestamp When this attempt was sent, in Unix seconds; signed with the body.
+	// Refuse a delivery more than 5 minutes from your clock.
+	WebhookTimestamp string `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of
+	// `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64
+	// decoding of the endpoint's secret after `whsec_`. During a secret
+	// rotation two signatures, separated by a space (the new secret's
+	// first): either one verifies. Ignore signatures of versions other
+	// than `v1`.
+	WebhookSignature string `json:"webhook-signature"`
+}
+
+// InvoiceCancelledJSONBodyType defines parameters for InvoiceCancelled.
+type InvoiceCancelledJSONBodyType string
+
+// InvoiceIssuedJSONBody defines parameters for InvoiceIssued.
+type InvoiceIssuedJSONBody struct {
+	// Data An invoice as Get invoice returns it: the fields of `Invoice` (the same
+	// definitions) and `transmission`.
+	Data InvoiceDetail `json:"data"`
+
+	// Timestamp When it was issued (its `issuedAt`).
+	//
+	//
+	// Examples: 2026-03-01T09:15:02.120Z
+	Timestamp Timestamp                 `json:"timestamp"`
+	Type      InvoiceIssuedJSONBodyType `json:"type"`
+}
+
+// InvoiceIssuedParams defines parameters for InvoiceIssued.
+type InvoiceIssuedParams struct {
+	// WebhookId The event's id: the same on every attempt and every redelivery of
+	// this event. Drop a delivery whose id you have processed already.
+	WebhookId string `json:"webhook-id"`
+
+	// WebhookTimestamp When this attempt was sent, in Unix seconds; signed with the body.
+	// Refuse a delivery more than 5 minutes from your clock.
+	WebhookTimestamp string `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of
+	// `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64
+	// decoding of the endpoint's secret after `whsec_`. During a secret
+	// rotation two signatures, separated by a space (the new secret's
+	// first): either one verifies. Ignore signatures of versions other
+	// than `v1`.
+	WebhookSignature string `json:"webhook-signature"`
+}
+
+// InvoiceIssuedJSONBodyType defines parameters for InvoiceIssued.
+type InvoiceIssuedJSONBodyType string
+
+// InvoiceOverdueJSONBody defines parameters for InvoiceOverdue.
+type InvoiceOverdueJSONBody struct {
+	// Data An invoice as Get invoice returns it: the fields of `Invoice` (the same
+	// definitions) and `transmission`.
+	Data InvoiceDetail `json:"data"`
+
+	// Timestamp The midnight in Luanda that began the first day after the due date (or the
+	// later change that moved the due date into the past).
+	//
+	//
+	// Examples: 2026-03-01T09:15:02.120Z
+	Timestamp Timestamp                  `json:"timestamp"`
+	Type      InvoiceOverdueJSONBodyType `json:"type"`
+}
+
+// InvoiceOverdueParams defines parameters for InvoiceOverdue.
+type InvoiceOverdueParams struct {
+	// WebhookId The event's id: the same on every attempt and every redelivery of
+	// this event. Drop a delivery whose id you have processed already.
+	WebhookId string `json:"webhook-id"`
+
+	// WebhookTimestamp When this attempt was sent, in Unix seconds; signed with the body.
+	// Refuse a delivery more than 5 minutes from your clock.
+	WebhookTimestamp string `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of
+	// `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64
+	// decoding of the endpoint's secret after `whsec_`. During a secret
+	// rotation two signatures, separated by a space (the new secret's
+	// first): either one verifies. Ignore signatures of versions other
+	// than `v1`.
+	WebhookSignature string `json:"webhook-signature"`
+}
+
+// InvoiceOverdueJSONBodyType defines parameters for InvoiceOverdue.
+type InvoiceOverdueJSONBodyType string
+
+// InvoicePaidJSONBody defines parameters for InvoicePaid.
+type InvoicePaidJSONBody struct {
+	// Data An invoice as Get invoice returns it: the fields of `Invoice` (the same
+	// definitions) and `transmission`.
+	Data InvoiceDetail `json:"data"`
+
+	// Timestamp When it was paid (its `updatedAt` then).
+	//
+	//
+	// Examples: 2026-03-01T09:15:02.120Z
+	Timestamp Timestamp               `json:"timestamp"`
+	Type      InvoicePaidJSONBodyType `json:"type"`
+}
+
+// InvoicePaidParams defines parameters for InvoicePaid.
+type InvoicePaidParams struct {
+	// WebhookId The event's id: the same on every attempt and every redelivery of
+	// this event. Drop a delivery whose id you have processed already.
+	WebhookId string `json:"webhook-id"`
+
+	// WebhookTimestamp When this attempt was sent, in Unix seconds; signed with the body.
+	// Refuse a delivery more than 5 minutes from your clock.
+	WebhookTimestamp string `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of
+	// `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64
+	// decoding of the endpoint's secret after `whsec_`. During a secret
+	// rotation two signatures, separated by a space (the new secret's
+	// first): either one verifies. Ignore signatures of versions other
+	// than `v1`.
+	WebhookSignature string `json:"webhook-signature"`
+}
+
+// InvoicePaidJSONBodyType defines parameters for InvoicePaid.
+type InvoicePaidJSONBodyType string
+
+// InvoiceTransmissionUpdatedJSONBody defines parameters for InvoiceTransmissionUpdated.
+type InvoiceTransmissionUpdatedJSONBody struct {
+	// Data An invoice as Get invoice returns it: the fields of `Invoice` (the same
+	// definitions) and `transmission`.
+	Data InvoiceDetail `json:"data"`
+
+	// Timestamp When AGT's verdict was fetched, or the document submitted.
+	//
+	//
+	// Examples: 2026-03-01T09:15:02.120Z
+	Timestamp Timestamp                              `json:"timestamp"`
+	Type      InvoiceTransmissionUpdatedJSONBodyType `json:"type"`
+}
+
+// InvoiceTransmissionUpdatedParams defines parameters for InvoiceTransmissionUpdated.
+type InvoiceTransmissionUpdatedParams struct {
+	// WebhookId The event's id: the same on every attempt and every redelivery of
+	// this event. Drop a delivery whose id you have processed already.
+	WebhookId string `json:"webhook-id"`
+
+	// WebhookTimestamp When this attempt was sent, in Unix seconds; signed with the body.
+	// Refuse a delivery more than 5 minutes from your clock.
+	WebhookTimestamp string `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of
+	// `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64
+	// decoding of the endpoint's secret after `whsec_`. During a secret
+	// rotation two signatures, separated by a space (the new secret's
+	// first): either one verifies. Ignore signatures of versions other
+	// than `v1`.
+	WebhookSignature string `json:"webhook-signature"`
+}
+
+// InvoiceTransmissionUpdatedJSONBodyType defines parameters for InvoiceTransmissionUpdated.
+type InvoiceTransmissionUpdatedJSONBodyType string
+
+// WebhookTestJSONBody defines parameters for WebhookTest.
+type WebhookTestJSONBody struct {
+	Data struct {
+		// EndpointId The endpoint the test was sent to.
+		EndpointId string `json:"endpointId"`
+		Message    string `json:"message"`
+	} `json:"data"`
+
+	// Timestamp When the test was asked for.
+	//
+	//
+	// Examples: 2026-03-01T09:15:02.120Z
+	Timestamp Timestamp               `json:"timestamp"`
+	Type      WebhookTestJSONBodyType `json:"type"`
+}
+
+// WebhookTestParams defines parameters for WebhookTest.
+type WebhookTestParams struct {
+	// WebhookId The event's id: the same on every attempt and every redelivery of
+	// this event. Drop a delivery whose id you have processed already.
+	WebhookId string `json:"webhook-id"`
+
+	// WebhookTimestamp When this attempt was sent, in Unix seconds; signed with the body.
+	// Refuse a delivery more than 5 minutes from your clock.
+	WebhookTimestamp string `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of
+	// `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64
+	// decoding of the endpoint's secret after `whsec_`. During a secret
+	// rotation two signatures, separated by a space (the new secret's
+	// first): either one verifies. Ignore signatures of versions other
+	// than `v1`.
+	WebhookSignature string `json:"webhook-signature"`
+}
+
+// WebhookTestJSONBodyType defines parameters for WebhookTest.
+type WebhookTestJSONBodyType string
+
 // CreateClientJSONRequestBody defines body for CreateClient for application/json ContentType.
 type CreateClientJSONRequestBody = ClientInput
+
+// ClientCreatedJSONRequestBody defines body for ClientCreated for application/json ContentType.
+type ClientCreatedJSONRequestBody ClientCreatedJSONBody
+
+// ClientUpdatedJSONRequestBody defines body for ClientUpdated for application/json ContentType.
+type ClientUpdatedJSONRequestBody ClientUpdatedJSONBody
+
+// InvoiceCancelledJSONRequestBody defines body for InvoiceCancelled for application/json ContentType.
+type InvoiceCancelledJSONRequestBody InvoiceCancelledJSONBody
+
+// InvoiceIssuedJSONRequestBody defines body for InvoiceIssued for application/json ContentType.
+type InvoiceIssuedJSONRequestBody InvoiceIssuedJSONBody
+
+// InvoiceOverdueJSONRequestBody defines body for InvoiceOverdue for application/json ContentType.
+type InvoiceOverdueJSONRequestBody InvoiceOverdueJSONBody
+
+// InvoicePaidJSONRequestBody defines body for InvoicePaid for application/json ContentType.
+type InvoicePaidJSONRequestBody InvoicePaidJSONBody
+
+// InvoiceTransmissionUpdatedJSONRequestBody defines body for InvoiceTransmissionUpdated for application/json ContentType.
+type InvoiceTransmissionUpdatedJSONRequestBody InvoiceTransmissionUpdatedJSONBody
+
+// WebhookTestJSONRequestBody defines body for WebhookTest for application/json ContentType.
+type WebhookTestJSONRequestBody WebhookTestJSONBody
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -916,7 +1378,7 @@ type ClientInterface interface {
 	// card); spaces and letter case are forgiven and it is stored without spaces,
 	// upper case; `999999999` (the anonymous final consumer's placeholder) is
 	// refused. A NIF is unique in the company: a second client with the same NIF
-	// is `409 nif_conflict`. `email` must be a plain address; `phone` is `+244`
+	// is `409 nif_conflict`, whose `existingClientId` is the first. `email` must be a plain address; `phone` is `+244`
 	// and 9 digits (spaces allowed, stored without); `address` at most 500
 	// characters; `type` `COMPANY` or `INDIVIDUAL`. Unknown or repeated members
 	// are refused (`400 invalid_body`), and every invalid field is listed in
@@ -943,7 +1405,7 @@ type ClientInterface interface {
 	// card); spaces and letter case are forgiven and it is stored without spaces,
 	// upper case; `999999999` (the anonymous final consumer's placeholder) is
 	// refused. A NIF is unique in the company: a second client with the same NIF
-	// is `409 nif_conflict`. `email` must be a plain address; `phone` is `+244`
+	// is `409 nif_conflict`, whose `existingClientId` is the first. `email` must be a plain address; `phone` is `+244`
 	// and 9 digits (spaces allowed, stored without); `address` at most 500
 	// characters; `type` `COMPANY` or `INDIVIDUAL`. Unknown or repeated members
 	// are refused (`400 invalid_body`), and every invalid field is listed in
@@ -1030,7 +1492,7 @@ func (c *Client) ListClients(ctx context.Context, params *ListClientsParams, req
 // card); spaces and letter case are forgiven and it is stored without spaces,
 // upper case; `999999999` (the anonymous final consumer's placeholder) is
 // refused. A NIF is unique in the company: a second client with the same NIF
-// is `409 nif_conflict`. `email` must be a plain address; `phone` is `+244`
+// is `409 nif_conflict`, whose `existingClientId` is the first. `email` must be a plain address; `phone` is `+244`
 // and 9 digits (spaces allowed, stored without); `address` at most 500
 // characters; `type` `COMPANY` or `INDIVIDUAL`. Unknown or repeated members
 // are refused (`400 invalid_body`), and every invalid field is listed in
@@ -1067,7 +1529,7 @@ func (c *Client) CreateClientWithBody(ctx context.Context, params *CreateClientP
 // card); spaces and letter case are forgiven and it is stored without spaces,
 // upper case; `999999999` (the anonymous final consumer's placeholder) is
 // refused. A NIF is unique in the company: a second client with the same NIF
-// is `409 nif_conflict`. `email` must be a plain address; `phone` is `+244`
+// is `409 nif_conflict`, whose `existingClientId` is the first. `email` must be a plain address; `phone` is `+244`
 // and 9 digits (spaces allowed, stored without); `address` at most 500
 // characters; `type` `COMPANY` or `INDIVIDUAL`. Unknown or repeated members
 // are refused (`400 invalid_body`), and every invalid field is listed in
@@ -1622,7 +2084,7 @@ type ClientWithResponsesInterface interface {
 	// card); spaces and letter case are forgiven and it is stored without spaces,
 	// upper case; `999999999` (the anonymous final consumer's placeholder) is
 	// refused. A NIF is unique in the company: a second client with the same NIF
-	// is `409 nif_conflict`. `email` must be a plain address; `phone` is `+244`
+	// is `409 nif_conflict`, whose `existingClientId` is the first. `email` must be a plain address; `phone` is `+244`
 	// and 9 digits (spaces allowed, stored without); `address` at most 500
 	// characters; `type` `COMPANY` or `INDIVIDUAL`. Unknown or repeated members
 	// are refused (`400 invalid_body`), and every invalid field is listed in
@@ -1649,7 +2111,7 @@ type ClientWithResponsesInterface interface {
 	// card); spaces and letter case are forgiven and it is stored without spaces,
 	// upper case; `999999999` (the anonymous final consumer's placeholder) is
 	// refused. A NIF is unique in the company: a second client with the same NIF
-	// is `409 nif_conflict`. `email` must be a plain address; `phone` is `+244`
+	// is `409 nif_conflict`, whose `existingClientId` is the first. `email` must be a plain address; `phone` is `+244`
 	// and 9 digits (spaces allowed, stored without); `address` at most 500
 	// characters; `type` `COMPANY` or `INDIVIDUAL`. Unknown or repeated members
 	// are refused (`400 invalid_body`), and every invalid field is listed in
@@ -1734,8 +2196,8 @@ type ListClientsResponse403Headers struct {
 
 // ListClientsResponse429Headers the declared response headers of an HTTP 429 response for ListClients
 type ListClientsResponse429Headers struct {
-	RateLimit       string
-	RateLimitPolicy string
+	RateLimit       *string
+	RateLimitPolicy *string
 	RetryAfter      int
 	XRequestId      string
 }
@@ -1921,8 +2383,8 @@ type CreateClientResponse422Headers struct {
 
 // CreateClientResponse429Headers the declared response headers of an HTTP 429 response for CreateClient
 type CreateClientResponse429Headers struct {
-	RateLimit       string
-	RateLimitPolicy string
+	RateLimit       *string
+	RateLimitPolicy *string
 	RetryAfter      int
 	XRequestId      string
 }
@@ -2128,8 +2590,8 @@ type GetClientResponse404Headers struct {
 
 // GetClientResponse429Headers the declared response headers of an HTTP 429 response for GetClient
 type GetClientResponse429Headers struct {
-	RateLimit       string
-	RateLimitPolicy string
+	RateLimit       *string
+	RateLimitPolicy *string
 	RetryAfter      int
 	XRequestId      string
 }
@@ -2294,8 +2756,8 @@ type ListInvoicesResponse403Headers struct {
 
 // ListInvoicesResponse429Headers the declared response headers of an HTTP 429 response for ListInvoices
 type ListInvoicesResponse429Headers struct {
-	RateLimit       string
-	RateLimitPolicy string
+	RateLimit       *string
+	RateLimitPolicy *string
 	RetryAfter      int
 	XRequestId      string
 }
@@ -2465,8 +2927,8 @@ type GetInvoiceResponse404Headers struct {
 
 // GetInvoiceResponse429Headers the declared response headers of an HTTP 429 response for GetInvoice
 type GetInvoiceResponse429Headers struct {
-	RateLimit       string
-	RateLimitPolicy string
+	RateLimit       *string
+	RateLimitPolicy *string
 	RetryAfter      int
 	XRequestId      string
 }
@@ -2637,7 +3099,7 @@ func (c *ClientWithResponses) ListClientsWithResponse(ctx context.Context, param
 // card); spaces and letter case are forgiven and it is stored without spaces,
 // upper case; `999999999` (the anonymous final consumer's placeholder) is
 // refused. A NIF is unique in the company: a second client with the same NIF
-// is `409 nif_conflict`. `email` must be a plain address; `phone` is `+244`
+// is `409 nif_conflict`, whose `existingClientId` is the first. `email` must be a plain address; `phone` is `+244`
 // and 9 digits (spaces allowed, stored without); `address` at most 500
 // characters; `type` `COMPANY` or `INDIVIDUAL`. Unknown or repeated members
 // are refused (`400 invalid_body`), and every invalid field is listed in
@@ -2670,7 +3132,7 @@ func (c *ClientWithResponses) CreateClientWithBodyWithResponse(ctx context.Conte
 // card); spaces and letter case are forgiven and it is stored without spaces,
 // upper case; `999999999` (the anonymous final consumer's placeholder) is
 // refused. A NIF is unique in the company: a second client with the same NIF
-// is `409 nif_conflict`. `email` must be a plain address; `phone` is `+244`
+// is `409 nif_conflict`, whose `existingClientId` is the first. `email` must be a plain address; `phone` is `+244`
 // and 9 digits (spaces allowed, stored without); `address` at most 500
 // characters; `type` `COMPANY` or `INDIVIDUAL`. Unknown or repeated members
 // are refused (`400 invalid_body`), and every invalid field is listed in
@@ -2903,17 +3365,17 @@ func ParseListClientsResponse(rsp *http.Response) (*ListClientsResponse, error) 
 		var headers ListClientsResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.RateLimit = value
+			headers.RateLimit = &value
 		}
 		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.RateLimitPolicy = value
+			headers.RateLimitPolicy = &value
 		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
@@ -3276,17 +3738,17 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 		var headers CreateClientResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.RateLimit = value
+			headers.RateLimit = &value
 		}
 		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.RateLimitPolicy = value
+			headers.RateLimitPolicy = &value
 		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
@@ -3569,17 +4031,17 @@ func ParseGetClientResponse(rsp *http.Response) (*GetClientResponse, error) {
 		var headers GetClientResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.RateLimit = value
+			headers.RateLimit = &value
 		}
 		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.RateLimitPolicy = value
+			headers.RateLimitPolicy = &value
 		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
@@ -3790,17 +4252,17 @@ func ParseListInvoicesResponse(rsp *http.Response) (*ListInvoicesResponse, error
 		var headers ListInvoicesResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.RateLimit = value
+			headers.RateLimit = &value
 		}
 		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.RateLimitPolicy = value
+			headers.RateLimitPolicy = &value
 		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
@@ -4083,17 +4545,17 @@ func ParseGetInvoiceResponse(rsp *http.Response) (*GetInvoiceResponse, error) {
 		var headers GetInvoiceResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.RateLimit = value
+			headers.RateLimit = &value
 		}
 		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.RateLimitPolicy = value
+			headers.RateLimitPolicy = &value
 		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
@@ -4150,4 +4612,791 @@ func ParseGetInvoiceResponse(rsp *http.Response) (*GetInvoiceResponse, error) {
 	}
 
 	return response, nil
+}
+
+// WebhookInitiator sends OpenAPI 3.1 webhook requests to target URLs.
+// Modeled on the generated Client, but with no stored Server -- the full
+// target URL is provided per-call by the caller (typically discovered
+// from a subscription registration).
+type WebhookInitiator struct {
+	// Doer for performing requests, typically a *http.Client with any
+	// customized settings, such as certificate chains.
+	Client HttpRequestDoer
+
+	// A list of callbacks for modifying requests which are generated before sending over
+	// the network.
+	RequestEditors []RequestEditorFn
+}
+
+// WebhookInitiatorOption allows setting custom parameters during construction.
+type WebhookInitiatorOption func(*WebhookInitiator) error
+
+// NewWebhookInitiator creates a new WebhookInitiator with reasonable defaults.
+func NewWebhookInitiator(opts ...WebhookInitiatorOption) (*WebhookInitiator, error) {
+	initiator := WebhookInitiator{}
+	for _, o := range opts {
+		if err := o(&initiator); err != nil {
+			return nil, err
+		}
+	}
+	if initiator.Client == nil {
+		initiator.Client = &http.Client{}
+	}
+	return &initiator, nil
+}
+
+// WithWebhookHTTPClient allows overriding the default Doer, which is
+// automatically created using http.Client. This is useful for tests.
+func WithWebhookHTTPClient(doer HttpRequestDoer) WebhookInitiatorOption {
+	return func(p *WebhookInitiator) error {
+		p.Client = doer
+		return nil
+	}
+}
+
+// WithWebhookRequestEditorFn allows setting up a callback function, which
+// will be called right before sending the webhook request. This can be
+// used to mutate the request, e.g. to add signature headers.
+func WithWebhookRequestEditorFn(fn RequestEditorFn) WebhookInitiatorOption {
+	return func(p *WebhookInitiator) error {
+		p.RequestEditors = append(p.RequestEditors, fn)
+		return nil
+	}
+}
+
+func (p *WebhookInitiator) applyWebhookEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
+	for _, r := range p.RequestEditors {
+		if err := r(ctx, req); err != nil {
+			return err
+		}
+	}
+	for _, r := range additionalEditors {
+		if err := r(ctx, req); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WebhookInitiatorInterface is the interface specification for the webhook initiator.
+type WebhookInitiatorInterface interface {
+	// ClientCreatedWithBody fires the client.created webhook with any body
+	ClientCreatedWithBody(ctx context.Context, targetURL string, params *ClientCreatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	ClientCreated(ctx context.Context, targetURL string, params *ClientCreatedParams, body ClientCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ClientUpdatedWithBody fires the client.updated webhook with any body
+	ClientUpdatedWithBody(ctx context.Context, targetURL string, params *ClientUpdatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	ClientUpdated(ctx context.Context, targetURL string, params *ClientUpdatedParams, body ClientUpdatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InvoiceCancelledWithBody fires the invoice.cancelled webhook with any body
+	InvoiceCancelledWithBody(ctx context.Context, targetURL string, params *InvoiceCancelledParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	InvoiceCancelled(ctx context.Context, targetURL string, params *InvoiceCancelledParams, body InvoiceCancelledJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InvoiceIssuedWithBody fires the invoice.issued webhook with any body
+	InvoiceIssuedWithBody(ctx context.Context, targetURL string, params *InvoiceIssuedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	InvoiceIssued(ctx context.Context, targetURL string, params *InvoiceIssuedParams, body InvoiceIssuedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InvoiceOverdueWithBody fires the invoice.overdue webhook with any body
+	InvoiceOverdueWithBody(ctx context.Context, targetURL string, params *InvoiceOverdueParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	InvoiceOverdue(ctx context.Context, targetURL string, params *InvoiceOverdueParams, body InvoiceOverdueJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InvoicePaidWithBody fires the invoice.paid webhook with any body
+	InvoicePaidWithBody(ctx context.Context, targetURL string, params *InvoicePaidParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	InvoicePaid(ctx context.Context, targetURL string, params *InvoicePaidParams, body InvoicePaidJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InvoiceTransmissionUpdatedWithBody fires the invoice.transmission.updated webhook with any body
+	InvoiceTransmissionUpdatedWithBody(ctx context.Context, targetURL string, params *InvoiceTransmissionUpdatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	InvoiceTransmissionUpdated(ctx context.Context, targetURL string, params *InvoiceTransmissionUpdatedParams, body InvoiceTransmissionUpdatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookTestWithBody fires the webhook.test webhook with any body
+	WebhookTestWithBody(ctx context.Context, targetURL string, params *WebhookTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookTest(ctx context.Context, targetURL string, params *WebhookTestParams, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+func (p *WebhookInitiator) ClientCreatedWithBody(ctx context.Context, targetURL string, params *ClientCreatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewClientCreatedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) ClientCreated(ctx context.Context, targetURL string, params *ClientCreatedParams, body ClientCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewClientCreatedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) ClientUpdatedWithBody(ctx context.Context, targetURL string, params *ClientUpdatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewClientUpdatedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) ClientUpdated(ctx context.Context, targetURL string, params *ClientUpdatedParams, body ClientUpdatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewClientUpdatedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) InvoiceCancelledWithBody(ctx context.Context, targetURL string, params *InvoiceCancelledParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInvoiceCancelledWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) InvoiceCancelled(ctx context.Context, targetURL string, params *InvoiceCancelledParams, body InvoiceCancelledJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInvoiceCancelledWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) InvoiceIssuedWithBody(ctx context.Context, targetURL string, params *InvoiceIssuedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInvoiceIssuedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) InvoiceIssued(ctx context.Context, targetURL string, params *InvoiceIssuedParams, body InvoiceIssuedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInvoiceIssuedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) InvoiceOverdueWithBody(ctx context.Context, targetURL string, params *InvoiceOverdueParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInvoiceOverdueWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) InvoiceOverdue(ctx context.Context, targetURL string, params *InvoiceOverdueParams, body InvoiceOverdueJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInvoiceOverdueWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) InvoicePaidWithBody(ctx context.Context, targetURL string, params *InvoicePaidParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInvoicePaidWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) InvoicePaid(ctx context.Context, targetURL string, params *InvoicePaidParams, body InvoicePaidJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInvoicePaidWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) InvoiceTransmissionUpdatedWithBody(ctx context.Context, targetURL string, params *InvoiceTransmissionUpdatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInvoiceTransmissionUpdatedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) InvoiceTransmissionUpdated(ctx context.Context, targetURL string, params *InvoiceTransmissionUpdatedParams, body InvoiceTransmissionUpdatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInvoiceTransmissionUpdatedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookTestWithBody(ctx context.Context, targetURL string, params *WebhookTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookTestWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookTest(ctx context.Context, targetURL string, params *WebhookTestParams, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookTestWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+// NewClientCreatedWebhookRequest builds a application/json POST request for the client.created webhook
+func NewClientCreatedWebhookRequest(targetURL string, params *ClientCreatedParams, body ClientCreatedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewClientCreatedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewClientCreatedWebhookRequestWithBody builds a POST request for the client.created webhook with any body
+func NewClientCreatedWebhookRequestWithBody(targetURL string, params *ClientCreatedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewClientUpdatedWebhookRequest builds a application/json POST request for the client.updated webhook
+func NewClientUpdatedWebhookRequest(targetURL string, params *ClientUpdatedParams, body ClientUpdatedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewClientUpdatedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewClientUpdatedWebhookRequestWithBody builds a POST request for the client.updated webhook with any body
+func NewClientUpdatedWebhookRequestWithBody(targetURL string, params *ClientUpdatedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewInvoiceCancelledWebhookRequest builds a application/json POST request for the invoice.cancelled webhook
+func NewInvoiceCancelledWebhookRequest(targetURL string, params *InvoiceCancelledParams, body InvoiceCancelledJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewInvoiceCancelledWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewInvoiceCancelledWebhookRequestWithBody builds a POST request for the invoice.cancelled webhook with any body
+func NewInvoiceCancelledWebhookRequestWithBody(targetURL string, params *InvoiceCancelledParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewInvoiceIssuedWebhookRequest builds a application/json POST request for the invoice.issued webhook
+func NewInvoiceIssuedWebhookRequest(targetURL string, params *InvoiceIssuedParams, body InvoiceIssuedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewInvoiceIssuedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewInvoiceIssuedWebhookRequestWithBody builds a POST request for the invoice.issued webhook with any body
+func NewInvoiceIssuedWebhookRequestWithBody(targetURL string, params *InvoiceIssuedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewInvoiceOverdueWebhookRequest builds a application/json POST request for the invoice.overdue webhook
+func NewInvoiceOverdueWebhookRequest(targetURL string, params *InvoiceOverdueParams, body InvoiceOverdueJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewInvoiceOverdueWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewInvoiceOverdueWebhookRequestWithBody builds a POST request for the invoice.overdue webhook with any body
+func NewInvoiceOverdueWebhookRequestWithBody(targetURL string, params *InvoiceOverdueParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewInvoicePaidWebhookRequest builds a application/json POST request for the invoice.paid webhook
+func NewInvoicePaidWebhookRequest(targetURL string, params *InvoicePaidParams, body InvoicePaidJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewInvoicePaidWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewInvoicePaidWebhookRequestWithBody builds a POST request for the invoice.paid webhook with any body
+func NewInvoicePaidWebhookRequestWithBody(targetURL string, params *InvoicePaidParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewInvoiceTransmissionUpdatedWebhookRequest builds a application/json POST request for the invoice.transmission.updated webhook
+func NewInvoiceTransmissionUpdatedWebhookRequest(targetURL string, params *InvoiceTransmissionUpdatedParams, body InvoiceTransmissionUpdatedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewInvoiceTransmissionUpdatedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewInvoiceTransmissionUpdatedWebhookRequestWithBody builds a POST request for the invoice.transmission.updated webhook with any body
+func NewInvoiceTransmissionUpdatedWebhookRequestWithBody(targetURL string, params *InvoiceTransmissionUpdatedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewWebhookTestWebhookRequest builds a application/json POST request for the webhook.test webhook
+func NewWebhookTestWebhookRequest(targetURL string, params *WebhookTestParams, body WebhookTestJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookTestWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewWebhookTestWebhookRequestWithBody builds a POST request for the webhook.test webhook with any body
+func NewWebhookTestWebhookRequestWithBody(targetURL string, params *WebhookTestParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
 }

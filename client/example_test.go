@@ -14,7 +14,7 @@ import (
 	"github.com/invoicing-ao/gateway/client"
 )
 
-// Example is the README's Go snippet, word for word (TestReadmeShowsExample):
+// Example is docs/integrators.md's Go snippet, word for word (TestDocsShowExample):
 // compiled here, and its calls run against a gateway in TestOperations.
 func Example() {
 	ctx := context.Background()
@@ -31,13 +31,13 @@ func Example() {
 	}
 	_, err = api.CreateClient(ctx, client.ClientInput{Name: "Kianda Comércio Lda", Nif: new("5417000001")})
 	var p *client.Problem
-	if errors.As(err, &p) && p.Code == client.ProblemCodeNifConflict {
-		fmt.Println("already a client:", p.Detail)
+	if errors.As(err, &p) && p.Code == client.ProblemCodeNifConflict && p.ExistingClientId != nil {
+		fmt.Println("already a client:", *p.ExistingClientId) // the company's client with that NIF
 	}
 }
 
-func TestReadmeShowsExample(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+func TestDocsShowExample(t *testing.T) {
+	doc, err := os.ReadFile("../docs/integrators.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,20 +45,20 @@ func TestReadmeShowsExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shown := regexp.MustCompile("(?s)## Clients.*?```go\n(.*?)```").FindSubmatch(readme)
+	shown := regexp.MustCompile("(?s)## Clients.*?```go\n(.*?)```").FindSubmatch(doc)
 	body := regexp.MustCompile("(?s)func Example\\(\\) \\{\n\tctx := context.Background\\(\\)\n(.*?)\n\\}\n").FindSubmatch(src)
 	if shown == nil || body == nil {
-		t.Fatal("no Go snippet in the README's Clients section, or no Example")
+		t.Fatal("no Go snippet in docs/integrators.md's Clients section, or no Example")
 	}
 	if want := strings.ReplaceAll(string(body[1]), "\n\t", "\n")[1:] + "\n"; string(shown[1]) != want {
-		t.Errorf("the README's Go snippet differs from Example:\n%s\nwant\n%s", shown[1], want)
+		t.Errorf("docs/integrators.md's Go snippet differs from Example:\n%s\nwant\n%s", shown[1], want)
 	}
 }
 
-// The README's npm commands install the versions the TypeScript program is
-// tested with (client/typescript/package.json).
-func TestReadmePinsTheTypeScriptTools(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// docs/integrators.md's npm commands install the versions the TypeScript
+// program is tested with (client/typescript/package.json).
+func TestDocsPinTheTypeScriptTools(t *testing.T) {
+	doc, err := os.ReadFile("../docs/integrators.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,9 +70,9 @@ func TestReadmePinsTheTypeScriptTools(t *testing.T) {
 	if err := json.Unmarshal(pkg, &p); err != nil {
 		t.Fatal(err)
 	}
-	section := regexp.MustCompile(`(?s)## Clients(.*?)\n## `).FindSubmatch(readme)
+	section := regexp.MustCompile(`(?s)## Clients(.*?)\n## `).FindSubmatch(doc)
 	if section == nil {
-		t.Fatal("no Clients section in the README")
+		t.Fatal("no Clients section in docs/integrators.md")
 	}
 	installs := regexp.MustCompile(`(?m)^    npm install.*$`).FindAll(section[1], -1)
 	pins := regexp.MustCompile(`(@?[a-z][a-z0-9/-]*)@([0-9][^\s]*)`)
@@ -81,12 +81,12 @@ func TestReadmePinsTheTypeScriptTools(t *testing.T) {
 		for _, m := range pins.FindAllSubmatch(line, -1) {
 			name, version := string(m[1]), string(m[2])
 			if want := p.Dependencies[name] + p.DevDependencies[name]; want != version {
-				t.Errorf("README installs %s@%s, package.json pins %q", name, version, want)
+				t.Errorf("docs/integrators.md installs %s@%s, package.json pins %q", name, version, want)
 			}
 			n++
 		}
 	}
 	if n < 3 {
-		t.Errorf("%d pinned packages in the README's npm install lines", n)
+		t.Errorf("%d pinned packages in docs/integrators.md's npm install lines", n)
 	}
 }

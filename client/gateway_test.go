@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/invoicing-ao/gateway/admin"
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
@@ -26,7 +27,8 @@ import (
 type testGateway struct {
 	URL     string
 	srv     *gateway.Server
-	live    string // the live database's URL
+	admin   *admin.Service // makes the tests' keys
+	live    string         // the live database's URL
 	liveVia *testenv.FaultProxy
 
 	mu   sync.Mutex
@@ -74,6 +76,7 @@ func startGateway(t *testing.T) *testGateway {
 		LiveDefault: tenants.Limit{Rate: 1000, Burst: 1000}, TestDefault: tenants.Limit{Rate: 1000, Burst: 1000}})
 	g.srv = gateway.New(gateway.Config{Live: live, Test: sandbox, Keys: keys, Limiter: limits, Logger: logger,
 		Idempotency: idempotency.New(idempotency.Config{Redis: rdb, Prefix: prefix + "idem:"})})
+	g.admin = admin.New(admin.Config{Keys: keys, Limiter: limits, Companies: live, Logger: logger})
 	h := g.srv.Handler()
 	pub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
@@ -103,8 +106,8 @@ func (g *testGateway) api(t *testing.T, cfg client.Config) *client.API {
 	if cfg.CompanyID == "" {
 		cfg.CompanyID = gendata.DemoCompanyA
 	}
-	k, err := g.srv.CreateKey(context.Background(), "client-tests@local",
-		gateway.KeySpec{CompanyID: cfg.CompanyID, Mode: invoicing.Live, Scopes: scopes, Name: "client tests"})
+	k, err := g.admin.CreateKey(context.Background(), "client-tests@local",
+		admin.KeySpec{CompanyID: cfg.CompanyID, Mode: invoicing.Live, Scopes: scopes, Name: "client tests"})
 	if err != nil {
 		t.Fatal(err)
 	}

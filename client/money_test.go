@@ -14,9 +14,9 @@ import (
 	"github.com/invoicing-ao/gateway/client"
 )
 
-// Amounts the generated types must keep digit for digit: the issue's
-// 12345678901234.56, and unit prices with 4 decimals, one with more digits
-// than a float64 holds.
+// Amounts the generated types must keep digit for digit: 12345678901234.56
+// (16 significant digits, more than a float64 is sure to keep), and unit
+// prices with 4 decimals, one with more digits than a float64 holds.
 const (
 	bigTotal = "12345678901234.56"
 	fineUnit = "1234.5678"          // 8 significant digits: more than a float32 holds

@@ -16,7 +16,8 @@ import (
 // retrying is the HttpRequestDoer behind the generated client: it sends a
 // request again after a 429, a 503, or a 409 idempotency_in_progress (an
 // earlier attempt with the same Idempotency-Key still running: the retry gets
-// its answer), as the API document asks:
+// its answer), as the OpenAPI document's Rate limits guide asks
+// (gateway/apidocs/openapi.yaml):
 //   - it waits Retry-After (at least 1 s; 1 s when absent), and on each
 //     further retry of the same call at least twice the previous wait, plus
 //     up to 10 % at random so that many clients do not retry in step;

@@ -191,10 +191,11 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p *Error) (status, n i
 
 // problemJSON is p's status and RFC 9457 body.
 func problemJSON(p *Error, requestID string) (int, []byte) {
-	pc := problemCodes[p.Code]
+	pc := p.row()
 	b, err := json.Marshal(problemBody{
 		Type: problemTypeBase + p.Code, Title: pc.Title, Status: pc.Status,
 		Detail: p.Detail, Code: p.Code, RequestID: requestID, Errors: p.Fields, Checks: p.Checks,
+		ExistingClientID: p.ExistingClientID,
 	})
 	if err != nil { // only strings, ints and maps of strings: cannot happen
 		panic(fmt.Sprintf("gateway: encoding a problem: %v", err))

@@ -2,15 +2,14 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/invoicing-ao/gateway/authz"
-	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -28,9 +27,24 @@ func bearer(h string) (string, bool) {
 	return tok, true
 }
 
-// authenticate runs the API document's checks in the order the API promises:
-// key (401), company header (400), company binding and status (403), source
-// network (403), scope (403). Once the key is verified it is recorded in the
+// requestSource is a request's client address as clientAddr decides it
+// (trusted proxies included), for the key store's bound of lookups of
+// unknown keys; an address that cannot be known is the zero Addr, whose
+// callers share one bound.
+type requestSource struct {
+	r       *http.Request
+	proxies []netip.Prefix
+}
+
+func (s *requestSource) Addr() netip.Addr {
+	a, _ := clientAddr(s.r.RemoteAddr, s.r.Header.Values("X-Forwarded-For"), s.proxies)
+	return a
+}
+
+// authenticate runs the API's checks in the order the OpenAPI document's
+// Authentication guide states: key (401), company header (400: missing, or
+// not a UUID), company binding and status (403), source network (403),
+// scope (403). Once the key is verified it is recorded in the
 // request state, also when a 400 or 403 follows: the access log, the span and
 // the usage count of those refusals belong to the key's company, mode and key.
 func (s *Server) authenticate(r *http.Request, st *reqState, scope authz.Scope) error {
@@ -42,7 +56,10 @@ func (s *Server) authenticate(r *http.Request, st *reqState, scope authz.Scope) 
 	if !ok {
 		return &Error{Code: "invalid_api_key", Detail: "The Authorization header must be: Bearer <API key>."}
 	}
-	key, err := s.keys.Verify(r.Context(), tok)
+	// The client's address is worked out only if the key store asks: to
+	// bound the lookups of keys it does not know, per source.
+	st.src = requestSource{r: r, proxies: s.proxies}
+	key, err := s.keys.VerifyFrom(r.Context(), tok, &st.src)
 	if err != nil {
 		return err
 	}
@@ -52,8 +69,17 @@ func (s *Server) authenticate(r *http.Request, st *reqState, scope authz.Scope) 
 	if company == "" {
 		return &Error{Code: "missing_company_id", Detail: "Send the header X-Company-Id with your company's id."}
 	}
-	scopeErr := key.Authorize(strings.ToLower(company), scope)
-	if errors.Is(scopeErr, authz.ErrWrongCompany) {
+	// A value that cannot be any company's id (a truncated UUID, a key
+	// pasted in the wrong header) is a mistake in the request, not a
+	// refusal; it is never echoed.
+	company, ok = invoicing.CanonicalUUID(company)
+	if !ok {
+		return &Error{Code: "invalid_company_id", Detail: "The header X-Company-Id must be your company's id, a UUID.",
+			Fields: []FieldError{{"X-Company-Id", "must be a UUID: 36 characters, hexadecimal digits and hyphens (8-4-4-4-12)"}}}
+	}
+	scopeErr := key.Authorize(company, scope)
+	// Of the two refusals Authorize can give, the company comes first.
+	if scopeErr != nil && problemOf(scopeErr).Code == "company_mismatch" {
 		return scopeErr
 	}
 	if err := s.checkCompany(r.Context(), key); err != nil {
@@ -76,7 +102,7 @@ func (s *Server) authenticate(r *http.Request, st *reqState, scope authz.Scope) 
 func (s *Server) checkCompany(ctx context.Context, key authz.Key) error {
 	status, err := s.companies.status(ctx, key.Mode, key.CompanyID, s.store(key.Mode))
 	if err != nil {
-		if errors.Is(err, backend.ErrNotFound) {
+		if invoicing.KindOf(err) == invoicing.NotFound {
 			return &Error{Code: "company_suspended", Detail: "The company is not active on this platform.", Err: err}
 		}
 		return err
@@ -129,7 +155,7 @@ func (c *companyCache) status(ctx context.Context, mode invoicing.Mode, id strin
 	}
 	co, err := st.Company(ctx, id)
 	if err != nil {
-		if ok && errors.Is(err, backend.ErrUnavailable) {
+		if ok && invoicing.KindOf(err) == invoicing.Unavailable {
 			// A database hiccup should fail the data call, not the status check
 			// of a company we knew a moment ago.
 			return e.status, nil

@@ -21,7 +21,7 @@ const maxBodyBytes = 64 << 10
 
 var (
 	// NIF forms accepted on create, after spaces are removed and letters
-	// upper-cased: 9 digits (the API document's form), 10 digits (companies),
+	// upper-cased: 9 digits (ClientInput.nif's form in gateway/apidocs/openapi.yaml), 10 digits (companies),
 	// 9 digits + 2 letters + 3 digits (individuals' identity-card numbers).
 	nifPattern   = regexp.MustCompile(`^(?:[0-9]{9}|[0-9]{10}|[0-9]{9}[A-Z]{2}[0-9]{3})$`)
 	phonePattern = regexp.MustCompile(`^\+244[0-9]{9}$`)
@@ -34,12 +34,12 @@ const finalConsumerNIF = "999999999"
 var clientFields = []string{"name", "nif", "email", "phone", "address", "type"}
 
 // readJSONBody enforces media type and size (the body is bounded by
-// withBodyLimit), then returns the top-level object's members, refusing
-// unknown and repeated members.
-func readJSONBody(r *http.Request, known []string) (map[string]json.RawMessage, error) {
+// withBodyLimit), then returns the top-level object's known members and
+// the errors of its unknown and repeated ones (jsonMembers).
+func readJSONBody(r *http.Request, known []string) (map[string]json.RawMessage, []FieldError, error) {
 	body, err := readBody(r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return jsonMembers(body, known)
 }
@@ -65,31 +65,34 @@ func readBody(r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// jsonMembers returns the members of the JSON object body, refusing unknown
-// and repeated members.
-func jsonMembers(body []byte, known []string) (map[string]json.RawMessage, error) {
+// jsonMembers returns the known members of the JSON object body (the first
+// of a repeated one) and an error for each unknown or repeated member. Those
+// are not the end of the reading: the caller checks the members it knows and
+// answers every error of the body at once, so that a caller fixing an
+// unknown field does not then learn of the next mistake. A body that is not
+// one JSON object is an error of its own (err), with nothing to check.
+func jsonMembers(body []byte, known []string) (members map[string]json.RawMessage, fields []FieldError, err error) {
 	bad := func(msg string) error {
 		return &Error{Code: "invalid_body", Detail: msg, Fields: []FieldError{{"body", msg}}}
 	}
 	if !utf8.Valid(body) {
-		return nil, bad("The body is not valid UTF-8.")
+		return nil, nil, bad("The body is not valid UTF-8.")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, bad("The body must be a JSON object.")
+		return nil, nil, bad("The body must be a JSON object.")
 	}
-	members := map[string]json.RawMessage{}
-	var fields []FieldError
+	members = map[string]json.RawMessage{}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return nil, bad("The body is not valid JSON.")
+			return nil, nil, bad("The body is not valid JSON.")
 		}
 		name, _ := t.(string)
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return nil, bad("The body is not valid JSON.")
+			return nil, nil, bad("The body is not valid JSON.")
 		}
 		switch {
 		case !contains(known, name):
@@ -101,15 +104,12 @@ func jsonMembers(body []byte, known []string) (map[string]json.RawMessage, error
 		}
 	}
 	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
-		return nil, bad("The body is not valid JSON.")
+		return nil, nil, bad("The body is not valid JSON.")
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, bad("The body must hold one JSON object and nothing after it.")
+		return nil, nil, bad("The body must hold one JSON object and nothing after it.")
 	}
-	if len(fields) > 0 {
-		return nil, &Error{Code: "invalid_body", Detail: "The body has unknown or repeated fields.", Fields: fields}
-	}
-	return members, nil
+	return members, fields, nil
 }
 
 // stringMember reads an optional string member: absent and null are "not
@@ -127,15 +127,14 @@ func stringMember(m map[string]json.RawMessage, name string, fields *[]FieldErro
 	return s, true
 }
 
-// decodeNewClient validates a create-client body (issue rules, README "Create
-// client") and returns it normalized.
+// decodeNewClient validates a create-client body (ClientInput's rules in
+// gateway/apidocs/openapi.yaml; docs/integrators.md) and returns it normalized.
 func decodeNewClient(body []byte) (invoicing.NewClient, error) {
-	m, err := jsonMembers(body, clientFields)
+	m, fe, err := jsonMembers(body, clientFields)
 	if err != nil {
 		return invoicing.NewClient{}, err
 	}
 	var nc invoicing.NewClient
-	var fe []FieldError
 	fail := func(f, msg string) { fe = append(fe, FieldError{f, msg}) }
 
 	if raw, given := m["name"]; !given || string(raw) == "null" {

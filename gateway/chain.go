@@ -23,7 +23,7 @@ type listener uint8
 
 const (
 	public listener = 1 << iota // the API, the developer portal, health
-	admin                       // keys, limits, usage, metrics, profiles
+	admin                       // health, metrics, and the admin package's routes (mount.go)
 	both   = public | admin
 )
 
@@ -92,14 +92,20 @@ type routes struct{ r *httprouter.Router }
 // routeHandler is a routed handler: a handler with the path's parameters.
 type routeHandler func(w http.ResponseWriter, r *http.Request, p httprouter.Params) (answer, error)
 
-func newRoutes() *routes {
+// newRoutes makes a route table; detail, when set, is the detail of its
+// 404s for a path (routeHint), which it must not echo: callers paste keys
+// and names into it.
+func newRoutes(detail func(path string) string) *routes {
 	r := httprouter.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
 	r.HandleOPTIONS = false // preflights are withCORS's
-	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		// The path is not echoed: callers paste keys and names into it.
-		w.(*slot).err = &Error{Code: "route_not_found", Detail: "No route matches this method and path."}
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d := "No route matches this method and path."
+		if detail != nil {
+			d = detail(r.URL.Path)
+		}
+		w.(*slot).err = &Error{Code: "route_not_found", Detail: d}
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		allow := w.Header().Get("Allow")

@@ -17,6 +17,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 
+	"github.com/invoicing-ao/gateway/internal/apitest"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -47,7 +48,7 @@ func TestSchemaConformance(t *testing.T) {
 			t.Logf("reproduce with CONFORMANCE_SEED=%d", seed)
 		}
 	})
-	doc, err := openAPIDoc()
+	doc, err := apitest.Doc()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +268,7 @@ func requestValid(doc *openapi3.T, q req) error {
 	for k, v := range q.Header {
 		hr.Header.Set(k, v)
 	}
-	route, params := findOperation(doc, q.Method, hr.URL.EscapedPath())
+	route, params := apitest.FindOperation(doc, q.Method, hr.URL.EscapedPath())
 	if route == nil {
 		return errors.New("no operation of the document")
 	}

@@ -54,6 +54,12 @@ func (s *Server) insert(r *http.Request, st *reqState, nc invoicing.NewClient) (
 	}
 	defer slot.Release()
 	c, err := s.store(st.Key.Mode).CreateClient(r.Context(), st.Key.CompanyID, nc)
+	var taken *backend.NIFConflictError
+	if errors.As(err, &taken) {
+		// The store looked in the caller's company and mode only.
+		return answer{}, &Error{Code: "nif_conflict", ExistingClientID: taken.ClientID, Err: err,
+			Detail: "A client with this NIF already exists in the company: " + apiPrefix + "/clients/" + taken.ClientID + "."}
+	}
 	if err != nil {
 		return answer{}, err
 	}
@@ -164,6 +170,6 @@ func final(err error) bool {
 	if err == nil {
 		return true
 	}
-	var p *Error
-	return errors.As(err, &p) && p.Code == "invalid_body" || errors.Is(err, backend.ErrNIFConflict)
+	code := problemOf(err).Code
+	return code == "invalid_body" || code == "nif_conflict"
 }

@@ -16,8 +16,9 @@ import (
 // portal is built once per process: the document is embedded, so every
 // Handler serves the same files.
 var portal = sync.OnceValues(func() (*apidocs.Portal, error) {
-	codes := make([]apidocs.Code, 0, len(problemCodes))
-	for name, pc := range problemCodes {
+	all := problemCodes()
+	codes := make([]apidocs.Code, 0, len(all))
+	for name, pc := range all {
 		codes = append(codes, apidocs.Code{Name: name, Status: pc.Status, Title: pc.Title})
 	}
 	sort.Slice(codes, func(i, j int) bool {
@@ -29,7 +30,7 @@ var portal = sync.OnceValues(func() (*apidocs.Portal, error) {
 	return apidocs.New(apidocs.Config{Codes: codes})
 })
 
-// routeDocs serves the developer portal (API document, explorer, collection,
+// routeDocs serves the developer portal (OpenAPI document, explorer, collection,
 // errors guide) on the public listener. It needs no key: it is public
 // documentation. The embedded document is checked by the tests, so failing
 // to build it is a programming error.

@@ -28,7 +28,7 @@ func TestDocumentListsEveryProblemCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	var table []string
-	for c := range problemCodes {
+	for c := range problemCodes() {
 		table = append(table, c)
 	}
 	sort.Strings(table)
@@ -39,8 +39,8 @@ func TestDocumentListsEveryProblemCode(t *testing.T) {
 	}
 	for _, c := range table {
 		// Each explanation starts with the code's status, as the table has it.
-		if want := strings.TrimSpace(desc[c]); !strings.HasPrefix(want, strconv.Itoa(problemCodes[c].Status)+". ") {
-			t.Errorf("x-enumDescriptions[%s] = %q: want it to start with %q", c, want, strconv.Itoa(problemCodes[c].Status)+". ")
+		if want := strings.TrimSpace(desc[c]); !strings.HasPrefix(want, strconv.Itoa(problemCodes()[c].Status)+". ") {
+			t.Errorf("x-enumDescriptions[%s] = %q: want it to start with %q", c, want, strconv.Itoa(problemCodes()[c].Status)+". ")
 		}
 	}
 	if len(desc) != len(codes) {
@@ -121,7 +121,7 @@ func TestDocsRoutes(t *testing.T) {
 	for _, m := range ids {
 		found[m[1]] = true
 	}
-	for c := range problemCodes {
+	for c := range problemCodes() {
 		if !found[c] {
 			t.Errorf("errors guide has no anchor for %s (problem type %s%s)", c, problemTypeBase, c)
 		}

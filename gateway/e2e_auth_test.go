@@ -19,7 +19,7 @@ func TestAuthStatuses(t *testing.T) {
 	readOnly := in.key(t, coA, invoicing.Live, "clients:read")
 	suspended := in.key(t, coS, invoicing.Live, allScopes)
 	revoked := in.key(t, coA, invoicing.Live, allScopes)
-	if _, err := in.srv.RevokeKey(t.Context(), testActor, revoked.ID); err != nil {
+	if _, err := in.adm.RevokeKey(t.Context(), testActor, revoked.ID); err != nil {
 		t.Fatal(err)
 	}
 	unknown := "igw_live_" + strings.Repeat("a", len(full.Key)-len("igw_live_"))
@@ -141,58 +141,6 @@ func TestRedisDownIsNotUnauthorized(t *testing.T) {
 	}
 }
 
-// At most 10 active keys per company, on the admin API; revoking frees one.
-func TestKeyLimit(t *testing.T) {
-	w := newWorld(t)
-	in := w.start()
-	admin := func(q req) resp {
-		if q.Header == nil {
-			q.Header = map[string]string{}
-		}
-		q.Header["Authorization"] = "Bearer " + in.adminToken
-		q.Header["X-Actor"] = testActor
-		return do(t, in.admin.URL, q)
-	}
-	body := `{"companyId":"` + coB + `","mode":"TEST","scopes":["clients:read"],"name":"k"}`
-	var first string
-	for i := 0; i < 10; i++ {
-		r := admin(req{Method: "POST", Path: "/admin/v1/keys", Body: body})
-		if r.Status != 201 {
-			t.Fatalf("key %d: %d %s", i+1, r.Status, r.Body)
-		}
-		m := r.json(t)
-		if !strings.HasPrefix(m["key"].(string), "igw_test_") || r.Header.Get("Location") == "" {
-			t.Fatalf("created key: %s", r.Body)
-		}
-		if i == 0 {
-			first = m["id"].(string)
-		}
-	}
-	expectProblem(t, admin(req{Method: "POST", Path: "/admin/v1/keys", Body: body}), 409, "key_limit_reached")
-	if r := admin(req{Method: "DELETE", Path: "/admin/v1/keys/" + first}); r.Status != 200 {
-		t.Fatalf("revoke: %d %s", r.Status, r.Body)
-	}
-	if r := admin(req{Method: "POST", Path: "/admin/v1/keys", Body: body}); r.Status != 201 {
-		t.Fatalf("after revoking one: %d %s", r.Status, r.Body)
-	}
-	// Listing never shows a secret.
-	r := admin(req{Path: "/admin/v1/keys?companyId=" + coB})
-	if r.Status != 200 || strings.Contains(string(r.Body), `"key"`) || strings.Count(string(r.Body), `"id"`) != 11 {
-		t.Fatalf("list: %d %s", r.Status, r.Body)
-	}
-	// Bad requests on the admin API.
-	expectProblem(t, admin(req{Method: "POST", Path: "/admin/v1/keys", Body: `{"companyId":"` + coB + `","mode":"PROD","scopes":["x"]}`}), 400, "invalid_body")
-	expectProblem(t, admin(req{Method: "POST", Path: "/admin/v1/keys", Body: `{"companyId":"00000000-0000-4000-8000-0000000000ff","mode":"LIVE","scopes":["clients:read"]}`}), 422, "unknown_company")
-	expectProblem(t, do(t, in.admin.URL, req{Path: "/admin/v1/keys?companyId=" + coB}), 401, "unauthorized_admin")
-	expectProblem(t, do(t, in.admin.URL, req{Path: "/admin/v1/keys?companyId=" + coB, Header: map[string]string{"Authorization": "Bearer wrong"}}), 401, "unauthorized_admin")
-	// The admin API does not exist on the public listener.
-	expectProblem(t, admin2public(t, in), 404, "route_not_found")
-}
-
-func admin2public(t *testing.T, in *instance) resp {
-	return do(t, in.pub.URL, req{Path: "/admin/v1/keys?companyId=" + coB, Header: map[string]string{"Authorization": "Bearer " + in.adminToken}})
-}
-
 // Refusals after the key is verified (a 400 for the missing company header,
 // the three 403s) belong to the key: logged with its company, key id and
 // mode, and counted in its company's usage. Refusals before it (401) belong
@@ -253,23 +201,4 @@ func logLine(t *testing.T, in *instance, requestID string) map[string]any {
 	}
 	t.Fatalf("no access log line for request %s", requestID)
 	return nil
-}
-
-// The admin listener logs each request under its route's pattern: the
-// metrics scrape as "GET /metrics", a key by id as its pattern, never the
-// path (it holds ids) nor "unmatched".
-func TestAdminRoutesLoggedByPattern(t *testing.T) {
-	w := newWorld(t)
-	in := w.start()
-	for path, route := range map[string]string{
-		"/metrics":                        "GET /metrics",
-		"/admin/v1/keys/key_nope":         "GET /admin/v1/keys/:id",
-		"/admin/v1/keys?companyId=" + coA: "GET /admin/v1/keys",
-		"/nothing":                        "unmatched",
-	} {
-		r := do(t, in.admin.URL, req{Path: path, Key: in.adminToken})
-		if line := logLine(t, in, r.Header.Get("X-Request-Id")); line["route"] != route {
-			t.Errorf("%s (%d) logged as route %v, want %q", path, r.Status, line["route"], route)
-		}
-	}
 }

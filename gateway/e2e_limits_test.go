@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -271,18 +272,39 @@ func contains(list []string, s string) bool {
 
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
-func randomSecret(rng *rand.Rand) string {
-	b := []byte("igw_live_")
-	for i := 0; i < authz.SecretLength-len("igw_live_"); i++ {
-		b = append(b, base62[rng.IntN(len(base62))])
+// randomBody is n random base62 characters.
+func randomBody(rng *rand.Rand, n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = base62[rng.IntN(len(base62))]
 	}
 	return string(b)
 }
 
-// A flood of invalid keys: malformed ones never reach Redis, a well-formed
-// unknown key costs one lookup per NegativeTTL however often it is sent, and
-// a thousand distinct unknown keys cost one lookup each and do not push a
-// valid key out of the cache. Every one of them is a 401.
+// withChecksum appends the key format's checksum to s: the CRC-32 (IEEE)
+// of s in six base62 digits, computed here as any client, or attacker, can.
+func withChecksum(s string) string {
+	c := crc32.ChecksumIEEE([]byte(s))
+	var out [6]byte
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i] = base62[c%62]
+		c /= 62
+	}
+	return s + string(out[:])
+}
+
+// randomSecret is a well-formed LIVE secret, checksum right, never issued.
+func randomSecret(rng *rand.Rand) string { return withChecksum("igw_live_" + randomBody(rng, 43)) }
+
+// randomLegacySecret is a well-formed LIVE secret of the first form (no
+// checksum), never issued.
+func randomLegacySecret(rng *rand.Rand) string { return "igw_live_" + randomBody(rng, 43) }
+
+// A flood of invalid keys: malformed ones and typos (a wrong checksum) never
+// reach Redis, a well-formed unknown key costs one lookup per NegativeTTL
+// however often it is sent, and unknown keys do not push a valid key out of
+// the cache. Every one of them is a 401. Many distinct unknown keys are
+// TestUnknownKeyFlood's.
 func TestInvalidKeyFlood(t *testing.T) {
 	w := newWorld(t)
 	counter := &commandCounter{n: map[string]int{}}
@@ -296,10 +318,10 @@ func TestInvalidKeyFlood(t *testing.T) {
 		t.Fatalf("good key: %d", r.Status)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	flood := func(secret func(i int) string) (cmds, lookups int) {
+	flood := func(n int, secret func(i int) string) (cmds, lookups int) {
 		t.Helper()
 		before, beforeLookups := counter.total(), counter.total("hgetall")
-		for i := 0; i < 1000; i++ {
+		for i := 0; i < n; i++ {
 			// Status only: the full answer checks of do() would make this
 			// loop slow, and TestAuthStatuses checks these answers.
 			hr, _ := http.NewRequest(http.MethodGet, in.pub.URL+"/api/v1/v1/clients", nil)
@@ -319,27 +341,40 @@ func TestInvalidKeyFlood(t *testing.T) {
 	}
 
 	malformed := []func() string{
-		func() string { return randomSecret(rng)[:rng.IntN(authz.SecretLength)] },
+		func() string {
+			n := rng.IntN(authz.SecretLength)
+			if n == authz.LegacySecretLength {
+				n-- // that long, it is a secret of the first form
+			}
+			return randomSecret(rng)[:n]
+		},
 		func() string { return randomSecret(rng) + "x" },
 		func() string { s := []byte(randomSecret(rng)); s[20] = '-'; return string(s) },
 		func() string { return strings.Replace(randomSecret(rng), "igw_live_", "igw_prod_", 1) },
 		func() string { return fmt.Sprintf("%x", rng.Uint64()) },
+		// Typos: one character changed, or the mode edited.
+		func() string {
+			s := []byte(randomSecret(rng))
+			s[30] = base62[(strings.IndexByte(base62, s[30])+1)%62]
+			return string(s)
+		},
+		func() string { return strings.Replace(randomSecret(rng), "igw_live_", "igw_test_", 1) },
 	}
-	if n, _ := flood(func(int) string { return malformed[rng.IntN(len(malformed))]() }); n != 0 {
+	if n, _ := flood(1000, func(int) string { return malformed[rng.IntN(len(malformed))]() }); n != 0 {
 		t.Errorf("1,000 malformed keys cost %d Redis commands, want 0", n)
 	}
 
 	few := make([]string, 10)
 	for i := range few {
 		few[i] = randomSecret(rng)
+		if i%2 == 1 {
+			few[i] = randomLegacySecret(rng)
+		}
 	}
-	if _, n := flood(func(i int) string { return few[i%len(few)] }); n != len(few) {
+	if _, n := flood(1000, func(i int) string { return few[i%len(few)] }); n != len(few) {
 		t.Errorf("1,000 requests with %d unknown keys cost %d lookups, want %d", len(few), n, len(few))
 	}
 
-	if _, n := flood(func(int) string { return randomSecret(rng) }); n > 1000 {
-		t.Errorf("1,000 distinct unknown keys cost %d lookups, want at most 1,000", n)
-	}
 	before := counter.total("hgetall")
 	if r := do(t, in.pub.URL, q); r.Status != 200 {
 		t.Fatalf("good key after the flood: %d", r.Status)

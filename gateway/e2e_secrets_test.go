@@ -1,10 +1,10 @@
 package gateway_test
 
-// Secrets: after a session of ordinary and hostile requests, nothing the run
+// Secrets: after a run of ordinary and hostile requests, nothing the run
 // captured — access logs, spans, metrics, error bodies, response headers,
 // admin listings — holds a key secret, the admin token or the personal data
-// sent in request bodies. And the admin API: only on its own listener, only
-// with its token.
+// sent in request bodies. (The admin API only on its own listener, only
+// with its token: admin's TestAdminAPIIsolated.)
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/invoicing-ao/gateway/invoicing"
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -178,7 +177,7 @@ func TestNoSecretOrPersonalDataLeaks(t *testing.T) {
 	}
 	logs := in.logs.String()
 	if !strings.Contains(logs, `"status":401`) || !strings.Contains(logs, `"status":201`) {
-		t.Fatalf("the access log did not capture the session:\n%.2000s", logs)
+		t.Fatalf("the access log did not capture the run:\n%.2000s", logs)
 	}
 	forbidden := append(append([]string{in.adminToken}, secrets...), nearly)
 	// A key's random part alone, too: a log that cut the prefix still leaks.
@@ -217,66 +216,4 @@ func TestNoSecretOrPersonalDataLeaks(t *testing.T) {
 func traceExists() bool {
 	_, err := os.Stat("trace.go")
 	return err == nil
-}
-
-// The admin API exists only on the admin listener: every admin route, with
-// every method and even with the right token, is an unknown route on the
-// public listener; on the admin listener each needs the exact token.
-func TestAdminAPIIsolated(t *testing.T) {
-	w := newWorld(t)
-	in := w.start()
-	routes := adminRoutes(t)
-	if len(routes) < 8 {
-		t.Fatalf("found %d admin routes in admin.go", len(routes))
-	}
-	good := "Bearer " + in.adminToken
-	wrong := []string{"", "Bearer ", "Bearer x", "Bearer " + in.adminToken[:len(in.adminToken)-1], "Bearer " + in.adminToken + "x",
-		"Bearer " + strings.ToUpper(in.adminToken), "Bearer " + strings.Repeat("a", len(in.adminToken)), "Bearer " + strings.Repeat(in.adminToken, 200),
-		"Basic " + in.adminToken, in.adminToken}
-	k := in.key(t, coA, invoicing.Live, allScopes)
-	wrong = append(wrong, "Bearer "+k.Key)
-	for _, rt := range routes {
-		path := strings.NewReplacer(":id", keyOrCompany(rt[1], coA)).Replace(rt[1])
-		for _, m := range []string{"GET", "POST", "PUT", "DELETE", "PATCH"} {
-			r := do(t, in.pub.URL, req{Method: m, Path: path, Body: `{}`, Header: map[string]string{"Authorization": good}})
-			expectProblem(t, r, 404, "route_not_found")
-		}
-		for _, h := range wrong {
-			q := req{Method: rt[0], Path: path, Header: map[string]string{}}
-			if h != "" {
-				q.Header["Authorization"] = h
-			}
-			expectProblem(t, do(t, in.admin.URL, q), 401, "unauthorized_admin")
-		}
-		// The right token opens it (whatever the route then answers).
-		q := req{Method: rt[0], Path: path, Header: map[string]string{"Authorization": good}}
-		if rt[0] == "POST" || rt[0] == "PUT" {
-			q.Body = `{}`
-		}
-		if r := do(t, in.admin.URL, q); r.Status == 401 || r.Status == 404 && r.json(t)["code"] == "route_not_found" {
-			t.Errorf("%s %s with the admin token: %d %s", rt[0], path, r.Status, r.Body)
-		}
-	}
-}
-
-func keyOrCompany(pattern, company string) string {
-	if strings.HasPrefix(pattern, "/admin/v1/keys") {
-		return "key_aaaaaaaaaaaaaaaaaaaa"
-	}
-	return company
-}
-
-// adminRoutes reads the admin routes from admin.go, so that a route added
-// there is covered here without editing this test.
-func adminRoutes(t *testing.T) [][2]string {
-	src, err := os.ReadFile("admin.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][2]string
-	for _, m := range regexp.MustCompile(`s\.adminRoute\(rt, http\.Method(Get|Post|Put|Delete|Patch), "(/admin/[^"]+)"`).FindAllStringSubmatch(string(src), -1) {
-		m[1] = strings.ToUpper(m[1])
-		out = append(out, [2]string{m[1], m[2]})
-	}
-	return out
 }

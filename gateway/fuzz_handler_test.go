@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // sharedGateway builds the handler a target fuzzes; with -fuzz every worker
@@ -112,16 +113,17 @@ func FuzzRequest(f *testing.F) {
 
 // FuzzCompanyHeader: a key of company A is admitted exactly when the header
 // names company A (any letter case, surrounding spaces ignored); anything
-// else is 400 missing_company_id (blank) or 403 company_mismatch, the same
-// answer whatever the header names.
+// else is 400 missing_company_id (blank), 400 invalid_company_id (not a
+// UUID) or 403 company_mismatch (another UUID), each the same answer
+// whatever the header holds.
 func FuzzCompanyHeader(f *testing.F) {
 	g := sharedGateway(f)
 	for _, s := range []string{gendata.DemoCompanyA, strings.ToUpper(gendata.DemoCompanyA), " " + gendata.DemoCompanyA + "\t",
 		gendata.DemoCompanyB, gendata.DemoCompanySuspended, "00000000-0000-4000-8000-000000000000", "", " ", "x",
-		gendata.DemoCompanyA + "\x00", "\u00a0" + gendata.DemoCompanyA, strings.Repeat("a", 5000)} {
+		gendata.DemoCompanyA + "\x00", "\u00a0" + gendata.DemoCompanyA, strings.Repeat("a", 5000), gendata.DemoCompanyA[:35]} {
 		f.Add(s)
 	}
-	var mismatch []byte
+	same := map[string][]byte{} // code → the first answer's body
 	f.Fuzz(func(t *testing.T, company string) {
 		r, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, "/api/v1/v1/clients?pageSize=1", nil)
 		r.Header.Set("Authorization", "Bearer "+g.keys["aLive"])
@@ -129,6 +131,7 @@ func FuzzCompanyHeader(f *testing.F) {
 		w := g.serve(r)
 		p := checkAnswer(t, "X-Company-Id "+company, w)
 		trimmed := strings.TrimSpace(company)
+		_, isUUID := invoicing.CanonicalUUID(trimmed)
 		switch {
 		case w.Code == http.StatusOK:
 			if asciiLower(trimmed) != gendata.DemoCompanyA {
@@ -139,16 +142,20 @@ func FuzzCompanyHeader(f *testing.F) {
 				t.Fatalf("blank X-Company-Id %q: %s", company, w.Body)
 			}
 		default:
-			if p.Code != "company_mismatch" {
-				t.Fatalf("X-Company-Id %q: %d %s", company, w.Code, w.Body)
+			want := "company_mismatch"
+			if !isUUID {
+				want = "invalid_company_id"
 			}
-			// The answer says nothing of the company named: apart from the
-			// request id, every mismatch reads the same.
+			if p.Code != want {
+				t.Fatalf("X-Company-Id %q: %d %s, want %s", company, w.Code, w.Body, want)
+			}
+			// The answer says nothing of the header's value: apart from the
+			// request id, every answer of the code reads the same.
 			body := withoutRequestID(t, w.Body.Bytes())
-			if mismatch == nil {
-				mismatch = body
-			} else if !bytes.Equal(body, mismatch) {
-				t.Fatalf("company_mismatch answers differ:\n%s\n%s", body, mismatch)
+			if same[want] == nil {
+				same[want] = body
+			} else if !bytes.Equal(body, same[want]) {
+				t.Fatalf("%s answers differ:\n%s\n%s", want, body, same[want])
 			}
 		}
 	})

@@ -30,7 +30,7 @@ func asProblem(t *testing.T, err error, codes ...string) *Error {
 	if !contains(codes, e.Code) {
 		t.Fatalf("code %q, want one of %v", e.Code, codes)
 	}
-	if _, ok := problemCodes[e.Code]; !ok {
+	if _, ok := lookupCode(e.Code); !ok {
 		t.Fatalf("code %q is not in the error table", e.Code)
 	}
 	return e

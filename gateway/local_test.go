@@ -24,6 +24,7 @@ import (
 type localGateway struct {
 	srv     *Server
 	h       http.Handler
+	ring    *authz.Keyring // makes the keys: managing them is the admin package's
 	logs    *testenv.SyncBuffer
 	keys    map[string]string // name -> secret: aLive, aTest, aRead (clients:read), bLive, bTest
 	live    *backend.Store
@@ -53,8 +54,8 @@ func newLocalGateway(tb testing.TB, edit func(*Config)) *localGateway {
 	keys := authz.New(authz.Config{Redis: rdb, Prefix: "authz:", Logger: logger})
 	lim := tenants.New(tenants.Config{Redis: rdb, Prefix: "tenants:", Logger: logger,
 		LiveDefault: tenants.Limit{Rate: 1e5, Burst: 1e5}, TestDefault: tenants.Limit{Rate: 1e5, Burst: 1e5}})
-	cfg := Config{Live: g.live, Test: g.test, Keys: keys, Limiter: lim, Guard: tenants.NewGuard(tenants.GuardConfig{}),
-		AdminToken: "local-admin-token", Logger: logger}
+	g.ring = keys
+	cfg := Config{Live: g.live, Test: g.test, Keys: keys, Limiter: lim, Guard: tenants.NewGuard(tenants.GuardConfig{}), Logger: logger}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -76,15 +77,7 @@ func newLocalGateway(tb testing.TB, edit func(*Config)) *localGateway {
 		"bLive": {gendata.DemoCompanyB, invoicing.Live, "invoices:read,clients:read,clients:write"},
 		"bTest": {gendata.DemoCompanyB, invoicing.Test, "invoices:read,clients:read,clients:write"},
 	} {
-		sc, err := authz.ParseScopes(k.scopes)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		v, err := g.srv.CreateKey(ctx, "test@local", KeySpec{CompanyID: k.co, Mode: k.mode, Scopes: sc, Name: name})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		g.keys[name] = v.Key
+		g.keys[name] = g.newKey(tb, k.co, k.mode, k.scopes, name)
 	}
 	for _, st := range []*backend.Store{g.live, g.test} {
 		for co, set := range map[string]map[string]bool{gendata.DemoCompanyA: g.ownIDs, gendata.DemoCompanyB: g.otherID} {
@@ -92,6 +85,25 @@ func newLocalGateway(tb testing.TB, edit func(*Config)) *localGateway {
 		}
 	}
 	return g
+}
+
+// newKey makes a key of company co and returns its secret; cidrs, if any,
+// are the networks it is accepted from.
+func (g *localGateway) newKey(tb testing.TB, co string, mode invoicing.Mode, scopes, name string, cidrs ...string) string {
+	tb.Helper()
+	sc, err := authz.ParseScopes(scopes)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	nets, err := authz.ParseCIDRs(cidrs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, secret, err := g.ring.Create(context.Background(), authz.NewKey{CompanyID: co, Mode: mode, Scopes: sc, Name: name, AllowedCIDRs: nets})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return secret
 }
 
 // collectIDs adds every invoice and client id of a company in st to set.
@@ -147,7 +159,7 @@ func checkAnswer(t *testing.T, what string, w *httptest.ResponseRecorder) proble
 	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
 		t.Fatalf("%s: problem body: %v: %s", what, err, w.Body)
 	}
-	pc, ok := problemCodes[p.Code]
+	pc, ok := lookupCode(p.Code)
 	if !ok || pc.Status != w.Code || p.Status != w.Code || p.RequestID != h.Get("X-Request-Id") || p.Detail == "" {
 		t.Fatalf("%s: problem out of the table: %d %s", what, w.Code, w.Body)
 	}

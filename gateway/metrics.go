@@ -24,6 +24,7 @@ type (
 	breakerStater interface{ BreakerState() string }
 	poolStater    interface{ PoolStats() backend.PoolStats }
 	cacheStater   interface{ Stats() authz.CacheStats }
+	lookupStater  interface{ LookupStats() authz.LookupStats }
 	// fallbacker is tenants.Limiter's: true while Redis is unreachable and
 	// each instance decides rate limits alone (limits are then per instance).
 	fallbacker    interface{ Fallback() bool }
@@ -153,6 +154,12 @@ var (
 		"API key verifications by cache outcome (hit, miss, negative, stale).", []string{"result"}, nil)
 	descKeyRenewals = prometheus.NewDesc("gateway_key_cache_renewals_total",
 		"Keys in use read again ahead of their cache expiry, off the request path, by result (renewed, dropped: no longer active, failed: Redis did not answer).", []string{"result"}, nil)
+	descKeyLookups = prometheus.NewDesc("gateway_key_lookups_total",
+		"Redis lookups of API keys on the request path, by key (known: verified by this instance before; unknown: under the bound of lookups of unknown keys) and result (found; invalid: no record, revoked or of the other mode; failed: Redis did not answer).", []string{"key", "result"}, nil)
+	descKeyRefused = prometheus.NewDesc("gateway_key_refused_total",
+		"API keys refused without a Redis lookup, by reason: malformed, checksum, legacy_form (401 invalid_api_key); source_limit, instance_limit (over the bound of lookups of unknown keys: 429 key_lookups_limited).", []string{"reason"}, nil)
+	descKeyLegacy = prometheus.NewDesc("gateway_key_legacy_form_verified_total",
+		"Requests verified with an API key of the first form, without checksum: while it grows, refusing that form would lock keys out.", nil, nil)
 	descRedisConns = prometheus.NewDesc("gateway_redis_pool_connections",
 		"Connections of the Redis pool, by state (idle, total).", []string{"state"}, nil)
 	descFallback = prometheus.NewDesc("gateway_ratelimit_fallback_active",
@@ -167,7 +174,7 @@ var (
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBreaker, descDBConns, descDBMax, descDBAcquires, descDBWaits, descDBWait, descKeyCache,
-		descKeyRenewals, descRedisConns, descRedisEvents, descFallback, descLimiterCalls, descLimiterTokens} {
+		descKeyRenewals, descKeyLookups, descKeyRefused, descKeyLegacy, descRedisConns, descRedisEvents, descFallback, descLimiterCalls, descLimiterTokens} {
 		ch <- d
 	}
 }
@@ -210,6 +217,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descKeyRenewals, counter, float64(st.RenewDropped), "dropped")
 		ch <- prometheus.MustNewConstMetric(descKeyRenewals, counter, float64(st.RenewFailed), "failed")
 	}
+	c.collectLookups(ch)
 	c.collectLimiter(ch)
 	if c.redis != nil {
 		ps := c.redis.PoolStats()
@@ -222,6 +230,28 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descRedisEvents, counter, float64(e.n), e.name)
 		}
 	}
+}
+
+// collectLookups reports the key store's lookups and its refusals without
+// one (authz.Keyring has them; test doubles need not).
+func (c *stateCollector) collectLookups(ch chan<- prometheus.Metric) {
+	k, ok := c.s.keys.(lookupStater)
+	if !ok {
+		return
+	}
+	st := k.LookupStats()
+	for _, l := range []struct {
+		key string
+		r   authz.LookupResults
+	}{{"known", st.Known}, {"unknown", st.Unknown}} {
+		ch <- prometheus.MustNewConstMetric(descKeyLookups, prometheus.CounterValue, float64(l.r.Found), l.key, "found")
+		ch <- prometheus.MustNewConstMetric(descKeyLookups, prometheus.CounterValue, float64(l.r.Invalid), l.key, "invalid")
+		ch <- prometheus.MustNewConstMetric(descKeyLookups, prometheus.CounterValue, float64(l.r.Failed), l.key, "failed")
+	}
+	for _, reason := range authz.RefusalReasons() {
+		ch <- prometheus.MustNewConstMetric(descKeyRefused, prometheus.CounterValue, float64(st.Refused[reason]), reason)
+	}
+	ch <- prometheus.MustNewConstMetric(descKeyLegacy, prometheus.CounterValue, float64(st.LegacyVerified))
 }
 
 // collectLimiter reports the rate limiter's fallback state and its lease

@@ -37,6 +37,9 @@ type reqState struct {
 	// net/http keeps them.
 	hdr  [5]string
 	slot slot // the routed handler's result (routes.serve)
+	// src is the request's source for the key check (auth.go), kept here
+	// so that passing it costs no allocation of its own.
+	src requestSource
 }
 
 // Value is the record for ctxKey{}, and the parent's value for any other key.

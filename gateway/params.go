@@ -12,8 +12,9 @@ import (
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
-// Page defaults and bounds (API document 8; defaults and the answer to an
-// oversized pageSize are this gateway's decisions, documented in the README).
+// Page defaults and bounds (the page and pageSize parameters of
+// gateway/apidocs/openapi.yaml; the defaults and the answer to an oversized
+// pageSize are this gateway's decisions: docs/integrators.md).
 const (
 	defaultPageSize = 20
 	maxPageSize     = 100
@@ -131,7 +132,7 @@ func (q *query) intParam(name string, def, lo, hi int) int {
 }
 
 // enumParam parses an optional value from a closed list (exact, upper case as
-// the API document writes them).
+// gateway/apidocs/openapi.yaml writes them).
 func (q *query) enumParam(name string, allowed ...string) string {
 	s, ok := q.get(name)
 	if !ok {

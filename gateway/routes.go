@@ -11,14 +11,14 @@ import (
 	"github.com/invoicing-ao/gateway/authz"
 )
 
-// apiPrefix is the API document's path prefix (section 4; "v1" twice is the
-// document's, not a typo).
+// apiPrefix is the API's path prefix, as gateway/apidocs/openapi.yaml writes
+// every path ("v1" twice is the API's, not a typo).
 const apiPrefix = "/api/v1/v1"
 
 // Handler is the public listener's handler: the API's operations, the
 // developer portal and the health checks, behind the chain (chain.go).
 func (s *Server) Handler() http.Handler {
-	rt := newRoutes()
+	rt := newRoutes(routeHint)
 	s.api(rt, http.MethodGet, apiPrefix+"/invoices", authz.InvoicesRead, s.listInvoices)
 	s.api(rt, http.MethodGet, apiPrefix+"/invoices/:id", authz.InvoicesRead, s.getInvoice)
 	s.api(rt, http.MethodGet, apiPrefix+"/clients", authz.ClientsRead, s.listClients)

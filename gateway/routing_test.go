@@ -4,9 +4,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/invoicing-ao/gateway/internal/apitest"
 )
 
 // A segment's escaped slash stays in the segment, and the handler gets the
@@ -34,7 +37,7 @@ func TestEscapedSlashStaysInItsSegment(t *testing.T) {
 		}
 	}
 
-	rt := newRoutes()
+	rt := newRoutes(nil)
 	var got string
 	rt.handle(http.MethodGet, "/x/:id", "GET /x/:id", func(_ http.ResponseWriter, _ *http.Request, p httprouter.Params) (answer, error) {
 		got = p.ByName("id")
@@ -46,5 +49,29 @@ func TestEscapedSlashStaysInItsSegment(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("GET %s: id %q, %v; want %q", raw, got, err, want)
 		}
+	}
+}
+
+// Every operation's path, as the document writes it, is named by the 404 of
+// a path that ends like it: routeHint's table is the document's.
+func TestRouteHintKnowsEveryOperation(t *testing.T) {
+	doc, err := apitest.Doc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for path := range doc.Paths.Map() {
+		tail, ok := strings.CutPrefix(path, apiPrefix)
+		if !ok {
+			t.Fatalf("%s: not under %s", path, apiPrefix)
+		}
+		n++
+		sent := "/api/v1" + strings.ReplaceAll(tail, "{id}", "3b9a8f51")
+		if got := routeHint(sent); !strings.Contains(got, " "+path+"?") {
+			t.Errorf("routeHint(%s) = %q; want it to name %s", sent, got, path)
+		}
+	}
+	if n != 4 {
+		t.Errorf("%d paths in the document, want 4", n)
 	}
 }

@@ -15,23 +15,25 @@ import (
 	"github.com/invoicing-ao/gateway/tenants"
 )
 
-// Keys verifies API keys and, on the admin listener, manages them (authz.Keyring).
+// Keys verifies the API keys requests bring, and answers readiness for the
+// store that keeps them (authz.Keyring). Managing keys is the admin
+// package's. The source is the request's client address, which bounds the
+// lookups of keys the store does not know.
 type Keys interface {
-	Verify(ctx context.Context, secret string) (authz.Key, error)
-	Create(ctx context.Context, nk authz.NewKey) (authz.Key, string, error)
-	List(ctx context.Context, companyID string) ([]authz.Key, error)
-	Get(ctx context.Context, keyID string) (authz.Key, error)
-	Revoke(ctx context.Context, keyID string) (key authz.Key, revoked bool, err error)
-	Roll(ctx context.Context, keyID string, overlap time.Duration) (authz.Rolled, error)
+	VerifyFrom(ctx context.Context, secret string, src authz.Source) (authz.Key, error)
 	Ping(ctx context.Context) error
 }
 
-// Limiter decides admission and keeps per-company limits (tenants.Limiter).
+// Limiter decides admission under each company's rate limit
+// (tenants.Limiter). Reading and setting the limits is the admin package's.
 type Limiter interface {
 	Allow(ctx context.Context, companyID string, mode invoicing.Mode) (tenants.Decision, error)
-	Limits(ctx context.Context, companyID string) (tenants.Limits, error)
-	SetLimit(ctx context.Context, companyID string, mode invoicing.Mode, lim tenants.Limit) error
-	ResetLimits(ctx context.Context, companyID string) error
+}
+
+// Usage counts each company's requests (usage.Counter). Reading the counts
+// is the admin package's.
+type Usage interface {
+	Add(companyID string, mode invoicing.Mode, status int)
 }
 
 // Guard caps requests in flight to the database (tenants.Guard).
@@ -42,16 +44,11 @@ type Guard interface {
 // Config holds the server's dependencies.
 type Config struct {
 	// Live and Test are the live and the sandbox database; required to
-	// serve. A Server that only manages keys, limits and usage (the command
-	// line's Redis-only commands) may have neither: company ids are then
-	// checked for their form only.
+	// serve.
 	Live, Test Store
 	Keys       Keys    // required
 	Limiter    Limiter // required
 	Guard      Guard   // nil means no cap on requests in flight
-	// AdminToken protects the admin API; empty disables it (every admin call
-	// answers 503), so a forgotten setting never leaves it open.
-	AdminToken string
 	// CompanyTTL is how long a company's status (active, suspended) is
 	// remembered; zero means 5s.
 	CompanyTTL time.Duration
@@ -65,8 +62,7 @@ type Config struct {
 
 	// TracerProvider makes the request spans; nil means otel's global one.
 	TracerProvider trace.TracerProvider
-	// Usage counts each company's requests; nil counts nothing (and the
-	// admin usage endpoint answers 503).
+	// Usage counts each company's requests; nil counts nothing.
 	Usage Usage
 	// Idempotency stores the final answers of creates sent with an
 	// Idempotency-Key; nil stores none: retries are still never a second
@@ -81,9 +77,6 @@ type Config struct {
 	CursorSecret string
 	// RedisPool is reported on /metrics; nil leaves Redis pool metrics out.
 	RedisPool RedisPool
-	// Audit records every change of keys and limits; nil records nothing
-	// (and the admin audit endpoint answers 503).
-	Audit AuditLog
 	// TrustedProxies are the networks of the proxies in front of the
 	// gateway whose X-Forwarded-For is believed (see clientAddr); empty
 	// means none: the client is the connection's peer.
@@ -97,7 +90,6 @@ type Server struct {
 	limiter    Limiter
 	guard      Guard
 	companies  *companyCache
-	adminToken string
 	cors       []string
 	tracer     trace.Tracer
 	tp         trace.TracerProvider // as configured: nil means otel's global one
@@ -105,7 +97,6 @@ type Server struct {
 	usage      Usage
 	idem       Idempotency
 	cursorKey  []byte
-	audit      AuditLog
 	proxies    []netip.Prefix
 	draining   atomic.Bool
 	logger     *slog.Logger
@@ -116,7 +107,7 @@ type Server struct {
 func New(cfg Config) *Server {
 	s := &Server{
 		live: cfg.Live, test: cfg.Test, keys: cfg.Keys, limiter: cfg.Limiter, guard: cfg.Guard,
-		adminToken: cfg.AdminToken, logger: cfg.Logger, now: cfg.Now, cors: cfg.CORSAllowedOrigins,
+		logger: cfg.Logger, now: cfg.Now, cors: cfg.CORSAllowedOrigins,
 	}
 	if s.logger == nil {
 		s.logger = slog.Default()
@@ -137,7 +128,6 @@ func New(cfg Config) *Server {
 	if cfg.CursorSecret == "" {
 		s.cursorKey = []byte(defaultCursorKey)
 	}
-	s.audit = cfg.Audit
 	s.proxies = cfg.TrustedProxies
 	s.metrics = newMetrics(s, cfg.RedisPool)
 	return s

@@ -1,14 +1,12 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"testing"
 
-	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
@@ -80,12 +78,7 @@ func TestSourceNetworks(t *testing.T) {
 	g := newLocalGateway(t, func(c *Config) { c.TrustedProxies = proxies })
 	co := gendata.DemoCompanyA
 	key := func(scopes string, cidrs ...string) string {
-		v, err := g.srv.CreateKey(context.Background(), "test@local", KeySpec{CompanyID: co, Mode: invoicing.Live,
-			Scopes: scopesOf(t, scopes), AllowedCIDRs: cidrs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v.Key
+		return g.newKey(t, co, invoicing.Live, scopes, "test", cidrs...)
 	}
 	office := key(allScopesLocal, "203.0.113.0/24", "2001:db8::/32")
 	officeReadOnly := key("clients:read", "203.0.113.0/24")
@@ -131,12 +124,3 @@ func TestSourceNetworks(t *testing.T) {
 }
 
 const allScopesLocal = "invoices:read,clients:read,clients:write"
-
-func scopesOf(t *testing.T, s string) authz.ScopeSet {
-	t.Helper()
-	set, err := authz.ParseScopes(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return set
-}

@@ -223,3 +223,16 @@ func TestIdempotencyKeyHeader(t *testing.T) {
 		}
 	}
 }
+
+// A key pasted into X-Request-Id is not taken as the request id: it would be
+// echoed in the answer and written to logs and spans.
+func TestRequestIDNeverAKey(t *testing.T) {
+	for in, want := range map[string]bool{
+		"igw_live_" + strings.Repeat("a", 43): false, "IGW_TEST_abc": false, "igw_": false,
+		"igw": true, "igwx-1": true, "req-igw_live_1": true,
+	} {
+		if got := saneRequestID(in); got != want {
+			t.Errorf("saneRequestID(%q) = %v", in, got)
+		}
+	}
+}

@@ -2,8 +2,8 @@
 // openapi-fetch, typed by what openapi-typescript generates from the
 // gateway's OpenAPI document (schema.ts), with default settings. CI
 // type-checks it with `tsc --strict` and runs it against the demo
-// (cmd/gateway/integrators_test.go); the README's Clients section
-// shows the same recipe.
+// (cmd/gateway/integrators_test.go); docs/integrators.md, Clients, shows
+// the same recipe.
 //
 //   BASE_URL=http://localhost:8080 API_KEY=igw_… COMPANY_ID=… npx tsx integrator.ts
 import { randomUUID } from "node:crypto";
@@ -90,7 +90,7 @@ check(createdResponse.status === 201 && createdResponse.headers.get("Location") 
 check(created.nif === nif && created.phone === "+244923456789" && created.email === null, "the client as sent, normalized");
 
 const { error: again } = await api.POST("/api/v1/v1/clients", { body: { name: "Outra", nif } });
-check(again?.code === "nif_conflict", "the same NIF again is 409 nif_conflict");
+check(again?.code === "nif_conflict" && again.existingClientId === created.id, "the same NIF again is 409 nif_conflict, naming the client");
 
 // 5. Get client.
 const { data: fetched, error: fetchError } = await api.GET("/api/v1/v1/clients/{id}", { params: { path: { id: created.id } } });

@@ -220,7 +220,7 @@ func TestVendoredExplorerVersion(t *testing.T) {
 
 // The document keeps to the forms that client generators with default
 // settings (oapi-codegen, openapi-typescript) turn into working types; each
-// rule is a failure seen with a generator (README "Clients"):
+// rule is a failure seen with a generator (docs/integrators.md, Clients):
 //   - no allOf: an allOf that overrides a member types it as nothing
 //     (TypeScript Record<string, never>, Go interface{} or a struct of the
 //     override alone), and one that only adds required is ignored;

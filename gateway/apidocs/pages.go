@@ -146,7 +146,7 @@ a{color:#2c5cc5}nav a{margin-right:1rem}
 </style>
 </head>
 <body>
-<nav><a href="/api/docs">API reference</a><a href="/api/docs#api/description/authentication">Authentication</a><a href="/api/docs#api/description/rate-limits">Rate limits</a><a href="/api/openapi.yaml">OpenAPI document</a></nav>
+<nav><a href="/api/docs">API reference</a><a href="/api/docs#api/description/authentication">Authentication</a><a href="/api/docs#api/description/rate-limits">Rate limits</a><a href="/api/docs#api/description/webhooks">Webhooks</a><a href="/api/openapi.yaml">OpenAPI document</a></nav>
 <h1>Errors</h1>
 <p>Every error of the {{.Title}} is <code>application/problem+json</code> (RFC 9457):</p>
 <pre>{

@@ -1,0 +1,182 @@
+package admin
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/invoicing-ao/gateway/admin/console"
+	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/gateway/apidocs"
+	"github.com/invoicing-ao/gateway/invoicing"
+)
+
+// Config holds the administration's dependencies.
+type Config struct {
+	Keys    Keys    // required
+	Limiter Limiter // required
+	// Usage reads each company's request counts; nil means usage is not
+	// counted (the usage and traffic endpoints answer 503).
+	Usage Usage
+	// Audit records every change of keys and limits; nil records nothing
+	// (and the audit endpoint answers 503).
+	Audit AuditLog
+	// Webhooks manages webhook endpoints; nil means webhooks are not
+	// configured (their endpoints answer 503 events_unavailable).
+	Webhooks Webhooks
+	// Companies is the live database, which knows the platform's companies;
+	// nil (the command line's Redis-only commands) means company ids are
+	// checked for their form only.
+	Companies Companies
+	// Directory finds companies by name or NIF for the console (the live
+	// database, like Companies); nil means GET /admin/v1/companies answers
+	// 503 database_unavailable.
+	Directory Directory
+	// Token protects the admin API; empty disables it (every admin call
+	// answers 503), so a forgotten setting never leaves it open.
+	Token  string
+	Logger *slog.Logger     // nil means slog.Default()
+	Now    func() time.Time // nil means time.Now
+}
+
+// Service administers keys, limits, usage and the audit log, for the admin
+// API and the command line alike.
+type Service struct {
+	keys       Keys
+	limiter    Limiter
+	usage      Usage
+	audit      AuditLog
+	companies  Companies
+	directory  Directory
+	webhooks   Webhooks
+	adminToken string
+	logger     *slog.Logger
+	now        func() time.Time
+}
+
+// New builds a Service from cfg.
+func New(cfg Config) *Service {
+	s := &Service{keys: cfg.Keys, limiter: cfg.Limiter, usage: cfg.Usage, audit: cfg.Audit, companies: cfg.Companies, directory: cfg.Directory, webhooks: cfg.Webhooks,
+		adminToken: cfg.Token, logger: cfg.Logger, now: cfg.Now}
+	if s.logger == nil {
+		s.logger = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s
+}
+
+// Handler is the admin listener's handler: gw's health, readiness and
+// metrics (gateway.Server.AdminHandler), and the admin API, the console and
+// the runtime profiles, behind the admin token. It is never mounted on the
+// public listener.
+func (s *Service) Handler(gw *gateway.Server) http.Handler { return gw.AdminHandler(s.routes) }
+
+// routes registers the admin listener's routes of this package.
+func (s *Service) routes(rt *gateway.Router) {
+	s.adminRoute(rt, http.MethodPost, "/admin/v1/keys", s.adminCreateKey)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/keys", s.adminListKeys)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/keys/:id", s.adminGetKey)
+	s.adminRoute(rt, http.MethodDelete, "/admin/v1/keys/:id", s.adminRevokeKey)
+	s.adminRoute(rt, http.MethodPost, "/admin/v1/keys/:id/roll", s.adminRollKey)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies", s.adminCompanies)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/limits", s.adminGetLimits)
+	s.adminRoute(rt, http.MethodPut, "/admin/v1/companies/:id/limits", s.adminSetLimits)
+	s.adminRoute(rt, http.MethodDelete, "/admin/v1/companies/:id/limits", s.adminResetLimits)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/usage", s.adminUsage)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/usage/minutes", s.adminMinutes)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/overview", s.adminOverview)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/audit", s.adminAudit)
+	s.adminRoute(rt, http.MethodPost, "/admin/v1/companies/:id/webhooks", s.adminCreateWebhook)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/webhooks", s.adminListWebhooks)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/webhooks/:id", s.adminGetWebhook)
+	s.adminRoute(rt, http.MethodPatch, "/admin/v1/webhooks/:id", s.adminUpdateWebhook)
+	s.adminRoute(rt, http.MethodDelete, "/admin/v1/webhooks/:id", s.adminDeleteWebhook)
+	s.adminRoute(rt, http.MethodPost, "/admin/v1/webhooks/:id/rotate-secret", s.adminRotateWebhookSecret)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/webhooks/:id/deliveries", s.adminWebhookDeliveries)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/webhooks/:id/stats", s.adminWebhookStats)
+	s.adminRoute(rt, http.MethodPost, "/admin/v1/webhooks/:id/deliveries/:event/replay", s.adminReplayWebhookDelivery)
+	s.adminRoute(rt, http.MethodPost, "/admin/v1/webhooks/:id/recover", s.adminRecoverWebhook)
+	s.adminRoute(rt, http.MethodPost, "/admin/v1/webhooks/:id/test", s.adminTestWebhook)
+	s.adminRoute(rt, http.MethodGet, "/debug/pprof/*name", s.adminPprof)
+	// The console is an app that asks for the token itself; its files hold
+	// no data.
+	for _, a := range console.Assets() {
+		h := gateway.FileHandler(apidocs.NewFile(a.Path, a.ContentType, a.Body, apidocs.Revalidate, console.CSP, true))
+		rt.Handle(http.MethodGet, a.Path, func(*http.Request, gateway.Params) (gateway.Answer, error) {
+			return gateway.Answer{Serve: h}, nil
+		})
+	}
+}
+
+// adminRoute registers h behind the admin token: "Authorization: Bearer
+// <admin token>", compared in constant time. Without a configured token the
+// admin API stays closed. Every change (any method but GET) also needs
+// X-Actor, the dashboard user it is made for: the audit log names them.
+func (s *Service) adminRoute(rt *gateway.Router, method, path string, h gateway.RouteFunc) {
+	rt.Handle(method, path, func(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+		if s.adminToken == "" {
+			return gateway.Answer{}, &gateway.Error{Code: "admin_disabled", Detail: "No admin token is configured (GATEWAY_ADMIN_TOKEN)."}
+		}
+		tok, ok := gateway.Bearer(r.Header.Get("Authorization"))
+		if !ok || !tokenEqual(tok, s.adminToken) {
+			return gateway.Answer{}, &gateway.Error{Code: "unauthorized_admin", Detail: "Send Authorization: Bearer <admin token>."}
+		}
+		if method != http.MethodGet {
+			if len(r.Header.Values("X-Actor")) > 1 {
+				return gateway.Answer{}, &gateway.Error{Code: "invalid_parameter", Detail: "Send X-Actor once.",
+					Fields: []gateway.FieldError{{Field: "X-Actor", Message: "is given more than once"}}}
+			}
+			if err := checkActor(actor(r)); err != nil {
+				return gateway.Answer{}, err
+			}
+		}
+		return h(r, p)
+	})
+}
+
+// actor is who an admin API change is made for (checked by adminRoute).
+func actor(r *http.Request) string { return r.Header.Get("X-Actor") }
+
+// result answers v with 200, or err.
+func result[T any](v T, err error) (gateway.Answer, error) {
+	if err != nil {
+		return gateway.Answer{}, err
+	}
+	return gateway.Answer{Body: v}, nil
+}
+
+// Companies knows the platform's companies (backend.Store, the live
+// database).
+type Companies interface {
+	Company(ctx context.Context, id string) (invoicing.Company, error)
+}
+
+// parseCompany reads a company id given to the admin API or the command line.
+func parseCompany(id string) (string, error) {
+	c, err := invoicing.ParseCompanyID(id)
+	if err != nil {
+		return "", &gateway.Error{Code: "unknown_company", Detail: "No company " + invoicing.Clip(id) + " exists on the platform: a company id is a UUID.", Err: err}
+	}
+	return c, nil
+}
+
+// knownCompany reads a company id and checks that the platform knows it, so
+// that a mistyped id is said to be one instead of reading as a company
+// without keys or requests. Without Companies (the command line's
+// Redis-only commands) it checks the id's form only.
+func (s *Service) knownCompany(ctx context.Context, id string) (string, error) {
+	c, err := parseCompany(id)
+	if err != nil || s.companies == nil {
+		return c, err
+	}
+	if _, err := s.companies.Company(ctx, c); err != nil {
+		if invoicing.KindOf(err) == invoicing.NotFound {
+			return "", &gateway.Error{Code: "unknown_company", Detail: "No company " + c + " exists on the platform.", Err: err}
+		}
+		return "", err
+	}
+	return c, nil
+}

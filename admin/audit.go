@@ -1,0 +1,163 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/invoicing-ao/gateway/audit"
+	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/gateway"
+)
+
+// AuditLog records and reads who changed which key or limit (audit.Log).
+type AuditLog interface {
+	Record(ctx context.Context, e audit.Entry) (audit.Event, error)
+	Read(ctx context.Context, companyID string, since time.Time, limit int) ([]audit.Event, time.Time, error)
+}
+
+// checkActor refuses an actor the audit log could not name (audit.CheckActor):
+// before anything changes, since every change is recorded with its actor.
+func checkActor(actor string) error {
+	if err := audit.CheckActor(actor); err != nil {
+		msg := "must be 1 to " + strconv.Itoa(audit.MaxActorLen) + " bytes of printable text naming who acts"
+		if actor == "" {
+			msg = "is required: the user on whose behalf the change is made"
+		}
+		return &gateway.Error{Code: "invalid_parameter", Detail: "Send X-Actor: the user on whose behalf this change is made; it " + msg + ".",
+			Fields: []gateway.FieldError{{Field: "X-Actor", Message: msg}}, Err: err}
+	}
+	return nil
+}
+
+// recordKey records a change of a key at, its time: its view before (nil
+// for a creation) and after. Views never hold the secret.
+func (s *Service) recordKey(ctx context.Context, actor, action string, at time.Time, before *authz.Key, after authz.Key) {
+	var b any
+	if before != nil {
+		b = s.viewKey(*before)
+	}
+	s.record(ctx, audit.Entry{Time: at, Actor: actor, CompanyID: after.CompanyID, Action: action, KeyID: after.ID}, b, s.viewKey(after))
+}
+
+// record appends e, with before and after as JSON, to the audit log. The
+// change it describes is done: a failure to record it is not the caller's
+// error, so it is logged at error level with the whole event (which holds
+// no secret), for the record to be restored from the logs.
+func (s *Service) record(ctx context.Context, e audit.Entry, before, after any) {
+	if before != nil {
+		e.Before, _ = json.Marshal(before) // views: strings, times, slices
+	}
+	e.After, _ = json.Marshal(after)
+	if s.audit == nil {
+		return
+	}
+	if _, err := s.audit.Record(context.WithoutCancel(ctx), e); err != nil {
+		msg := "audit: event not recorded"
+		if inEffect(err) {
+			msg = "audit: event recorded, not confirmed by Redis replicas"
+		}
+		s.logger.Error(msg, "actor", e.Actor, "company", e.CompanyID, "action", e.Action,
+			"keyId", e.KeyID, "before", string(e.Before), "after", string(e.After), "err", err)
+	}
+}
+
+// AuditView is a page of a company's audit log, oldest first.
+type AuditView struct {
+	CompanyID string        `json:"companyId"`
+	Events    []audit.Event `json:"data"` // as every admin list: data
+	// Next is the since of the following page; null when this is the last.
+	Next *time.Time `json:"next"`
+}
+
+// CompanyAudit reads a company's audit events from since on, oldest first:
+// about limit recorded events, with the expiries that fall among them. A
+// key's expiry is no one's action and nothing records it when it passes:
+// it is shown from the key's record, at its time, by the system actor, so
+// it appears for every expired key, used again or not. The one path of the
+// admin API and "gateway audit".
+func (s *Service) CompanyAudit(ctx context.Context, companyID string, since time.Time, limit int) (AuditView, error) {
+	if s.audit == nil {
+		return AuditView{}, &gateway.Error{Code: "audit_unavailable", Detail: "The audit log is not configured."}
+	}
+	if limit < 1 || limit > audit.MaxRead {
+		return AuditView{}, &gateway.Error{Code: "invalid_parameter", Detail: "limit must be 1 to " + strconv.Itoa(audit.MaxRead) + ".",
+			Fields: []gateway.FieldError{{Field: "limit", Message: "must be 1 to " + strconv.Itoa(audit.MaxRead)}}}
+	}
+	companyID, err := s.knownCompany(ctx, companyID)
+	if err != nil {
+		return AuditView{}, err
+	}
+	events, next, err := s.audit.Read(ctx, companyID, since, limit)
+	if err != nil {
+		return AuditView{}, err
+	}
+	keys, err := s.keys.List(ctx, companyID)
+	if err != nil {
+		return AuditView{}, err
+	}
+	until := s.now() // expiries up to now, or up to where the next page starts
+	if !next.IsZero() {
+		until = next.Add(-time.Millisecond)
+	}
+	v := AuditView{CompanyID: companyID, Events: s.withExpiries(events, keys, since, until)}
+	if !next.IsZero() {
+		v.Next = &next
+	}
+	return v, nil
+}
+
+// withExpiries merges into events (in their order) the expiries of keys that
+// passed from since to until (both included, within the retention), each
+// before the first event recorded after it.
+func (s *Service) withExpiries(events []audit.Event, keys []authz.Key, since, until time.Time) []audit.Event {
+	if oldest := s.now().Add(-audit.DefaultRetention + time.Millisecond); since.Before(oldest) {
+		since = oldest
+	}
+	var exp []audit.Event
+	for _, k := range keys {
+		at := k.ExpiresAt
+		if at == nil || at.Before(since) || at.After(until) || (k.RevokedAt != nil && k.RevokedAt.Before(*at)) {
+			continue
+		}
+		before, after := s.viewKey(k), s.viewKey(k)
+		before.State, after.State = authz.StateActive, authz.StateExpired
+		before.RevokedAt, after.RevokedAt = nil, nil
+		b, _ := json.Marshal(before)
+		a, _ := json.Marshal(after)
+		id := k.ID
+		exp = append(exp, audit.Event{ID: "expiry:" + k.ID, Time: *at, Actor: audit.SystemActor, CompanyID: k.CompanyID,
+			Action: audit.ActionKeyExpired, KeyID: &id, Before: b, After: a})
+	}
+	slices.SortFunc(exp, func(a, b audit.Event) int { return a.Time.Compare(b.Time) })
+	out := make([]audit.Event, 0, len(events)+len(exp))
+	for _, ev := range events {
+		// An expiry at the time of a recorded change comes after it: a roll
+		// with no overlap ends the old key as it happens.
+		for len(exp) > 0 && exp[0].Time.Before(ev.Time) {
+			out, exp = append(out, exp[0]), exp[1:]
+		}
+		out = append(out, ev)
+	}
+	return append(out, exp...)
+}
+
+func (s *Service) adminAudit(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+	q := gateway.ParseQuery(r.URL.RawQuery, "since", "limit")
+	limit := q.Int("limit", audit.MaxRead, 1, audit.MaxRead)
+	var since time.Time
+	if v, ok := q.Get("since"); ok {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			q.Fail("since", "must be an RFC 3339 time such as 2026-03-10T12:00:00Z")
+		}
+		since = t
+	}
+	if err := q.Err(); err != nil {
+		return gateway.Answer{}, err
+	}
+	return result(s.CompanyAudit(r.Context(), p.ByName("id"), since, limit))
+}

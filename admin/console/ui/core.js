@@ -1,0 +1,177 @@
+// The console's shared parts: building elements, calling the admin API,
+// formatting, dialogs, secrets shown once, company names and pagers. The
+// admin token lives in this tab's session storage only and goes out as a
+// bearer header; every value from the API is put in the page as text, never
+// as HTML.
+"use strict";
+
+const store = window.sessionStorage;
+const main = document.getElementById("main");
+let signingIn = false; // a refused token then stays on the sign-in form
+
+// h builds an element: h("td", {class: "mono"}, "text", child...).
+function h(tag, attrs, ...kids) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (v !== undefined && v !== null && v !== false) el.setAttribute(k, v === true ? "" : v);
+  }
+  for (const kid of kids.flat(Infinity)) {
+    if (kid === null || kid === undefined || kid === false) continue;
+    el.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+  }
+  return el;
+}
+
+// api calls the admin API; it throws {status, problem} on an error answer.
+async function api(method, path, body) {
+  const headers = { Authorization: "Bearer " + store.getItem("adminToken"), "X-Actor": store.getItem("actor") || "console" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  const data = text ? JSON.parse(text) : null;
+  if (!res.ok) {
+    if (res.status === 401 && !signingIn) signOut("The admin token was refused; sign in again.");
+    throw { status: res.status, problem: data };
+  }
+  return data;
+}
+
+function problemText(e) {
+  const p = e && e.problem;
+  if (!p) return String(e && e.message ? e.message : e);
+  const fields = (p.errors || []).map((f) => "\n  " + f.field + ": " + f.message).join("");
+  return p.title + " (" + p.code + "): " + p.detail + fields;
+}
+
+// q builds a query string of the given parameters, leaving out empty ones.
+function q(params) {
+  const s = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== "") s.set(k, v);
+  const out = s.toString();
+  return out ? "?" + out : "";
+}
+
+function fmt(n) { return Number(n || 0).toLocaleString("en-US"); }
+function when(t) { return t ? new Date(t).toISOString().replace("T", " ").slice(0, 19) + " UTC" : "—"; }
+// whenCell is when() on two lines (date, then time), for narrow columns.
+function whenCell(t) {
+  if (!t) return "—";
+  const s = when(t);
+  return h("span", { class: "when" }, s.slice(0, 10), h("br"), s.slice(11));
+}
+function sum(m) { return Object.values(m || {}).reduce((a, b) => a + b, 0); }
+function enc(s) { return encodeURIComponent(s); }
+function isUUID(s) { return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s); }
+
+// duration says how long from now t is ("in 59 min", "3 h ago").
+function duration(t) {
+  const s = (new Date(t) - Date.now()) / 1000, a = Math.abs(s);
+  const text = a < 90 ? Math.round(a) + " s" : a < 5400 ? Math.round(a / 60) + " min" : a < 172800 ? Math.round(a / 3600) + " h" : Math.round(a / 86400) + " days";
+  return s >= 0 ? "in " + text : text + " ago";
+}
+
+function table(head, rows, attrs) {
+  return h("table", attrs || {}, h("thead", {}, h("tr", {}, head.map((c) => h("th", {}, c)))),
+    h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: head.length, class: "muted" }, "None."))));
+}
+
+// tag is a small coloured label: state names are their own classes.
+function tag(text, cls) { return h("span", { class: "tag " + (cls || text) }, text); }
+
+// The overlaps offered when a key is rolled or a signing secret rotated
+// (the CLI's --overlap; the API's overlapSeconds, at most 30 days).
+const OVERLAPS = [[0, "No overlap: the old one stops now"], [3600, "1 hour"], [86400, "24 hours"], [7 * 86400, "7 days"], [30 * 86400, "30 days"]];
+
+function overlapSelect(id) {
+  return h("select", { id, name: "overlap" }, OVERLAPS.map(([s, label]) => h("option", { value: s, selected: s === 86400 }, label)));
+}
+
+// ask shows a modal dialog with body and two buttons; it resolves to the
+// dialog's form when confirmed, null when cancelled (button or Escape).
+function ask({ title, body, confirm, danger }) {
+  return new Promise((resolve) => {
+    const dlg = h("dialog", { id: "ask", "aria-labelledby": "ask-title" });
+    const done = (v) => { dlg.close(); dlg.remove(); resolve(v); };
+    const form = h("form", { onsubmit: (e) => { e.preventDefault(); done(form); } },
+      h("h2", { id: "ask-title" }, title), body || [],
+      h("div", { class: "buttons" },
+        h("button", { type: "submit", class: danger ? "danger-fill" : "primary", id: "ask-confirm" }, confirm),
+        h("button", { type: "button", id: "ask-cancel", onclick: () => done(null) }, "Cancel")));
+    dlg.append(form);
+    dlg.addEventListener("cancel", (e) => { e.preventDefault(); done(null); });
+    document.body.append(dlg);
+    dlg.showModal();
+  });
+}
+
+// showSecret shows a secret this once, until dismissed: nothing keeps it.
+function showSecret(value, what, note, id) {
+  const slot = document.getElementById("secret-slot");
+  const box = h("div", { class: "secret", id: "secret", role: "status" },
+    h("b", {}, "Copy the " + what + " now: it is shown this once. "), note || "",
+    h("code", { id: "secret-value" }, value), id ? h("span", { class: "muted", id: "secret-id" }, id) : null,
+    h("button", { type: "button", onclick: () => box.remove() }, "I have copied it"));
+  slot.replaceChildren(box);
+  box.scrollIntoView({ block: "nearest" });
+}
+
+// Company names by id, read once per page: ids are what the API answers,
+// names are what people know.
+const companies = new Map();
+
+async function loadNames(ids) {
+  const missing = [...new Set(ids)].filter((id) => id && !companies.has(id));
+  for (let i = 0; i < missing.length; i += 100) {
+    try {
+      const page = await api("GET", "/admin/v1/companies" + q({ ids: missing.slice(i, i + 100).join(",") }));
+      for (const c of page.data || []) companies.set(c.id, c);
+    } catch (x) {
+      return; // no names (no live database here): ids are shown
+    }
+  }
+}
+
+// companyLink shows a company by name, its id beside it.
+function companyLink(id) {
+  const c = companies.get(id);
+  return h("a", { href: "#/company/" + enc(id), class: "company" }, c ? h("span", { class: "name" }, c.name) : null,
+    h("span", { class: "mono" + (c ? " muted small" : "") }, id), c && c.status !== "active" ? [" ", tag(c.status)] : null);
+}
+
+// pager is a list read page by page through the API's {data, next}: load()
+// reads the first page, "Show more" appends the next, and refresh() reads
+// again as many pages as are shown (after a change, the row changed stays
+// in view). row renders an item; path(cursor) is a page's URL.
+function pager({ id, head, row, path, empty }) {
+  const body = h("tbody");
+  const more = h("button", { type: "button", class: "more", hidden: true }, "Show more");
+  const msg = h("p", { class: "error" });
+  let next = null, pages = 0;
+  const read = async (n) => { // n pages from the first; 0: the next one
+    msg.textContent = "";
+    try {
+      const rows = [];
+      let cursor = n ? "" : next;
+      for (let i = 0; i < Math.max(n, 1); i++) {
+        const page = await api("GET", path(cursor));
+        rows.push(...(page.data || []).map(row));
+        cursor = next = page.next;
+        if (!next) break;
+      }
+      if (n) { body.replaceChildren(); pages = 0; }
+      pages += Math.max(n, 1);
+      body.append(...rows);
+      if (!body.children.length) body.append(h("tr", {}, h("td", { colspan: head.length, class: "muted" }, empty || "None.")));
+      more.hidden = !next;
+    } catch (x) { msg.textContent = problemText(x); }
+  };
+  more.addEventListener("click", () => read(0));
+  const el = h("div", { class: "pager", id }, h("table", {}, h("thead", {}, h("tr", {}, head.map((c) => h("th", {}, c)))), body), more, msg);
+  return { el, load: () => read(1), refresh: () => read(Math.max(pages, 1)) };
+}
+
+function signOut(message) {
+  store.removeItem("adminToken");
+  render(message);
+}

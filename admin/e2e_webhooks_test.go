@@ -1,0 +1,268 @@
+package admin_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/invoicing-ao/gateway/client"
+	"github.com/invoicing-ao/gateway/invoicing"
+)
+
+// hookReceiver is an integrator's receiver: it verifies each delivery with
+// the Go client's verifier, as an integrator would, and keeps what it got.
+type hookReceiver struct {
+	srv      *httptest.Server
+	mu       sync.Mutex
+	verifier *client.WebhookVerifier
+	got      []*client.WebhookEvent
+	refused  int
+}
+
+func newHookReceiver(t *testing.T) *hookReceiver {
+	h := &hookReceiver{}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.verifier == nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		ev, err := h.verifier.Verify(r.Header, body)
+		if err != nil {
+			h.refused++
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		h.got = append(h.got, ev)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *hookReceiver) trust(t *testing.T, secret string) {
+	v, err := client.NewWebhookVerifier(client.WebhookConfig{Secrets: []string{secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	h.verifier = v
+	h.mu.Unlock()
+}
+
+// count is how many times the event arrived, verified.
+func (h *hookReceiver) count(eventID string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, ev := range h.got {
+		if ev.ID == eventID {
+			n++
+		}
+	}
+	return n
+}
+
+func (h *hookReceiver) wait(t *testing.T, typ, id string) *client.WebhookEvent {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		h.mu.Lock()
+		for _, ev := range h.got {
+			var d struct{ ID string }
+			_ = json.Unmarshal(ev.Data, &d)
+			if ev.Type == typ && d.ID == id {
+				h.mu.Unlock()
+				return ev
+			}
+		}
+		h.mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no %s of %s delivered", typ, id)
+	return nil
+}
+
+// The platform's dashboard manages a company's webhook endpoints through
+// the admin API; a client created through the public API then reaches the
+// integrator's receiver as client.created, verified by the Go client, with
+// the client as GET answers it; every change is in the audit log with its
+// actor; bad input changes nothing.
+func TestWebhooksThroughTheAdminAPI(t *testing.T) {
+	w := newWorld(t)
+	in := w.start()
+	recv := newHookReceiver(t)
+	auth := map[string]string{"Authorization": "Bearer " + in.adminToken, "X-Actor": "ana@platform"}
+	post := func(path, body string) resp {
+		return do(t, in.admin.URL, req{Method: "POST", Path: path, Body: body, Header: auth})
+	}
+	hooks := "/admin/v1/companies/" + coA + "/webhooks"
+
+	// Bad input: a clear problem, and nothing created.
+	for _, c := range []struct{ body, field string }{
+		{`{"mode":"TEST","url":"https://10.0.0.7/hooks"}`, "private address"},
+		{`{"mode":"TEST","url":"not a url"}`, "absolute URL"},
+		{`{"mode":"TEST","url":"` + recv.srv.URL + `","types":["invoice.refunded"]}`, "invoice.refunded"},
+		{`{"mode":"PROD","url":"` + recv.srv.URL + `"}`, "mode"},
+		{`{"mode":"TEST"}`, "url"},
+		{`{"mode":"TEST","url":"` + recv.srv.URL + `","secret":"mine"}`, "secret"},
+	} {
+		m := expectProblem(t, post(hooks, c.body), 400, "invalid_body")
+		if !strings.Contains(strings.ToLower(string(mustJSON(t, m))), strings.ToLower(c.field)) {
+			t.Errorf("%s: the problem does not name %q: %v", c.body, c.field, m)
+		}
+	}
+	expectProblem(t, do(t, in.admin.URL, req{Method: "POST", Path: hooks, Body: `{"mode":"TEST","url":"` + recv.srv.URL + `"}`,
+		Header: map[string]string{"Authorization": "Bearer " + in.adminToken}}), 400, "invalid_parameter") // no X-Actor
+	expectProblem(t, post("/admin/v1/companies/0a5e7c1e-0000-4000-8000-0000000000ff/webhooks", `{"mode":"TEST","url":"`+recv.srv.URL+`"}`), 422, "unknown_company")
+	if list := do(t, in.admin.URL, req{Path: hooks, Header: auth}).json(t)["data"].([]any); len(list) != 0 {
+		t.Fatalf("refused creations left %d endpoints", len(list))
+	}
+
+	// A TEST endpoint for clients.
+	created := post(hooks, `{"mode":"TEST","url":"`+recv.srv.URL+`/hooks","types":["client.created"],"description":"ERP"}`)
+	if created.Status != 201 {
+		t.Fatalf("create: %d %s", created.Status, created.Body)
+	}
+	ep := created.json(t)
+	secret, _ := ep["secret"].(string)
+	id, _ := ep["id"].(string)
+	if !strings.HasPrefix(secret, "whsec_") || created.Header.Get("Location") != "/admin/v1/webhooks/"+id || ep["enabled"] != true {
+		t.Fatalf("created %s", created.Body)
+	}
+	recv.trust(t, secret)
+	got := do(t, in.admin.URL, req{Path: "/admin/v1/webhooks/" + id, Header: auth})
+	if got.Status != 200 || strings.Contains(string(got.Body), "whsec_") {
+		t.Fatalf("get shows %d %s", got.Status, got.Body)
+	}
+
+	// A client created through the public API arrives as client.created.
+	in.runEvents(t)
+	key := in.key(t, coA, invoicing.Test, allScopes)
+	c := do(t, in.pub.URL, req{Method: "POST", Path: "/api/v1/v1/clients", Key: key.Key, Company: coA, Body: `{"name":"Cliente por Webhook"}`})
+	if c.Status != 201 {
+		t.Fatalf("create client: %d %s", c.Status, c.Body)
+	}
+	cid, _ := c.json(t)["id"].(string)
+	ev := recv.wait(t, "client.created", cid)
+	cl, err := ev.Client()
+	if err != nil || cl.Name != "Cliente por Webhook" {
+		t.Fatalf("event data: %+v, %v", cl, err)
+	}
+	api := do(t, in.pub.URL, req{Path: "/api/v1/v1/clients/" + cid, Key: key.Key, Company: coA})
+	if strings.TrimSpace(string(api.Body)) != string(ev.Data) {
+		t.Errorf("event data:\n%s\nGET answers:\n%s", ev.Data, api.Body)
+	}
+	deliveries := do(t, in.admin.URL, req{Path: "/admin/v1/webhooks/" + id + "/deliveries", Header: auth})
+	if deliveries.Status != 200 || !strings.Contains(string(deliveries.Body), ev.ID) {
+		t.Errorf("deliveries: %d %s", deliveries.Status, deliveries.Body)
+	}
+
+	// A test delivery, a replay, a recovery.
+	tested := post("/admin/v1/webhooks/"+id+"/test", "")
+	if tested.Status != 202 || tested.json(t)["type"] != "webhook.test" {
+		t.Fatalf("test: %d %s", tested.Status, tested.Body)
+	}
+	if tev := recv.wait(t, "webhook.test", ""); tev.ID != tested.json(t)["eventId"] {
+		t.Fatalf("test delivery %s, queued %v", tev.ID, tested.json(t)["eventId"])
+	}
+	replayed := post("/admin/v1/webhooks/"+id+"/deliveries/"+ev.ID+"/replay", "")
+	if replayed.Status != 200 || replayed.json(t)["eventId"] != ev.ID {
+		t.Fatalf("replay: %d %s", replayed.Status, replayed.Body)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for recv.count(ev.ID) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the replayed event arrived %d times", recv.count(ev.ID))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	expectProblem(t, post("/admin/v1/webhooks/"+id+"/deliveries/evt_aaaaaaaaaaaaaaaaaaaaaaaaaa/replay", ""), 404, "not_found")
+	recovered := post("/admin/v1/webhooks/"+id+"/recover", `{"since":"`+time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)+`"}`)
+	if recovered.Status != 200 || recovered.json(t)["queued"] != float64(0) {
+		t.Fatalf("recover: %d %s", recovered.Status, recovered.Body)
+	}
+	expectProblem(t, post("/admin/v1/webhooks/"+id+"/recover", `{"since":"yesterday"}`), 400, "invalid_body")
+	filtered := do(t, in.admin.URL, req{Path: "/admin/v1/webhooks/" + id + "/deliveries?state=delivered&type=webhook.test", Header: auth})
+	if data := filtered.json(t)["data"].([]any); filtered.Status != 200 || len(data) != 1 {
+		t.Fatalf("deliveries filtered: %d %s", filtered.Status, filtered.Body)
+	}
+	expectProblem(t, do(t, in.admin.URL, req{Path: "/admin/v1/webhooks/" + id + "/deliveries?state=lost", Header: auth}), 400, "invalid_parameter")
+
+	// Change, rotate, delete: each recorded with its actor.
+	patched := do(t, in.admin.URL, req{Method: "PATCH", Path: "/admin/v1/webhooks/" + id, Body: `{"enabled":false,"types":null}`, Header: auth})
+	if p := patched.json(t); patched.Status != 200 || p["enabled"] != false || len(p["types"].([]any)) != 0 {
+		t.Fatalf("patch: %d %s", patched.Status, patched.Body)
+	}
+	rotated := post("/admin/v1/webhooks/"+id+"/rotate-secret", `{"overlapSeconds":3600}`)
+	if r := rotated.json(t); rotated.Status != 201 || r["secret"] == secret || r["previousSecretUntil"] == nil {
+		t.Fatalf("rotate: %d %s", rotated.Status, rotated.Body)
+	}
+	expectProblem(t, post("/admin/v1/webhooks/"+id+"/rotate-secret", `{"overlapSeconds":-1}`), 400, "invalid_body")
+	if del := do(t, in.admin.URL, req{Method: "DELETE", Path: "/admin/v1/webhooks/" + id, Header: auth}); del.Status != 200 {
+		t.Fatalf("delete: %d %s", del.Status, del.Body)
+	}
+	expectProblem(t, do(t, in.admin.URL, req{Path: "/admin/v1/webhooks/" + id, Header: auth}), 404, "not_found")
+	log := do(t, in.admin.URL, req{Path: "/admin/v1/companies/" + coA + "/audit", Header: auth})
+	var page struct {
+		Data []struct {
+			Action, Actor string
+			WebhookID     *string `json:"webhookId"`
+			After         json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(log.Body, &page); err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, e := range page.Data {
+		if e.WebhookID != nil && *e.WebhookID == id {
+			actions = append(actions, e.Action)
+			if e.Actor != "ana@platform" || strings.Contains(string(e.After), "whsec_") {
+				t.Errorf("audit event %s: actor %q, after %s", e.Action, e.Actor, e.After)
+			}
+		}
+	}
+	if want := "webhook.created webhook.tested webhook.replayed webhook.recovered webhook.updated webhook.secret_rotated webhook.deleted"; strings.Join(actions, " ") != want {
+		t.Errorf("audit actions %v, want %s", actions, want)
+	}
+	if recv.refused != 0 {
+		t.Errorf("%d deliveries did not verify", recv.refused)
+	}
+}
+
+// At most 10 endpoints per company and mode: the 11th is a 409 that changes
+// nothing.
+func TestWebhookEndpointLimit(t *testing.T) {
+	w := newWorld(t)
+	in := w.start()
+	auth := map[string]string{"Authorization": "Bearer " + in.adminToken, "X-Actor": "ana@platform"}
+	hooks := "/admin/v1/companies/" + coA + "/webhooks"
+	for i := range 10 {
+		if r := do(t, in.admin.URL, req{Method: "POST", Path: hooks, Body: `{"mode":"LIVE","url":"http://127.0.0.1:9/h"}`, Header: auth}); r.Status != 201 {
+			t.Fatalf("endpoint %d: %d %s", i+1, r.Status, r.Body)
+		}
+	}
+	expectProblem(t, do(t, in.admin.URL, req{Method: "POST", Path: hooks, Body: `{"mode":"LIVE","url":"http://127.0.0.1:9/h"}`, Header: auth}), 409, "webhook_endpoint_limit_reached")
+	if r := do(t, in.admin.URL, req{Method: "POST", Path: hooks, Body: `{"mode":"TEST","url":"http://127.0.0.1:9/h"}`, Header: auth}); r.Status != 201 {
+		t.Fatalf("a TEST endpoint beside ten LIVE ones: %d %s", r.Status, r.Body)
+	}
+	if list := do(t, in.admin.URL, req{Path: hooks, Header: auth}).json(t)["data"].([]any); len(list) != 11 {
+		t.Fatalf("%d endpoints, want 11", len(list))
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,334 @@
+package admin
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/invoicing-ao/gateway/audit"
+	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/invoicing"
+)
+
+// Keys creates, lists, rolls and revokes API keys (authz.Keyring).
+type Keys interface {
+	Create(ctx context.Context, nk authz.NewKey) (authz.Key, string, error)
+	List(ctx context.Context, companyID string) ([]authz.Key, error)
+	Get(ctx context.Context, keyID string) (authz.Key, error)
+	Revoke(ctx context.Context, keyID string) (key authz.Key, revoked bool, err error)
+	Roll(ctx context.Context, keyID string, overlap time.Duration) (authz.Rolled, error)
+}
+
+// KeyView is a key as the admin API and the CLI show it: never the secret.
+type KeyView struct {
+	ID         string     `json:"id"`
+	CompanyID  string     `json:"companyId"`
+	Mode       string     `json:"mode"`
+	Scopes     []string   `json:"scopes"`
+	Name       string     `json:"name"`
+	Hint       string     `json:"hint"`
+	State      string     `json:"state"` // active, expired or revoked, now
+	CreatedAt  time.Time  `json:"createdAt"`
+	LastUsedAt *time.Time `json:"lastUsedAt"`
+	RevokedAt  *time.Time `json:"revokedAt"`
+	ExpiresAt  *time.Time `json:"expiresAt"`
+	Replaces   *string    `json:"replaces"`   // the key this one was rolled from
+	ReplacedBy *string    `json:"replacedBy"` // the key this one was rolled to
+	// AllowedCIDRs are the networks the key is accepted from; empty: any.
+	AllowedCIDRs []string `json:"allowedCidrs"`
+	// Key is the secret, set only in the answer to a creation or a roll.
+	Key string `json:"key,omitempty"`
+}
+
+// viewKey renders k for the admin API, the CLI and the audit log.
+func (s *Service) viewKey(k authz.Key) KeyView {
+	scopes := make([]string, 0, 3)
+	for _, sc := range k.Scopes.List() {
+		scopes = append(scopes, string(sc))
+	}
+	nets := make([]string, 0, len(k.AllowedCIDRs))
+	for _, p := range k.AllowedCIDRs {
+		nets = append(nets, p.String())
+	}
+	return KeyView{ID: k.ID, CompanyID: k.CompanyID, Mode: string(k.Mode), Scopes: scopes, Name: k.Name,
+		Hint: k.Hint, State: k.Status(s.now()), CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt,
+		ExpiresAt: k.ExpiresAt, Replaces: optional(k.Replaces), ReplacedBy: optional(k.ReplacedBy), AllowedCIDRs: nets}
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// KeySpec is what a new key is made of.
+type KeySpec struct {
+	CompanyID string
+	Mode      invoicing.Mode
+	Scopes    authz.ScopeSet
+	Name      string
+	ExpiresAt *time.Time // nil: never
+	// AllowedCIDRs are CIDRs or addresses (authz.ParseCIDRs); none: any.
+	AllowedCIDRs []string
+}
+
+// CreateKey creates a key for an existing company and records who did; it
+// is the one path used by the admin API and by "gateway keys create".
+func (s *Service) CreateKey(ctx context.Context, actor string, spec KeySpec) (KeyView, error) {
+	if err := checkActor(actor); err != nil {
+		return KeyView{}, err
+	}
+	nets, err := authz.ParseCIDRs(spec.AllowedCIDRs)
+	if err != nil {
+		return KeyView{}, &gateway.Error{Code: "invalid_body", Detail: err.Error(), Fields: []gateway.FieldError{{Field: "allowedCidrs", Message: err.Error()}}, Err: err}
+	}
+	companyID, err := s.knownCompany(ctx, spec.CompanyID)
+	if err != nil {
+		return KeyView{}, err
+	}
+	k, secret, err := s.keys.Create(ctx, authz.NewKey{CompanyID: companyID, Mode: spec.Mode, Scopes: spec.Scopes,
+		Name: spec.Name, ExpiresAt: spec.ExpiresAt, AllowedCIDRs: nets})
+	if err != nil {
+		return KeyView{}, err
+	}
+	s.recordKey(ctx, actor, audit.ActionKeyCreated, k.CreatedAt, nil, k)
+	v := s.viewKey(k)
+	v.Key = secret
+	return v, nil
+}
+
+// RolledView is the answer to a roll: the new key, with its secret shown
+// this once and what it replaces, and the old key as it now is.
+type RolledView struct {
+	KeyView
+	Previous KeyView `json:"previous"`
+}
+
+// RollKey replaces a key by a new secret with the same grants; the old key
+// keeps working for overlap (authz.Keyring.Roll). The one path of the admin
+// API and "gateway keys roll".
+func (s *Service) RollKey(ctx context.Context, actor, keyID string, overlap time.Duration) (RolledView, error) {
+	if err := checkActor(actor); err != nil {
+		return RolledView{}, err
+	}
+	old, err := s.keys.Get(ctx, keyID)
+	if err != nil {
+		return RolledView{}, err
+	}
+	r, err := s.keys.Roll(ctx, keyID, overlap)
+	if err != nil {
+		return RolledView{}, err
+	}
+	s.recordKey(ctx, actor, audit.ActionKeyRolled, r.New.CreatedAt, &old, r.Old)
+	s.recordKey(ctx, actor, audit.ActionKeyCreated, r.New.CreatedAt, nil, r.New)
+	v := RolledView{KeyView: s.viewKey(r.New), Previous: s.viewKey(r.Old)}
+	v.Key = r.Secret
+	return v, nil
+}
+
+// ListKeys lists a company's keys, newest first, never with secrets.
+func (s *Service) ListKeys(ctx context.Context, companyID string) ([]KeyView, error) {
+	companyID, err := parseCompany(companyID)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := s.keys.List(ctx, companyID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]KeyView, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, s.viewKey(k))
+	}
+	return out, nil
+}
+
+// RevokeKey revokes a key by id; every instance refuses it within a second.
+// Revoking a revoked key changes nothing and records nothing.
+func (s *Service) RevokeKey(ctx context.Context, actor, keyID string) (KeyView, error) {
+	if err := checkActor(actor); err != nil {
+		return KeyView{}, err
+	}
+	k, revoked, err := s.keys.Revoke(ctx, keyID)
+	if err != nil && !(revoked && inEffect(err)) {
+		return KeyView{}, err
+	}
+	// A revocation in effect but not confirmed by Redis's replicas is
+	// recorded now: revoking again (what its error says to do) changes
+	// nothing and records nothing.
+	if revoked && k.RevokedAt != nil {
+		before := k
+		before.State, before.RevokedAt = authz.StateActive, nil
+		s.recordKey(ctx, actor, audit.ActionKeyRevoked, *k.RevokedAt, &before, k)
+	}
+	if err != nil {
+		return KeyView{}, err
+	}
+	return s.viewKey(k), nil
+}
+
+func (s *Service) adminCreateKey(r *http.Request, _ gateway.Params) (gateway.Answer, error) {
+	m, fe, err := gateway.ReadJSONBody(r, []string{"companyId", "mode", "scopes", "name", "expiresAt", "allowedCidrs"})
+	if err != nil {
+		return gateway.Answer{}, err
+	}
+	var spec KeySpec
+	spec.CompanyID, _ = gateway.StringMember(m, "companyId", &fe)
+	modeS, _ := gateway.StringMember(m, "mode", &fe)
+	spec.Name, _ = gateway.StringMember(m, "name", &fe)
+	if spec.Mode, err = invoicing.ParseMode(modeS); err != nil {
+		fe = append(fe, gateway.FieldError{Field: "mode", Message: "must be LIVE or TEST"})
+	}
+	var scopeList []string
+	if raw, ok := m["scopes"]; !ok || json.Unmarshal(raw, &scopeList) != nil {
+		fe = append(fe, gateway.FieldError{Field: "scopes", Message: "must be an array of scopes"})
+	} else if spec.Scopes, err = authz.ParseScopes(strings.Join(scopeList, ",")); err != nil {
+		fe = append(fe, gateway.FieldError{Field: "scopes", Message: err.Error()})
+	}
+	if spec.CompanyID == "" {
+		fe = append(fe, gateway.FieldError{Field: "companyId", Message: "is required"})
+	}
+	if v, ok := gateway.StringMember(m, "expiresAt", &fe); ok {
+		if t, err := time.Parse(time.RFC3339Nano, v); err != nil {
+			fe = append(fe, gateway.FieldError{Field: "expiresAt", Message: "must be an RFC 3339 time such as 2027-01-31T00:00:00Z"})
+		} else if !t.After(s.now()) {
+			fe = append(fe, gateway.FieldError{Field: "expiresAt", Message: "must be in the future"})
+		} else {
+			spec.ExpiresAt = &t
+		}
+	}
+	if raw, ok := m["allowedCidrs"]; ok && string(raw) != "null" && json.Unmarshal(raw, &spec.AllowedCIDRs) != nil {
+		fe = append(fe, gateway.FieldError{Field: "allowedCidrs", Message: "must be an array of CIDRs such as 203.0.113.0/24"})
+	}
+	if len(fe) > 0 {
+		return gateway.Answer{}, &gateway.Error{Code: "invalid_body", Detail: "The key request is invalid.", Fields: fe}
+	}
+	v, err := s.CreateKey(r.Context(), actor(r), spec)
+	if err != nil {
+		return gateway.Answer{}, err
+	}
+	return gateway.Answer{Status: http.StatusCreated, Body: v, Location: "/admin/v1/keys/" + v.ID}, nil
+}
+
+// adminRollKey rolls a key: {"overlapSeconds": N}, or no body for the
+// default overlap.
+func (s *Service) adminRollKey(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+	overlap, err := readOverlap(r, authz.DefaultOverlap, authz.MaxOverlap)
+	if err != nil {
+		return gateway.Answer{}, err
+	}
+	v, err := s.RollKey(r.Context(), actor(r), p.ByName("id"), overlap)
+	if err != nil {
+		return gateway.Answer{}, err
+	}
+	return gateway.Answer{Status: http.StatusCreated, Body: v, Location: "/admin/v1/keys/" + v.ID}, nil
+}
+
+// readOverlap reads an optional body {"overlapSeconds": N}, 0 to most in
+// seconds (a roll's, a secret rotation's); no body means def. Every error of
+// the body is answered at once.
+func readOverlap(r *http.Request, def, most time.Duration) (time.Duration, error) {
+	if r.ContentLength == 0 {
+		return def, nil
+	}
+	m, fe, err := gateway.ReadJSONBody(r, []string{"overlapSeconds"})
+	if err != nil {
+		return 0, err
+	}
+	overlap := def
+	if raw, ok := m["overlapSeconds"]; ok {
+		limit := int64(most / time.Second)
+		n, err := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil || n < 0 || n > limit {
+			fe = append(fe, gateway.FieldError{Field: "overlapSeconds", Message: "must be an integer from 0 to " + strconv.FormatInt(limit, 10)})
+		}
+		overlap = time.Duration(n) * time.Second
+	}
+	if len(fe) > 0 {
+		return 0, &gateway.Error{Code: "invalid_body", Detail: "The body is invalid.", Fields: fe}
+	}
+	return overlap, nil
+}
+
+// adminListKeys: GET /admin/v1/keys?companyId=ID&limit=N&cursor=C, a page
+// of the company's keys, newest first.
+func (s *Service) adminListKeys(r *http.Request, _ gateway.Params) (gateway.Answer, error) {
+	q := gateway.ParseQuery(r.URL.RawQuery, "companyId", "limit", "cursor")
+	company, _ := q.Get("companyId")
+	if company == "" {
+		q.Fail("companyId", "is required")
+	}
+	limit := q.Int("limit", MaxKeysPage, 1, MaxKeysPage)
+	cursor, _ := q.Get("cursor")
+	if err := q.Err(); err != nil {
+		return gateway.Answer{}, err
+	}
+	keys, err := s.ListKeys(r.Context(), company)
+	if err != nil {
+		return gateway.Answer{}, err
+	}
+	page, next, err := pageKeys(keys, cursor, limit)
+	if err != nil {
+		return gateway.Answer{}, &gateway.Error{Code: "invalid_parameter", Detail: "cursor must be a page's next, as answered.",
+			Fields: []gateway.FieldError{{Field: "cursor", Message: "must be a page's next, as answered"}}, Err: err}
+	}
+	return gateway.Answer{Body: map[string]any{"data": page, "next": next}}, nil
+}
+
+// MaxKeysPage bounds a page of a company's keys (and is the page without a
+// limit given).
+const MaxKeysPage = 100
+
+// pageKeys is the page of up to limit keys after cursor (newest first: by
+// creation time, then id), and the cursor of the next page (nil on the
+// last). A cursor is the creation time (Unix ms) and id of a page's last
+// key, so that a key created or revoked meanwhile moves no other across a
+// page's end.
+func pageKeys(keys []KeyView, cursor string, limit int) ([]KeyView, *string, error) {
+	newer := func(a, b KeyView) int { // newest first, to the millisecond as cursors are
+		if c := cmp.Compare(b.CreatedAt.UnixMilli(), a.CreatedAt.UnixMilli()); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID, a.ID)
+	}
+	slices.SortStableFunc(keys, newer)
+	if cursor != "" {
+		ms, id, ok := strings.Cut(cursor, ":")
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if !ok || err != nil || id == "" {
+			return nil, nil, errBadCursor
+		}
+		at := KeyView{ID: id, CreatedAt: time.UnixMilli(n)}
+		i := 0
+		for i < len(keys) && newer(keys[i], at) <= 0 {
+			i++
+		}
+		keys = keys[i:]
+	}
+	if len(keys) <= limit {
+		return keys, nil, nil
+	}
+	keys = keys[:limit]
+	last := keys[len(keys)-1]
+	next := strconv.FormatInt(last.CreatedAt.UnixMilli(), 10) + ":" + last.ID
+	return keys, &next, nil
+}
+
+func (s *Service) adminGetKey(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+	k, err := s.keys.Get(r.Context(), p.ByName("id"))
+	if err != nil {
+		return gateway.Answer{}, err
+	}
+	return gateway.Answer{Body: s.viewKey(k)}, nil
+}
+
+func (s *Service) adminRevokeKey(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+	return result(s.RevokeKey(r.Context(), actor(r), p.ByName("id")))
+}
