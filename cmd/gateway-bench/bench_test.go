@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/invoicing-ao/gateway/admin"
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
@@ -57,9 +58,9 @@ func startGateway(t *testing.T) *target {
 	t.Cleanup(func() { _ = g.keys.Close() })
 	g.limiter = tenants.New(tenants.Config{Redis: rdb, Prefix: prefix + "tenants:", Logger: logger,
 		LiveDefault: tenants.Limit{Rate: 50, Burst: 100}, TestDefault: tenants.Limit{Rate: 10, Burst: 20}})
-	srv := gateway.New(gateway.Config{Live: g.live, Test: open(testURL), Keys: g.keys, Limiter: g.limiter,
-		AdminToken: g.adminToken, Logger: logger})
-	pub, adm := httptest.NewServer(srv.Handler()), httptest.NewServer(srv.AdminHandler())
+	srv := gateway.New(gateway.Config{Live: g.live, Test: open(testURL), Keys: g.keys, Limiter: g.limiter, Logger: logger})
+	svc := admin.New(admin.Config{Keys: g.keys, Limiter: g.limiter, Companies: g.live, Token: g.adminToken, Logger: logger})
+	pub, adm := httptest.NewServer(srv.Handler()), httptest.NewServer(svc.Handler(srv))
 	t.Cleanup(pub.Close)
 	t.Cleanup(adm.Close)
 	g.pub, g.admin = pub.URL, adm.URL

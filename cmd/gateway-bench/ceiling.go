@@ -21,8 +21,8 @@ import (
 )
 
 // The ceiling of GET /clients/{id}: a bare Go HTTP service running the same
-// query as the gateway's adapter (backend's clientCols: updated_at too, since
-// issue 19 answers it) on a pool of the same size, with no key,
+// query as the gateway's adapter (backend's clientCols, updated_at included:
+// the API answers it) on a pool of the same size, with no key,
 // limit, company check, logging or tracing. It runs as its own process (the
 // gateway-bench binary re-executed with --serve-ceiling), as the gateway does, so
 // both share the machine with the load generator alike.

@@ -157,7 +157,7 @@ func (o *benchOptions) define(fs *flag.FlagSet, env func(string) string) {
 	fs.BoolVar(&o.raiseLimits, "raise-limits", false, "lift the companies' LIVE rate limit during the run (reset after)")
 	fs.BoolVar(&o.ceiling, "ceiling", false, "then run the same load against a bare service on --database (get-client only)")
 	fs.IntVar(&o.rounds, "rounds", 5, "with --ceiling: alternate gateway and ceiling in this many slices of --duration/rounds")
-	fs.StringVar(&o.compareURL, "compare-url", "", "with --ceiling: also load this gateway (another build, same Redis and database) in each round: an A/B comparison")
+	fs.StringVar(&o.compareURL, "compare-url", "", "with --ceiling: also load this gateway (another build, same Redis and database) in each round, to compare two builds on one machine")
 	fs.IntVar(&o.comparePID, "compare-pid", 0, "the --compare-url gateway's process, for its CPU per request")
 	fs.IntVar(&o.ceilingConns, "ceiling-db-conns", 10, "the bare service's database pool (the gateway's default)")
 	fs.IntVar(&o.pid, "pid", 0, "the gateway's process: report its CPU per request and its resident memory after the run")

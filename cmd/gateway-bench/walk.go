@@ -13,8 +13,9 @@ import (
 // A walk copies a whole list as an integrator's sync does: one connection,
 // every page of the first --company's invoices (or clients) at --page-size,
 // by cursor and by page number side by side. It reports each walk's time and
-// the p99 of its first and last 1,000 pages (issue 19's targets: the last
-// pages within 1.5 times the first, the whole cursor walk under 3 minutes),
+// the p99 of its first and last 1,000 pages (docs/performance.md's targets:
+// the last pages within 1.5 times the first, the whole cursor walk under 3
+// minutes),
 // then the first page of the changes of the last --changes-since, repeated
 // for --duration at one connection.
 

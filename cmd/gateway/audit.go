@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/invoicing-ao/gateway/admin"
 	auditlog "github.com/invoicing-ao/gateway/audit"
-	"github.com/invoicing-ao/gateway/gateway"
 )
 
 // auditFlags is `gateway audit`: a company's audit log, oldest first,
@@ -30,9 +30,9 @@ func auditFlags(fs *flag.FlagSet) action {
 			return err
 		}
 		defer d.Close()
-		all := gateway.AuditView{CompanyID: *company, Events: []auditlog.Event{}}
+		all := admin.AuditView{CompanyID: *company, Events: []auditlog.Event{}}
 		for {
-			v, err := d.server.CompanyAudit(ctx, *company, since, auditlog.MaxRead)
+			v, err := d.admin.CompanyAudit(ctx, *company, since, auditlog.MaxRead)
 			if err != nil {
 				return err
 			}
@@ -85,12 +85,12 @@ func printAudit(w io.Writer, events []auditlog.Event) {
 func change(ev auditlog.Event) string {
 	switch {
 	case strings.HasPrefix(ev.Action, "limits."):
-		var b, a gateway.LimitsView
+		var b, a admin.LimitsView
 		_ = json.Unmarshal(ev.Before, &b)
 		_ = json.Unmarshal(ev.After, &a)
 		return "LIVE " + limitText(b.Live) + " -> " + limitText(a.Live) + ", TEST " + limitText(b.Test) + " -> " + limitText(a.Test)
 	case ev.Action == auditlog.ActionKeyCreated:
-		var a gateway.KeyView
+		var a admin.KeyView
 		_ = json.Unmarshal(ev.After, &a)
 		s := a.Mode + " " + strings.Join(a.Scopes, ",") + limitsOf(a)
 		if a.Replaces != nil {
@@ -98,7 +98,7 @@ func change(ev auditlog.Event) string {
 		}
 		return s
 	default:
-		var b, a gateway.KeyView
+		var b, a admin.KeyView
 		_ = json.Unmarshal(ev.Before, &b)
 		_ = json.Unmarshal(ev.After, &a)
 		s := b.State + " -> " + a.State
@@ -112,7 +112,7 @@ func change(ev auditlog.Event) string {
 	}
 }
 
-func limitText(l gateway.LimitView) string {
+func limitText(l admin.LimitView) string {
 	s := fmt.Sprintf("%g/s burst %d", l.Rate, l.Burst)
 	if !l.Custom {
 		s += " (default)"

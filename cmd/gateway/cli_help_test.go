@@ -66,7 +66,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 			t.Errorf("%s: example %q does not parse: %v", c.name, c.example, err)
 		}
 	}
-	// The cases: no flag of another subcommand.
+	// Flags a neighbouring subcommand has: none is offered by another.
 	for cmd, foreign := range map[string][]string{"keys list": {"mode", "name", "scopes"}, "data schema": {"size", "seed"}, "keys revoke": {"company"}} {
 		_, out, _ := runCLI(envOf(nil), append(strings.Fields(cmd), "-h")...)
 		for _, f := range foreign {

@@ -2,9 +2,10 @@ package main
 
 import (
 	"flag"
+	"strings"
 
+	"github.com/invoicing-ao/gateway/admin"
 	"github.com/invoicing-ao/gateway/backend/gendata"
-	"github.com/invoicing-ao/gateway/gateway"
 )
 
 // exampleCompany is the demo data's first company, in the examples: they
@@ -82,7 +83,7 @@ var commands = []*command{
 		example: "gateway usage --company " + exampleCompany + " --days 30",
 		needs:   needRedis, required: []string{"company"},
 		flags: func(fs *flag.FlagSet) action {
-			return usageShow(companyFlag(fs), fs.Int("days", gateway.DefaultUsageDays, "show `N` days, today included"), jsonFlag(fs))
+			return usageShow(companyFlag(fs), fs.Int("days", admin.DefaultUsageDays, "show `N` days, today included"), jsonFlag(fs))
 		},
 	},
 	{
@@ -92,6 +93,85 @@ var commands = []*command{
 		example: "gateway audit --company " + exampleCompany + " --since 7d",
 		needs:   needRedis, required: []string{"company"},
 		flags: auditFlags,
+	},
+	{
+		name: "webhooks create", synopsis: "--company ID --mode LIVE|TEST --url URL [--types LIST] [--description TEXT] [--disabled] [--json|--quiet]",
+		summary: "Add a webhook endpoint to a company; its signing secret is shown this once.",
+		detail:  "TEST endpoints get the sandbox's events, LIVE ones the live data's; at most 10 per company and mode. The URL must be https and resolve to public addresses (eventsAllowHTTP, eventsAllowedNetworks).",
+		example: "gateway webhooks create --company " + exampleCompany + " --mode TEST --url https://erp.example.ao/webhooks --types invoice.paid,invoice.overdue",
+		needs:   needRedis | needLive, required: []string{"company", "mode", "url"},
+		flags: webhooksCreateFlags,
+	},
+	{
+		name: "webhooks list", synopsis: "--company ID [--json]", summary: "List a company's webhook endpoints and their health.",
+		example: "gateway webhooks list --company " + exampleCompany,
+		needs:   needRedis, required: []string{"company"},
+		flags: func(fs *flag.FlagSet) action { return webhooksList(companyFlag(fs), jsonFlag(fs)) },
+	},
+	{
+		name: "webhooks update", synopsis: "WEBHOOK_ID [--url URL] [--types LIST] [--description TEXT] [--enable|--disable] [--json]", args: []string{"WEBHOOK_ID"},
+		summary: "Change a webhook endpoint; enabling a disabled one delivers what waited.",
+		example: "gateway webhooks update ep_abcdefghijklmnopqrstuvwxyz --enable",
+		needs:   needRedis,
+		flags:   webhooksUpdateFlags,
+	},
+	{
+		name: "webhooks rotate-secret", synopsis: "WEBHOOK_ID [--overlap DURATION] [--json|--quiet]", args: []string{"WEBHOOK_ID"},
+		summary: "Give a webhook endpoint a new signing secret; the old one signs beside it for the overlap (24h by default).",
+		example: "gateway webhooks rotate-secret ep_abcdefghijklmnopqrstuvwxyz --overlap 2h",
+		needs:   needRedis,
+		flags:   webhooksRotateFlags,
+	},
+	{
+		name: "webhooks delete", synopsis: "WEBHOOK_ID [--json]", args: []string{"WEBHOOK_ID"},
+		summary: "Delete a webhook endpoint, what waits for it and its delivery log.",
+		example: "gateway webhooks delete ep_abcdefghijklmnopqrstuvwxyz",
+		needs:   needRedis,
+		flags:   func(fs *flag.FlagSet) action { return webhooksDelete(jsonFlag(fs)) },
+	},
+	{
+		name: "webhooks deliveries", synopsis: "WEBHOOK_ID [--limit N] [--state STATE] [--type TYPE] [--json]", args: []string{"WEBHOOK_ID"},
+		summary: "Show a webhook endpoint's newest deliveries: state, attempts, last answer.",
+		example: "gateway webhooks deliveries ep_abcdefghijklmnopqrstuvwxyz --state failed",
+		needs:   needRedis,
+		flags:   webhooksDeliveriesFlags,
+	},
+	{
+		name: "webhooks replay", synopsis: "WEBHOOK_ID EVENT_ID [--json]", args: []string{"WEBHOOK_ID", "EVENT_ID"},
+		summary: "Send one event to a webhook endpoint again, now, with its id.",
+		example: "gateway webhooks replay ep_abcdefghijklmnopqrstuvwxyz evt_abcdefghijklmnopqrstuvwxyz",
+		needs:   needRedis,
+		flags:   func(fs *flag.FlagSet) action { return webhooksReplay(jsonFlag(fs)) },
+	},
+	{
+		name: "webhooks recover", synopsis: "WEBHOOK_ID --since TIME [--json]", args: []string{"WEBHOOK_ID"},
+		summary: "Send again every failed delivery of a webhook endpoint since a time (after fixing a receiver).",
+		example: "gateway webhooks recover ep_abcdefghijklmnopqrstuvwxyz --since 72h",
+		needs:   needRedis, required: []string{"since"},
+		flags: webhooksRecoverFlags,
+	},
+	{
+		name: "webhooks test", synopsis: "WEBHOOK_ID [--json]", args: []string{"WEBHOOK_ID"},
+		summary: "Send a test delivery (webhook.test) to a webhook endpoint.",
+		example: "gateway webhooks test ep_abcdefghijklmnopqrstuvwxyz",
+		needs:   needRedis,
+		flags:   func(fs *flag.FlagSet) action { return webhooksTest(jsonFlag(fs)) },
+	},
+	{
+		name: "events listen", synopsis: "--company ID [--forward-to URL] [--types LIST] [--listen ADDR] [--expire DURATION]",
+		summary: "Receive a company's TEST events here: print and verify each, and forward it to your handler.",
+		detail:  "Registers a temporary TEST endpoint pointing at this command, removed when it stops (Ctrl+C) and expiring if abandoned. The gateway must be allowed to deliver to it (eventsAllowHTTP and eventsAllowedNetworks: the demo allows this machine).",
+		example: "gateway events listen --company " + exampleCompany + " --forward-to http://localhost:3000/webhooks",
+		needs:   needRedis | needLive, required: []string{"company"},
+		flags: eventsListenFlags,
+	},
+	{
+		name: "events trigger", synopsis: "TYPE --company ID", args: []string{"TYPE"},
+		summary: "Make a real change in the sandbox so that an event of TYPE flows: issue, pay, cancel or make overdue an invoice, submit one to AGT, create or change a client.",
+		detail:  "TYPE: " + strings.Join(gendata.Triggers, ", ") + ". Only the sandbox (testDatabaseURL) is changed.",
+		example: "gateway events trigger invoice.paid --company " + exampleCompany,
+		needs:   needTest, required: []string{"company"},
+		flags: eventsTriggerFlags,
 	},
 	{
 		name: "data schema", synopsis: "[--database URL]", summary: "Load the platform schema into the configured live and sandbox databases (new databases only).",

@@ -33,6 +33,15 @@ type Config struct {
 	RedisPrefix     string `yaml:"redisPrefix" env:"GATEWAY_REDIS_PREFIX"` // prepended to every Redis key (environments sharing a Redis)
 	LiveDatabaseURL string `yaml:"liveDatabaseURL" env:"GATEWAY_LIVE_DATABASE_URL"`
 	TestDatabaseURL string `yaml:"testDatabaseURL" env:"GATEWAY_TEST_DATABASE_URL"`
+
+	// RedisMinReplicas Redis replicas must acknowledge each write of a key
+	// creation, roll or revocation, a limit change or an audit event before
+	// it is reported done; zero means none: a Redis failover may lose the
+	// last changes. RedisReplicaTimeout bounds each wait for them, zero
+	// meaning 1s (internal/durable).
+	RedisMinReplicas    int           `yaml:"redisMinReplicas" env:"GATEWAY_REDIS_MIN_REPLICAS"`
+	RedisReplicaTimeout time.Duration `yaml:"redisReplicaTimeout" env:"GATEWAY_REDIS_REPLICA_TIMEOUT"`
+
 	// Optional read replicas of the two databases, same engine; empty means
 	// none. Reads go to them, with read-your-writes for created clients for
 	// ReadYourWritesWindow, zero meaning 5s (backend/replica.go); checked
@@ -44,7 +53,9 @@ type Config struct {
 	DatabaseMaxConns int           `yaml:"databaseMaxConns" env:"GATEWAY_DATABASE_MAX_CONNS"`
 	QueryTimeout     time.Duration `yaml:"queryTimeout" env:"GATEWAY_QUERY_TIMEOUT"`
 	// BreakerFailures consecutive failed calls open a database's circuit
-	// breaker, which then refuses calls for BreakerOpenFor before one probe.
+	// breaker, which then refuses calls until its next probe: 250ms after
+	// opening, the wait doubling with each failed probe up to BreakerOpenFor
+	// (backend/breaker.go).
 	BreakerFailures int           `yaml:"breakerFailures" env:"GATEWAY_BREAKER_FAILURES"`
 	BreakerOpenFor  time.Duration `yaml:"breakerOpenFor" env:"GATEWAY_BREAKER_OPEN_FOR"`
 
@@ -58,6 +69,9 @@ type Config struct {
 
 	KeyCacheTTL time.Duration `yaml:"keyCacheTTL" env:"GATEWAY_KEY_CACHE_TTL"`
 	KeyStaleTTL time.Duration `yaml:"keyStaleTTL" env:"GATEWAY_KEY_STALE_TTL"`
+	// KeyRefuseLegacyForm refuses keys of the first form (no checksum)
+	// without a lookup: the last step of phasing them out (operators.md).
+	KeyRefuseLegacyForm bool `yaml:"keyRefuseLegacyForm" env:"GATEWAY_KEY_REFUSE_LEGACY_FORM"`
 
 	// CORSAllowedOrigins is a comma-separated list of other origins whose
 	// browser code may call the API; empty means none.
@@ -76,6 +90,17 @@ type Config struct {
 
 	ShutdownTimeout time.Duration `yaml:"shutdownTimeout" env:"GATEWAY_SHUTDOWN_TIMEOUT"`
 	LogLevel        string        `yaml:"logLevel" env:"GATEWAY_LOG_LEVEL"`
+
+	// Events (webhooks; eventsconfig.go, docs/operators.md): whether this
+	// instance detects changes and delivers events (the admin API manages
+	// endpoints either way), where endpoints may point, and how deliveries go.
+	EventsRun             bool          `yaml:"eventsRun" env:"GATEWAY_EVENTS_RUN"`
+	EventsAllowHTTP       bool          `yaml:"eventsAllowHTTP" env:"GATEWAY_EVENTS_ALLOW_HTTP"`
+	EventsAllowedNetworks string        `yaml:"eventsAllowedNetworks" env:"GATEWAY_EVENTS_ALLOWED_NETWORKS"`
+	EventsTimeout         time.Duration `yaml:"eventsTimeout" env:"GATEWAY_EVENTS_TIMEOUT"`
+	EventsConcurrency     int           `yaml:"eventsConcurrency" env:"GATEWAY_EVENTS_CONCURRENCY"`
+	EventsRetention       time.Duration `yaml:"eventsRetention" env:"GATEWAY_EVENTS_RETENTION"`
+	EventsRecovery        time.Duration `yaml:"eventsRecovery" env:"GATEWAY_EVENTS_RECOVERY"`
 }
 
 // defaultConfig is the configuration with nothing set.
@@ -98,6 +123,11 @@ func defaultConfig() Config {
 		KeyStaleTTL:        5 * time.Minute,
 		ShutdownTimeout:    15 * time.Second,
 		LogLevel:           "info",
+		EventsRun:          true,
+		EventsTimeout:      10 * time.Second,
+		EventsConcurrency:  64,
+		EventsRetention:    7 * 24 * time.Hour,
+		EventsRecovery:     24 * time.Hour,
 	}
 }
 
@@ -203,6 +233,12 @@ func applyEnv(cfg *Config, env func(string) string) error {
 				return bad("a number")
 			}
 			fv.SetFloat(x)
+		case bool:
+			b, err := strconv.ParseBool(raw)
+			if err != nil {
+				return bad("true or false")
+			}
+			fv.SetBool(b)
 		}
 	}
 	return nil
@@ -228,6 +264,9 @@ func (c Config) checkAddrs(bad func(field, msg string)) {
 	}
 }
 
+// maxReplicaTimeout bounds RedisReplicaTimeout.
+const maxReplicaTimeout = 3 * time.Second
+
 // errRequired marks a required setting that is not set.
 var errRequired = errors.New("is required")
 
@@ -239,6 +278,14 @@ func (c Config) validate(n needs) error {
 	c.checkAddrs(bad)
 	if err := checkRedisURL(c.RedisURL); err != nil { // the forms: redisurl.go
 		bad("RedisURL", err.Error())
+	}
+	if c.RedisMinReplicas < 0 {
+		bad("RedisMinReplicas", "must not be negative (0: no replica confirms a change)")
+	}
+	if c.RedisReplicaTimeout < 0 || c.RedisReplicaTimeout > maxReplicaTimeout {
+		// A key creation waits up to three times, within the 10 s bound
+		// of a management call.
+		bad("RedisReplicaTimeout", "must be between 0 (1s) and "+maxReplicaTimeout.String()+": a key creation waits up to three times")
 	}
 	for _, d := range []struct {
 		field, db string
@@ -304,5 +351,6 @@ func (c Config) validate(n needs) error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		bad("LogLevel", err.Error())
 	}
+	c.checkEvents(bad) // eventsconfig.go
 	return errors.Join(errs...)
 }

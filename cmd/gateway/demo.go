@@ -8,16 +8,19 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invoicing-ao/gateway/admin"
+	"github.com/invoicing-ao/gateway/admin/console"
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend/gendata"
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/gateway/apidocs"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
@@ -80,7 +83,15 @@ func demoFlags(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		return serveOn(ctx, cfg, d, logger, pubLn, admLn, func(pub, adm net.Addr) { printDemo(c.stdout, cfg, keys, pub, adm) })
+		hooks, stopHooks, err := demoWebhooks(ctx, d, c.stdout)
+		if err != nil {
+			return err
+		}
+		defer stopHooks()
+		return serveOn(ctx, cfg, d, logger, pubLn, admLn, func(pub, adm net.Addr) {
+			printDemo(c.stdout, cfg, keys, hooks, pub, adm)
+			printOtherTerminals(c.stdout, cfg, "redis://"+mr.Addr())
+		})
 	}
 }
 
@@ -91,6 +102,8 @@ func demoConfig(ctx context.Context, dir string, env func(string) string) (Confi
 	cfg.LiveDatabaseURL = "sqlite:" + filepath.Join(dir, "live.db")
 	cfg.TestDatabaseURL = "sqlite:" + filepath.Join(dir, "sandbox.db")
 	cfg.LogLevel = "warn"
+	// The demo's webhook receiver is on this machine, in plain http.
+	cfg.EventsAllowHTTP, cfg.EventsAllowedNetworks = true, "127.0.0.0/8,::1"
 	if err := applyEnv(&cfg, env); err != nil {
 		return cfg, err
 	}
@@ -130,7 +143,7 @@ func demoKeys(ctx context.Context, d *deps) ([]demoKey, error) {
 	for _, w := range wants {
 		ks := demoKeySets[w.set]
 		scopes, _ := authz.ParseScopes(ks.scopes)
-		v, err := d.server.CreateKey(ctx, commandActor(), gateway.KeySpec{CompanyID: w.company, Mode: w.mode, Scopes: scopes, Name: "demo " + ks.name})
+		v, err := d.admin.CreateKey(ctx, commandActor(), admin.KeySpec{CompanyID: w.company, Mode: w.mode, Scopes: scopes, Name: "demo " + ks.name})
 		if err != nil {
 			return nil, fmt.Errorf("demo key: %w", err)
 		}
@@ -139,9 +152,42 @@ func demoKeys(ctx context.Context, d *deps) ([]demoKey, error) {
 	return keys, nil
 }
 
+// demoWebhooks starts the demo's webhook receiver on 127.0.0.1 and gives
+// company A an endpoint to it in each mode: every event of A is printed on
+// w as it arrives, verified. It returns the receiver's address.
+func demoWebhooks(ctx context.Context, d *deps, w io.Writer) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("demo webhook receiver: %w", err)
+	}
+	printer := &hookPrinter{w: w}
+	srv := &http.Server{Handler: printer, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	stop := func() { _ = srv.Close() }
+	base := "http://" + ln.Addr().String() + "/webhooks"
+	var secrets []string
+	for _, m := range invoicing.Modes {
+		v, err := d.admin.CreateWebhook(ctx, commandActor(), admin.WebhookSpec{CompanyID: gendata.DemoCompanyA, Mode: m,
+			URL: base + "/" + strings.ToLower(string(m)), Description: "the demo's receiver"})
+		if err != nil {
+			stop()
+			return "", nil, fmt.Errorf("demo webhook endpoint: %w", err)
+		}
+		secrets = append(secrets, v.Secret)
+	}
+	if err := printer.trust(secrets...); err != nil {
+		stop()
+		return "", nil, err
+	}
+	return base, stop, nil
+}
+
 // printDemo prints where everything is, the keys, and curl lines that work
-// as printed.
-func printDemo(w io.Writer, cfg Config, keys []demoKey, pub, adm net.Addr) {
+// as printed. Each fails visibly (--fail-with-body: exit 22 with the
+// problem printed; -S: network errors shown), so that a newcomer's script
+// that copies one notices an error instead of carrying on with a problem
+// document as data.
+func printDemo(w io.Writer, cfg Config, keys []demoKey, hooks string, pub, adm net.Addr) {
 	base, admin := "http://"+hostPort(pub), "http://"+hostPort(adm)
 	fmt.Fprintf(w, "Demo gateway ready on %s (admin API on %s, token %s)\n", base, hostPort(adm), cfg.AdminToken)
 	fmt.Fprintf(w, "Data: %s (LIVE) and %s (TEST)\n\n", cfg.LiveDatabaseURL, cfg.TestDatabaseURL)
@@ -158,12 +204,28 @@ func printDemo(w io.Writer, cfg Config, keys []demoKey, pub, adm net.Addr) {
 		return fmt.Sprintf(`-H "Authorization: Bearer %s" -H "X-Company-Id: %s"`, key, co)
 	}
 	fmt.Fprintln(w, "\nTry:")
-	fmt.Fprintf(w, "  curl -s %s '%s/api/v1/v1/invoices?pageSize=2'\n", hdr(a, gendata.DemoCompanyA), base)
-	fmt.Fprintf(w, "  curl -s %s '%s/api/v1/v1/invoices?status=OVERDUE&type=FT'\n", hdr(a, gendata.DemoCompanyA), base)
-	fmt.Fprintf(w, "  curl -s %s '%s/api/v1/v1/clients?search=lda'\n", hdr(a, gendata.DemoCompanyA), base)
-	fmt.Fprintf(w, "  curl -s %s -H 'Content-Type: application/json' -d '{\"name\":\"Kianda Lda\",\"nif\":\"5417000001\",\"type\":\"COMPANY\",\"phone\":\"+244 923 456 789\"}' %s/api/v1/v1/clients\n", hdr(a, gendata.DemoCompanyA), base)
-	fmt.Fprintf(w, "  curl -s %s %s/api/v1/v1/invoices   # TEST key: sandbox data\n", hdr(at, gendata.DemoCompanyA), base)
-	fmt.Fprintf(w, "  curl -s -H \"Authorization: Bearer %s\" '%s/admin/v1/keys?companyId=%s'   # admin API\n", cfg.AdminToken, admin, gendata.DemoCompanyA)
+	fmt.Fprintf(w, "  curl -sS --fail-with-body %s '%s/api/v1/v1/invoices?pageSize=2'\n", hdr(a, gendata.DemoCompanyA), base)
+	fmt.Fprintf(w, "  curl -sS --fail-with-body %s '%s/api/v1/v1/invoices?status=OVERDUE&type=FT'\n", hdr(a, gendata.DemoCompanyA), base)
+	fmt.Fprintf(w, "  curl -sS --fail-with-body %s '%s/api/v1/v1/clients?search=lda'\n", hdr(a, gendata.DemoCompanyA), base)
+	fmt.Fprintf(w, "  curl -sS --fail-with-body %s -H 'Content-Type: application/json' -d '{\"name\":\"Kianda Lda\",\"nif\":\"5417000001\",\"type\":\"COMPANY\",\"phone\":\"+244 923 456 789\"}' %s/api/v1/v1/clients\n", hdr(a, gendata.DemoCompanyA), base)
+	fmt.Fprintf(w, "  curl -sS --fail-with-body %s %s/api/v1/v1/invoices   # TEST key: sandbox data\n", hdr(at, gendata.DemoCompanyA), base)
+	fmt.Fprintf(w, "  curl -sS --fail-with-body -H \"Authorization: Bearer %s\" '%s/admin/v1/keys?companyId=%s'   # admin API\n", cfg.AdminToken, admin, gendata.DemoCompanyA)
+	fmt.Fprintf(w, "\nAdmin console: %s%s (sign in with the admin token above)\n", admin, console.Path)
+	fmt.Fprintf(w, "\nWebhooks: every event of company A is sent to the demo's receiver (%s/live and .../test),\n", hooks)
+	fmt.Fprintln(w, "which prints each one here, its signature verified. Create a client with the fourth curl line:")
+	fmt.Fprintln(w, "its client.created event is printed within about ten seconds.")
+}
+
+// printOtherTerminals says how to run the other commands against this demo
+// (its Redis and databases) from another terminal, with the webhook
+// listener and triggers as the example.
+func printOtherTerminals(w io.Writer, cfg Config, redisURL string) {
+	fmt.Fprintln(w, "\nOther commands against this demo, from another terminal in this directory: first")
+	fmt.Fprintf(w, "  export GATEWAY_REDIS_URL=%s GATEWAY_LIVE_DATABASE_URL=%s GATEWAY_TEST_DATABASE_URL=%s GATEWAY_EVENTS_ALLOW_HTTP=true GATEWAY_EVENTS_ALLOWED_NETWORKS=127.0.0.0/8\n",
+		redisURL, cfg.LiveDatabaseURL, cfg.TestDatabaseURL)
+	fmt.Fprintln(w, "then, for example, receive company A's TEST events (forwarded to your handler with --forward-to URL) and make one:")
+	fmt.Fprintf(w, "  go run ./cmd/gateway events listen --company %s\n", gendata.DemoCompanyA)
+	fmt.Fprintf(w, "  go run ./cmd/gateway events trigger invoice.paid --company %s\n", gendata.DemoCompanyA)
 	fmt.Fprintln(w, "\nPress Ctrl+C to stop.")
 }
 

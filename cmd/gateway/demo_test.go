@@ -2,19 +2,22 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/gateway/apidocs"
 )
 
 // The demo starts with nothing installed and its printed curl lines work as
-// printed.
+// printed; each fails visibly (a non-zero exit, the problem printed) when
+// the request fails, so that a script that copies one notices.
 func TestDemoCurlLinesWork(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl not installed")
@@ -29,9 +32,12 @@ func TestDemoCurlLinesWork(t *testing.T) {
 	if len(lines) < 5 {
 		t.Fatalf("too few curl lines:\n%s", printed)
 	}
-	for _, l := range lines {
+	for i, l := range lines {
 		if i := strings.Index(l, "   # "); i > 0 { // the demo's explanatory comments
 			l = l[:i]
+		}
+		if !strings.HasPrefix(l, "curl -sS --fail-with-body ") {
+			t.Errorf("%s: does not fail visibly (curl -sS --fail-with-body)", l)
 		}
 		cmd := exec.Command("bash", "-c", l+" -w '\\n%{http_code}'")
 		b, err := cmd.Output()
@@ -50,6 +56,17 @@ func TestDemoCurlLinesWork(t *testing.T) {
 		var v map[string]any
 		if err := json.Unmarshal([]byte(body), &v); err != nil {
 			t.Errorf("%s: not JSON: %s", l, body)
+		}
+		if i != 0 {
+			continue
+		}
+		// The first line with a key one character short: curl exits 22
+		// and prints the problem.
+		key := regexp.MustCompile(`igw_live_\w+`).FindString(l)
+		out, err := exec.Command("bash", "-c", strings.Replace(l, key, key[:len(key)-1], 1)).Output()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 22 || !strings.Contains(string(out), `"code":"invalid_api_key"`) {
+			t.Errorf("%s with a wrong key: exit %v, output %s; want exit 22 and the problem", l, err, out)
 		}
 	}
 }
@@ -117,5 +134,75 @@ func TestDemoIdempotentCreate(t *testing.T) {
 	other, _ := post(`{"name":"Outro Nome"}`)
 	if other.StatusCode != 422 {
 		t.Fatalf("the key with another body: %d, want 422", other.StatusCode)
+	}
+}
+
+// The demo's first minute shows an event: a client created with the printed
+// curl line reaches the demo's receiver, which prints it verified.
+func TestDemoShowsAnEvent(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl not installed")
+	}
+	demo := runDemoLive(t)
+	printed := demo.String()
+	var create string
+	for _, l := range strings.Split(printed, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "curl ") && strings.Contains(l, " -d ") {
+			create = l
+		}
+	}
+	if create == "" || !strings.Contains(printed, "Webhooks: every event of company A") {
+		t.Fatalf("no create-client line or webhooks paragraph:\n%s", printed)
+	}
+	out, err := exec.Command("bash", "-c", create).Output()
+	if err != nil {
+		t.Fatalf("%s: %v", create, err)
+	}
+	var c struct{ ID string }
+	if json.Unmarshal(out, &c) != nil || c.ID == "" {
+		t.Fatalf("create: %s", out)
+	}
+	out2 := demo.String
+	deadline := time.Now().Add(60 * time.Second)
+	want := regexp.MustCompile(`webhook LIVE client\.created +evt_[a-z2-7]{26}  client "Kianda Lda" ` + c.ID + `  \(signature verified\)`)
+	for !want.MatchString(out2()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no verified client.created for %s printed within 60 s:\n%s", c.ID, out2())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if strings.Contains(out2(), "refused") {
+		t.Errorf("the demo's receiver refused a delivery:\n%s", out2())
+	}
+}
+
+// The demo says how to reach it from another terminal, and that works: a
+// change triggered with the printed environment and command reaches the
+// demo's receiver as a TEST event.
+func TestDemoFromAnotherTerminal(t *testing.T) {
+	demo := runDemoLive(t)
+	printed := demo.String()
+	m := regexp.MustCompile(`(?m)^  export (.+)$`).FindStringSubmatch(printed)
+	trigger := regexp.MustCompile(`(?m)^  go run \./cmd/gateway (events trigger invoice\.paid --company \S+)$`).FindStringSubmatch(printed)
+	if m == nil || trigger == nil {
+		t.Fatalf("no export line or trigger command:\n%s", printed)
+	}
+	vars := map[string]string{}
+	for _, kv := range strings.Fields(m[1]) {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	code, out, errs := gw(t, envOf(vars), strings.Fields(trigger[1])...)
+	id := regexp.MustCompile(`: ([0-9a-f-]{36})\.`).FindStringSubmatch(out)
+	if code != 0 || id == nil {
+		t.Fatalf("%s: %d %s %s", trigger[1], code, out, errs)
+	}
+	want := regexp.MustCompile(`webhook TEST invoice\.paid +evt_[a-z2-7]{26}  invoice FT \S+ PAID, AGT \w+ ` + id[1] + `  \(signature verified\)`)
+	deadline := time.Now().Add(60 * time.Second)
+	for !want.MatchString(demo.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no verified invoice.paid for %s within 60 s:\n%s", id[1], demo.String())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

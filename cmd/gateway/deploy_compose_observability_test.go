@@ -183,7 +183,7 @@ func checkComposePrometheus(t *testing.T, f composeFile) {
 		}
 		servedStatus(t, "/healthz") // builds the probe gateway
 		rec := httptest.NewRecorder()
-		probeDeps.server.AdminHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, sc.MetricsPath, nil))
+		probeDeps.admin.Handler(probeDeps.server).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, sc.MetricsPath, nil))
 		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "gateway_http_requests_total") {
 			t.Errorf("job %s scrapes %s: the admin listener answers %d without the gateway's metrics", sc.JobName, sc.MetricsPath, rec.Code)
 		}

@@ -75,9 +75,10 @@ func provisionedDatasource(t *testing.T) grafanaDS {
 	return grafanaDS{Type: "prometheus", UID: f.Datasources[0].UID}
 }
 
-// dashboardMetrics are the gateway's metrics the dashboard must show (issue
-// 18: requests, errors and latency per route, 429s by mode, breakers, key
-// cache, Redis fallback, database and Redis pools).
+// dashboardMetrics are the gateway's metrics the dashboard must show
+// (requests, errors and latency per route, 429s by mode, breakers, key
+// cache, Redis fallback, database and Redis pools, the webhooks' work,
+// backlog, detection and endpoints).
 var dashboardMetrics = []string{
 	"gateway_http_requests_total", "gateway_http_request_duration_seconds_bucket",
 	"gateway_ratelimit_decisions_total", "gateway_ratelimit_fallback_active",
@@ -85,6 +86,10 @@ var dashboardMetrics = []string{
 	"gateway_database_pool_connections", "gateway_database_pool_max_connections",
 	"gateway_database_pool_acquires_total", "gateway_database_pool_waits_total", "gateway_database_pool_wait_seconds_total",
 	"gateway_redis_pool_connections", "gateway_redis_pool_events_total",
+	"gateway_events_detected_total", "gateway_events_enqueued_total", "gateway_events_delivery_attempts_total",
+	"gateway_events_delivery_latency_seconds_bucket", "gateway_events_backlog", "gateway_events_oldest_due_seconds",
+	"gateway_events_detector_lag_seconds", "gateway_events_detector_leader", "gateway_events_endpoints",
+	"gateway_events_delivery_failures_total", "gateway_events_deliveries_in_flight",
 }
 
 var grafanaVar = regexp.MustCompile(`\$\{?(\w+)\}?`)

@@ -14,15 +14,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"gopkg.in/yaml.v3"
 
+	"github.com/invoicing-ao/gateway/admin"
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend/gendata"
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -41,12 +42,12 @@ func exportedSeries(t *testing.T) map[string]map[string]bool {
 	t.Helper()
 	servedStatus(t, "/healthz") // builds the probe gateway
 	seriesOnce.Do(func() {
-		srv := probeDeps.server
+		adm := probeDeps.admin
 		sc, err := authz.ParseScopes("clients:read")
 		if err != nil {
 			t.Fatal(err)
 		}
-		k, err := srv.CreateKey(context.Background(), "test@local", gateway.KeySpec{CompanyID: gendata.DemoCompanyA, Mode: invoicing.Live, Scopes: sc, Name: "observability check"})
+		k, err := adm.CreateKey(context.Background(), "test@local", admin.KeySpec{CompanyID: gendata.DemoCompanyA, Mode: invoicing.Live, Scopes: sc, Name: "observability check"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,8 +57,7 @@ func exportedSeries(t *testing.T) map[string]map[string]bool {
 			req.Header.Set("X-Company-Id", gendata.DemoCompanyA)
 			probeHandler.ServeHTTP(httptest.NewRecorder(), req)
 		}
-		rec := httptest.NewRecorder()
-		srv.AdminHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		rec := scrapeWithWatermarks(t)
 		parser := expfmt.NewTextParser(model.UTF8Validation)
 		mfs, err := parser.TextToMetricFamilies(rec.Body)
 		if err != nil {
@@ -96,6 +96,30 @@ func exportedSeries(t *testing.T) map[string]map[string]bool {
 		t.Fatal("the probe gateway's metrics could not be read")
 	}
 	return series
+}
+
+// scrapeWithWatermarks runs the probe's webhooks until its detection has
+// watermarks, whose lag /metrics reports only once they exist, and returns
+// the scrape that shows them (the events' state is read from Redis at most
+// every few seconds: this can take that long).
+func scrapeWithWatermarks(t *testing.T) *httptest.ResponseRecorder {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); probeDeps.events.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		rec := httptest.NewRecorder()
+		probeDeps.admin.Handler(probeDeps.server).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		if strings.Contains(rec.Body.String(), "gateway_events_detector_lag_seconds{") {
+			return rec
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("after 60 s of detection, /metrics has no gateway_events_detector_lag_seconds")
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 // targetLabels are the labels Prometheus adds to every scraped series.

@@ -106,8 +106,10 @@ func TestAlertRules(t *testing.T) {
 }
 
 // ruleTestFiles are the promtool unit tests: the SLO's (evaluated every 5
-// minutes over day-long series) and the other alerts' (every minute).
-var ruleTestFiles = []string{obsDir + "/prometheus/gateway-slo.test.yml", obsDir + "/prometheus/gateway-rules.test.yml"}
+// minutes over day-long series), the other alerts' of the API and the
+// webhooks' (every minute).
+var ruleTestFiles = []string{obsDir + "/prometheus/gateway-slo.test.yml", obsDir + "/prometheus/gateway-rules.test.yml",
+	obsDir + "/prometheus/gateway-events.test.yml"}
 
 // checkRuleTests requires of the promtool tests, for every alert, a case
 // where it fires and one where it does not, on the rules file itself.

@@ -4,14 +4,17 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -21,13 +24,15 @@ import (
 // The integrator's view, against the demo as `gateway demo` runs it: the Go
 // client of this repository (client/), and a TypeScript program whose types
 // openapi-typescript generates from the served document, type-checked with
-// `tsc --strict` and run (client/typescript). Node and npm are skipped when
+// `tsc --strict` and run (client/typescript), with its webhook receiver sent
+// deliveries signed as the gateway signs them. Node and npm are skipped when
 // missing, except under CI=true (.ci/test installs them).
 func TestIntegrators(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	base, key, company := startDemo(t)
+	printed := runDemo(t)
+	base, key, company := parseDemo(t, printed)
 
 	t.Run("GoClient", func(t *testing.T) {
 		goClientAgainst(t, base, key, company)
@@ -45,8 +50,8 @@ func TestIntegrators(t *testing.T) {
 			}
 			return string(out)
 		}
-		// The README's recipe, beside the full program.
-		if err := os.WriteFile(filepath.Join(dir, "readme.ts"), readmeSnippet(t, "ts"), 0o644); err != nil {
+		// The recipe of docs/integrators.md, beside the full program.
+		if err := os.WriteFile(filepath.Join(dir, "snippet.ts"), docsSnippet(t, "ts"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		run("openapi-typescript", base+"/api/openapi.yaml", "-o", "schema.ts")
@@ -54,10 +59,98 @@ func TestIntegrators(t *testing.T) {
 		if out := run("tsx", "integrator.ts"); !strings.HasPrefix(out, "ok: ") {
 			t.Fatalf("integrator.ts: %s", out)
 		}
-		if out := run("tsx", "readme.ts"); !regexp.MustCompile(`^[0-9]+ \[`).MatchString(out) {
-			t.Fatalf("the README's snippet printed %q", out)
+		if out := run("tsx", "snippet.ts"); !regexp.MustCompile(`^[0-9]+ \[`).MatchString(out) {
+			t.Fatalf("docs/integrators.md's snippet printed %q", out)
 		}
+		typescriptReceiver(t, dir, base, key, company)
+		typescriptReceiverFromGateway(t, dir, printed)
 	})
+}
+
+// typescriptReceiver runs receiver.ts and checks the events it typed: each
+// accepted event printed once, with its data read through the generated
+// types (an invoice's number, status, amount and transmission).
+func typescriptReceiver(t *testing.T, dir, base, key, company string) {
+	secret := webhookSecret(t)
+	port := freePort(t)
+	cmd := exec.Command(filepath.Join(dir, "node_modules", ".bin", "tsx"), "receiver.ts")
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "WEBHOOK_SECRET="+secret)
+	out := startReceiver(t, cmd, port)
+	invJSON, clJSON := demoInvoiceAndClient(t, base, key, company)
+	var inv struct {
+		ID, Number, Status string
+		TotalAmount        json.Number
+		Transmission       struct{ Status string }
+	}
+	var cl struct{ ID, Name string }
+	if json.Unmarshal(invJSON, &inv) != nil || json.Unmarshal(clJSON, &cl) != nil {
+		t.Fatalf("the demo's invoice or client: %s %s", invJSON, clJSON)
+	}
+	got := deliverToReceiver(t, port, out, secret, invJSON, clJSON)
+	want := []string{
+		fmt.Sprintf("invoice.paid %s %s %s %s %s", inv.ID, inv.Number, inv.Status, inv.TotalAmount, inv.Transmission.Status),
+		fmt.Sprintf("client.updated %s %s", cl.ID, cl.Name),
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("receiver.ts printed\n%s\nwant\n%s\n(all output:\n%s)", strings.Join(got, "\n"), strings.Join(want, "\n"), out.String())
+	}
+}
+
+// typescriptReceiverFromGateway registers receiver.ts as a webhook
+// endpoint of the demo's company A (through the admin API, as the
+// platform's dashboard would), creates a client through the public API, and
+// checks that the gateway's own delivery of client.created verifies with
+// npm standardwebhooks and is printed once.
+func typescriptReceiverFromGateway(t *testing.T, dir, printed string) {
+	base, key, company := parseDemo(t, printed)
+	m := regexp.MustCompile(`admin API on (\S+), token (\w+)\)`).FindStringSubmatch(printed)
+	if m == nil {
+		t.Fatalf("no admin address and token in:\n%s", printed)
+	}
+	port := freePort(t)
+	body := fmt.Sprintf(`{"mode":"LIVE","url":"http://127.0.0.1:%d/webhooks/invoicing","types":["client.created"]}`, port)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+m[1]+"/admin/v1/companies/"+company+"/webhooks", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+m[2])
+	req.Header.Set("X-Actor", "integrators-test")
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ep struct{ Secret string }
+	err = json.NewDecoder(res.Body).Decode(&ep)
+	res.Body.Close()
+	if err != nil || res.StatusCode != http.StatusCreated || ep.Secret == "" {
+		t.Fatalf("create the endpoint: %d %v", res.StatusCode, err)
+	}
+	cmd := exec.Command(filepath.Join(dir, "node_modules", ".bin", "tsx"), "receiver.ts")
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "WEBHOOK_SECRET="+ep.Secret)
+	out := startReceiver(t, cmd, port)
+	req, _ = http.NewRequest(http.MethodPost, base+"/api/v1/v1/clients", strings.NewReader(`{"name":"Integrador TS Lda"}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("X-Company-Id", company)
+	req.Header.Set("Content-Type", "application/json")
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cl struct{ ID string }
+	err = json.NewDecoder(res.Body).Decode(&cl)
+	res.Body.Close()
+	if err != nil || res.StatusCode != http.StatusCreated {
+		t.Fatalf("create a client: %d %v", res.StatusCode, err)
+	}
+	want := "client.created " + cl.ID + " Integrador TS Lda"
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(out.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("receiver.ts did not print %q from the gateway's delivery:\n%s", want, out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := strings.Count(out.String(), want); n != 1 {
+		t.Errorf("receiver.ts printed the event %d times:\n%s", n, out.String())
+	}
 }
 
 // goClientAgainst drives the five operations through the Go client.
@@ -105,17 +198,17 @@ func goClientAgainst(t *testing.T, base, key, company string) {
 	}
 }
 
-// readmeSnippet is the first code block of language lang in the README's
-// Clients section.
-func readmeSnippet(t *testing.T, lang string) []byte {
+// docsSnippet is the first code block of language lang in the Clients
+// section of docs/integrators.md.
+func docsSnippet(t *testing.T, lang string) []byte {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "integrators.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile("(?s)## Clients.*?```" + lang + "\n(.*?)```").FindSubmatch(readme)
+	m := regexp.MustCompile("(?s)## Clients.*?```" + lang + "\n(.*?)```").FindSubmatch(doc)
 	if m == nil {
-		t.Fatalf("no %s block in the README's Clients section", lang)
+		t.Fatalf("no %s block in the Clients section of docs/integrators.md", lang)
 	}
 	return m[1]
 }
@@ -154,7 +247,7 @@ func typescriptProject(t *testing.T) string {
 		}
 	}
 	dir := t.TempDir()
-	for _, f := range []string{"package.json", "tsconfig.json", "integrator.ts"} {
+	for _, f := range []string{"package.json", "tsconfig.json", "integrator.ts", "webhook.ts", "receiver.ts"} {
 		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
 			t.Fatal(err)

@@ -11,8 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/invoicing-ao/gateway/admin"
 	"github.com/invoicing-ao/gateway/authz"
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -39,7 +39,7 @@ func keysCreateFlags(fs *flag.FlagSet) action {
 		if *asJSON && *quiet {
 			return usagef("--json and --quiet exclude each other")
 		}
-		spec := gateway.KeySpec{CompanyID: *company, Mode: mode, Scopes: scopes, Name: *name, AllowedCIDRs: cidrs}
+		spec := admin.KeySpec{CompanyID: *company, Mode: mode, Scopes: scopes, Name: *name, AllowedCIDRs: cidrs}
 		if spec.ExpiresAt, err = expiry(*expiresIn, *expiresAt, time.Now()); err != nil {
 			return err
 		}
@@ -48,7 +48,7 @@ func keysCreateFlags(fs *flag.FlagSet) action {
 			return err
 		}
 		defer d.Close()
-		v, err := d.server.CreateKey(ctx, commandActor(), spec)
+		v, err := d.admin.CreateKey(ctx, commandActor(), spec)
 		switch {
 		case err != nil:
 			return err
@@ -71,7 +71,7 @@ func keysList(company *string, asJSON *bool) action {
 			return err
 		}
 		defer d.Close()
-		keys, err := d.server.ListKeys(ctx, *company)
+		keys, err := d.admin.ListKeys(ctx, *company)
 		if err != nil {
 			return err
 		}
@@ -90,7 +90,7 @@ func keysRevoke(asJSON *bool) action {
 			return err
 		}
 		defer d.Close()
-		v, err := d.server.RevokeKey(ctx, commandActor(), c.args[0])
+		v, err := d.admin.RevokeKey(ctx, commandActor(), c.args[0])
 		if err != nil {
 			return err
 		}
@@ -102,7 +102,7 @@ func keysRevoke(asJSON *bool) action {
 	}
 }
 
-func printKeys(w io.Writer, keys []gateway.KeyView) {
+func printKeys(w io.Writer, keys []admin.KeyView) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tMODE\tSCOPES\tNAME\tKEY\tSTATE\tCREATED\tLAST USED\tEXPIRES\tROLLED\tNETWORKS")
 	stamp := func(t *time.Time, none string) string {
@@ -178,7 +178,7 @@ func parseDuration(s string) (time.Duration, error) {
 }
 
 // limitsOf describes a key's expiry and networks, when it has them.
-func limitsOf(v gateway.KeyView) string {
+func limitsOf(v admin.KeyView) string {
 	s := ""
 	if v.ExpiresAt != nil {
 		s += ", expiring " + v.ExpiresAt.UTC().Format(time.RFC3339)
@@ -198,7 +198,7 @@ func keysRollFlags(fs *flag.FlagSet) action {
 			return err
 		}
 		defer d.Close()
-		v, err := d.server.RollKey(ctx, commandActor(), c.args[0], *overlap)
+		v, err := d.admin.RollKey(ctx, commandActor(), c.args[0], *overlap)
 		if err != nil {
 			return err
 		}

@@ -10,7 +10,7 @@ import (
 )
 
 // Expiry, networks, rolls and the audit log from the command line, against
-// real PostgreSQL and Redis, word for word as the README shows them.
+// real PostgreSQL and Redis, as docs/operators.md shows them.
 func TestKeyLifecycleCommands(t *testing.T) {
 	env := cliEnv(t)
 	co := gendata.DemoCompanyA

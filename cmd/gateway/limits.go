@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/admin"
 )
 
 func limitsGet(company *string, asJSON *bool) action {
-	return limitsAction(asJSON, func(ctx context.Context, s *gateway.Server) (gateway.LimitsView, error) {
+	return limitsAction(asJSON, func(ctx context.Context, s *admin.Service) (admin.LimitsView, error) {
 		return s.CompanyLimits(ctx, *company)
 	})
 }
@@ -22,7 +22,7 @@ func limitsSetFlags(fs *flag.FlagSet) action {
 	rps := fs.Float64("rps", 0, "sustained requests per second (`N` > 0)")
 	burst := fs.Int("burst", 0, "requests allowed at once (`N` >= 1)")
 	asJSON := jsonFlag(fs)
-	set := limitsAction(asJSON, func(ctx context.Context, s *gateway.Server) (gateway.LimitsView, error) {
+	set := limitsAction(asJSON, func(ctx context.Context, s *admin.Service) (admin.LimitsView, error) {
 		return s.SetCompanyLimit(ctx, commandActor(), *company, *mode, *rps, *burst)
 	})
 	return func(ctx context.Context, c *invocation) error {
@@ -37,21 +37,21 @@ func limitsSetFlags(fs *flag.FlagSet) action {
 }
 
 func limitsReset(company *string, asJSON *bool) action {
-	return limitsAction(asJSON, func(ctx context.Context, s *gateway.Server) (gateway.LimitsView, error) {
+	return limitsAction(asJSON, func(ctx context.Context, s *admin.Service) (admin.LimitsView, error) {
 		return s.ResetCompanyLimits(ctx, commandActor(), *company)
 	})
 }
 
 // limitsAction runs op, the one operation of a limits command, and prints
 // the company's limits after it.
-func limitsAction(asJSON *bool, op func(context.Context, *gateway.Server) (gateway.LimitsView, error)) action {
+func limitsAction(asJSON *bool, op func(context.Context, *admin.Service) (admin.LimitsView, error)) action {
 	return func(ctx context.Context, c *invocation) error {
 		d, err := c.open(ctx)
 		if err != nil {
 			return err
 		}
 		defer d.Close()
-		v, err := op(ctx, d.server)
+		v, err := op(ctx, d.admin)
 		if err != nil {
 			return err
 		}
@@ -60,7 +60,7 @@ func limitsAction(asJSON *bool, op func(context.Context, *gateway.Server) (gatew
 		}
 		for _, m := range []struct {
 			name string
-			l    gateway.LimitView
+			l    admin.LimitView
 		}{{"LIVE", v.Live}, {"TEST", v.Test}} {
 			src := "default"
 			if m.l.Custom {

@@ -252,10 +252,10 @@ func sum(xs []float64) (s float64) {
 	return s
 }
 
-// TestThreeProcessesAccuracy measures the issue's accuracy figures across
-// three `gateway serve` processes on one Redis, with real load over 10 s
-// windows; it needs a machine that can offer more than 5,000 requests/s, so
-// it runs only when asked:
+// TestThreeProcessesAccuracy measures the rate limits' accuracy targets
+// (docs/performance.md) across three `gateway serve` processes on one Redis,
+// with real load over 10 s windows; it needs a machine that can offer more
+// than 5,000 requests/s, so it runs only when asked:
 //
 //	GATEWAY_ACCURACY=1 go test -run TestThreeProcessesAccuracy -v ./cmd/gateway/
 func TestThreeProcessesAccuracy(t *testing.T) {

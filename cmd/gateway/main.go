@@ -117,7 +117,7 @@ func overview(w io.Writer, group string) {
 A command's flags and an example: gateway COMMAND --help (gateway keys create --help).
 Commands that connect read the configuration file given by --config, else
 $GATEWAY_CONFIG, else ./configs/gateway.yaml, then the GATEWAY_* environment
-variables, which win; see README.md.
+variables, which win; see docs/operators.md.
 `)
 }
 

@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/common/model"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"github.com/invoicing-ao/gateway/admin"
 	"github.com/invoicing-ao/gateway/backend/gendata"
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -328,7 +328,7 @@ func checkUsage(t *testing.T, g *observedGateway, co string) {
 	if err := g.d.usage.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	sum := func(v gateway.UsageView) (live2, test2, test4, total int64) {
+	sum := func(v admin.UsageView) (live2, test2, test4, total int64) {
 		for _, d := range v.Days {
 			live2 += d.Live["2xx"]
 			test2 += d.Test["2xx"]
@@ -340,7 +340,7 @@ func checkUsage(t *testing.T, g *observedGateway, co string) {
 	// Two days: the requests may straddle midnight in Luanda.
 	url := g.admin.URL + "/admin/v1/companies/" + co + "/usage?days=2"
 	st, _, b := call(t, http.MethodGet, url, g.token, "", "", nil)
-	var v gateway.UsageView
+	var v admin.UsageView
 	if st != http.StatusOK || json.Unmarshal(b, &v) != nil || len(v.Days) != 2 {
 		t.Fatalf("admin usage: %d %s", st, b)
 	}
@@ -363,7 +363,7 @@ func checkUsage(t *testing.T, g *observedGateway, co string) {
 	}
 
 	code, out, errs := gw(t, g.env, "usage", "--company", co, "--days", "2", "--json")
-	var cv gateway.UsageView
+	var cv admin.UsageView
 	if code != 0 || json.Unmarshal([]byte(out), &cv) != nil {
 		t.Fatalf("usage --json: %d %s %s", code, out, errs)
 	}
@@ -371,7 +371,7 @@ func checkUsage(t *testing.T, g *observedGateway, co string) {
 		t.Errorf("CLI usage: %s", out)
 	}
 	code, out, _ = gw(t, g.env, "usage", "--company", co)
-	if code != 0 || !strings.Contains(out, "company "+co) || !strings.Contains(out, "LIVE 2xx=") || strings.Count(out, "\n") != 1+gateway.DefaultUsageDays {
+	if code != 0 || !strings.Contains(out, "company "+co) || !strings.Contains(out, "LIVE 2xx=") || strings.Count(out, "\n") != 1+admin.DefaultUsageDays {
 		t.Errorf("usage text: %d\n%s", code, out)
 	}
 	if code, _, _ := gw(t, g.env, "usage"); code != 2 {

@@ -21,8 +21,8 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/invoicing-ao/gateway/admin"
 	"github.com/invoicing-ao/gateway/authz"
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
@@ -199,7 +199,7 @@ func startObserved(t *testing.T, extra map[string]string) *observedGateway {
 	}
 	t.Cleanup(g.d.Close)
 	g.pub = httptest.NewServer(g.d.server.Handler())
-	g.admin = httptest.NewServer(g.d.server.AdminHandler())
+	g.admin = httptest.NewServer(g.d.admin.Handler(g.d.server))
 	t.Cleanup(g.pub.Close)
 	t.Cleanup(g.admin.Close)
 	return g
@@ -208,7 +208,7 @@ func startObserved(t *testing.T, extra map[string]string) *observedGateway {
 func (g *observedGateway) key(t *testing.T, company string, mode invoicing.Mode) string {
 	t.Helper()
 	sc, _ := authz.ParseScopes("invoices:read,clients:read,clients:write")
-	v, err := g.d.server.CreateKey(context.Background(), "test@local", gateway.KeySpec{CompanyID: company, Mode: mode, Scopes: sc, Name: "observability test"})
+	v, err := g.d.admin.CreateKey(context.Background(), "test@local", admin.KeySpec{CompanyID: company, Mode: mode, Scopes: sc, Name: "observability test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,8 @@ import (
 // The developer portal's checks that need tools from outside Go, all against
 // one demo gateway: the document lints clean (Spectral), the Postman
 // collection runs green (Newman), a headless Chromium renders the explorer
-// with the five operations, and the code samples of the document work as
-// written. Each tool is skipped when missing, except under CI=true, where
+// with the five operations and the webhooks, and the code samples of the
+// document, the Webhooks guide's included, work as written. Each tool is skipped when missing, except under CI=true, where
 // .ci/test has installed them and a missing one fails.
 
 // npm tools, pinned (toolchain notes), installed once under the user's cache.
@@ -95,7 +95,15 @@ func TestPortal(t *testing.T) {
 		if !regexp.MustCompile(`<input [^>]*type="text" value="` + apidocs.ExampleCompanyID + `"`).Match(dom) {
 			t.Errorf("the explorer's X-Company-Id field does not show the example company id %s", apidocs.ExampleCompanyID)
 		}
-		for _, want := range []string{`Request Example for post /api/v1/v1/clients`, `-H "X-Company-Id: $COMPANY_ID"`, `id="api/description/rate-limits"`} {
+		// The webhooks, each under its name without dots, and their guide.
+		for _, name := range []string{"invoice.issued", "invoice.paid", "invoice.cancelled", "invoice.overdue",
+			"invoice.transmission.updated", "client.created", "client.updated"} {
+			if !strings.Contains(string(dom), `id="api/webhook/POST/`+strings.ReplaceAll(name, ".", "")+`"`) {
+				t.Errorf("the explorer does not show the webhook %s", name)
+			}
+		}
+		for _, want := range []string{`Request Example for post /api/v1/v1/clients`, `-H "X-Company-Id: $COMPANY_ID"`, `id="api/description/rate-limits"`,
+			`id="api/description/webhooks"`} {
 			if !strings.Contains(string(dom), want) && !strings.Contains(stripTags(string(dom)), want) {
 				t.Errorf("the explorer does not show %q", want)
 			}
@@ -105,13 +113,23 @@ func TestPortal(t *testing.T) {
 	t.Run("CodeSamples", func(t *testing.T) {
 		runCodeSamples(t, base, key, company)
 	})
+
+	t.Run("WebhookGuide", func(t *testing.T) {
+		runWebhookGuide(t, base, key, company)
+	})
 }
 
 // startDemo runs `gateway demo` in-process on free ports and returns its
 // address, the full-access LIVE key of company A and A's id.
 func startDemo(t *testing.T) (base, key, company string) {
 	t.Helper()
-	s := runDemo(t)
+	return parseDemo(t, runDemo(t))
+}
+
+// parseDemo reads the demo's address, company A's LIVE key and A's id from
+// what it printed.
+func parseDemo(t *testing.T, s string) (base, key, company string) {
+	t.Helper()
 	m := regexp.MustCompile(`ready on (http://\S+)`).FindStringSubmatch(s)
 	k := regexp.MustCompile(`LIVE full access\s+company A\s+(igw_live_\S+)`).FindStringSubmatch(s)
 	c := regexp.MustCompile(`Companies: A (\S+)`).FindStringSubmatch(s)
@@ -210,8 +228,12 @@ func runCodeSamples(t *testing.T, base, key, company string) {
 		"INVOICE_ID="+ids("/api/v1/v1/invoices?pageSize=1"), "CLIENT_ID="+ids("/api/v1/v1/clients?pageSize=1"))
 	runners := map[string]func(dir, src string) *exec.Cmd{
 		"Shell": func(dir, src string) *exec.Cmd {
-			// Fail on an HTTP error, as the other languages' samples do.
-			return exec.Command("bash", "-c", "set -o pipefail; "+strings.TrimSpace(strings.Replace(src, "curl -sS", "curl -sS --fail-with-body", 1)))
+			// A sample fails on an HTTP error, as the other languages' do,
+			// so that a script that copies it notices.
+			if !strings.Contains(src, "curl -sS --fail-with-body ") {
+				t.Errorf("a curl sample does not fail visibly (-sS --fail-with-body):\n%s", src)
+			}
+			return exec.Command("bash", "-c", "set -o pipefail; "+strings.TrimSpace(src))
 		},
 		"JavaScript": func(dir, src string) *exec.Cmd {
 			return exec.Command("node", "--input-type=module", "-e", src)
@@ -256,6 +278,13 @@ func runCodeSamples(t *testing.T, base, key, company string) {
 // demo printed once ready.
 func runDemo(t *testing.T) string {
 	t.Helper()
+	return runDemoLive(t).String()
+}
+
+// runDemoLive runs the demo until the test ends and returns what it prints,
+// as it prints it; it returns once the demo is ready.
+func runDemoLive(t *testing.T) *testenv.SyncBuffer {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errb testenv.SyncBuffer
 	done := make(chan int, 1)
@@ -282,5 +311,5 @@ func runDemo(t *testing.T) string {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return out.String()
+	return &out
 }

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/invoicing-ao/gateway/admin"
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend/gendata"
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
@@ -41,7 +41,7 @@ func TestTrustedProxiesSetting(t *testing.T) {
 	}
 	defer d.Close()
 	scopes, _ := authz.ParseScopes("clients:read")
-	k, err := d.server.CreateKey(t.Context(), "test@local", gateway.KeySpec{CompanyID: gendata.DemoCompanyA,
+	k, err := d.admin.CreateKey(t.Context(), "test@local", admin.KeySpec{CompanyID: gendata.DemoCompanyA,
 		Mode: invoicing.Live, Scopes: scopes, AllowedCIDRs: []string{"203.0.113.0/24"}})
 	if err != nil {
 		t.Fatal(err)

@@ -82,10 +82,22 @@ func serveOn(ctx context.Context, cfg Config, d *deps, logger *slog.Logger, pubL
 		// The defaults: 5s to send the request head, 16 KiB of headers.
 		return gateway.NewHTTPServer(h, gateway.HTTPConfig{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)})
 	}
-	pub, adm := newServer(d.server.Handler()), newServer(d.server.AdminHandler())
+	pub, adm := newServer(d.server.Handler()), newServer(d.admin.Handler(d.server))
 	errc := make(chan error, 2)
 	go func() { errc <- pub.Serve(pubLn) }()
 	go func() { errc <- adm.Serve(admLn) }()
+	// Events are detected and delivered beside the listeners until the
+	// listeners have stopped; deliveries under way then finish (within the
+	// delivery timeout), and what was not delivered waits in Redis for any
+	// instance.
+	ectx, stopEvents := context.WithCancel(context.WithoutCancel(ctx))
+	eventsDone := make(chan struct{})
+	if cfg.EventsRun && d.events != nil {
+		go func() { defer close(eventsDone); d.events.Run(ectx) }()
+	} else {
+		close(eventsDone)
+	}
+	defer func() { stopEvents(); <-eventsDone }()
 	if ready != nil {
 		ready(pubLn.Addr(), admLn.Addr())
 	}

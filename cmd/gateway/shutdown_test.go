@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoicing-ao/gateway/admin"
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend/gendata"
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
@@ -82,7 +82,7 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	defer d.Close()
 	sc, _ := authz.ParseScopes("clients:read,invoices:read")
-	k, err := d.server.CreateKey(ctx, "test@local", gateway.KeySpec{CompanyID: gendata.DemoCompanyA, Mode: invoicing.Live, Scopes: sc, Name: "shutdown"})
+	k, err := d.admin.CreateKey(ctx, "test@local", admin.KeySpec{CompanyID: gendata.DemoCompanyA, Mode: invoicing.Live, Scopes: sc, Name: "shutdown"})
 	if err != nil {
 		t.Fatal(err)
 	}

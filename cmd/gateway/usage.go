@@ -19,7 +19,7 @@ func usageShow(company *string, days *int, asJSON *bool) action {
 			return err
 		}
 		defer d.Close()
-		v, err := d.server.CompanyUsage(ctx, *company, *days)
+		v, err := d.admin.CompanyUsage(ctx, *company, *days)
 		if err != nil {
 			return err
 		}

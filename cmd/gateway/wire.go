@@ -5,17 +5,21 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/invoicing-ao/gateway/admin"
 	"github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/events"
 	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/idempotency"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
 	usagecounter "github.com/invoicing-ao/gateway/usage"
 )
@@ -26,11 +30,14 @@ type deps struct {
 	live, test *backend.Store
 	keys       *authz.Keyring
 	limiter    *tenants.Limiter
-	server     *gateway.Server
+	server     *gateway.Server // the public API, and the admin listener's frame
+	admin      *admin.Service  // keys, limits, usage, audit and webhooks: the admin API and the CLI
+	events     *events.Service // webhooks: run by serve and demo, managed through admin
 	usage      *usagecounter.Counter
 }
 
-// connect opens Redis and both databases and builds the server on them.
+// connect opens Redis and both databases and builds the server and the
+// administration on them.
 func connect(ctx context.Context, cfg Config, logger *slog.Logger, opts ...wireOption) (*deps, error) {
 	// A single Redis, Sentinel or Cluster by the URL's scheme; every form
 	// keeps ContextTimeoutEnabled (redisurl.go).
@@ -52,6 +59,9 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 			d.Close()
 			return nil, &depError{what: "Redis", setting: settingName("RedisURL"), target: redactURL(cfg.RedisURL), err: err}
 		}
+	}
+	if o.needs&needRedis != 0 {
+		warnFewReplicas(ctx, rdb, cfg.RedisMinReplicas, logger)
 	}
 	var live, test gateway.Store // nil interfaces for the databases not needed
 	for _, db := range []struct {
@@ -80,7 +90,11 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		d.Close()
 		return nil, fmt.Errorf("setting %s: %w", settingName("TrustedProxies"), err)
 	}
-	d.keys = authz.New(authz.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "authz:", CacheTTL: cfg.KeyCacheTTL, StaleTTL: cfg.KeyStaleTTL, Logger: logger, TracerProvider: o.tp})
+	// Every administrative change waits for the same replicas.
+	replicas, replicaTimeout := cfg.RedisMinReplicas, cfg.RedisReplicaTimeout
+	d.keys = authz.New(authz.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "authz:", CacheTTL: cfg.KeyCacheTTL, StaleTTL: cfg.KeyStaleTTL, Logger: logger, TracerProvider: o.tp,
+		RefuseLegacyForm: cfg.KeyRefuseLegacyForm,
+		MinReplicas:      replicas, ReplicaTimeout: replicaTimeout})
 	d.limiter = tenants.New(tenants.Config{
 		Redis:          rdb,
 		Prefix:         cfg.RedisPrefix + "tenants:",
@@ -89,18 +103,41 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		RedisTimeout:   o.redisTimeout,
 		Logger:         logger,
 		TracerProvider: o.tp,
+		MinReplicas:    replicas,
+		ReplicaTimeout: replicaTimeout,
 	})
 	d.usage = usagecounter.New(usagecounter.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "usage:", Logger: logger})
 	d.server = gateway.New(gateway.Config{
 		Live: live, Test: test, Keys: d.keys, Limiter: d.limiter,
-		Guard:      tenants.NewGuard(tenants.GuardConfig{PerCompany: cfg.InflightPerCompany, Total: cfg.InflightTotal}),
-		AdminToken: cfg.AdminToken, CursorSecret: cfg.CursorSecret, Logger: logger,
+		Guard:        tenants.NewGuard(tenants.GuardConfig{PerCompany: cfg.InflightPerCompany, Total: cfg.InflightTotal}),
+		CursorSecret: cfg.CursorSecret, Logger: logger,
 		CORSAllowedOrigins: origins,
 		TracerProvider:     o.tp, Usage: d.usage, RedisPool: rdb,
 		Idempotency:    idempotency.New(idempotency.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "idem:"}),
-		Audit:          audit.New(audit.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "audit:"}),
 		TrustedProxies: proxies,
 	})
+	// live is a nil interface without the live database (the Redis-only
+	// commands): company ids are then checked for their form only.
+	ec := eventsConfig(cfg)
+	ec.Redis, ec.Logger, ec.Sources = rdb, logger, map[invoicing.Mode]events.Source{}
+	ec.Metrics, ec.TracerProvider = d.server.MetricsRegisterer(), o.tp
+	if d.live != nil {
+		ec.Sources[invoicing.Live] = d.live
+	}
+	if d.test != nil {
+		ec.Sources[invoicing.Test] = d.test
+	}
+	if d.events, err = events.New(ec); err != nil { // the settings were checked: a mistake of ours
+		d.Close()
+		return nil, err
+	}
+	var dir admin.Directory // the console's company search: nil without the live database
+	if d.live != nil {
+		dir = d.live
+	}
+	d.admin = admin.New(admin.Config{Keys: d.keys, Limiter: d.limiter, Usage: d.usage, Companies: live, Directory: dir,
+		Audit:    audit.New(audit.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "audit:", MinReplicas: replicas, ReplicaTimeout: replicaTimeout}),
+		Webhooks: d.events, Token: cfg.AdminToken, Logger: logger})
 	return d, nil
 }
 
@@ -124,6 +161,43 @@ func pingRedis(ctx context.Context, rdb redis.UniversalClient) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	return rdb.Ping(ctx).Err()
+}
+
+// warnFewReplicas logs a warning for each Redis master that has fewer
+// replicas connected than RedisMinReplicas: until they are back, every key
+// and limit change is refused as unconfirmed, and the operator should learn
+// why before the first one. A Redis that does not answer is said so
+// elsewhere (pingRedis, serve's health checks).
+func warnFewReplicas(ctx context.Context, rdb redis.UniversalClient, want int, logger *slog.Logger) {
+	if want <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	check := func(ctx context.Context, c *redis.Client) error {
+		info, err := c.Info(ctx, "replication").Result()
+		if err != nil {
+			return nil
+		}
+		n := -1
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
+				n, _ = strconv.Atoi(v)
+			}
+		}
+		if n >= 0 && n < want {
+			logger.Warn("Redis master has fewer replicas than "+settingName("RedisMinReplicas")+
+				": every key, limit and audit change will be refused as unconfirmed until they are back",
+				"master", c.Options().Addr, "replicas", n, "wanted", want)
+		}
+		return nil
+	}
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		_ = c.ForEachMaster(ctx, check)
+	case *redis.Client:
+		_ = check(ctx, c)
+	}
 }
 
 // wireOption adjusts what connectWith builds.

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/invoicing-ao/gateway/client"
+)
+
+// hookPrinter is a webhook receiver that prints each delivery it gets on
+// one line, after verifying its signature as an integrator's receiver
+// would (the Go client's verifier): the demo's receiver. Deliveries to
+// /webhooks/<mode> are printed with that mode.
+type hookPrinter struct {
+	mu       sync.Mutex
+	w        io.Writer
+	verifier *client.WebhookVerifier // nil until trust: deliveries are refused
+}
+
+// trust sets the signing secrets deliveries must be signed with.
+func (h *hookPrinter) trust(secrets ...string) error {
+	v, err := client.NewWebhookVerifier(client.WebhookConfig{Secrets: secrets})
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.verifier = v
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *hookPrinter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil || r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	mode := strings.ToUpper(strings.TrimPrefix(r.URL.Path, "/webhooks/"))
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.verifier == nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	ev, err := h.verifier.Verify(r.Header, body)
+	if err != nil {
+		fmt.Fprintf(h.w, "webhook %s refused: %v\n", mode, err)
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	fmt.Fprintf(h.w, "webhook %s %-28s %s  %s  (signature verified)\n", mode, ev.Type, ev.ID, describeData(ev.Data))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// describeData names an event's resource: an invoice's number and status,
+// a client's name, and the id.
+func describeData(data json.RawMessage) string {
+	var d struct {
+		ID, Number, Status, Name string
+		Transmission             *struct{ Status string }
+	}
+	_ = json.Unmarshal(data, &d)
+	switch {
+	case d.Number != "":
+		s := fmt.Sprintf("invoice %s %s", d.Number, d.Status)
+		if d.Transmission != nil {
+			s += ", AGT " + d.Transmission.Status
+		}
+		return s + " " + d.ID
+	case d.Name != "":
+		return fmt.Sprintf("client %q %s", d.Name, d.ID)
+	}
+	return d.ID
+}

@@ -1,0 +1,357 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/invoicing-ao/gateway/admin"
+	"github.com/invoicing-ao/gateway/events"
+	"github.com/invoicing-ao/gateway/invoicing"
+)
+
+// The webhooks commands: a company's endpoints, as the admin API manages
+// them (admin/webhooks.go), recorded in the audit log with the command
+// line's actor.
+
+// typesFlag reads --types: a comma-separated list of event types, or "all".
+func typesFlag(fs *flag.FlagSet) *string {
+	return fs.String("types", "", "comma-separated event types (`LIST`: "+strings.Join(typeNames(), ", ")+"), or all")
+}
+
+func typeNames() []string {
+	out := make([]string, len(events.Types))
+	for i, t := range events.Types {
+		out[i] = string(t)
+	}
+	return out
+}
+
+// parseTypesFlag reads --types's value: nil for every type.
+func parseTypesFlag(s string) ([]string, error) {
+	if s == "" || s == "all" {
+		return nil, nil
+	}
+	types := strings.Split(s, ",")
+	if _, err := events.ParseTypes(types); err != nil {
+		return nil, usagef("--types %q: %v", s, strings.TrimPrefix(err.Error(), events.ErrInvalidEndpoint.Error()+": "))
+	}
+	return types, nil
+}
+
+func webhooksCreateFlags(fs *flag.FlagSet) action {
+	company := companyFlag(fs)
+	modeS := fs.String("mode", "", "`MODE`: LIVE (live data's events) or TEST (the sandbox's)")
+	url := fs.String("url", "", "where events are POSTed (`URL`, https)")
+	typesS := typesFlag(fs)
+	description := fs.String("description", "", "what the endpoint is for (`TEXT`)")
+	disabled := fs.Bool("disabled", false, "create it disabled: events wait until it is enabled")
+	asJSON := jsonFlag(fs)
+	quiet := fs.Bool("quiet", false, "print the signing secret only, for scripts")
+	return func(ctx context.Context, c *invocation) error {
+		mode, err := invoicing.ParseMode(*modeS)
+		if err != nil {
+			return usagef("--mode %q: must be LIVE or TEST", *modeS)
+		}
+		types, err := parseTypesFlag(*typesS)
+		if err != nil {
+			return err
+		}
+		if *asJSON && *quiet {
+			return usagef("--json and --quiet exclude each other")
+		}
+		d, err := c.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		v, err := d.admin.CreateWebhook(ctx, commandActor(), admin.WebhookSpec{CompanyID: *company, Mode: mode, URL: *url,
+			Types: types, Description: *description, Disabled: *disabled})
+		switch {
+		case err != nil:
+			return err
+		case *asJSON:
+			return json.NewEncoder(c.stdout).Encode(v)
+		case *quiet:
+			_, err := fmt.Fprintln(c.stdout, v.Secret)
+			return err
+		}
+		fmt.Fprintf(c.stdout, "Created webhook endpoint %s (%s) for company %s: %s, %s.\n", v.ID, v.Mode, v.CompanyID, v.URL, describeTypes(v.Types))
+		fmt.Fprintf(c.stdout, "Signing secret (shown this once; store it now):\n%s\n", v.Secret)
+		return nil
+	}
+}
+
+func describeTypes(types []events.Type) string {
+	if len(types) == 0 {
+		return "every event type"
+	}
+	s := make([]string, len(types))
+	for i, t := range types {
+		s[i] = string(t)
+	}
+	return strings.Join(s, ", ")
+}
+
+func webhooksList(company *string, asJSON *bool) action {
+	return func(ctx context.Context, c *invocation) error {
+		d, err := c.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		eps, err := d.admin.ListWebhooks(ctx, *company)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(c.stdout).Encode(eps)
+		}
+		printWebhooks(c.stdout, eps)
+		return nil
+	}
+}
+
+func printWebhooks(w io.Writer, eps []admin.WebhookView) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tMODE\tURL\tTYPES\tSTATE\tLAST SUCCESS\tFAILING SINCE\tDESCRIPTION")
+	for _, e := range eps {
+		state := "enabled"
+		if !e.Enabled {
+			state = "disabled"
+		}
+		types := "all"
+		if len(e.Types) > 0 {
+			types = describeTypes(e.Types)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Mode, e.URL, types, state,
+			stampOr(e.Health.LastSuccessAt, "never"), stampOr(e.Health.FailingSince, "-"), orDash(e.Description))
+	}
+	_ = tw.Flush()
+	for _, e := range eps {
+		if e.Health.DisabledReason != "" {
+			fmt.Fprintf(w, "%s is disabled: %s\n", e.ID, e.Health.DisabledReason)
+		}
+	}
+}
+
+func stampOr(t *time.Time, none string) string {
+	if t == nil {
+		return none
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func webhooksUpdateFlags(fs *flag.FlagSet) action {
+	url := fs.String("url", "", "a new `URL`")
+	typesS := typesFlag(fs)
+	description := fs.String("description", "", "a new description (`TEXT`)")
+	enable := fs.Bool("enable", false, "enable the endpoint: the events that waited are delivered")
+	disable := fs.Bool("disable", false, "disable the endpoint: events wait (up to the retention) until it is enabled")
+	asJSON := jsonFlag(fs)
+	return func(ctx context.Context, c *invocation) error {
+		var p events.Patch
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if set["url"] {
+			p.URL = url
+		}
+		if set["description"] {
+			p.Description = description
+		}
+		if set["types"] {
+			types, err := parseTypesFlag(*typesS)
+			if err != nil {
+				return err
+			}
+			if types == nil {
+				types = []string{}
+			}
+			p.Types = &types
+		}
+		switch {
+		case *enable && *disable:
+			return usagef("--enable and --disable exclude each other")
+		case *enable:
+			p.Enabled = enable
+		case *disable:
+			off := false
+			p.Enabled = &off
+		}
+		if p.URL == nil && p.Types == nil && p.Description == nil && p.Enabled == nil {
+			return usagef("nothing to change: give --url, --types, --description, --enable or --disable")
+		}
+		d, err := c.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		v, err := d.admin.UpdateWebhook(ctx, commandActor(), c.args[0], p)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(c.stdout).Encode(v)
+		}
+		printWebhooks(c.stdout, []admin.WebhookView{v})
+		return nil
+	}
+}
+
+func webhooksRotateFlags(fs *flag.FlagSet) action {
+	overlap := fs.Duration("overlap", events.DefaultOverlap, "how long the old secret keeps signing beside the new one (`DURATION`; 0: it stops now)")
+	asJSON := jsonFlag(fs)
+	quiet := fs.Bool("quiet", false, "print the new signing secret only, for scripts")
+	return func(ctx context.Context, c *invocation) error {
+		if *asJSON && *quiet {
+			return usagef("--json and --quiet exclude each other")
+		}
+		d, err := c.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		v, err := d.admin.RotateWebhookSecret(ctx, commandActor(), c.args[0], *overlap)
+		switch {
+		case err != nil:
+			return err
+		case *asJSON:
+			return json.NewEncoder(c.stdout).Encode(v)
+		case *quiet:
+			_, err := fmt.Fprintln(c.stdout, v.Secret)
+			return err
+		}
+		fmt.Fprintf(c.stdout, "Rotated the signing secret of %s.\n", v.ID)
+		if v.PreviousSecretUntil != nil {
+			fmt.Fprintf(c.stdout, "Deliveries carry both signatures until %s.\n", v.PreviousSecretUntil.UTC().Format(time.RFC3339))
+		}
+		fmt.Fprintf(c.stdout, "New signing secret (shown this once; store it now):\n%s\n", v.Secret)
+		return nil
+	}
+}
+
+func webhooksDelete(asJSON *bool) action {
+	return func(ctx context.Context, c *invocation) error {
+		d, err := c.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		v, err := d.admin.DeleteWebhook(ctx, commandActor(), c.args[0])
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(c.stdout).Encode(v)
+		}
+		fmt.Fprintf(c.stdout, "Deleted webhook endpoint %s (%s, %s) and what waited for it.\n", v.ID, v.Mode, v.URL)
+		return nil
+	}
+}
+
+func webhooksDeliveriesFlags(fs *flag.FlagSet) action {
+	limit := fs.Int("limit", 20, fmt.Sprintf("show the newest `N` deliveries (1 to %d)", events.MaxDeliveriesPage))
+	state := fs.String("state", "", "only deliveries in this `STATE`: "+strings.Join(events.DeliveryStates, ", "))
+	typ := fs.String("type", "", "only events of this `TYPE`")
+	asJSON := jsonFlag(fs)
+	return func(ctx context.Context, c *invocation) error {
+		if *limit < 1 || *limit > events.MaxDeliveriesPage {
+			return usagef("--limit %d: must be 1 to %d", *limit, events.MaxDeliveriesPage)
+		}
+		d, err := c.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		v, err := d.admin.WebhookDeliveries(ctx, c.args[0], events.DeliveryQuery{Limit: *limit, State: *state, Type: events.Type(*typ)})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(c.stdout).Encode(v)
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "EVENT\tTYPE\tRESOURCE\tSTATE\tATTEMPTS\tQUEUED\tLAST ANSWER")
+		for _, dl := range v.Data {
+			last := "-"
+			if n := len(dl.Log); n > 0 {
+				a := dl.Log[n-1]
+				last = fmt.Sprintf("%d %.0fms", a.Status, a.Latency)
+				if a.Error != "" {
+					last += " " + a.Error
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", dl.EventID, dl.Type, dl.ResourceID, dl.State, dl.Attempts,
+				dl.QueuedAt.UTC().Format(time.RFC3339), last)
+		}
+		return tw.Flush()
+	}
+}
+
+func webhooksReplay(asJSON *bool) action {
+	return func(ctx context.Context, c *invocation) error {
+		d, err := c.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		v, err := d.admin.ReplayWebhookDelivery(ctx, commandActor(), c.args[0], c.args[1])
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(c.stdout).Encode(v)
+		}
+		fmt.Fprintf(c.stdout, "Queued %s (%s) for %s again, now, with its id.\n", v.EventID, v.Type, c.args[0])
+		return nil
+	}
+}
+
+func webhooksRecoverFlags(fs *flag.FlagSet) action {
+	since := fs.String("since", "", "send again the failed deliveries queued since `TIME` (RFC 3339, YYYY-MM-DD, or a duration ago: 24h, 7d)")
+	asJSON := jsonFlag(fs)
+	return func(ctx context.Context, c *invocation) error {
+		from, err := parseSince(*since, time.Now())
+		if err != nil {
+			return err
+		}
+		d, err := c.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		v, err := d.admin.RecoverWebhook(ctx, commandActor(), c.args[0], from)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(c.stdout).Encode(v)
+		}
+		fmt.Fprintf(c.stdout, "Queued %d failed deliveries of %s since %s again.\n", v.Queued, v.EndpointID, v.Since.Format(time.RFC3339))
+		return nil
+	}
+}
+
+func webhooksTest(asJSON *bool) action {
+	return func(ctx context.Context, c *invocation) error {
+		d, err := c.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		v, err := d.admin.TestWebhook(ctx, commandActor(), c.args[0])
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(c.stdout).Encode(v)
+		}
+		fmt.Fprintf(c.stdout, "Queued a test delivery (%s, %s) to %s; see it with: gateway webhooks deliveries %s\n", v.Type, v.EventID, v.EndpointID, v.EndpointID)
+		return nil
+	}
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/invoicing-ao/gateway/backend/gendata"
+)
+
+// The webhooks commands, against real PostgreSQL and Redis, as
+// docs/operators.md shows them; bad input says what is wrong, exits
+// non-zero and changes nothing.
+func TestWebhooksCommands(t *testing.T) {
+	env := cliEnv(t)
+	co := gendata.DemoCompanyA
+	const url = "https://93.184.216.34/webhooks"
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"webhooks", "create", "--company", co, "--mode", "TEST", "--url", "https://10.1.2.3/w"}, "private address"},
+		{[]string{"webhooks", "create", "--company", co, "--mode", "TEST", "--url", "http://93.184.216.34/w"}, "https"},
+		{[]string{"webhooks", "create", "--company", co, "--mode", "TEST", "--url", "https:/broken"}, "absolute URL"},
+		{[]string{"webhooks", "create", "--company", co, "--mode", "TEST", "--url", url, "--types", "invoice.refunded"}, "invoice.refunded"},
+		{[]string{"webhooks", "create", "--company", co, "--mode", "PROD", "--url", url}, "--mode"},
+		{[]string{"webhooks", "create", "--company", co, "--mode", "TEST"}, "--url"},
+		{[]string{"webhooks", "create", "--company", "0a5e7c1e-0000-4000-8000-0000000000ff", "--mode", "TEST", "--url", url}, "No company"},
+		{[]string{"webhooks", "update", "ep_aaaaaaaaaaaaaaaaaaaaaaaaaa", "--enable"}, "No webhook endpoint ep_aaaaaaaaaaaaaaaaaaaaaaaaaa"},
+		{[]string{"webhooks", "update", "ep_aaaaaaaaaaaaaaaaaaaaaaaaaa"}, "nothing to change"},
+	} {
+		if code, _, errs := gw(t, env, bad.args...); code == 0 || !strings.Contains(strings.ToLower(errs), strings.ToLower(bad.want)) {
+			t.Errorf("%v: exit %d, %q; want %q", bad.args, code, errs, bad.want)
+		}
+	}
+	if _, out, _ := gw(t, env, "webhooks", "list", "--company", co, "--json"); strings.TrimSpace(out) != "[]" {
+		t.Fatalf("refused creations left endpoints: %s", out)
+	}
+
+	code, out, errs := gw(t, env, "webhooks", "create", "--company", co, "--mode", "TEST", "--url", url, "--types", "invoice.paid,invoice.overdue",
+		"--description", "ERP", "--json")
+	if code != 0 {
+		t.Fatalf("create: %d %s", code, errs)
+	}
+	var ep struct {
+		ID, Secret, URL, Mode string
+		Types                 []string
+	}
+	if err := json.Unmarshal([]byte(out), &ep); err != nil || !strings.HasPrefix(ep.Secret, "whsec_") || ep.Mode != "TEST" || len(ep.Types) != 2 {
+		t.Fatalf("create --json: %v %s", err, out)
+	}
+	code, out, _ = gw(t, env, "webhooks", "create", "--company", co, "--mode", "LIVE", "--url", url)
+	if code != 0 || !strings.Contains(out, "every event type") || !strings.Contains(out, "whsec_") {
+		t.Fatalf("create: %d %s", code, out)
+	}
+	code, out, _ = gw(t, env, "webhooks", "list", "--company", co)
+	if code != 0 || !strings.Contains(out, ep.ID) || !strings.Contains(out, "invoice.paid, invoice.overdue") || strings.Contains(out, "whsec_") {
+		t.Fatalf("list: %d\n%s", code, out)
+	}
+	code, out, _ = gw(t, env, "webhooks", "update", ep.ID, "--disable", "--types", "all")
+	if code != 0 || !strings.Contains(out, "disabled") || !strings.Contains(out, ep.ID+" is disabled: disabled on request") {
+		t.Fatalf("update: %d\n%s", code, out)
+	}
+	code, out, _ = gw(t, env, "webhooks", "rotate-secret", ep.ID, "--overlap", "2h")
+	if code != 0 || !strings.Contains(out, "both signatures until") || !strings.Contains(out, "whsec_") || strings.Contains(out, ep.Secret) {
+		t.Fatalf("rotate-secret: %d\n%s", code, out)
+	}
+	code, out, errs = gw(t, env, "webhooks", "test", ep.ID, "--json")
+	var sent struct{ EventID, Type string }
+	if code != 0 || json.Unmarshal([]byte(out), &sent) != nil || sent.Type != "webhook.test" {
+		t.Fatalf("test: %d %s %s", code, out, errs)
+	}
+	if code, out, _ = gw(t, env, "webhooks", "deliveries", ep.ID, "--type", "webhook.test", "--state", "pending"); code != 0 || !strings.Contains(out, sent.EventID) {
+		t.Fatalf("deliveries: %d\n%s", code, out)
+	}
+	if code, out, _ = gw(t, env, "webhooks", "replay", ep.ID, sent.EventID); code != 0 || !strings.Contains(out, "Queued "+sent.EventID) {
+		t.Fatalf("replay: %d\n%s", code, out)
+	}
+	if code, out, _ = gw(t, env, "webhooks", "recover", ep.ID, "--since", "24h"); code != 0 || !strings.Contains(out, "Queued 0 failed deliveries") {
+		t.Fatalf("recover: %d\n%s", code, out)
+	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"webhooks", "recover", ep.ID}, "--since"},
+		{[]string{"webhooks", "recover", ep.ID, "--since", "last week"}, "--since"},
+		{[]string{"webhooks", "replay", ep.ID}, "EVENT_ID"},
+		{[]string{"webhooks", "replay", ep.ID, "evt_aaaaaaaaaaaaaaaaaaaaaaaaaa"}, "No event evt_aaaaaaaaaaaaaaaaaaaaaaaaaa was sent to webhook endpoint"},
+		{[]string{"webhooks", "replay", "ep_aaaaaaaaaaaaaaaaaaaaaaaaaa", sent.EventID}, "No webhook endpoint"},
+		{[]string{"webhooks", "deliveries", ep.ID, "--state", "lost"}, "state"},
+	} {
+		if code, _, errs := gw(t, env, bad.args...); code == 0 || !strings.Contains(errs, bad.want) {
+			t.Errorf("%v: exit %d, %q; want %q", bad.args, code, errs, bad.want)
+		}
+	}
+	if code, out, _ = gw(t, env, "webhooks", "delete", ep.ID); code != 0 || !strings.Contains(out, "Deleted webhook endpoint "+ep.ID) {
+		t.Fatalf("delete: %d\n%s", code, out)
+	}
+	if code, _, errs = gw(t, env, "webhooks", "delete", ep.ID); code == 0 || !strings.Contains(errs, "No webhook endpoint "+ep.ID) {
+		t.Fatalf("delete again: %d %s", code, errs)
+	}
+	code, out, _ = gw(t, env, "audit", "--company", co)
+	for _, action := range []string{"webhook.created", "webhook.updated", "webhook.secret_rotated", "webhook.tested", "webhook.replayed", "webhook.recovered", "webhook.deleted"} {
+		if code != 0 || !strings.Contains(out, action) {
+			t.Errorf("audit does not show %s:\n%s", action, out)
+		}
+	}
+	if strings.Contains(out, "whsec_") {
+		t.Errorf("the audit log shows a signing secret:\n%s", out)
+	}
+}
