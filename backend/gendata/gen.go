@@ -29,6 +29,7 @@ const (
 	kindCustomer = iota + 1
 	kindDocument
 	kindSubmission
+	kindShape // a shape's own draws, so that the mixed shape's data stays as it was
 )
 
 var (
@@ -124,6 +125,8 @@ type docPlan struct {
 	customers int       // customers 0..customers-1 exist
 	start     time.Time // first issue instant
 	span      time.Duration
+	shape     Shape     // "" is ShapeMixed
+	today     time.Time // the load's day (midnight UTC): what is past due
 }
 
 // documentAt is document i of a company. Every type meets every state in the
@@ -145,9 +148,12 @@ func (g gen) documentAt(p docPlan, i int, seqs map[string]int) Document {
 			state = "cancelled"
 		}
 	}
+	issued := p.start.Add(time.Duration(r.Int64N(int64(p.span)))).Truncate(time.Microsecond)
+	if i >= 24 && p.shape == ShapeAging {
+		state = agingState(g.rng(p.co, kindShape, i), p.today.Sub(issued))
+	}
 	d := Document{ID: g.rowID(kindDocument, p.co, i), CompanyID: p.coID, DocType: typ, Series: "2026",
 		State: state, Currency: "AOA"}
-	issued := p.start.Add(time.Duration(r.Int64N(int64(p.span)))).Truncate(time.Microsecond)
 	d.CreatedAt = issued
 	if state == "paid" { // the payment changed it later (no draw: the data stays the same)
 		d.UpdatedAt = issued.Add(time.Duration(1+i%30) * 24 * time.Hour)
@@ -170,6 +176,9 @@ func (g gen) documentAt(p docPlan, i int, seqs map[string]int) Document {
 			d.DueDate = Ptr(issued.AddDate(0, 0, 15).Format("2006-01-02"))
 		default:
 			d.DueDate = Ptr(issued.AddDate(0, 0, 30+30*r.IntN(3)).Format("2006-01-02"))
+		}
+		if due := p.shape.due(g.rng(p.co, kindShape, i), issued, p.today); !due.IsZero() {
+			d.DueDate = Ptr(due.Format("2006-01-02"))
 		}
 	}
 	if typ == "FS" && r.IntN(2) == 0 || p.customers == 0 {

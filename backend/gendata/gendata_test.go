@@ -243,3 +243,61 @@ func TestLoadLargeScaledDown(t *testing.T) {
 		t.Error("large load into SQLite accepted")
 	}
 }
+
+// The shapes spread documents as they say: even, about half of the due
+// dates past at every age; aging, the newest issued documents not yet due
+// and the old ones mostly paid.
+func TestLargeShapes(t *testing.T) {
+	ctx := context.Background()
+	today := time.Date(2026, 6, 15, 0, 0, 0, 0, time.UTC)
+	const big = "company_id = '" + gendata.LargeCompany + "' AND doc_type IN ('FT', 'ND') AND state = 'issued' AND created_at >= '2026-01-01'"
+	for _, sh := range []gendata.Shape{gendata.ShapeEven, gendata.ShapeAging} {
+		t.Run(string(sh), func(t *testing.T) {
+			url := pgURL(t)
+			spec := gendata.LargeSpec{BigDocuments: 6000, BigCustomers: 50, Shape: sh, Today: today}
+			if err := gendata.LoadLarge(ctx, url, 1, spec, nil); err != nil {
+				t.Fatal(err)
+			}
+			conn, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			frac := func(q string) (float64, int) {
+				t.Helper()
+				var part, all int
+				if err := conn.QueryRow(ctx, q, today).Scan(&part, &all); err != nil {
+					t.Fatal(err)
+				}
+				return float64(part) / float64(max(all, 1)), all
+			}
+			var oldest, newest time.Time
+			if err := conn.QueryRow(ctx, "SELECT min(created_at), max(created_at) FROM documents WHERE company_id = $1", gendata.LargeCompany).Scan(&oldest, &newest); err != nil {
+				t.Fatal(err)
+			}
+			if newest.After(today) || today.Sub(oldest) < 1000*24*time.Hour {
+				t.Errorf("issue dates %s to %s: want the three years up to %s", oldest, newest, today)
+			}
+			// The past-due share of the year's issued FT and ND, and of the
+			// last 30 days'.
+			recent, nRecent := frac("SELECT count(*) FILTER (WHERE due_date < $1::date), count(*) FROM documents WHERE " + big + " AND created_at >= $1::date - 30")
+			year, nYear := frac("SELECT count(*) FILTER (WHERE due_date < $1::date), count(*) FROM documents WHERE " + big)
+			paidOld, _ := frac("SELECT count(*) FILTER (WHERE state = 'paid'), count(*) FROM documents WHERE company_id = '" + gendata.LargeCompany + "' AND created_at < $1::date - 365")
+			var before int
+			if err := conn.QueryRow(ctx, "SELECT count(*) FROM documents WHERE due_date < created_at::date").Scan(&before); err != nil || before != 0 {
+				t.Errorf("%d documents due before their issue (%v)", before, err)
+			}
+			t.Logf("past due: %.2f of %d this year, %.2f of %d in the last 30 days; paid among older than a year: %.2f", year, nYear, recent, nRecent, paidOld)
+			switch sh {
+			case gendata.ShapeEven:
+				if year < 0.35 || year > 0.65 || nRecent == 0 || recent < 0.2 || recent > 0.8 {
+					t.Errorf("even: %.2f of the year's and %.2f of the last 30 days' issued FT and ND past due, want about half of each", year, recent)
+				}
+			case gendata.ShapeAging:
+				if recent != 0 || nRecent == 0 || year < 0.5 || paidOld < 0.8 {
+					t.Errorf("aging: past due %.2f of the last 30 days' (want none), %.2f of the year's (want most); paid %.2f of the older (want most)", recent, year, paidOld)
+				}
+			}
+		})
+	}
+}

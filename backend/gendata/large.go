@@ -19,6 +19,11 @@ type LargeSpec struct {
 	BigDocuments   int // documents of LargeCompany, 3 lines each
 	BigCustomers   int // customers of LargeCompany
 	SmallCompanies int // further companies of smallCustomers / smallDocuments each
+	// Shape spreads the documents over states and dates; "" is ShapeMixed.
+	Shape Shape
+	// Today is the day the shapes that follow the calendar (ShapeEven,
+	// ShapeAging) end on and judge due dates by; zero is the load's day.
+	Today time.Time
 }
 
 // DefaultLargeSpec is the benchmark size: the platform's largest company plus
@@ -49,7 +54,15 @@ func LoadLarge(ctx context.Context, url string, seed int64, spec LargeSpec, prog
 	}
 	defer conn.Close(ctx)
 	g := gen{seed: uint64(seed)}
-	start := time.Date(2023, 1, 1, 8, 0, 0, 0, time.UTC)
+	if _, err := ParseShape(string(spec.Shape)); err != nil && spec.Shape != "" {
+		return err
+	}
+	today := spec.Today
+	if today.IsZero() {
+		today = time.Now()
+	}
+	today = today.UTC().Truncate(24 * time.Hour)
+	start, span := spec.Shape.span(today)
 
 	companies := []largeCompany{{LargeCompany, spec.BigCustomers, spec.BigDocuments}}
 	for i := 1; i <= spec.SmallCompanies; i++ {
@@ -70,7 +83,8 @@ func LoadLarge(ctx context.Context, url string, seed int64, spec LargeSpec, prog
 	report("%d companies", len(companies))
 
 	for co, c := range companies {
-		if err := g.copyCompany(ctx, conn, co, c, start); err != nil {
+		plan := docPlan{coID: c.id, co: co, customers: c.customers, start: start, span: span, shape: spec.Shape, today: today}
+		if err := g.copyCompany(ctx, conn, plan, c); err != nil {
 			return err
 		}
 		if co == 0 || co%100 == 0 {
@@ -93,15 +107,15 @@ type largeCompany struct {
 
 // copyCompany streams one company's customers, documents, their lines and
 // their AGT submissions (co is the company's index in the set).
-func (g gen) copyCompany(ctx context.Context, conn *pgx.Conn, co int, c largeCompany, start time.Time) error {
+func (g gen) copyCompany(ctx context.Context, conn *pgx.Conn, plan docPlan, c largeCompany) error {
+	co := plan.co
 	err := copyRows(ctx, conn, "customers", customerCols, c.customers, func(i int) []any {
-		cust := g.customerAt(c.id, co, i, start.Add(time.Duration(i)*time.Minute))
+		cust := g.customerAt(c.id, co, i, plan.start.Add(time.Duration(i)*time.Minute))
 		return customerRow(&cust)
 	})
 	if err != nil {
 		return err
 	}
-	plan := docPlan{coID: c.id, co: co, customers: c.customers, start: start, span: 3 * 365 * 24 * time.Hour}
 	err = copyRows(ctx, conn, "documents", documentCols, c.documents, func(i int) []any {
 		d := g.documentAt(plan, i, nil)
 		return documentRow(&d)

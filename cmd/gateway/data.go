@@ -52,10 +52,14 @@ func dataLoadFlags(fs *flag.FlagSet) action {
 	db := databaseFlag(fs)
 	size := fs.String("size", "small", "`SIZE`, small (demo data, live and sandbox) or large (platform scale, one PostgreSQL database)")
 	seed := fs.Int64("seed", 1, "generator seed `N`: the same seed makes the same data")
+	shape := fs.String("shape", "mixed", "with --size large, how documents spread over states and dates: `SHAPE` mixed (2023-2025, every due date past), even (the three years up to today, half of the due dates past at every age) or aging (due in 30 days, paid as they age: the newest not yet due)")
 	return func(ctx context.Context, c *invocation) error {
 		start := time.Now()
 		switch *size {
 		case "small":
+			if *shape != "mixed" {
+				return usagef("--shape applies to --size large")
+			}
 			if *db != "" {
 				return usagef("--size small loads the live and the sandbox database together: configure both instead of --database")
 			}
@@ -78,7 +82,11 @@ func dataLoadFlags(fs *flag.FlagSet) action {
 			if *db == "" {
 				return usagef("--size large needs --database with a postgres:// URL")
 			}
-			if err := gendata.LoadLarge(ctx, *db, *seed, gendata.DefaultLargeSpec, c.stdout); err != nil {
+			spec, err := gendata.DefaultLargeSpec, error(nil)
+			if spec.Shape, err = gendata.ParseShape(*shape); err != nil {
+				return usagef("--shape must be mixed, even or aging")
+			}
+			if err := gendata.LoadLarge(ctx, *db, *seed, spec, c.stdout); err != nil {
 				return err
 			}
 			fmt.Fprintf(c.stdout, "large data loaded in %s\n", time.Since(start).Round(time.Second))
