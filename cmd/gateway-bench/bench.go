@@ -28,6 +28,7 @@ type benchCompany struct {
 	invoices  []string
 	lastPage  int // of the invoice list at 100 per page
 	searchFor string
+	fragments []string // for search-clients
 }
 
 // bencher holds one run's companies and what it must undo.
@@ -214,6 +215,18 @@ func (b *bencher) discover(ctx context.Context, c *benchCompany) error {
 	if len(clients.Data) > 0 {
 		name := []rune(clients.Data[len(clients.Data)/2].Name)
 		c.searchFor = string(name[:min(4, len(name))])
+	}
+	// search-clients: the first four letters of each word of the clients'
+	// names (of a person's first and last names, a business's words), so
+	// that a run asks for fragments common and rare.
+	seen := map[string]bool{}
+	for _, x := range clients.Data {
+		for _, w := range strings.Fields(x.Name) {
+			if r := []rune(strings.ToLower(w)); len(r) >= 4 && !seen[string(r[:4])] {
+				seen[string(r[:4])] = true
+				c.fragments = append(c.fragments, string(r[:4]))
+			}
+		}
 	}
 	for _, x := range invoices.Data {
 		c.invoices = append(c.invoices, x.ID)

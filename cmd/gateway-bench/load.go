@@ -22,7 +22,7 @@ var benchOps = []struct {
 	{"list-clients", 10}, {"get-client", 20}, {"create-client", 5},
 	// Not in the realistic mix: the list targets of docs/performance.md, one
 	// filter and one deep page, to set against list-invoices.
-	{"list-invoices-overdue", 0}, {"list-invoices-page2000", 0},
+	{"list-invoices-overdue", 0}, {"list-invoices-page2000", 0}, {"search-clients", 0},
 }
 
 func opNames() string {
@@ -89,6 +89,8 @@ func (b *bencher) targeter(base string, weights []int) vegeta.Targeter {
 			if c.searchFor != "" && rand.IntN(4) == 0 {
 				path += "&search=" + url.QueryEscape(c.searchFor)
 			}
+		case "search-clients": // search first: opOf tells it from list-clients
+			path = "/clients?search=" + url.QueryEscape(pickID(c.fragments)) + "&page=1&pageSize=20"
 		case "get-client":
 			path = "/clients/" + pickID(c.clients)
 		case "create-client":

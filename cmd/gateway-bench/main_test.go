@@ -40,6 +40,8 @@ func TestOpOf(t *testing.T) {
 		"/invoices?page=2000&pageSize=20":               "list-invoices-page2000",
 		"/invoices?pageSize=100&page=2000":              "list-invoices-deep",
 		"/clients/00000000-0000-4000-8000-000000000000": "get-client",
+		"/clients?page=1&pageSize=20&search=mari":       "list-clients",
+		"/clients?search=mari&page=1&pageSize=20":       "search-clients",
 	} {
 		if got := opOf("GET", "http://gw"+apiBase+path); got != want {
 			t.Errorf("%s: %s, want %s", path, got, want)

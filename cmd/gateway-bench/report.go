@@ -80,6 +80,8 @@ func opOf(method, raw string) string {
 		return "create-client"
 	case strings.HasPrefix(path, "/clients/"):
 		return "get-client"
+	case path == "/clients" && strings.HasPrefix(u.RawQuery, "search="):
+		return "search-clients"
 	case path == "/clients":
 		return "list-clients"
 	case strings.HasPrefix(path, "/invoices/"):

@@ -180,7 +180,7 @@ var commands = []*command{
 		flags:   func(fs *flag.FlagSet) action { return dataSchema(databaseFlag(fs)) },
 	},
 	{
-		name: "data load", synopsis: "[--size small|large] [--database URL] [--seed N]",
+		name: "data load", synopsis: "[--size small|large] [--database URL] [--seed N] [--shape mixed|even|aging]",
 		summary: "Load generated data: the demo's small set into both databases, or the platform-scale set into one.",
 		detail:  "small: three companies (A, B active; S suspended) with clients and invoices, in the live and the sandbox database. large: one PostgreSQL database (--database) with 1,000,000 documents of one company and 1,000 smaller companies.",
 		example: "gateway data load --size small",
