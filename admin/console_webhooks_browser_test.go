@@ -1,6 +1,7 @@
 package admin_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,7 +25,8 @@ type flipReceiver struct {
 	verifier *client.WebhookVerifier
 	failing  bool
 	got      map[string]int // event id: deliveries verified and taken
-	refused  int            // deliveries that did not verify
+	refused  []string       // deliveries that did not verify: id, signatures and why
+	step     string         // what the test was doing, for the refusals' report
 }
 
 func newFlipReceiver(t *testing.T) *flipReceiver {
@@ -39,7 +41,8 @@ func newFlipReceiver(t *testing.T) *flipReceiver {
 		}
 		ev, err := f.verifier.Verify(r.Header, body)
 		if err != nil {
-			f.refused++
+			f.refused = append(f.refused, fmt.Sprintf("during %q: %s at %s (%d signatures): %v", f.step, r.Header.Get("webhook-id"),
+				r.Header.Get("webhook-timestamp"), len(strings.Fields(r.Header.Get("webhook-signature"))), err))
 			http.Error(w, "bad signature", http.StatusBadRequest)
 			return
 		}
@@ -59,6 +62,9 @@ func (f *flipReceiver) trust(t *testing.T, secret string) {
 	f.verifier = v
 	f.mu.Unlock()
 }
+
+// at names what the test does next, for the report of refused deliveries.
+func (f *flipReceiver) at(step string) { f.mu.Lock(); f.step = step; f.mu.Unlock() }
 
 func (f *flipReceiver) fail(on bool) { f.mu.Lock(); f.failing = on; f.mu.Unlock() }
 
@@ -93,6 +99,7 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	}
 	b.shotAt("w1-endpoint-created", "#company")
 
+	recv.at("send a test event")
 	// Trigger an event (the console's test event); see the delivery.
 	b.run("open endpoint", chromedp.Click(`#webhooks-table tr[data-webhook] a.url`), chromedp.WaitVisible("#deliveries"))
 	if page := b.until("page", `document.getElementById("webhook")?.dataset.webhook || null`); page != id {
@@ -122,6 +129,7 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	}
 	b.shotAt("w2-delivered", "#webhook")
 
+	recv.at("receiver failing")
 	// The receiver fails: three attempts, each with its status, error and
 	// the answer's first bytes; the health says so.
 	recv.fail(true)
@@ -148,6 +156,7 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	b.until("by type", `document.querySelectorAll("#deliveries tbody[data-event]").length === 2 ? "yes" : null`)
 	b.any("#filter-type")
 
+	recv.at("recover")
 	// Recover: the receiver answers again; every failed delivery since a day
 	// ago is sent once more, and arrives once.
 	recv.fail(false)
@@ -166,6 +175,7 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	}
 	b.shotAt("w4-recovered", "#deliveries")
 
+	recv.at("replay")
 	// Replay the first: it arrives again, with its id.
 	b.run("replay", chromedp.Click(`#deliveries tbody[data-event="`+first+`"] button.replay`))
 	deadline := time.Now().Add(time.Minute)
@@ -176,6 +186,7 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
+	recv.at("types, disable, enable")
 	// Its types, then disabled (since when, and why) and enabled again.
 	b.run("types", chromedp.Click(`#types-form input[value="invoice.paid"]`), chromedp.Click(`#types-form input[value="client.created"]`),
 		chromedp.Click(`#types-form button[type=submit]`))
@@ -189,6 +200,7 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	b.run("enable", chromedp.Click("#toggle"))
 	b.until("enabled", `document.getElementById("endpoint-state").innerText.startsWith("enabled") ? "yes" : null`)
 
+	recv.at("rotate")
 	// Rotate the secret, asked first, with an hour of overlap: the new secret
 	// is shown once, and signs the next delivery.
 	b.run("rotate", chromedp.Click("#rotate"), chromedp.WaitVisible("#ask"), chromedp.SetValue("#rotate-overlap", "3600"))
@@ -201,8 +213,10 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	}
 	b.until("previous secret", `document.getElementById("previous-secret").textContent.includes("in 60 min") ? "yes" : null`)
 	recv.trust(t, rotated)
+	recv.at("a test event signed with the new secret")
 	state(send(), "delivered")
 
+	recv.at("twenty test events")
 	// The log a page of 20 at a time: the newest, then the older ones.
 	for range 20 {
 		if r := do(t, in.admin.URL, req{Method: "POST", Path: "/admin/v1/webhooks/" + id + "/test",
@@ -225,6 +239,7 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	b.run("newest", chromedp.Click("#deliveries-newest"))
 	b.until("back to the first page", `document.getElementById("deliveries-page").textContent === "page 1" ? "yes" : null`)
 
+	recv.at("delete")
 	// Delete, asked first: cancelled, nothing; confirmed, back to the
 	// company, without the endpoint.
 	b.run("delete, cancel", chromedp.Click("#delete"), chromedp.WaitVisible("#ask"), chromedp.Click("#ask-cancel"), chromedp.WaitNotPresent("#ask"))
@@ -245,7 +260,9 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 		t.Errorf("the disabling in the audit log: %q", d)
 	}
 	b.shotAt("w8-audit", "#audit")
-	if recv.refused != 0 {
-		t.Errorf("%d deliveries did not verify with the secrets the console showed", recv.refused)
+	recv.mu.Lock()
+	defer recv.mu.Unlock()
+	if len(recv.refused) != 0 {
+		t.Errorf("deliveries that did not verify with the secrets the console showed:\n%s", strings.Join(recv.refused, "\n"))
 	}
 }
