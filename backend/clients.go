@@ -82,7 +82,8 @@ func (s *Store) queryClients(ctx context.Context, companyID string, f invoicing.
 	defer cancel()
 	rd := s.db.reader(ownWrites, companyID) // a list right after the company's own create includes it
 
-	total, pw, plan, done, err := s.plan(ctx, rd, listSpec{op: "count clients", from: "customers c", w: w, o: o, after: f.After, page: f.Page, size: f.PageSize})
+	total, pw, plan, done, err := s.plan(ctx, rd, listSpec{op: "count clients", from: "customers c", w: w, o: o, after: f.After, page: f.Page, size: f.PageSize,
+		search: f.Search != ""})
 	if err != nil {
 		return invoicing.Page[invoicing.Client]{}, err
 	}
@@ -90,6 +91,9 @@ func (s *Store) queryClients(ctx context.Context, companyID string, f invoicing.
 		return page, nil
 	}
 	q, args := s.pageQuery(clientCols, "customers c", "c", pw, o, plan.pa)
+	if f.Search != "" {
+		args = s.d.plannedArgs(args) // its plan depends on the fragment (postgres.go)
+	}
 	rows, err := rd.query(ctx, q, args...)
 	if err != nil {
 		return invoicing.Page[invoicing.Client]{}, s.fail(ctx, "list clients", err)

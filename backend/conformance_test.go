@@ -89,7 +89,18 @@ func runConformance(t *testing.T, mk newDB) {
 	t.Run("company search", func(t *testing.T) { testCompanySearch(t, live) })
 	t.Run("get client", func(t *testing.T) { testGetClient(t, live) })
 	t.Run("list clients", func(t *testing.T) { testListClients(t, live) })
-	t.Run("client search", func(t *testing.T) { testClientSearch(t, live) })
+	t.Run("client search", func(t *testing.T) {
+		// Both ways of reading a search's page: from its matches (few of
+		// them, the default here) and walked in the list's order (a bound
+		// of 1 sends every search with a match that way).
+		testClientSearch(t, live)
+		walked, err := backend.Open(ctx, backend.Config{URL: liveURL, Now: func() time.Time { return fixedNow }, SearchExactBelow: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer walked.Close()
+		testClientSearch(t, walked)
+	})
 	t.Run("get invoice", func(t *testing.T) { testGetInvoice(t, live) })
 	t.Run("transmission", func(t *testing.T) { testTransmission(t, live) })
 	t.Run("invoice filters", func(t *testing.T) { testInvoiceFilters(t, live) })
@@ -237,6 +248,35 @@ func testClientSearch(t *testing.T, s *backend.Store) {
 		}
 		if got := clientIDs(p); !slices.Equal(got, tc.want) || p.Total != int64(len(tc.want)) {
 			t.Errorf("search %q = %v (total %d), want %v", tc.search, got, p.Total, tc.want)
+		}
+	}
+	// Page by page, by number and by cursor, a search gives its matches in
+	// the list's order, each once.
+	for _, search := range []string{"541700", "tie", "a"} {
+		all, err := s.ListClients(context.Background(), coA, invoicing.ClientFilter{Search: search, Page: 1, PageSize: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := clientIDs(all)
+		var byPage, byCursor []string
+		var after *invoicing.Position
+		for page := 1; page <= len(want)+1; page++ {
+			p, err := s.ListClients(context.Background(), coA, invoicing.ClientFilter{Search: search, Page: page, PageSize: 1})
+			if err != nil || p.Total != int64(len(want)) {
+				t.Fatalf("search %q page %d: total %d, %v; want %d", search, page, p.Total, err, len(want))
+			}
+			byPage = append(byPage, clientIDs(p)...)
+			c, err := s.ListClients(context.Background(), coA, invoicing.ClientFilter{Search: search, Page: 1, PageSize: 1, After: after})
+			if err != nil {
+				t.Fatalf("search %q after %v: %v", search, after, err)
+			}
+			byCursor = append(byCursor, clientIDs(c)...)
+			if after = c.Next; after == nil {
+				break
+			}
+		}
+		if len(want) < 2 || !slices.Equal(byPage, want) || !slices.Equal(byCursor, want) {
+			t.Errorf("search %q by pages of 1: %v by number, %v by cursor; want %v (two or more)", search, byPage, byCursor, want)
 		}
 	}
 	// The table survived the injection attempt.

@@ -55,7 +55,11 @@ type countFlight struct {
 const (
 	defaultTotalMaxAge     = 10 * time.Second
 	defaultExactTotalBelow = 10_000
-	maxCountEntries        = 10_000
+	// A search below this many matches is counted, and its page read from
+	// its matches, on every request; above, its total is kept and its page
+	// walked in the list's order (Config.SearchExactBelow).
+	defaultSearchExactBelow = 1_000
+	maxCountEntries         = 10_000
 )
 
 func newCountCache(maxAge time.Duration, exactBelow int64, now func() time.Time) *countCache {
@@ -68,6 +72,12 @@ func newCountCache(maxAge time.Duration, exactBelow int64, now func() time.Time)
 // it is called with a context detached from ctx's cancellation, since other
 // requests may be waiting for the same count.
 func (c *countCache) total(ctx context.Context, k countKey, count func(context.Context) (int64, error)) (int64, error) {
+	return c.totalBelow(ctx, k, c.exactBelow, count)
+}
+
+// totalBelow is total for a list whose totals below exactBelow are counted
+// on every request (a search's bound is lower than other lists').
+func (c *countCache) totalBelow(ctx context.Context, k countKey, exactBelow int64, count func(context.Context) (int64, error)) (int64, error) {
 	if c.maxAge <= 0 {
 		n, err := count(ctx)
 		return n, err
@@ -78,7 +88,7 @@ func (c *countCache) total(ctx context.Context, k countKey, count func(context.C
 	if e != nil && e.hasValue {
 		if age := now.Sub(e.asOf); age < c.maxAge {
 			if age >= c.maxAge/2 && e.flight == nil {
-				c.start(ctx, k, e, now, count)
+				c.start(ctx, k, e, now, exactBelow, count)
 			}
 			n := e.n
 			c.mu.Unlock()
@@ -96,7 +106,7 @@ func (c *countCache) total(ctx context.Context, k countKey, count func(context.C
 	}
 	f := e.flight
 	if f == nil {
-		f = c.start(ctx, k, e, now, count)
+		f = c.start(ctx, k, e, now, exactBelow, count)
 	}
 	c.mu.Unlock()
 	select {
@@ -108,7 +118,7 @@ func (c *countCache) total(ctx context.Context, k countKey, count func(context.C
 }
 
 // start runs count in the background for entry e; c.mu is held.
-func (c *countCache) start(ctx context.Context, k countKey, e *countEntry, began time.Time, count func(context.Context) (int64, error)) *countFlight {
+func (c *countCache) start(ctx context.Context, k countKey, e *countEntry, began time.Time, exactBelow int64, count func(context.Context) (int64, error)) *countFlight {
 	f := &countFlight{done: make(chan struct{})}
 	e.flight = f
 	ctx = context.WithoutCancel(ctx)
@@ -117,7 +127,7 @@ func (c *countCache) start(ctx context.Context, k countKey, e *countEntry, began
 		c.mu.Lock()
 		e.flight = nil
 		switch {
-		case f.err == nil && f.n >= c.exactBelow:
+		case f.err == nil && f.n >= exactBelow:
 			e.n, e.asOf, e.hasValue = f.n, began, true
 		case f.err == nil || !e.hasValue:
 			// A small list is counted on every request; a failed first count
@@ -151,15 +161,20 @@ func (c *countCache) makeRoom() bool {
 
 // listTotal is the total of a list query's matches, through the cache, read
 // where the call's page is read (rd). where holds the company id as its first
-// argument.
-func (s *Store) listTotal(ctx context.Context, rd reader, op, from string, w where) (int64, error) {
+// argument. A search's total is exact below Config.SearchExactBelow, and its
+// count planned for its fragment; other lists' below ExactTotalBelow.
+func (s *Store) listTotal(ctx context.Context, rd reader, op, from string, w where, search bool) (int64, error) {
 	q := s.d.rebind("SELECT count(*) FROM " + from + "\nWHERE " + w.sql())
 	k := countKeyOf(q, w)
-	n, err := s.counts.total(ctx, k, func(ctx context.Context) (int64, error) {
+	exactBelow, args := s.counts.exactBelow, w.args
+	if search {
+		exactBelow, args = s.searchExact, s.d.plannedArgs(args)
+	}
+	n, err := s.counts.totalBelow(ctx, k, exactBelow, func(ctx context.Context) (int64, error) {
 		ctx, cancel := s.deadline(ctx)
 		defer cancel()
 		var n int64
-		if err := rd.one(ctx, q, w.args, &n); err != nil {
+		if err := rd.one(ctx, q, args, &n); err != nil {
 			return 0, s.fail(ctx, op, err)
 		}
 		return n, nil

@@ -120,8 +120,22 @@ func orderOf(changes bool, byChange, usual listOrder) listOrder {
 // join whose OFFSET skips entries of an index that holds the order and the
 // filter's columns (schema/indexes.sql; an index-only scan), reading only
 // the page's rows from the table.
+//
+// A page of few matches (pageArgs.few) is read from the matches instead,
+// then sorted: a search's condition is a LIKE that no index holds in the
+// list's order, and PostgreSQL, which cannot tell a rare fragment from a
+// common one, walks the order's index and filters it row by row, which
+// finds the 21 rows of a common fragment in a few hundred rows but reads
+// all 100,000 of the company's clients for a rare one (150 ms, against
+// under 1 ms from its trigram index). MATERIALIZED keeps the planner from
+// merging the two again.
 func (s *Store) pageQuery(cols, from, a string, w where, o listOrder, f pageArgs) (string, []any) {
 	args := append([]any(nil), w.args...)
+	if f.few {
+		q := "WITH m AS MATERIALIZED (SELECT " + a + ".* FROM " + from + "\nWHERE " + w.sql() + ")\nSELECT " + cols +
+			"\nFROM m " + a + "\nORDER BY " + o.by + "\nLIMIT ? OFFSET ?"
+		return s.d.rebind(q), append(args, f.limit, f.offset)
+	}
 	if f.after {
 		q := "SELECT " + cols + "\nFROM " + from + "\nWHERE " + w.sql() + "\nORDER BY " + o.by + "\nLIMIT ?"
 		return s.d.rebind(q), append(args, f.limit)
@@ -136,6 +150,7 @@ func (s *Store) pageQuery(cols, from, a string, w where, o listOrder, f pageArgs
 type pageArgs struct {
 	after         bool
 	limit, offset int
+	few           bool // a search with few matches: read from its matches (pageQuery)
 }
 
 func pageOf(page, size int, after bool) pageArgs {
@@ -153,13 +168,14 @@ type listSpec struct {
 	o          listOrder
 	after      *invoicing.Position
 	page, size int
+	search     bool // w holds a search (Config.SearchExactBelow)
 }
 
 // plan counts the list's total (counts.go) and plans the page: pw is w with
 // the position, if any, and plan how to cut the page (bookmarks.go). done
 // means the page starts past the end: nothing to read.
 func (s *Store) plan(ctx context.Context, rd reader, ls listSpec) (total int64, pw where, plan deepPage, done bool, err error) {
-	if total, err = s.listTotal(ctx, rd, ls.op, ls.from, ls.w); err != nil {
+	if total, err = s.listTotal(ctx, rd, ls.op, ls.from, ls.w, ls.search); err != nil {
 		return 0, where{}, deepPage{}, false, err
 	}
 	if ls.after == nil && pastEnd(ls.page, ls.size, total) {
@@ -170,7 +186,9 @@ func (s *Store) plan(ctx context.Context, rd reader, ls listSpec) (total int64, 
 	if err != nil {
 		return 0, where{}, deepPage{}, false, err
 	}
-	plan, err = s.planPage(ls.w, &pw, ls.o, total, pageOf(ls.page, ls.size, ls.after != nil))
+	pa := pageOf(ls.page, ls.size, ls.after != nil)
+	pa.few = ls.search && total < s.searchExact
+	plan, err = s.planPage(ls.w, &pw, ls.o, total, pa)
 	if wide != nil {
 		plan.wide = wide
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/puddle/v2"
@@ -30,6 +31,14 @@ var postgresDialect = &dialect{
 	tsArg:    func(t time.Time) any { return t },
 	uuidP:    "?::uuid",
 	tsP:      "?::timestamptz",
+	// A statement pgx has prepared and cached gets a generic plan from its
+	// sixth run, chosen without the values: for a search, that is a walk of
+	// the company's clients in the list's order, filtered row by row (45-70
+	// ms over 100,000 clients, whatever the fragment), where a plan for the
+	// fragment takes its trigram index (0.1 ms for a rare one). The
+	// unnamed statement of QueryExecModeExec is planned for its values, one
+	// round trip as before; its parameters' types are inferred by the server.
+	planned: func(args []any) []any { return append([]any{pgx.QueryExecModeExec}, args...) },
 }
 
 type pgDB struct{ pool *pgxpool.Pool }

@@ -33,6 +33,17 @@ type dialect struct {
 	// uuidP and tsP are placeholders typed as uuid / timestamptz, for the
 	// places PostgreSQL cannot infer a parameter's type (INSERT ... SELECT).
 	uuidP, tsP string
+	// planned marks a statement's arguments so that the engine plans it for
+	// these values on every run; nil leaves them as they are.
+	planned func(args []any) []any
+}
+
+// plannedArgs is args, marked by the dialect to be planned for their values.
+func (d *dialect) plannedArgs(args []any) []any {
+	if d.planned == nil {
+		return args
+	}
+	return d.planned(args)
 }
 
 // dollarRebind numbers placeholders $1, $2, ... for PostgreSQL. Queries here
