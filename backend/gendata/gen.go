@@ -30,6 +30,7 @@ const (
 	kindDocument
 	kindSubmission
 	kindShape // a shape's own draws, so that the mixed shape's data stays as it was
+	kindName  // a shape's own draws of customers' names
 )
 
 var (
@@ -185,7 +186,7 @@ func (g gen) documentAt(p docPlan, i int, seqs map[string]int) Document {
 		d.CustomerName, d.CustomerNIF = "Consumidor final", Ptr("999999999")
 	} else {
 		ci := r.IntN(p.customers)
-		c := g.customerAt(p.coID, p.co, ci, time.Time{})
+		c := g.customerIn(p.shape, p.coID, p.co, ci, time.Time{})
 		d.CustomerID, d.CustomerName, d.CustomerNIF = &c.ID, c.Name, c.NIF
 	}
 	if typ == "NC" || typ == "ND" {

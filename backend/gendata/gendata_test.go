@@ -288,6 +288,17 @@ func TestLargeShapes(t *testing.T) {
 				t.Errorf("%d documents due before their issue (%v)", before, err)
 			}
 			t.Logf("past due: %.2f of %d this year, %.2f of %d in the last 30 days; paid among older than a year: %.2f", year, nYear, recent, nRecent, paidOld)
+			// Names of a long tail: most customers have a word of their
+			// own, and documents carry their customer's name.
+			var own, wrong int
+			if err := conn.QueryRow(ctx, `SELECT count(DISTINCT c.id) FROM customers c, regexp_split_to_table(c.name, ' ') w
+				WHERE c.company_id = $1 AND (SELECT count(*) FROM customers o WHERE o.company_id = c.company_id AND o.name LIKE '%' || w || '%') = 1`,
+				gendata.LargeCompany).Scan(&own); err != nil || own < spec.BigCustomers*8/10 {
+				t.Errorf("%d of %d customers have a word of their own (%v), want most", own, spec.BigCustomers, err)
+			}
+			if err := conn.QueryRow(ctx, "SELECT count(*) FROM documents d JOIN customers c ON c.id = d.customer_id WHERE d.customer_name <> c.name").Scan(&wrong); err != nil || wrong != 0 {
+				t.Errorf("%d documents name their customer otherwise (%v)", wrong, err)
+			}
 			switch sh {
 			case gendata.ShapeEven:
 				if year < 0.35 || year > 0.65 || nRecent == 0 || recent < 0.2 || recent > 0.8 {

@@ -110,7 +110,7 @@ type largeCompany struct {
 func (g gen) copyCompany(ctx context.Context, conn *pgx.Conn, plan docPlan, c largeCompany) error {
 	co := plan.co
 	err := copyRows(ctx, conn, "customers", customerCols, c.customers, func(i int) []any {
-		cust := g.customerAt(c.id, co, i, plan.start.Add(time.Duration(i)*time.Minute))
+		cust := g.customerIn(plan.shape, c.id, co, i, plan.start.Add(time.Duration(i)*time.Minute))
 		return customerRow(&cust)
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package gendata
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 )
 
@@ -20,6 +21,11 @@ const (
 	// by now. The default, and the set the performance figures were first
 	// taken on.
 	ShapeMixed Shape = "mixed"
+	// The calendar shapes (ShapeEven, ShapeAging) also give customers
+	// names of a long tail (shape.name): a search then meets fragments
+	// of every frequency, from thousands of matches to one, where the
+	// mixed shape's names are 54 words, each in thousands of names.
+
 	// ShapeEven: issue dates over the three years up to the load's day, the
 	// same states, and every FT, ND and PF due on a day drawn between its
 	// issue and twice its age later: about half of them are past due
@@ -88,4 +94,38 @@ func agingState(r *rand.Rand, age time.Duration) string {
 	default:
 		return "cancelled"
 	}
+}
+
+// syllables make the long tail's words: three or four of twenty give 168,000
+// words, so that a word's first four letters name about one customer in a
+// few hundred, and a whole word one in tens of thousands.
+var syllables = []string{"ka", "lu", "ndi", "mba", "zi", "to", "ngo", "la", "mu", "se", "ki", "wa", "ba", "te", "no", "ri", "ju", "so", "ko", "ma"}
+
+// word is a long-tail word of r's draws, capitalised.
+func word(r *rand.Rand) string {
+	n := 3 + r.IntN(2)
+	w := ""
+	for range n {
+		w += syllables[r.IntN(len(syllables))]
+	}
+	return strings.ToUpper(w[:1]) + w[1:]
+}
+
+// customerIn is customer i of company co in shape s: the mixed shape's
+// customer, with, in the calendar shapes, a name of the long tail: a
+// person's second surname or a business's first word drawn from it (r its
+// own draws).
+func (g gen) customerIn(s Shape, coID string, co, i int, created time.Time) Customer {
+	c := g.customerAt(coID, co, i, created)
+	if s == ShapeMixed || s == "" {
+		return c
+	}
+	r := g.rng(co, kindName, i)
+	if c.NIF != nil && strings.HasPrefix(*c.NIF, "54") { // a business (customerAt)
+		_, rest, _ := strings.Cut(c.Name, " ")
+		c.Name = word(r) + " " + rest
+	} else {
+		c.Name += " " + word(r)
+	}
+	return c
 }

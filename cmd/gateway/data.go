@@ -52,7 +52,7 @@ func dataLoadFlags(fs *flag.FlagSet) action {
 	db := databaseFlag(fs)
 	size := fs.String("size", "small", "`SIZE`, small (demo data, live and sandbox) or large (platform scale, one PostgreSQL database)")
 	seed := fs.Int64("seed", 1, "generator seed `N`: the same seed makes the same data")
-	shape := fs.String("shape", "mixed", "with --size large, how documents spread over states and dates: `SHAPE` mixed (2023-2025, every due date past), even (the three years up to today, half of the due dates past at every age) or aging (due in 30 days, paid as they age: the newest not yet due)")
+	shape := fs.String("shape", "mixed", "with --size large, how documents spread over states and dates: `SHAPE` mixed (2023-2025, every due date past), even (the three years up to today, half of the due dates past at every age) or aging (due in 30 days, paid as they age: the newest not yet due); even and aging also give customers names of a long tail, so that searches meet rare fragments")
 	return func(ctx context.Context, c *invocation) error {
 		start := time.Now()
 		switch *size {
