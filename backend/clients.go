@@ -82,6 +82,11 @@ func (s *Store) queryClients(ctx context.Context, companyID string, f invoicing.
 	defer cancel()
 	rd := s.db.reader(ownWrites, companyID) // a list right after the company's own create includes it
 
+	if f.Search != "" && f.After == nil {
+		if p, ok, err := s.searchPage(ctx, rd, w, o, f); ok || err != nil {
+			return p, err
+		}
+	}
 	total, pw, plan, done, err := s.plan(ctx, rd, listSpec{op: "count clients", from: "customers c", w: w, o: o, after: f.After, page: f.Page, size: f.PageSize,
 		search: f.Search != ""})
 	if err != nil {
@@ -103,12 +108,7 @@ func (s *Store) queryClients(ctx context.Context, companyID string, f invoicing.
 	dest := r.dest(s.d)
 	for rows.Next() {
 		if len(page.Data) == f.PageSize { // the row past the page: there is a next one
-			last := &page.Data[len(page.Data)-1]
-			t := last.CreatedAt.Time
-			if o.changes {
-				t = last.UpdatedAt.Time
-			}
-			page.Next = &invoicing.Position{At: &t, ID: last.ID}
+			page.Next = clientPosition(&page.Data[len(page.Data)-1], o)
 			break
 		}
 		r = clientRow{}

@@ -278,6 +278,10 @@ func testClientSearch(t *testing.T, s *backend.Store) {
 		if len(want) < 2 || !slices.Equal(byPage, want) || !slices.Equal(byCursor, want) {
 			t.Errorf("search %q by pages of 1: %v by number, %v by cursor; want %v (two or more)", search, byPage, byCursor, want)
 		}
+		past, err := s.ListClients(context.Background(), coA, invoicing.ClientFilter{Search: search, Page: len(want) + 1, PageSize: 1})
+		if err != nil || len(past.Data) != 0 || past.Total != int64(len(want)) || past.Next != nil {
+			t.Errorf("search %q, the page past the end: %+v, %v", search, past, err)
+		}
 	}
 	// The table survived the injection attempt.
 	if _, err := s.GetClient(context.Background(), coA, cliCompany); err != nil {

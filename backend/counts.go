@@ -117,6 +117,18 @@ func (c *countCache) totalBelow(ctx context.Context, k countKey, exactBelow int6
 	}
 }
 
+// kept reports whether the cache holds a total for k that it would serve.
+func (c *countCache) kept(k countKey) bool {
+	if c.maxAge <= 0 {
+		return false
+	}
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[k]
+	return e != nil && e.hasValue && now.Sub(e.asOf) < c.maxAge
+}
+
 // start runs count in the background for entry e; c.mu is held.
 func (c *countCache) start(ctx context.Context, k countKey, e *countEntry, began time.Time, exactBelow int64, count func(context.Context) (int64, error)) *countFlight {
 	f := &countFlight{done: make(chan struct{})}
@@ -164,8 +176,7 @@ func (c *countCache) makeRoom() bool {
 // argument. A search's total is exact below Config.SearchExactBelow, and its
 // count planned for its fragment; other lists' below ExactTotalBelow.
 func (s *Store) listTotal(ctx context.Context, rd reader, op, from string, w where, search bool) (int64, error) {
-	q := s.d.rebind("SELECT count(*) FROM " + from + "\nWHERE " + w.sql())
-	k := countKeyOf(q, w)
+	q, k := s.countQuery(from, w)
 	exactBelow, args := s.counts.exactBelow, w.args
 	if search {
 		exactBelow, args = s.searchExact, s.d.plannedArgs(args)
@@ -183,6 +194,12 @@ func (s *Store) listTotal(ctx context.Context, rd reader, op, from string, w whe
 		return 0, s.fail(ctx, op, err)
 	}
 	return n, nil
+}
+
+// countQuery is the count of a list's matches, and its key in the cache.
+func (s *Store) countQuery(from string, w where) (string, countKey) {
+	q := s.d.rebind("SELECT count(*) FROM " + from + "\nWHERE " + w.sql())
+	return q, countKeyOf(q, w)
 }
 
 // countKeyOf names the list of where w (its first argument the company id)

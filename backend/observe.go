@@ -138,10 +138,13 @@ func summarize(sql string) (op, target string) {
 	}
 	op = strings.ToUpper(sql[:end])
 	fields := strings.Fields(sql)
+	if op == "WITH" {
+		op = mainStatement(fields)
+	}
 	for i := 0; i+1 < len(fields); i++ {
 		if w := strings.ToUpper(fields[i]); w == "FROM" || w == "INTO" || w == "UPDATE" {
 			name := fields[i+1]
-			if j := strings.IndexAny(name, "(;,"); j >= 0 {
+			if j := strings.IndexAny(name, "();,"); j >= 0 {
 				name = name[:j]
 			}
 			if name != "" {
@@ -150,6 +153,25 @@ func summarize(sql string) (op, target string) {
 		}
 	}
 	return op, ""
+}
+
+// mainStatement is the operation a WITH statement's common table
+// expressions introduce (the first SELECT, INSERT, UPDATE or DELETE outside
+// their parentheses), so that a read is named a SELECT however it is built.
+func mainStatement(fields []string) string {
+	depth := 0
+	for _, f := range fields[1:] {
+		if depth == 0 {
+			switch w := strings.ToUpper(strings.TrimLeft(f, "(")); w {
+			case "SELECT", "INSERT", "UPDATE", "DELETE":
+				if !strings.HasPrefix(f, "(") {
+					return w
+				}
+			}
+		}
+		depth += strings.Count(f, "(") - strings.Count(f, ")")
+	}
+	return "WITH"
 }
 
 // PoolStats describe a Store's connection pool.
