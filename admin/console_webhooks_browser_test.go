@@ -1,6 +1,8 @@
 package admin_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,7 +15,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/client"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // flipReceiver is an integrator's receiver whose answer the test flips: it
@@ -24,13 +28,14 @@ type flipReceiver struct {
 	mu       sync.Mutex
 	verifier *client.WebhookVerifier
 	failing  bool
-	got      map[string]int // event id: deliveries verified and taken
-	refused  []string       // deliveries that did not verify: id, signatures and why
-	step     string         // what the test was doing, for the refusals' report
+	got      map[string]int    // event id: deliveries verified and taken
+	what     map[string]string // event id: its type and its resource's id, as delivered
+	refused  []string          // deliveries that did not verify: id, signatures and why
+	step     string            // what the test was doing, for the refusals' report
 }
 
 func newFlipReceiver(t *testing.T) *flipReceiver {
-	f := &flipReceiver{got: map[string]int{}}
+	f := &flipReceiver{got: map[string]int{}, what: map[string]string{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
@@ -46,7 +51,10 @@ func newFlipReceiver(t *testing.T) *flipReceiver {
 			http.Error(w, "bad signature", http.StatusBadRequest)
 			return
 		}
+		var d struct{ ID string }
+		_ = json.Unmarshal(ev.Data, &d)
 		f.got[ev.ID]++
+		f.what[ev.ID] = ev.Type + " " + d.ID
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(f.srv.Close)
@@ -70,11 +78,22 @@ func (f *flipReceiver) fail(on bool) { f.mu.Lock(); f.failing = on; f.mu.Unlock(
 
 func (f *flipReceiver) count(id string) int { f.mu.Lock(); defer f.mu.Unlock(); return f.got[id] }
 
-// Webhooks in the console, in a real browser: create an endpoint, trigger
-// an event, see the delivery; make the receiver fail, see the retries and
-// the error; recover, see it delivered once more; replay one; change its
-// types, disable and enable it, rotate its secret with an overlap, delete
-// it; every change in the audit log.
+// delivered is the type and resource id an event arrived with; "" if it
+// has not arrived.
+func (f *flipReceiver) delivered(id string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.what[id]
+}
+
+// Webhooks in the console, in a real browser, on real events: create an
+// endpoint; a client created through the public API with a TEST key is
+// detected in the sandbox, delivered, and seen in the delivery log; a test
+// event too. The receiver fails while an invoice is paid in the sandbox:
+// the log shows the retries and the error; recover, and the payment is
+// delivered once more; replay one; change its types, disable and enable
+// it, rotate its secret with an overlap, delete it; every change in the
+// audit log.
 func TestConsoleWebhooksInBrowser(t *testing.T) {
 	w := newWorld(t)
 	in := w.start(withRetries(300*time.Millisecond, 300*time.Millisecond)) // three attempts, quickly
@@ -99,8 +118,6 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	}
 	b.shotAt("w1-endpoint-created", "#company")
 
-	recv.at("send a test event")
-	// Trigger an event (the console's test event); see the delivery.
 	b.run("open endpoint", chromedp.Click(`#webhooks-table tr[data-webhook] a.url`), chromedp.WaitVisible("#deliveries"))
 	if page := b.until("page", `document.getElementById("webhook")?.dataset.webhook || null`); page != id {
 		t.Fatalf("opened endpoint %s, want %s", page, id)
@@ -108,12 +125,13 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	if b.is("secret carried over", `document.body.textContent.includes(`+jsString(secret)+`)`) {
 		t.Error("the secret is shown again on the endpoint's page")
 	}
-	const queued = `(document.getElementById("endpoint-msg").textContent.match(/evt_[a-z0-9]+/) || [""])[0]`
-	send := func() string {
+	// logged polls the delivery log, refreshing it, until it lists an event
+	// of type typ about resource; it answers the event's id.
+	logged := func(typ, resource string) string {
 		t.Helper()
-		before := b.until("message", queued+` + " "`)
-		b.run("send test", chromedp.Click("#send-test"))
-		return b.until("queued", `(id => id && id + " " !== `+jsString(before)+` ? id : null)(`+queued+`)`)
+		return b.until(typ+" of "+resource+" logged", `(r => r ? r.dataset.event : (document.getElementById("deliveries-refresh").click(), null))`+
+			`([...document.querySelectorAll("#deliveries tbody[data-event]")].find(r => (d => d.length === 3 && d[1].textContent === `+jsString(typ)+
+			` && d[2].textContent === `+jsString(resource)+`)(r.querySelectorAll("tr.delivery > td:first-child > div"))))`)
 	}
 	// state polls the delivery log, refreshing it, until the event's row is
 	// in the state; it answers the row's text.
@@ -122,38 +140,72 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 		return b.until(event+" "+want, `(r => r && r.dataset.state === `+jsString(want)+` ? r.innerText : (document.getElementById("deliveries-refresh").click(), null))`+
 			`(document.querySelector(`+jsString(`#deliveries tbody[data-event="`+event+`"]`)+`))`)
 	}
-	first := send()
-	state(first, "delivered")
-	if recv.count(first) != 1 {
-		t.Errorf("the receiver took the test event %d times, want 1", recv.count(first))
+
+	recv.at("a client created through the public API")
+	// A real event: an integrator's ERP creates a client with a TEST key;
+	// the change in the sandbox is detected and delivered as
+	// client.created, and the log shows it with the client's id.
+	key := in.key(t, coA, invoicing.Test, allScopes)
+	made := do(t, in.pub.URL, req{Method: "POST", Path: "/api/v1/v1/clients", Key: key.Key, Company: coA, Body: `{"name":"Mukongo Comercial Lda"}`})
+	if made.Status != 201 {
+		t.Fatalf("create client: %d %s", made.Status, made.Body)
+	}
+	clientID, _ := made.json(t)["id"].(string)
+	created := logged("client.created", clientID)
+	if row := state(created, "delivered"); !strings.Contains(row, "client.created") || !strings.Contains(row, clientID) {
+		t.Errorf("the client's delivery row: %q", row)
+	}
+	if n, what := recv.count(created), recv.delivered(created); n != 1 || what != "client.created "+clientID {
+		t.Errorf("the receiver took %s %d times as %q, want once as client.created %s", created, n, what, clientID)
 	}
 	b.shotAt("w2-delivered", "#webhook")
 
+	recv.at("send a test event")
+	// The console's test event is delivered too, whatever happens in the
+	// sandbox.
+	const queued = `(document.getElementById("endpoint-msg").textContent.match(/evt_[a-z0-9]+/) || [""])[0]`
+	send := func() string {
+		t.Helper()
+		before := b.until("message", queued+` + " "`)
+		b.run("send test", chromedp.Click("#send-test"))
+		return b.until("queued", `(id => id && id + " " !== `+jsString(before)+` ? id : null)(`+queued+`)`)
+	}
+	test := send()
+	state(test, "delivered")
+	if recv.count(test) != 1 {
+		t.Errorf("the receiver took the test event %d times, want 1", recv.count(test))
+	}
+
 	recv.at("receiver failing")
-	// The receiver fails: three attempts, each with its status, error and
-	// the answer's first bytes; the health says so.
+	// The receiver fails while the platform records an invoice's payment in
+	// the sandbox: invoice.paid is attempted three times, each with its
+	// status, error and the answer's first bytes; the health says so.
 	recv.fail(true)
-	second := send()
-	row := state(second, "failed")
-	for _, want := range []string{"answered 500 Internal Server Error", "boom: the ERP is down", "webhook.test"} {
+	invoiceID, err := gendata.Trigger(context.Background(), w.test, coA, "invoice.paid", time.Now())
+	if err != nil {
+		t.Fatalf("pay an invoice in the sandbox: %v", err)
+	}
+	paid := logged("invoice.paid", invoiceID)
+	row := state(paid, "failed")
+	for _, want := range []string{"answered 500 Internal Server Error", "boom: the ERP is down", "invoice.paid", invoiceID} {
 		if !strings.Contains(row, want) {
 			t.Errorf("the failed delivery's row lacks %q: %q", want, row)
 		}
 	}
-	if n := b.text("attempts", `#deliveries tbody[data-event="`+second+`"] .attempt-count`); n != "3" {
+	if n := b.text("attempts", `#deliveries tbody[data-event="`+paid+`"] .attempt-count`); n != "3" {
 		t.Errorf("attempts: %s, want 3", n)
 	}
-	if got := b.until("health", `(t => t.includes("1 failed") ? t : (document.getElementById("deliveries-refresh").click(), null))(document.getElementById("health").innerText)`); !strings.Contains(got, "25 %") ||
-		!strings.Contains(got, "of 4 attempts") || !strings.Contains(got, "answered 500 Internal Server Error") {
-		t.Errorf("health after the failures: %q, want 1 of 4 attempts succeeded, 1 failed", got)
+	if got := b.until("health", `(t => t.includes("1 failed") ? t : (document.getElementById("deliveries-refresh").click(), null))(document.getElementById("health").innerText)`); !strings.Contains(got, "40 %") ||
+		!strings.Contains(got, "of 5 attempts") || !strings.Contains(got, "2 delivered") || !strings.Contains(got, "answered 500 Internal Server Error") {
+		t.Errorf("health after the failures: %q, want 2 of 5 attempts succeeded, 2 delivered, 1 failed", got)
 	}
 	b.shotAt("w3-retries-and-error", "#webhook")
-	// Filtered: the failed one only, then the test events.
+	// Filtered: the failed one only, then the client's event only.
 	b.run("filter failed", chromedp.SetValue("#filter-state", "failed"))
-	b.until("filtered", `(rs => rs.length === 1 && rs[0].dataset.event === `+jsString(second)+` ? "yes" : null)([...document.querySelectorAll("#deliveries tbody[data-event]")])`)
+	b.until("filtered", `(rs => rs.length === 1 && rs[0].dataset.event === `+jsString(paid)+` ? "yes" : null)([...document.querySelectorAll("#deliveries tbody[data-event]")])`)
 	b.any("#filter-state")
-	b.run("by type", chromedp.SetValue("#filter-type", "webhook.test"))
-	b.until("by type", `document.querySelectorAll("#deliveries tbody[data-event]").length === 2 ? "yes" : null`)
+	b.run("by type", chromedp.SetValue("#filter-type", "client.created"))
+	b.until("by type", `(rs => rs.length === 1 && rs[0].dataset.event === `+jsString(created)+` ? "yes" : null)([...document.querySelectorAll("#deliveries tbody[data-event]")])`)
 	b.any("#filter-type")
 
 	recv.at("recover")
@@ -164,24 +216,25 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	if msg := b.until("recovered", `(t => t.includes("queued again") ? t : null)(document.getElementById("endpoint-msg").textContent)`); msg != "1 failed delivery queued again." {
 		t.Errorf("recover: %q", msg)
 	}
-	state(second, "delivered")
+	state(paid, "delivered")
 	// Sent again, its attempts are counted afresh; the log keeps all four.
 	if got := b.until("attempts", `(r => r.querySelector(".attempt-count").textContent + " " + [...r.querySelectorAll("table.attempts tbody tr")].map(a => a.className + ":" + a.cells[2].textContent).join(","))`+
-		`(document.querySelector(`+jsString(`#deliveries tbody[data-event="`+second+`"]`)+`))`); got != "1 failed:500,failed:500,failed:500,ok:204" {
+		`(document.querySelector(`+jsString(`#deliveries tbody[data-event="`+paid+`"]`)+`))`); got != "1 failed:500,failed:500,failed:500,ok:204" {
 		t.Errorf("attempts after the recovery: %q", got)
 	}
-	if recv.count(second) != 1 || recv.count(first) != 1 {
-		t.Errorf("the receiver took the events %d and %d times, want once each", recv.count(first), recv.count(second))
+	if recv.count(paid) != 1 || recv.delivered(paid) != "invoice.paid "+invoiceID || recv.count(created) != 1 || recv.count(test) != 1 {
+		t.Errorf("the receiver took the payment %d times (as %q), the client %d times, the test %d times; want once each, the payment as invoice.paid %s",
+			recv.count(paid), recv.delivered(paid), recv.count(created), recv.count(test), invoiceID)
 	}
 	b.shotAt("w4-recovered", "#deliveries")
 
 	recv.at("replay")
-	// Replay the first: it arrives again, with its id.
-	b.run("replay", chromedp.Click(`#deliveries tbody[data-event="`+first+`"] button.replay`))
+	// Replay the client's event: it arrives again, with its id.
+	b.run("replay", chromedp.Click(`#deliveries tbody[data-event="`+created+`"] button.replay`))
 	deadline := time.Now().Add(time.Minute)
-	for recv.count(first) < 2 {
+	for recv.count(created) < 2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the replayed event arrived %d times", recv.count(first))
+			t.Fatalf("the replayed event arrived %d times", recv.count(created))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -214,7 +267,8 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	b.until("previous secret", `document.getElementById("previous-secret").textContent.includes("in 60 min") ? "yes" : null`)
 	recv.trust(t, rotated)
 	recv.at("a test event signed with the new secret")
-	state(send(), "delivered")
+	signed := send()
+	state(signed, "delivered")
 
 	recv.at("twenty test events")
 	// The log a page of 20 at a time: the newest, then the older ones.
@@ -229,8 +283,8 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	newest := strings.Fields(b.until("first page", `(ids => ids.length === 20 && !document.getElementById("deliveries-older").disabled ? ids.join(" ") : null)(`+shown+`)`))
 	b.run("older", chromedp.Click("#deliveries-older"))
 	older := strings.Fields(b.until("second page", `(ids => document.getElementById("deliveries-page").textContent === "page 2" && ids.length && ids[0] !== `+jsString(newest[0])+` ? ids.join(" ") : null)(`+shown+`)`))
-	if len(older) != 3 || !slices.Contains(older, first) || !slices.Contains(older, second) || slices.ContainsFunc(older, func(id string) bool { return slices.Contains(newest, id) }) {
-		t.Errorf("pages: %q then %q, want 20 then the 3 older ones", newest, older)
+	if want := []string{signed, paid, test, created}; !slices.Equal(older, want) {
+		t.Errorf("pages: %q then %q, want 20 then the 4 older ones, newest first: %q", newest, older, want)
 	}
 	if !b.is("last page", `document.getElementById("deliveries-older").disabled`) {
 		t.Error("Older is enabled on the last page")
@@ -252,7 +306,7 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	// Every change is in the audit log, under the name signed in with.
 	actions := b.until("audit", `(a => a.includes("webhook.deleted") ? a.join(" ") : null)`+
 		`([...document.querySelectorAll("#audit tr[data-action]")].filter(r => r.cells[1].textContent === "ana.silva").map(r => r.dataset.action).reverse())`)
-	want := "webhook.created webhook.tested webhook.tested webhook.recovered webhook.replayed webhook.updated webhook.updated webhook.updated webhook.secret_rotated webhook.tested webhook.deleted"
+	want := "webhook.created webhook.tested webhook.recovered webhook.replayed webhook.updated webhook.updated webhook.updated webhook.secret_rotated webhook.tested webhook.deleted"
 	if actions != want {
 		t.Errorf("audit actions:\n%s\nwant\n%s", actions, want)
 	}

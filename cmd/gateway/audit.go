@@ -6,12 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/invoicing-ao/gateway/admin"
 	auditlog "github.com/invoicing-ao/gateway/audit"
+	"github.com/invoicing-ao/gateway/events"
 )
 
 // auditFlags is `gateway audit`: a company's audit log, oldest first,
@@ -68,15 +70,18 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("--since %q: must be an RFC 3339 time, a date YYYY-MM-DD or a duration such as 24h or 7d", s)
 }
 
-func printAudit(w io.Writer, events []auditlog.Event) {
+func printAudit(w io.Writer, evs []auditlog.Event) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tACTOR\tACTION\tKEY\tCHANGE")
-	for _, ev := range events {
-		key := "-"
-		if ev.KeyID != nil {
-			key = *ev.KeyID
+	fmt.Fprintln(tw, "TIME\tACTOR\tACTION\tKEY/ENDPOINT\tCHANGE")
+	for _, ev := range evs {
+		subject := "-" // limits concern the company as a whole
+		switch {
+		case ev.KeyID != nil:
+			subject = *ev.KeyID
+		case ev.WebhookID != nil:
+			subject = *ev.WebhookID
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ev.Time.UTC().Format("2006-01-02T15:04:05.000Z"), ev.Actor, ev.Action, key, change(ev))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ev.Time.UTC().Format("2006-01-02T15:04:05.000Z"), ev.Actor, ev.Action, subject, change(ev))
 	}
 	_ = tw.Flush()
 }
@@ -89,6 +94,8 @@ func change(ev auditlog.Event) string {
 		_ = json.Unmarshal(ev.Before, &b)
 		_ = json.Unmarshal(ev.After, &a)
 		return "LIVE " + limitText(b.Live) + " -> " + limitText(a.Live) + ", TEST " + limitText(b.Test) + " -> " + limitText(a.Test)
+	case strings.HasPrefix(ev.Action, "webhook."):
+		return webhookChange(ev)
 	case ev.Action == auditlog.ActionKeyCreated:
 		var a admin.KeyView
 		_ = json.Unmarshal(ev.After, &a)
@@ -110,6 +117,91 @@ func change(ev auditlog.Event) string {
 		}
 		return s
 	}
+}
+
+// auditEndpoint is what the audit log keeps of a webhook endpoint (never
+// its secret).
+type auditEndpoint struct {
+	Mode                string        `json:"mode"`
+	URL                 string        `json:"url"`
+	Types               []events.Type `json:"types"`
+	Description         string        `json:"description"`
+	Enabled             bool          `json:"enabled"`
+	PreviousSecretUntil *time.Time    `json:"previousSecretUntil"`
+}
+
+// auditSend is what the audit log keeps of a delivery sent on request: a
+// replay or a test names its event, a recovery its time and count.
+type auditSend struct {
+	EventID string    `json:"eventId"`
+	Type    string    `json:"type"`
+	Since   time.Time `json:"since"`
+	Queued  int       `json:"queued"`
+}
+
+// webhookChange sums up a webhook action: the endpoint created or removed,
+// the fields a change changed, the secret's overlap, or what was queued
+// again (the event, or how many failed deliveries).
+func webhookChange(ev auditlog.Event) string {
+	var b, a auditEndpoint
+	_ = json.Unmarshal(ev.Before, &b)
+	_ = json.Unmarshal(ev.After, &a)
+	var sent auditSend
+	_ = json.Unmarshal(ev.After, &sent)
+	switch ev.Action {
+	case auditlog.ActionWebhookCreated:
+		s := a.Mode + " " + a.URL + ": " + describeTypes(a.Types)
+		if a.Description != "" {
+			s += "; " + strconv.Quote(a.Description)
+		}
+		if !a.Enabled {
+			s += "; disabled"
+		}
+		return s
+	case auditlog.ActionWebhookUpdated:
+		var parts []string
+		if b.URL != a.URL {
+			parts = append(parts, "url "+b.URL+" -> "+a.URL)
+		}
+		if bt, at := describeTypes(b.Types), describeTypes(a.Types); bt != at {
+			parts = append(parts, "types "+bt+" -> "+at)
+		}
+		if b.Description != a.Description {
+			parts = append(parts, "description "+strconv.Quote(b.Description)+" -> "+strconv.Quote(a.Description))
+		}
+		if b.Enabled != a.Enabled {
+			parts = append(parts, enabledText(b.Enabled)+" -> "+enabledText(a.Enabled))
+		}
+		if len(parts) == 0 {
+			return "nothing changed"
+		}
+		return strings.Join(parts, "; ")
+	case auditlog.ActionWebhookSecretRotated:
+		if a.PreviousSecretUntil != nil {
+			return "new secret; the old one signs until " + a.PreviousSecretUntil.UTC().Format(time.RFC3339)
+		}
+		return "new secret; the old one no longer signs"
+	case auditlog.ActionWebhookDeleted:
+		return "removed " + b.Mode + " " + b.URL
+	case auditlog.ActionWebhookReplayed:
+		return sent.EventID + " (" + sent.Type + ") queued again"
+	case auditlog.ActionWebhookRecovered:
+		n := strconv.Itoa(sent.Queued) + " failed deliveries"
+		if sent.Queued == 1 {
+			n = "1 failed delivery"
+		}
+		return n + " since " + sent.Since.UTC().Format(time.RFC3339) + " queued again"
+	case auditlog.ActionWebhookTested:
+		return "test event " + sent.EventID + " queued"
+	}
+	return "-"
+}
+
+func enabledText(on bool) string {
+	if on {
+		return "enabled"
+	}
+	return "disabled"
 }
 
 func limitText(l admin.LimitView) string {

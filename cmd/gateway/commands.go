@@ -88,8 +88,10 @@ var commands = []*command{
 	},
 	{
 		name: "audit", synopsis: "--company ID [--since TIME] [--json]",
-		summary: "Show who created, rolled, revoked or saw expire a company's keys, and set or reset its limits, oldest first.",
-		detail:  "Kept 400 days. The actor is the admin API's X-Actor, or user@host for this command line.",
+		summary: "Show who changed a company's keys, limits and webhook endpoints, and what changed, oldest first.",
+		detail: "Keys created, rolled, revoked or expired; limits set or reset; webhook endpoints created, changed, given a new secret or deleted, " +
+			"and deliveries sent again (replays, recoveries, test events). Each line names the key or endpoint and sums up the change; --json has the full before and after. " +
+			"Kept 400 days. The actor is the admin API's X-Actor, or user@host for this command line.",
 		example: "gateway audit --company " + exampleCompany + " --since 7d",
 		needs:   needRedis, required: []string{"company"},
 		flags: auditFlags,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -100,11 +101,35 @@ func TestWebhooksCommands(t *testing.T) {
 	if code, _, errs = gw(t, env, "webhooks", "delete", ep.ID); code == 0 || !strings.Contains(errs, "No webhook endpoint "+ep.ID) {
 		t.Fatalf("delete again: %d %s", code, errs)
 	}
+	// The audit names the endpoint on each of its lines and says what
+	// changed.
 	code, out, _ = gw(t, env, "audit", "--company", co)
-	for _, action := range []string{"webhook.created", "webhook.updated", "webhook.secret_rotated", "webhook.tested", "webhook.replayed", "webhook.recovered", "webhook.deleted"} {
-		if code != 0 || !strings.Contains(out, action) {
-			t.Errorf("audit does not show %s:\n%s", action, out)
+	var lines []string // the endpoint's: action and change
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.SplitN(strings.Join(strings.Fields(l), " "), " ", 5); len(f) == 5 && f[3] == ep.ID {
+			lines = append(lines, f[2]+" "+f[4])
 		}
+	}
+	want := []*regexp.Regexp{
+		regexp.MustCompile(`^webhook\.created TEST ` + regexp.QuoteMeta(url) + `: invoice\.paid, invoice\.overdue; "ERP"$`),
+		regexp.MustCompile(`^webhook\.updated types invoice\.paid, invoice\.overdue -> every event type; enabled -> disabled$`),
+		regexp.MustCompile(`^webhook\.secret_rotated new secret; the old one signs until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`),
+		regexp.MustCompile(`^webhook\.tested test event ` + sent.EventID + ` queued$`),
+		regexp.MustCompile(`^webhook\.replayed ` + sent.EventID + ` \(webhook\.test\) queued again$`),
+		regexp.MustCompile(`^webhook\.recovered 0 failed deliveries since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ queued again$`),
+		regexp.MustCompile(`^webhook\.deleted removed TEST ` + regexp.QuoteMeta(url) + `$`),
+	}
+	if code != 0 || len(lines) != len(want) {
+		t.Errorf("audit: %d lines of %s, want %d:\n%s", len(lines), ep.ID, len(want), out)
+	} else {
+		for i, re := range want {
+			if !re.MatchString(lines[i]) {
+				t.Errorf("audit line %d of %s: %q, want %s", i+1, ep.ID, lines[i], re)
+			}
+		}
+	}
+	if !regexp.MustCompile(`(?m)webhook\.created +ep_[a-z2-7]{26} +LIVE ` + regexp.QuoteMeta(url) + `: every event type$`).MatchString(out) {
+		t.Errorf("audit does not show the LIVE endpoint's creation:\n%s", out)
 	}
 	if strings.Contains(out, "whsec_") {
 		t.Errorf("the audit log shows a signing secret:\n%s", out)
