@@ -33,6 +33,7 @@ var (
 )
 
 // ClientExistsError is ErrClientExists with the client that has the id.
+// It is an invoicing.ClientExists, so that callers need not name this type.
 type ClientExistsError struct{ Client invoicing.Client }
 
 func (e *ClientExistsError) Error() string { return ErrClientExists.Error() + ": " + e.Client.ID }
@@ -40,15 +41,23 @@ func (e *ClientExistsError) Error() string { return ErrClientExists.Error() + ":
 // Is makes errors.Is(err, ErrClientExists) true.
 func (e *ClientExistsError) Is(target error) bool { return target == ErrClientExists }
 
+// ExistingClient is the client that has the id (invoicing.ClientExists).
+func (e *ClientExistsError) ExistingClient() invoicing.Client { return e.Client }
+
 // NIFConflictError is ErrNIFConflict (errors.Is, and its kind and code to
 // errors.As) with the id of the company's live client that has the NIF:
 // the caller's own data, so that it can use that client instead of
-// searching for it.
+// searching for it. It is an invoicing.ClientConflict, which is how the
+// HTTP layer tells the caller that id without naming this type.
 type NIFConflictError struct{ ClientID string }
 
 func (e *NIFConflictError) Error() string { return ErrNIFConflict.Error() + ": client " + e.ClientID }
 
 func (e *NIFConflictError) Unwrap() error { return ErrNIFConflict }
+
+// ExistingClientID is the id of the client that has the NIF
+// (invoicing.ClientConflict).
+func (e *NIFConflictError) ExistingClientID() string { return e.ClientID }
 
 // errIDTaken is a driver's "duplicate primary key" on customers, turned into
 // a ClientExistsError by insertClient.

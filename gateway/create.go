@@ -8,7 +8,6 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/idempotency"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
@@ -54,13 +53,9 @@ func (s *Server) insert(r *http.Request, st *reqState, nc invoicing.NewClient) (
 	}
 	defer slot.Release()
 	c, err := s.store(st.Key.Mode).CreateClient(r.Context(), st.Key.CompanyID, nc)
-	var taken *backend.NIFConflictError
-	if errors.As(err, &taken) {
-		// The store looked in the caller's company and mode only.
-		return answer{}, &Error{Code: "nif_conflict", ExistingClientID: taken.ClientID, Err: err,
-			Detail: "A client with this NIF already exists in the company: " + apiPrefix + "/clients/" + taken.ClientID + "."}
-	}
 	if err != nil {
+		// A NIF the company has already is answered with the client that
+		// has it: the error says which (problemFor).
 		return answer{}, err
 	}
 	return answer{status: http.StatusCreated, body: c, location: apiPrefix + "/clients/" + c.ID}, nil
@@ -137,6 +132,11 @@ func (s *Server) createOnce(r *http.Request, st *reqState, key string, body []by
 	}
 	a := render(ans, err, st.ID)
 	_ = s.idem.Finish(ctx, sc, fp, a) // if it fails, a retry meets its own row
+	if err != nil {
+		// The problem a encodes, so that the layers outside log and trace
+		// its code as they do for an answer written from the error.
+		err = problemFor(err)
+	}
 	return stored(a, ans.replayed), err
 }
 
@@ -147,14 +147,15 @@ var errKeyReused = &Error{Code: "idempotency_key_reused",
 // attempt that made it, when the client is the one this request describes;
 // otherwise the key was used for another request.
 func ownRow(ans answer, err error, nc invoicing.NewClient) (answer, error) {
-	var ex *backend.ClientExistsError
+	var ex invoicing.ClientExists
 	if !errors.As(err, &ex) {
 		return ans, err
 	}
-	if !sameClient(ex.Client, nc) {
+	c := ex.ExistingClient()
+	if !sameClient(c, nc) {
 		return answer{}, errKeyReused
 	}
-	return answer{status: http.StatusCreated, body: ex.Client, location: apiPrefix + "/clients/" + ex.Client.ID, replayed: true}, nil
+	return answer{status: http.StatusCreated, body: c, location: apiPrefix + "/clients/" + c.ID, replayed: true}, nil
 }
 
 // sameClient reports whether c is what nc (normalized) creates.

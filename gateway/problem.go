@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/invoicing-ao/gateway/invoicing"
@@ -19,8 +20,9 @@ type Error struct {
 	RetryAfter time.Duration
 	Allow      string            // for method_not_allowed
 	Checks     map[string]string // for not_ready: each dependency's state
-	// ExistingClientID, for nif_conflict: the caller's company's client
-	// that has the NIF (never another company's).
+	// ExistingClientID, for an error that is an invoicing.ClientConflict
+	// (nif_conflict): the caller's company's client that has the NIF (never
+	// another company's).
 	ExistingClientID string
 	Err              error // cause, logged, never shown
 
@@ -63,13 +65,14 @@ type problemCode struct {
 	Title  string
 }
 
-// httpCodes are the codes of the errors the HTTP layer makes itself, on
-// both listeners: this package's checks of headers, bodies, routes and
-// readiness, and the admin package's of the admin token, company ids and its
-// optional stores (one table, so that the errors guide and the document
-// list every code whatever the binary links). The adapters' errors bring
-// their own code, title and kind (invoicing.Define); a code both use is
-// defined alike by both (TestCodesAgree).
+// httpCodes are the codes of the errors this package makes itself, on both
+// listeners: its checks of headers, bodies, routes, limits and readiness.
+// Every other code is defined where its errors are made, with its kind and
+// title (invoicing.Define): the adapters' and the admin package's own (the
+// admin token, company ids), so that a new one touches no file here; the
+// errors guide and the document list every code the binary links. A code
+// both this table and a definition have is the same row for both
+// (TestCodesAgree).
 var httpCodes = map[string]problemCode{
 	"invalid_parameter":       {http.StatusBadRequest, "Invalid query parameter"},
 	"invalid_body":            {http.StatusBadRequest, "Invalid request body"},
@@ -91,12 +94,7 @@ var httpCodes = map[string]problemCode{
 	"rate_limit_test":         {http.StatusTooManyRequests, "TEST rate limit exceeded"},
 	"database_unavailable":    {http.StatusServiceUnavailable, "Database unavailable"},
 	"internal_error":          {http.StatusInternalServerError, "Internal server error"},
-	"unauthorized_admin":      {http.StatusUnauthorized, "Admin token required"},
-	"admin_disabled":          {http.StatusServiceUnavailable, "Admin API disabled"},
-	"unknown_company":         {http.StatusUnprocessableEntity, "Unknown company"},
 	"not_ready":               {http.StatusServiceUnavailable, "Not ready"},
-	"audit_unavailable":       {http.StatusServiceUnavailable, "Audit log unavailable"},
-	"usage_unavailable":       {http.StatusServiceUnavailable, "Usage unavailable"},
 }
 
 // kindStatus is the status of each kind of error.
@@ -173,6 +171,14 @@ func problemOf(err error) *Error {
 		p := &Error{Code: k.Code, Detail: k.Detail, Err: err, status: statusOf(k.Kind), title: k.Title}
 		if p.Detail == "" { // the adapter's text is meant for the caller
 			p.Detail = err.Error()
+		}
+		var held invoicing.ClientConflict
+		if errors.As(err, &held) && held.ExistingClientID() != "" {
+			// The caller's own client (the store looked in its company and
+			// mode only): its id, and where to get it.
+			id := held.ExistingClientID()
+			p.ExistingClientID = id
+			p.Detail = strings.TrimSuffix(p.Detail, ".") + ": " + apiPrefix + "/clients/" + id + "."
 		}
 		if k.Kind == invoicing.Unavailable || k.Kind == invoicing.Limited {
 			// Never sooner than in 1 s: a client told 0 would retry at

@@ -74,3 +74,35 @@ func TestUnclassifiedAdapterErrorIsInternal(t *testing.T) {
 		}
 	}
 }
+
+// heldError is an adapter's conflict that names the caller's client holding
+// what was asked for (invoicing.ClientConflict), as backend's NIF conflict
+// does.
+type heldError struct{ id string }
+
+func (e heldError) Error() string            { return "example: held by " + e.id }
+func (e heldError) Unwrap() error            { return errExampleHeld }
+func (e heldError) ExistingClientID() string { return e.id }
+
+var errExampleHeld = &invoicing.Error{Kind: invoicing.Conflict, Code: "example_held", Title: "Example held", Detail: "The example is held.", Message: "example: held"}
+
+// An adapter's error that names the caller's client it conflicts with is
+// answered with that client's id and where to get it, whatever its type:
+// this layer knows the interface, not the adapter.
+func TestClientConflictNamesTheClient(t *testing.T) {
+	const id = "3b9a8f51-2c4d-4e6f-8a1b-2c3d4e5f6a7b"
+	p := problemFor(fmt.Errorf("create: %w", heldError{id}))
+	if p.Status() != 409 || p.Code != "example_held" || p.ExistingClientID != id ||
+		p.Detail != "The example is held: "+apiPrefix+"/clients/"+id+"." {
+		t.Errorf("%d %s %q %q", p.Status(), p.Code, p.ExistingClientID, p.Detail)
+	}
+	// One that cannot name it is the plain conflict.
+	if p := problemFor(heldError{}); p.ExistingClientID != "" || p.Detail != "The example is held." {
+		t.Errorf("unnamed: %q %q", p.ExistingClientID, p.Detail)
+	}
+	_, body := problemJSON(problemFor(heldError{id}), "req")
+	var b map[string]any
+	if err := json.Unmarshal(body, &b); err != nil || b["existingClientId"] != id {
+		t.Errorf("body %s: %v", body, err)
+	}
+}

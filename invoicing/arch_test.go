@@ -15,8 +15,8 @@ const module = "github.com/invoicing-ao/gateway/"
 // allowedImports is who may import whom among our packages (README,
 // "Layout"): the vocabulary and the internal helpers import none of ours
 // (apitest, the tests' checker of answers, only the document it checks
-// against); the adapters (authz, tenants, usage, idempotency, audit, backend)
-// only those; gateway, the public API, reaches the adapters a request needs;
+// against); the adapters (authz, tenants, usage, idempotency, audit, backend,
+// events) only those; gateway, the public API, reaches the adapters a request needs;
 // admin, the admin API, mounts on gateway's admin listener and reaches the
 // adapters administration needs, and gateway never imports it; the commands
 // may import anything.
@@ -104,14 +104,17 @@ func contains(list []string, s string) bool {
 // httpPackages speak HTTP; adapterPackages are reached through them.
 var (
 	httpPackages    = []string{"gateway", "admin"}
-	adapterPackages = []string{"authz", "tenants", "usage", "idempotency", "audit", "backend"}
+	adapterPackages = []string{"authz", "tenants", "usage", "idempotency", "audit", "backend", "events"}
 )
 
 // TestHTTPLayerMapsErrorsByKind holds the HTTP layer (both listeners: the
 // public API's gateway and the admin API's admin) to one error vocabulary:
 // its problem table (gateway/problem.go) imports no adapter, and no file of
-// it names an adapter's error variable (authz.ErrX, ...): it answers an
-// adapter's error by the kind and code the error carries (invoicing.Define),
+// it names an adapter's error, whether a variable (authz.ErrX), an error type
+// (*backend.SomeError) or anything an adapter exports given to errors.Is or
+// errors.As, asserted or switched on. It answers an adapter's error by the
+// kind and code the error carries (invoicing.Define), and reads what else a
+// problem tells through interfaces of invoicing (invoicing.ClientConflict),
 // so a new adapter error needs no edit in it.
 func TestHTTPLayerMapsErrorsByKind(t *testing.T) {
 	fset := token.NewFileSet()
@@ -124,7 +127,23 @@ func TestHTTPLayerMapsErrorsByKind(t *testing.T) {
 			t.Errorf("gateway/problem.go imports %s: the problem table maps kinds, not an adapter's errors", dep)
 		}
 	}
-	named := 0
+	errNames := map[string]map[string]bool{} // adapter → its error variables and types
+	types := 0
+	for _, pkg := range adapterPackages {
+		errNames[pkg] = adapterErrors(t, fset, pkg)
+		if len(errNames[pkg]) == 0 {
+			t.Errorf("found no error of %s: is adapterErrors still right?", pkg)
+		}
+		for name := range errNames[pkg] {
+			if !strings.HasPrefix(name, "Err") {
+				types++
+			}
+		}
+	}
+	if types == 0 {
+		t.Fatal("found no adapter error type: is adapterErrors still right?")
+	}
+	read := 0
 	for _, pkg := range httpPackages {
 		files, err := filepath.Glob(filepath.Join("..", pkg, "*.go"))
 		if err != nil {
@@ -138,36 +157,211 @@ func TestHTTPLayerMapsErrorsByKind(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			names := map[string]string{} // local name → adapter
-			for _, imp := range f.Imports {
-				dep, ours := strings.CutPrefix(strings.Trim(imp.Path.Value, `"`), module)
-				if !ours || !contains(adapterPackages, dep) {
-					continue
-				}
-				local := filepath.Base(dep)
-				if imp.Name != nil {
-					local = imp.Name.Name
-				}
-				names[local] = dep
+			read++
+			for _, m := range adapterErrorsNamed(fset, f, errNames) {
+				t.Errorf("%s: map an adapter's error by its kind and code (invoicing.KindOf, problemFor) and the interfaces of invoicing, not by name", m)
 			}
-			ast.Inspect(f, func(n ast.Node) bool {
-				sel, ok := n.(*ast.SelectorExpr)
-				if !ok {
-					return true
-				}
-				if x, ok := sel.X.(*ast.Ident); ok && names[x.Name] != "" {
-					named++
-					if strings.HasPrefix(sel.Sel.Name, "Err") {
-						t.Errorf("%s: %s.%s: map an adapter's error by its kind and code (invoicing.KindOf, problemFor), not by name", fset.Position(sel.Pos()), x.Name, sel.Sel.Name)
-					}
-				}
-				return true
-			})
 		}
 	}
-	if named == 0 {
-		t.Fatal("the HTTP layer names nothing of the adapters: the check above read no file")
+	if read == 0 {
+		t.Fatal("read no file of the HTTP layer")
 	}
+
+	// The check finds each way of naming an adapter's error.
+	const sample = `package gateway
+import (
+	"errors"
+	"github.com/invoicing-ao/gateway/backend"
+	tz "github.com/invoicing-ao/gateway/tenants"
+	"github.com/invoicing-ao/gateway/events"
+)
+func f(err error) {
+	var taken *backend.NIFConflictError
+	_ = errors.As(err, &taken)
+	_ = errors.Is(err, backend.ErrNotFound)
+	_ = errors.Is(err, tz.Anything)
+	_, _ = err.(*events.Whatever)
+	var ex events.Other
+	_ = errors.As(err, &ex)
+	switch err.(type) {
+	case *backend.Something:
+	}
+	_ = backend.Config{}
+}`
+	sf, err := parser.ParseFile(fset, "sample.go", sample, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := map[string]map[string]bool{"backend": {"NIFConflictError": true, "ErrNotFound": true}, "tenants": {}, "events": {}}
+	var got []string
+	for _, m := range adapterErrorsNamed(fset, sf, fake) {
+		got = append(got, m[strings.LastIndex(m, " ")+1:])
+	}
+	want := []string{"backend.NIFConflictError", "backend.ErrNotFound", "tz.Anything", "events.Whatever", "events.Other", "backend.Something"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("the check found %v in the sample, want %v", got, want)
+	}
+}
+
+// adapterErrors is the exported error variables and error types of the
+// adapter pkg: variables named Err* or made by invoicing.Define, errors.New
+// or fmt.Errorf, and types with an Error method.
+func adapterErrors(t *testing.T, fset *token.FileSet, pkg string) map[string]bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", pkg, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.GenDecl:
+				if d.Tok != token.VAR {
+					continue
+				}
+				for _, spec := range d.Specs {
+					vs := spec.(*ast.ValueSpec)
+					for i, n := range vs.Names {
+						if !n.IsExported() {
+							continue
+						}
+						if strings.HasPrefix(n.Name, "Err") || (i < len(vs.Values) && madeAsError(vs.Values[i])) {
+							names[n.Name] = true
+						}
+					}
+				}
+			case *ast.FuncDecl:
+				if d.Recv == nil || d.Name.Name != "Error" || len(d.Recv.List) != 1 {
+					continue
+				}
+				typ := d.Recv.List[0].Type
+				if star, ok := typ.(*ast.StarExpr); ok {
+					typ = star.X
+				}
+				if id, ok := typ.(*ast.Ident); ok && id.IsExported() {
+					names[id.Name] = true
+				}
+			}
+		}
+	}
+	return names
+}
+
+// madeAsError reports whether v is a call that makes an error.
+func madeAsError(v ast.Expr) bool {
+	call, ok := v.(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	x, ok := sel.X.(*ast.Ident)
+	if !ok {
+		return false
+	}
+	switch x.Name + "." + sel.Sel.Name {
+	case "invoicing.Define", "errors.New", "fmt.Errorf":
+		return true
+	}
+	return false
+}
+
+// adapterErrorsNamed is where f names an adapter's error ("position: x.Name"):
+// an identifier of errNames (adapter → its errors) anywhere, or any
+// identifier of an adapter given to errors.Is or errors.As (directly, or as
+// the type of the variable errors.As fills), asserted or switched on.
+func adapterErrorsNamed(fset *token.FileSet, f *ast.File, errNames map[string]map[string]bool) []string {
+	local := map[string]string{} // local name → adapter
+	for _, imp := range f.Imports {
+		dep, ours := strings.CutPrefix(strings.Trim(imp.Path.Value, `"`), module)
+		if !ours || !contains(adapterPackages, dep) {
+			continue
+		}
+		name := filepath.Base(dep)
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		local[name] = dep
+	}
+	var found []string
+	seen := map[token.Pos]bool{}
+	flag := func(sel *ast.SelectorExpr) {
+		if !seen[sel.Pos()] {
+			seen[sel.Pos()] = true
+			x := sel.X.(*ast.Ident)
+			found = append(found, fset.Position(sel.Pos()).String()+": "+x.Name+"."+sel.Sel.Name)
+		}
+	}
+	// adapterSel is n when it is an adapter's exported identifier.
+	adapterSel := func(n ast.Node) (*ast.SelectorExpr, bool) {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok {
+			return nil, false
+		}
+		x, ok := sel.X.(*ast.Ident)
+		if !ok || local[x.Name] == "" {
+			return nil, false
+		}
+		return sel, true
+	}
+	// flagAll flags every adapter identifier within n.
+	flagAll := func(n ast.Node) {
+		if n == nil {
+			return
+		}
+		ast.Inspect(n, func(n ast.Node) bool {
+			if sel, ok := adapterSel(n); ok {
+				flag(sel)
+			}
+			return true
+		})
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if sel, ok := adapterSel(n); ok && errNames[local[sel.X.(*ast.Ident).Name]][sel.Sel.Name] {
+			flag(sel)
+		}
+		switch n := n.(type) {
+		case *ast.CallExpr:
+			sel, ok := n.Fun.(*ast.SelectorExpr)
+			if !ok || (sel.Sel.Name != "Is" && sel.Sel.Name != "As") {
+				break
+			}
+			if x, ok := sel.X.(*ast.Ident); !ok || x.Name != "errors" {
+				break
+			}
+			for _, arg := range n.Args {
+				flagAll(arg)
+				// errors.As(err, &v): v's declared type.
+				if u, ok := arg.(*ast.UnaryExpr); ok && u.Op == token.AND {
+					if id, ok := u.X.(*ast.Ident); ok && id.Obj != nil {
+						if vs, ok := id.Obj.Decl.(*ast.ValueSpec); ok {
+							flagAll(vs.Type)
+						}
+					}
+				}
+			}
+		case *ast.TypeAssertExpr:
+			flagAll(n.Type)
+		case *ast.TypeSwitchStmt:
+			for _, c := range n.Body.List {
+				for _, e := range c.(*ast.CaseClause).List {
+					flagAll(e)
+				}
+			}
+		}
+		return true
+	})
+	return found
 }
 
 // TestAdminAnswersThroughGateway holds the admin API to the one writer: its

@@ -120,3 +120,28 @@ func Codes() []CodeInfo {
 	sort.Slice(out, func(i, j int) bool { return out[i].Code < out[j].Code })
 	return out
 }
+
+// An adapter's error may carry what the caller is told beyond its code, or
+// what the HTTP layer needs to answer a retry, through the small interfaces
+// below: the HTTP layer reads them with errors.As and never names the
+// adapter's own types, so such an error needs no edit in it either.
+
+// ClientConflict is an error refusing a create because one of the caller's
+// company's clients holds what it asked for (the NIF). ExistingClientID is
+// that client's id: the caller's own data, told so that it can use that
+// client instead of searching for it. An error that cannot name the client
+// does not implement it (or answers "").
+type ClientConflict interface {
+	error
+	ExistingClientID() string
+}
+
+// ClientExists is an error refusing a create that was given its client's id
+// (NewClient.ID) because a client of the caller's company has that id
+// already: an earlier attempt of the same create may have made it.
+// ExistingClient is that client as it is now, so that a retry can be
+// answered with the client its first attempt made.
+type ClientExists interface {
+	error
+	ExistingClient() Client
+}

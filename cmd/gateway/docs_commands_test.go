@@ -1,30 +1,65 @@
 package main
 
 import (
+	"flag"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // docCommand is a `gateway` command line in a code line of a document: at
 // the line's start (after variable assignments) or inside $( ).
 var docCommand = regexp.MustCompile(`^(?:[A-Z_]+=\S+ )*(?:[A-Z_]+=\$\()?(gateway [^)]*?)\)?$`)
 
-// The command lines the README and docs/ show are the binary's own, so the
-// pages cannot drift from the command table: a synopsis (a line with [ or |)
-// is its command's usage line, with or without [--config FILE]; any other
-// line parses with its command's own flags and arguments. Lines are read from
-// indented code and from ```sh blocks; commands joined by && are read one by
-// one, and a trailing comment (two spaces, #) or & is not part of a command.
-func TestDocsShowRealCommands(t *testing.T) {
+// benchCommand is a `gateway-bench` command line in a code line of a
+// document, after variable assignments.
+var benchCommand = regexp.MustCompile(`^(?:[A-Z_]+=\S+ )*(gateway-bench(?: .*)?)$`)
+
+// goRun is `go run` of one of the binaries, which a document may show instead
+// of the installed binary: its command line is the binary's.
+var goRun = regexp.MustCompile(`^go run \./cmd/(gateway(?:-bench)?) `)
+
+// docFiles are the documents whose commands, names and paths are checked:
+// README.md, docs/*.md, deploy/CAPACITY.md and every README.md under deploy/.
+func docFiles(t *testing.T) []string {
+	t.Helper()
 	files, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no docs/*.md: %v", err)
 	}
 	files = append(files, filepath.Join(repoRoot, "README.md"), filepath.Join(repoRoot, "deploy", "CAPACITY.md"))
+	err = filepath.WalkDir(filepath.Join(repoRoot, "deploy"), func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "README.md" {
+			files = append(files, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// The command lines the README and docs/ show are the binaries' own, so the
+// pages cannot drift from the command table or gateway-bench's flags: a
+// synopsis (a line with [ or |) is its command's usage line, with or without
+// [--config FILE]; any other line parses with its command's own flags and
+// arguments (gateway-bench's: its flags, their values' types, and --mix one
+// of its operations). Lines are read from indented code and from ```sh
+// blocks; commands joined by && are read one by one, a trailing comment (two
+// spaces, #) or & is not part of a command, and `go run ./cmd/X` is X.
+func TestDocsShowRealCommands(t *testing.T) {
+	files := docFiles(t)
+	bench := benchCLIOf(t)
+	benchChecked := 0
 	byName := map[string]*command{}
 	for _, c := range commands {
 		byName[c.name] = c
@@ -58,12 +93,21 @@ func TestDocsShowRealCommands(t *testing.T) {
 			}
 			for _, code := range strings.Split(code, " && ") {
 				code = strings.TrimSuffix(strings.TrimSpace(code), " &")
+				code = goRun.ReplaceAllString(code, "$1 ")
+				where := name + ":" + strconv.Itoa(i+1)
+				if m := benchCommand.FindStringSubmatch(code); m != nil {
+					checked++
+					benchChecked++
+					if err := bench.check(m[1]); err != nil {
+						t.Errorf("%s: %q: %v", where, m[1], err)
+					}
+					continue
+				}
 				m := docCommand.FindStringSubmatch(code)
 				if m == nil {
 					continue
 				}
 				checked++
-				where := name + ":" + strconv.Itoa(i+1)
 				words := strings.Fields(m[1])[1:]
 				var c *command
 				for n := min(2, len(words)); n > 0 && c == nil; n-- {
@@ -90,7 +134,105 @@ func TestDocsShowRealCommands(t *testing.T) {
 			}
 		}
 	}
-	if checked < 15 {
-		t.Errorf("only %d command lines found in the docs: is the pattern still right?", checked)
+	if checked < 15 || benchChecked == 0 {
+		t.Errorf("only %d command lines found in the docs (%d of gateway-bench): is the pattern still right?", checked, benchChecked)
 	}
+}
+
+// benchCLI is what gateway-bench's --help says of its command line.
+type benchCLI struct {
+	usage string            // the synopsis
+	flags map[string]string // name → its value's type ("" for a switch)
+	ops   []string          // the operations --mix takes, besides all
+}
+
+// benchCLIOf builds gateway-bench and reads its --help: its own flag set,
+// not a copy that could drift.
+func benchCLIOf(t *testing.T) benchCLI {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "gateway-bench")
+	if out, err := exec.Command("go", "build", "-o", bin, "../gateway-bench").CombinedOutput(); err != nil {
+		t.Fatalf("go build ../gateway-bench: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("gateway-bench --help: %v\n%s", err, out)
+	}
+	b := benchCLI{flags: map[string]string{}}
+	flagLine := regexp.MustCompile(`^  -([a-z0-9-]+)(?: (\w+))?$`)
+	lines := strings.Split(string(out), "\n")
+	for i, l := range lines {
+		if l == "Usage:" && i+1 < len(lines) {
+			b.usage = strings.TrimSpace(lines[i+1])
+		}
+		m := flagLine.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		b.flags[m[1]] = m[2]
+		if m[1] == "mix" && i+1 < len(lines) {
+			_, list, _ := strings.Cut(lines[i+1], "one operation: ")
+			list, _, _ = strings.Cut(list, " (default")
+			b.ops = strings.Split(list, ", ")
+		}
+	}
+	if !strings.HasPrefix(b.usage, "gateway-bench ") || len(b.flags) < 10 || len(b.ops) < 3 {
+		t.Fatalf("gateway-bench --help no longer reads as expected (usage %q, %d flags, --mix %v):\n%s", b.usage, len(b.flags), b.ops, out)
+	}
+	return b
+}
+
+// check parses a gateway-bench command line shown in a document.
+func (b benchCLI) check(line string) error {
+	if strings.ContainsAny(line, "[|") {
+		if line != b.usage {
+			return fmt.Errorf("synopsis is not the usage line\n\t%s", b.usage)
+		}
+		return nil
+	}
+	set := flag.NewFlagSet("gateway-bench", flag.ContinueOnError)
+	set.SetOutput(io.Discard)
+	values := map[string]*docValue{}
+	for name, typ := range b.flags {
+		values[name] = &docValue{typ: typ}
+		set.Var(values[name], name, "")
+	}
+	if err := set.Parse(strings.Fields(line)[1:]); err != nil {
+		return err
+	}
+	if set.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", set.Arg(0))
+	}
+	if mix := values["mix"]; mix.set && mix.v != "all" && !slices.Contains(b.ops, mix.v) {
+		return fmt.Errorf("--mix %s: not all nor one of %v", mix.v, b.ops)
+	}
+	return nil
+}
+
+// docValue is a flag's value in a document: of its flag's type, or a shell
+// variable ($PID) that stands for one.
+type docValue struct {
+	typ string
+	v   string
+	set bool
+}
+
+func (d *docValue) String() string   { return d.v }
+func (d *docValue) IsBoolFlag() bool { return d.typ == "" }
+
+func (d *docValue) Set(s string) error {
+	d.v, d.set = s, true
+	if strings.HasPrefix(s, "$") {
+		return nil
+	}
+	var err error
+	switch d.typ {
+	case "":
+		_, err = strconv.ParseBool(s)
+	case "int":
+		_, err = strconv.Atoi(s)
+	case "duration":
+		_, err = time.ParseDuration(s)
+	}
+	return err
 }

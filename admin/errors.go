@@ -1,0 +1,17 @@
+package admin
+
+import "github.com/invoicing-ao/gateway/invoicing"
+
+// The admin API's own codes: the errors it makes itself about the admin
+// token and company ids. They are defined here rather than in gateway's
+// table so that a new one touches no file of gateway: gateway answers a
+// *gateway.Error of a defined code with its kind's status and its title,
+// and its errors guide and the OpenAPI document's enum list every defined
+// code of the binary, which links admin. Each error's detail is its own
+// (the company it names). audit_unavailable and usage_unavailable, answered
+// when no audit log or usage counter is configured, are audit's and usage's.
+var (
+	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Unauthenticated, Code: "unauthorized_admin", Title: "Admin token required", Message: "admin: missing or wrong admin token"})
+	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: "admin_disabled", Title: "Admin API disabled", Message: "admin: no admin token configured"})
+	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Unprocessable, Code: "unknown_company", Title: "Unknown company", Message: "admin: unknown company"})
+)
