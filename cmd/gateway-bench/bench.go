@@ -40,6 +40,12 @@ type bencher struct {
 	created   []benchKey // revoked at the end unless written out
 	raised    []string   // companies whose limits are reset at the end
 	seq       atomic.Int64
+
+	recv        *receiver    // --webhooks
+	endpoints   []string     // created, deleted at the end
+	changes     *changeSet   // --changes
+	loadCreated atomic.Int64 // clients the load created (their events are expected too)
+	failed      error        // the run's verdict, told after its report
 }
 
 func (b *bencher) setup(ctx context.Context) error {
@@ -277,7 +283,7 @@ func (b *bencher) do(req *http.Request, v any) error {
 	defer res.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(res.Body, 4<<20))
 	if res.StatusCode >= 300 {
-		return fmt.Errorf("%s %s: %s: %s", req.Method, req.URL.Path, res.Status, bytes.TrimSpace(data[:min(len(data), 300)]))
+		return &apiError{req.Method + " " + req.URL.Path, res.StatusCode, res.Status, string(bytes.TrimSpace(data[:min(len(data), 300)]))}
 	}
 	if v == nil {
 		return nil
@@ -285,16 +291,38 @@ func (b *bencher) do(req *http.Request, v any) error {
 	return json.Unmarshal(data, v)
 }
 
-// cleanup revokes the keys it created and resets the limits it raised.
+// apiError is an answer other than 2xx, with the start of its body.
+type apiError struct {
+	call       string
+	status     int
+	statusText string
+	body       string
+}
+
+func (e *apiError) Error() string { return e.call + ": " + e.statusText + ": " + e.body }
+
+// cleanup deletes the webhook endpoints it created (first: what waits for
+// them goes too), revokes the keys it created and resets the limits it
+// raised.
 func (b *bencher) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// One left behind would queue events for a receiver that is gone, and
+	// retry them for days: say which.
+	if err := parallel(len(b.endpoints), 16, func(i int) error {
+		return b.admin(ctx, http.MethodDelete, "/admin/v1/webhooks/"+b.endpoints[i], "", nil)
+	}); err != nil {
+		fmt.Fprintf(b.out, "cleanup: webhook endpoints left (delete them with gateway webhooks delete): %v\n", err)
+	}
 	_ = parallel(len(b.raised), 16, func(i int) error {
 		return b.admin(ctx, http.MethodDelete, "/admin/v1/companies/"+b.raised[i]+"/limits", "", nil)
 	})
 	_ = parallel(len(b.created), 16, func(i int) error {
 		return b.admin(ctx, http.MethodDelete, "/admin/v1/keys/"+b.created[i].id, "", nil)
 	})
+	if b.recv != nil {
+		b.recv.close()
+	}
 }
 
 // parallel runs f(0..n-1) on at most workers goroutines; the first error wins.

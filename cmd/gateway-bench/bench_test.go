@@ -18,6 +18,7 @@ import (
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/events"
 	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
@@ -33,9 +34,15 @@ type target struct {
 	live                   *backend.Store
 	keys                   *authz.Keyring
 	limiter                *tenants.Limiter
+	events                 *events.Service // startGatewayEvents
 }
 
-func startGateway(t *testing.T) *target {
+func startGateway(t *testing.T) *target { return startGatewayEvents(t, nil) }
+
+// startGatewayEvents starts the gateway with webhooks when ev is not nil:
+// the admin API manages endpoints, and detection (on the live database) and
+// delivery run, with ev's settings, until the test ends.
+func startGatewayEvents(t *testing.T, ev *events.Config) *target {
 	t.Helper()
 	ctx := context.Background()
 	g := &target{adminToken: "bench-admin-token-0123456789", liveURL: testenv.Postgres(t)}
@@ -59,7 +66,22 @@ func startGateway(t *testing.T) *target {
 	g.limiter = tenants.New(tenants.Config{Redis: rdb, Prefix: prefix + "tenants:", Logger: logger,
 		LiveDefault: tenants.Limit{Rate: 50, Burst: 100}, TestDefault: tenants.Limit{Rate: 10, Burst: 20}})
 	srv := gateway.New(gateway.Config{Live: g.live, Test: open(testURL), Keys: g.keys, Limiter: g.limiter, Logger: logger})
-	svc := admin.New(admin.Config{Keys: g.keys, Limiter: g.limiter, Companies: g.live, Token: g.adminToken, Logger: logger})
+	acfg := admin.Config{Keys: g.keys, Limiter: g.limiter, Companies: g.live, Token: g.adminToken, Logger: logger}
+	if ev != nil {
+		cfg := *ev
+		cfg.Redis, cfg.Prefix, cfg.Logger = rdb, prefix+"events:", logger
+		cfg.Sources = map[invoicing.Mode]events.Source{invoicing.Live: g.live}
+		var err error
+		if g.events, err = events.New(cfg); err != nil {
+			t.Fatal(err)
+		}
+		acfg.Webhooks = g.events
+		ctx, cancel := context.WithCancel(ctx)
+		ran := make(chan struct{})
+		go func() { defer close(ran); g.events.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-ran })
+	}
+	svc := admin.New(acfg)
 	pub, adm := httptest.NewServer(srv.Handler()), httptest.NewServer(svc.Handler(srv))
 	t.Cleanup(pub.Close)
 	t.Cleanup(adm.Close)

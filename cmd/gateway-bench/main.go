@@ -6,6 +6,7 @@
 // links no load generator.
 //
 //	gateway-bench [--url URL --admin-url URL --admin-token T | --keys-file F] [--company IDS] [--companies N --database URL] [--mix OP] [--rate N] [--connections N] [--duration D] [--ceiling]
+//	gateway-bench ... [--webhooks] [--changes N --database URL] [--drain-timeout D] [--pid PID]   (events under load: eventsrun.go)
 //
 // Run gateway-bench --help for every flag.
 package main
@@ -18,6 +19,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -27,6 +30,7 @@ const usage = `gateway-bench: load a running gateway and print throughput and la
 
 Usage:
   gateway-bench [--url URL --admin-url URL --admin-token T | --keys-file F] [--company IDS] [--companies N --database URL] [--mix OP] [--rate N] [--connections N] [--duration D] [--ceiling]
+  gateway-bench ... [--webhooks] [--changes N --database URL] [--drain-timeout D] [--pid PID]
 
 Flags:
 `
@@ -35,7 +39,11 @@ Flags:
 var errUsage = errors.New("usage")
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+	// Ctrl-C and SIGTERM end the run through its context, so that what it
+	// made (keys, limits, webhook endpoints) is undone; a second one kills.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() { <-ctx.Done(); stop() }()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
 }
 
 // run runs the command line and returns the process exit code.
@@ -91,6 +99,10 @@ type benchOptions struct {
 	walkList, walkBy          string // walk.go
 	pageSize, walkPages       int
 	changesSince              time.Duration
+	webhooks                  bool // webhooks.go
+	receiverAddr              string
+	changes, changesBatch     int // changes.go
+	drainTimeout, drainQuiet  time.Duration
 }
 
 // cmdBench prepares the companies and keys (bench.go), loads the gateway
@@ -120,6 +132,9 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, env 
 	if o.ceiling && o.mix != "get-client" {
 		return fmt.Errorf("%w: --ceiling serves get-client only; add --mix get-client", errUsage)
 	}
+	if err := o.checkEvents(); err != nil {
+		return err
+	}
 
 	b := &bencher{o: o, out: stdout, http: &http.Client{Timeout: 30 * time.Second}}
 	if o.walkList != "" {
@@ -127,6 +142,9 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, env 
 	}
 	defer b.cleanup()
 	if err := b.setup(ctx); err != nil {
+		return err
+	}
+	if err := b.setupEvents(ctx); err != nil {
 		return err
 	}
 	if o.walkList != "" {
@@ -145,7 +163,7 @@ func (o *benchOptions) define(fs *flag.FlagSet, env func(string) string) {
 	fs.StringVar(&o.adminToken, "admin-token", env("GATEWAY_ADMIN_TOKEN"), "admin token (default $GATEWAY_ADMIN_TOKEN)")
 	fs.StringVar(&o.keysFile, "keys-file", "", "use these keys (lines: COMPANY_ID KEY) instead of creating them")
 	fs.StringVar(&o.writeKeys, "write-keys", "", "save the created keys to this file (mode 0600) and keep them")
-	fs.StringVar(&o.database, "database", env("GATEWAY_LIVE_DATABASE_URL"), "PostgreSQL URL to pick companies from, and the ceiling's database")
+	fs.StringVar(&o.database, "database", env("GATEWAY_LIVE_DATABASE_URL"), "PostgreSQL URL to pick companies from, the ceiling's database, and where --changes are committed")
 	fs.StringVar(&o.companyList, "company", "", "comma-separated company ids to load (before those picked from --database)")
 	fs.IntVar(&o.companies, "companies", 0, "further active companies to pick from --database")
 	fs.IntVar(&o.keysPerCompany, "keys-per-company", 1, "LIVE keys to create per company (at most 10)")
@@ -167,6 +185,15 @@ func (o *benchOptions) define(fs *flag.FlagSet, env func(string) string) {
 	fs.IntVar(&o.pageSize, "page-size", 100, "with --walk: the page size")
 	fs.IntVar(&o.walkPages, "walk-pages", 0, "with --walk: stop after this many pages (0: the whole list)")
 	fs.DurationVar(&o.changesSince, "changes-since", 0, "with --walk: then ask for the first page of the changes since this long ago, for --duration")
+	fs.BoolVar(&o.webhooks, "webhooks", false, "give each loaded company a LIVE webhook endpoint (admin API) to a receiver this tool runs on --receiver-addr, "+
+		"then wait for the events after the load and count them; the gateway must run with eventsAllowHTTP: true and eventsAllowedNetworks: 127.0.0.0/8. "+
+		"The endpoints are deleted at the end")
+	fs.StringVar(&o.receiverAddr, "receiver-addr", "127.0.0.1:0", "with --webhooks: where the receiver listens (it answers 204 and verifies each signature)")
+	fs.IntVar(&o.changes, "changes", 0, "during the load, commit this many changes in --database's loaded companies: pay issued documents (36.6 %), "+
+		"change clients (20 %), create clients named \"Cliente de mudança N\" (the rest, and what the companies lack); they stay")
+	fs.IntVar(&o.changesBatch, "changes-batch", 500, "with --changes: rows per transaction")
+	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Minute, "with --webhooks: the longest wait for the events after the load")
+	fs.DurationVar(&o.drainQuiet, "drain-quiet", 30*time.Second, "with --webhooks: stop waiting when no event arrived for this long")
 	fs.StringVar(&o.serveCeiling, "serve-ceiling", "", "internal: serve the bare service on this address")
 }
 
@@ -177,17 +204,24 @@ func (b *bencher) measure(ctx context.Context, weights []int) error {
 	gw.cpu.watch("gateway", b.o.pid)
 	gw.cpu.watch("redis", b.o.redisPID)
 	b.attack(ctx, gwTarget, b.o.warmup, nil)
+	changed := b.startChanges(ctx)
 	b.attack(ctx, gwTarget, b.o.duration, gw)
 	if ctx.Err() != nil {
+		<-changed
 		return ctx.Err()
 	}
 	gw.finish()
 	gw.print(b.out)
+	// With events, the drain follows the load, and the peak memory
+	// reported is the whole run's, the drain's included.
+	if err := b.afterLoad(ctx, changed); err != nil {
+		return err
+	}
 	if b.o.pid > 0 {
 		printRSS(b.out, b.o.pid)
 	}
 	fmt.Fprintf(b.out, "load average (1 min) at the end: %s\n", loadAverage())
-	return nil
+	return b.failed
 }
 
 // measureWithCeiling loads the gateway and the bare service in turns (and a

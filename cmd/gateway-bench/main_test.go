@@ -48,3 +48,26 @@ func TestOpOf(t *testing.T) {
 		}
 	}
 }
+
+// --webhooks and --changes are refused where they do not fit, before
+// anything is made.
+func TestEventsCommandLine(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--changes", "-1"}, "--changes must be 0 or more"},
+		{[]string{"--webhooks", "--walk", "invoices"}, "not with --ceiling or --walk"},
+		{[]string{"--changes", "10", "--mix", "get-client", "--ceiling"}, "not with --ceiling or --walk"},
+		{[]string{"--changes", "10"}, "--changes needs --database"},
+		{[]string{"--webhooks", "--company", "x"}, "--webhooks needs --admin-token"},
+		{[]string{"--changes", "10", "--database", "postgres://x", "--changes-batch", "0"}, "--changes-batch must be 1 or more"},
+		{[]string{"--webhooks", "--admin-token", "t", "--drain-timeout", "0s"}, "--drain-timeout and --drain-quiet must be positive"},
+	} {
+		var out, errb strings.Builder
+		code := run(context.Background(), c.args, &out, &errb, noEnv)
+		if code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, errb.String(), c.want)
+		}
+	}
+}
