@@ -6,6 +6,9 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 func TestCheckAddr(t *testing.T) {
@@ -93,5 +96,44 @@ func TestCheckURL(t *testing.T) {
 	demo := destinations{allowHTTP: true, allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 	if _, err := demo.checkURL(context.Background(), "http://127.0.0.1:8082/hook"); err != nil {
 		t.Errorf("demo: %v", err)
+	}
+}
+
+// The dialer checks the address it connects to, at every delivery: a host
+// that resolved to a public address when its endpoint was created, and to
+// loopback now (DNS rebinding), is refused without a request sent, and the
+// delivery log says why.
+func TestDeliveryRefusedToLoopback(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config()
+	cfg.AllowedNetworks = nil // loopback not allowed
+	cfg.Lookup = func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("93.184.216.34")}, nil // what DNS said then
+	}
+	s := e.service(cfg)
+	u := strings.Replace(e.recv.url(), "127.0.0.1", "localhost", 1) // loopback now
+	ep, _, err := s.CreateEndpoint(context.Background(), NewEndpoint{CompanyID: e.company, Mode: invoicing.Test, URL: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(s)
+	ev, err := s.SendTest(context.Background(), ep.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	var d Delivery
+	for len(d.Log) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no attempt recorded: %+v", d)
+		}
+		time.Sleep(20 * time.Millisecond)
+		d, _ = s.Delivery(context.Background(), ep.ID, ev.ID)
+	}
+	if a := d.Log[0]; a.Status != 0 || !strings.Contains(a.Error, "refused to connect") || !strings.Contains(a.Error, "loopback") {
+		t.Errorf("attempt %+v, want a refusal to connect to loopback", a)
+	}
+	if n := len(e.recv.deliveries()); n != 0 {
+		t.Errorf("the receiver got %d requests", n)
 	}
 }

@@ -116,10 +116,16 @@ func (s *Service) advance(ctx context.Context, src Source, m invoicing.Mode, st 
 		return err
 	}
 	pos, ok := decodeMark(raw)
-	if !ok {
+	var recent time.Time
+	if ok {
+		recent = s.recentFrom(*pos.At)
+	} else {
 		// No watermark: the first start, or the pipeline's state lost. Look
-		// back Recovery; what was queued before has the same ids.
+		// back Recovery; what was queued before has the same ids. The
+		// markers were lost with the watermark: an issue or a creation is
+		// reported again from the start of that window, not before it.
 		pos = position(dbNow.Add(-s.recovery), "")
+		recent = *pos.At
 		s.logger.Info("events: no watermark (a first start, or the pipeline's state lost): detection reads back its recovery window",
 			"mode", m, "stream", st.name, "from", *pos.At, "unreadableMark", raw != "")
 	}
@@ -132,7 +138,7 @@ func (s *Service) advance(ctx context.Context, src Source, m invoicing.Mode, st 
 			if pos.ID != "" {
 				q.After = &pos
 			}
-			if evs, rows, err = st.read(ctx, src, m, q, dbNow.Add(-s.sweep-s.settle)); err != nil {
+			if evs, rows, err = st.read(ctx, src, m, q, recent); err != nil {
 				return fmt.Errorf("events: %s %s: %w", m, st.name, err)
 			}
 		}
@@ -152,6 +158,16 @@ func (s *Service) advance(ctx context.Context, src Source, m invoicing.Mode, st 
 	return nil
 }
 
+// recentFrom is the earliest issue (or creation) time that a read from
+// position from reports as an invoice.issued (or client.created): Recovery
+// before that position, however far behind the clock it is. A row issued and changed again before
+// detection read it (every instance stopped, Redis out of reach, a
+// backlog read page by page), or recorded with an issue time earlier than
+// its commit, is then still reported when detection reaches it, however
+// late; one whose issue was reported already makes the same id, which its
+// marker (markers.go) makes a no-op.
+func (s *Service) recentFrom(from time.Time) time.Time { return from.Add(-s.recovery) }
+
 // sweepOnce reads every stream back Sweep from to and queues what is not
 // queued yet: a change whose transaction committed later than Settle after
 // its recorded time, which its stream had passed. It moves no watermark.
@@ -163,7 +179,7 @@ func (s *Service) sweepOnce(ctx context.Context, src Source, m invoicing.Mode, t
 		q := invoicing.ChangeQuery{Companies: t.companies, From: to.Add(-s.sweep), To: to, Limit: pageSize}
 		for {
 			start := time.Now()
-			evs, rows, err := st.read(ctx, src, m, q, dbNow.Add(-2*s.sweep-s.settle))
+			evs, rows, err := st.read(ctx, src, m, q, s.recentFrom(q.From))
 			if err != nil {
 				return fmt.Errorf("events: sweep %s %s: %w", m, st.name, err)
 			}

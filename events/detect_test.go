@@ -146,3 +146,49 @@ func lastOf(ds []delivery, t Type, id string) delivery {
 	}
 	return out
 }
+
+// invoice.overdue comes from the date turning alone: an invoice issued
+// days ago, unchanged since (outside what the change streams read back),
+// whose due date passed.
+func TestOverdueWhenTheDateTurns(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config()
+	created := time.Now().Add(-72 * time.Hour) // the endpoint predates the due date's passing
+	cfg.Now = func() time.Time { return created }
+	s := e.service(cfg)
+	e.endpoint(s)
+	cfg.Now = nil
+	s = e.service(cfg)
+	yesterday := time.Now().In(luanda).AddDate(0, 0, -1).Format(luandaDate)
+	e.insertDoc(docC, "FT", 3, "issued", yesterday)
+	e.exec(`UPDATE documents SET issued_at = now() - interval '3 days', updated_at = now() - interval '3 days',
+created_at = now() - interval '3 days' WHERE id = $1`, docC)
+	e.run(s)
+	got := e.recv.waitFor(key{InvoiceOverdue, docC})
+	if n := countOf(got, InvoiceIssued, docC); n != 0 {
+		t.Errorf("an issue three days old made %d invoice.issued", n)
+	}
+}
+
+// A TEST endpoint gets the sandbox's events, a LIVE one none of them.
+func TestModesKeptApart(t *testing.T) {
+	e := newEnv(t)
+	s := e.service(e.config())
+	live := newReceiver(t)
+	ctx := context.Background()
+	liveEp, _, err := s.CreateEndpoint(ctx, NewEndpoint{CompanyID: e.company, Mode: invoicing.Live, URL: live.url()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testEp, _ := e.endpoint(s)
+	e.run(s)
+	e.insertClient(cli1, "Sandbox")
+	waitDelivery(t, s, testEp.ID, e.recv, key{ClientCreated, cli1}, "delivered")
+	// Both endpoints' deliveries would have been queued in one script.
+	if ds, _, err := s.Deliveries(ctx, liveEp.ID, DeliveryQuery{}); err != nil || len(ds) != 0 {
+		t.Errorf("the LIVE endpoint has deliveries %+v (%v)", ds, err)
+	}
+	if n := len(live.deliveries()); n != 0 {
+		t.Errorf("the LIVE receiver got %d sandbox events", n)
+	}
+}

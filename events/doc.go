@@ -14,16 +14,32 @@
 //   - Every change of the kinds of Types that is committed while a company
 //     has an endpoint becomes an event, and each event reaches each endpoint
 //     subscribed to it at least once while the endpoint is enabled and the
-//     event is younger than the retention.
+//     event is younger than the retention (a disabled endpoint's events wait
+//     that long, then are dropped). Events are read from the data's state:
+//     changes of one resource that detection reads together make one event
+//     of the latest state (coalescing), however long detection was stopped.
+//   - Detection resumes from its watermark, whatever the outage: an issue or
+//     a creation is reported when detection reaches its row, as long as it
+//     is no more than Config.Recovery older than the point detection had
+//     reached (recentFrom). A change committed more than Config.Settle after
+//     the time it records is found by the sweep, which reads back
+//     Config.Sweep every Sweep/2; one committed more than Sweep/2 after it
+//     may be missed.
 //   - Without faults, exactly once, however many instances run: detection is
 //     led by one instance per mode (a lease) and its progress is a
 //     compare-and-set of a watermark done in the same script that queues the
-//     events; deliveries are leased to one instance at a time.
+//     events; deliveries are leased to one instance at a time. An event found
+//     again (the sweep, a later change of its row that still says "paid") is
+//     not queued again while its message is kept, nor while its id is
+//     remembered (Config.Remember, 90 days: markers.go); found again later
+//     than that, it is sent again, under its id.
 //   - With faults, duplicates, never different ids: an instance that dies
 //     mid-delivery leaves a lease that expires and the delivery is made
 //     again; if the pipeline's state in Redis is lost, detection starts again
 //     Config.Recovery back and re-detects what it had found, under the same
-//     ids (an id is a hash of the mode, company, type, resource and change).
-//   - A change committed more than Config.Settle after the time it records
-//     (updated_at) is found by the sweep, which reads back Config.Sweep.
+//     ids (an id is a hash of the mode, company, type, resource and change),
+//     pending deliveries included. What the loss takes that detection cannot
+//     find again: events older than Config.Recovery still waiting for an
+//     endpoint, and those superseded by a later change of their resource (the
+//     event of its latest state is sent).
 package events

@@ -13,9 +13,12 @@ import "github.com/invoicing-ao/gateway/invoicing"
 //	                                    "disabled" (ms), "why" (reason)
 //	P{events}:eps:<mode>:<company> set  the company's endpoint ids in that mode
 //	P{events}:cos:<mode>         set    the companies with endpoints in that mode
-//	P{events}:msg:<event id>     string an event (JSON), kept Retention; its
-//	                                    existence is what makes a second detection
+//	P{events}:msg:<event id>     string an event (JSON), kept Retention; it, or
+//	                                    the event's marker, makes a second detection
 //	                                    of the same change a no-op
+//	P{events}:seen:<gen>:<shard> set    markers: the ids of the events queued in a
+//	                                    generation, as integers, kept Remember after
+//	                                    it (markers.go)
 //	P{events}:q:<endpoint>       zset   event ids waiting for delivery, by due time (ms)
 //	P{events}:lease:<endpoint>   zset   event ids being delivered, by lease end (ms)
 //	P{events}:ready              zset   endpoints with work, by when it is due (ms)

@@ -39,44 +39,99 @@ local function schedule(ep, now, rr, perEndpoint)
 end
 `
 
+// trimFn drops from an endpoint's queue and log what was queued before
+// cutoff (ms): past the retention, its message and records are gone (those
+// of a disabled endpoint too, whose events wait only that long). At most 500
+// a call, so that a script stays short. Entries due before cutoff go as
+// well, whatever the log says: they were queued before it too.
+const trimFn = `
+local function trim(ep, cutoff)
+  local q, log = pfx .. 'q:' .. ep, pfx .. 'log:' .. ep
+  local old = redis.call('ZRANGEBYSCORE', log, '-inf', '(' .. cutoff, 'LIMIT', 0, 500)
+  if #old > 0 then
+    redis.call('ZREM', q, unpack(old))
+    redis.call('ZREM', log, unpack(old))
+  end
+  redis.call('ZREMRANGEBYSCORE', q, '-inf', '(' .. cutoff)
+  return #old
+end
+`
+
 // enqueueScript queues a batch of events and moves a detector's watermark,
 // in one step: if the watermark (ARGV[2]; "" for none: the sweep's) is not
-// ARGV[3] ("" when absent),
-// another detector moved it and nothing is done ({-1}). Else each event whose
-// message is new (SET NX: detecting a change twice queues it once) is
-// queued for its endpoints, and the watermark becomes ARGV[4]. ARGV[5] now
-// (ms), ARGV[6] retention (ms), ARGV[7] per-endpoint cap, then per event:
-// id, message, type, resource, n, and n endpoint ids. It returns the
-// number of new events, then for each event the deliveries it queued (-1:
-// the event was queued before), which the metrics count.
-var enqueueScript = redis.NewScript(scheduleFn + `
+// ARGV[3] ("" when absent), another detector moved it and nothing is done
+// ({-1}). Else each event that is neither kept (its message: detecting a
+// change twice queues it once) nor remembered (its marker, in one of the
+// generations ARGV[8] to ARGV[9]) is queued for its endpoints and
+// remembered (in generation ARGV[9], kept ARGV[10] ms), and the watermark
+// becomes ARGV[4]. ARGV[5] now (ms), ARGV[6] retention (ms), ARGV[7]
+// per-endpoint cap, then per event: id, marker shard, marker member,
+// message, type, resource, n, and n endpoint ids. It returns the number of
+// new events, then for each event the deliveries it queued (-1: the event
+// was queued before), which the metrics count.
+var enqueueScript = redis.NewScript(scheduleFn + trimFn + `
 if ARGV[2] ~= '' and (redis.call('GET', ARGV[2]) or '') ~= ARGV[3] then return {-1} end
 local now, ttl, cap = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local out, i = {0}, 8
+local gOld, gNow = tonumber(ARGV[8]), tonumber(ARGV[9])
+-- Endpoints are checked, trimmed and scheduled once a batch, not once an
+-- event: a page of a backlog holds hundreds of events for one endpoint.
+local eps, touched = {}, {}
+local out, i = {0}, 11
 while i <= #ARGV do
-  local id, n, queued = ARGV[i], tonumber(ARGV[i + 4]), -1
-  if redis.call('SET', pfx .. 'msg:' .. id, ARGV[i + 1], 'NX', 'PX', ttl) then
+  local id, shard, member, n, queued = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 6]), -1
+  local msg = pfx .. 'msg:' .. id
+  local seen = redis.call('EXISTS', msg) == 1
+  if not seen then
+    -- Newest first: an event found again is most often a recent one.
+    for g = gNow, gOld, -1 do
+      if redis.call('SISMEMBER', pfx .. 'seen:' .. g .. ':' .. shard, member) == 1 then seen = true break end
+    end
+  end
+  if not seen then
+    local m = pfx .. 'seen:' .. gNow .. ':' .. shard
+    redis.call('SADD', m, member)
+    redis.call('PEXPIRE', m, ARGV[10])
+    redis.call('SET', msg, ARGV[i + 3], 'PX', ttl)
     out[1] = out[1] + 1
     queued = 0
     for j = 1, n do
-      local ep = ARGV[i + 4 + j]
-      if redis.call('EXISTS', pfx .. 'ep:' .. ep) == 1 then
+      local ep = ARGV[i + 6 + j]
+      if eps[ep] == nil then eps[ep] = redis.call('EXISTS', pfx .. 'ep:' .. ep) == 1 end
+      if eps[ep] then
         local d = pfx .. 'd:' .. ep .. ':' .. id
-        redis.call('HSET', d, 'st', 'pending', 'n', 0, 'at', now, 'nx', now, 'ty', ARGV[i + 2], 'rid', ARGV[i + 3])
+        redis.call('HSET', d, 'st', 'pending', 'n', 0, 'at', now, 'nx', now, 'ty', ARGV[i + 4], 'rid', ARGV[i + 5])
         redis.call('PEXPIRE', d, ttl)
         redis.call('ZADD', pfx .. 'q:' .. ep, now, id)
         redis.call('ZADD', pfx .. 'log:' .. ep, now, id)
-        redis.call('ZREMRANGEBYSCORE', pfx .. 'log:' .. ep, '-inf', now - ttl)
-        schedule(ep, now, 0, cap)
+        if not touched[ep] then
+          touched[ep] = true
+          touched[#touched + 1] = ep
+        end
         queued = queued + 1
       end
     end
   end
   out[#out + 1] = queued
-  i = i + 5 + n
+  i = i + 7 + n
+end
+for _, ep in ipairs(touched) do
+  trim(ep, now - ttl)
+  schedule(ep, now, 0, cap)
 end
 if ARGV[4] ~= '' then redis.call('SET', ARGV[2], ARGV[4]) end
 return out`)
+
+// trimScript trims the queues and logs of endpoints (ARGV[5]...) of what
+// was queued a retention (ARGV[3] ms) before now (ARGV[2]), and sets their
+// place in the ready set (ARGV[4] the per-endpoint cap). It returns how
+// many entries it dropped.
+var trimScript = redis.NewScript(scheduleFn + trimFn + `
+local now, ttl, cap, n = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), 0
+for i = 5, #ARGV do
+  n = n + trim(ARGV[i], now - ttl)
+  schedule(ARGV[i], now, 0, cap)
+end
+return n`)
 
 // claimScript leases up to ARGV[3] due deliveries for ARGV[4] ms, taking at
 // most an endpoint's room (ARGV[5] in flight; 1 while it is failing) from
@@ -122,23 +177,36 @@ return out`)
 var completeScript = redis.NewScript(scheduleFn + `
 local ep, id, now, outcome = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
 local d, epk = pfx .. 'd:' .. ep .. ':' .. id, pfx .. 'ep:' .. ep
-if ARGV[6] ~= '' and redis.call('EXISTS', d) == 1 then
+-- The record is written only while it exists, so that it keeps the expiry
+-- it was made with: one past the retention (expired meanwhile) is not made
+-- again, forever. Its attempts expire with it.
+local kept = redis.call('PTTL', d)
+if kept == -1 then
+  kept = tonumber(ARGV[10])
+  redis.call('PEXPIRE', d, kept)
+end
+local has = kept > 0
+if ARGV[6] ~= '' and has then
   local a = pfx .. 'a:' .. ep .. ':' .. id
   redis.call('RPUSH', a, ARGV[6])
   redis.call('LTRIM', a, -tonumber(ARGV[12]), -1)
-  redis.call('PEXPIRE', a, tonumber(ARGV[10]))
+  redis.call('PEXPIRE', a, kept)
 end
 if redis.call('ZREM', pfx .. 'lease:' .. ep, id) == 0 or redis.call('EXISTS', epk) == 0 then return 0 end
-if outcome ~= 'expired' then redis.call('HINCRBY', d, 'n', 1) end
+if has and outcome ~= 'expired' then redis.call('HINCRBY', d, 'n', 1) end
 if outcome == 'ok' then
-  redis.call('HSET', d, 'st', 'delivered', 'done', now)
-  redis.call('HDEL', d, 'nx')
+  if has then
+    redis.call('HSET', d, 'st', 'delivered', 'done', now)
+    redis.call('HDEL', d, 'nx')
+  end
   redis.call('HSET', epk, 'ok', now)
   redis.call('HDEL', epk, 'failing', 'err')
 elseif outcome == 'retry' then
-  redis.call('HSET', d, 'st', 'pending', 'nx', ARGV[7])
-  redis.call('ZADD', pfx .. 'q:' .. ep, ARGV[7], id)
-else
+  if has then
+    redis.call('HSET', d, 'st', 'pending', 'nx', ARGV[7])
+    redis.call('ZADD', pfx .. 'q:' .. ep, ARGV[7], id)
+  end
+elseif has then
   redis.call('HSET', d, 'st', outcome, 'done', now)
   redis.call('HDEL', d, 'nx')
 end
@@ -170,14 +238,16 @@ type queued struct {
 // with ctx's span context (see storedEvent).
 func (s *Service) enqueue(ctx context.Context, wm, old, next string, evs []queued) (added int, moved bool, err error) {
 	now := s.now()
-	args := []any{s.l.p, wm, old, next, now.UnixMilli(), s.retention.Milliseconds(), s.perEndpoint}
+	gOld, gNow, keep := s.generations(now)
+	args := []any{s.l.p, wm, old, next, now.UnixMilli(), s.retention.Milliseconds(), s.perEndpoint, gOld, gNow, keep.Milliseconds()}
 	cause := causeOf(ctx)
 	for _, q := range evs {
 		msg, err := json.Marshal(storedEvent{Event: &q.ev, Cause: cause})
 		if err != nil {
 			return 0, false, err
 		}
-		args = append(args, q.ev.ID, msg, string(q.ev.Type), q.ev.ResourceID, len(q.eps))
+		shard, member := marker(q.ev.ID)
+		args = append(args, q.ev.ID, shard, member, msg, string(q.ev.Type), q.ev.ResourceID, len(q.eps))
 		for _, ep := range q.eps {
 			args = append(args, ep)
 		}
@@ -193,6 +263,38 @@ func (s *Service) enqueue(ctx context.Context, wm, old, next string, evs []queue
 		s.m.queuedEvent(&evs[i].ev, res[i+1])
 	}
 	return int(res[0]), false, nil
+}
+
+// trim drops, from the queues and logs of t's endpoints, what was queued
+// longer than the retention ago: queueing trims an endpoint's as it goes,
+// this the endpoints that get nothing new (one disabled for good).
+func (s *Service) trim(ctx context.Context, t *targets) error {
+	var ids []string
+	for _, eps := range t.byCompany {
+		for _, e := range eps {
+			ids = append(ids, e.ID)
+		}
+	}
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), 100)]
+		ids = ids[len(chunk):]
+		args := []any{s.l.p, s.now().UnixMilli(), s.retention.Milliseconds(), s.perEndpoint}
+		for _, id := range chunk {
+			args = append(args, id)
+		}
+		// A queue longer than a call trims (500) is trimmed by the calls
+		// that follow, a few at a time.
+		for range 20 {
+			n, err := trimScript.Run(ctx, s.rdb, []string{s.l.ready()}, args...).Int()
+			if err != nil {
+				return unavailable(err)
+			}
+			if n < 500 {
+				break
+			}
+		}
+	}
+	return nil
 }
 
 // claim is one leased delivery.

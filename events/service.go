@@ -60,9 +60,18 @@ type Config struct {
 	// that long; zero means 72 hours.
 	DisableAfter time.Duration
 	// Retention is how long an event and its deliveries are kept (for
-	// retries, the delivery log and replays); zero means 7 days, and less
-	// than the schedule's length is refused.
+	// retries, the delivery log and replays); zero means 7 days. Less than
+	// the schedule's length, or than Sweep+Settle (the sweep finds a change
+	// again for that long), is refused.
 	Retention time.Duration
+	// Remember is how long an event's id is remembered after it is queued,
+	// past its Retention, so that finding its change again (a later,
+	// unrelated update of the row still says "paid") does not send it
+	// again; about 10 bytes of Redis per event at 100,000 events a day, more
+	// per event at fewer (markers.go). Zero means 90 days, or Retention, or
+	// twice Recovery, whichever is longest; less than Retention or than
+	// twice Recovery is refused.
+	Remember time.Duration
 
 	// Tick is how often the detector reads the databases for changes, and
 	// idle workers look for due deliveries; zero means 1 s.
@@ -72,13 +81,16 @@ type Config struct {
 	// records is not passed by; zero means 5 s (the API's updatedSince
 	// lists stop as far behind now).
 	Settle time.Duration
-	// Sweep is how far back the sweep reads again, every minute, for
+	// Sweep is how far back the sweep reads again, every Sweep/2, for
 	// changes committed later than Settle after their time; zero means 10
 	// minutes.
 	Sweep time.Duration
 	// Recovery is how far back detection starts when it has no watermark
 	// (its first start, or its state in Redis lost); zero means 24 hours.
-	// Nothing older than an endpoint's creation is sent to it.
+	// Nothing older than an endpoint's creation is sent to it. It is also
+	// how long before the point detection has reached an issue or a
+	// creation may be and still be reported when detection reaches its row
+	// (recentFrom): after an outage, say.
 	Recovery time.Duration
 
 	// Metrics registers the events' Prometheus metrics (docs/observability.md):
@@ -115,6 +127,7 @@ type Service struct {
 	schedule     []time.Duration
 	disableAfter time.Duration
 	retention    time.Duration
+	remember     time.Duration
 	tick         time.Duration
 	settle       time.Duration
 	sweep        time.Duration
@@ -159,6 +172,19 @@ func New(cfg Config) (*Service, error) {
 	}
 	if s.retention < span {
 		return nil, fmt.Errorf("events: Config.Retention (%s) must be at least the retry schedule's length (%s)", s.retention, span)
+	}
+	// An event must be kept while the sweep can find its change again.
+	if s.retention < s.sweep+s.settle {
+		return nil, fmt.Errorf("events: Config.Retention (%s) must be at least Sweep+Settle (%s)", s.retention, s.sweep+s.settle)
+	}
+	// Detection reports an issue or a creation up to Recovery before its
+	// position (detect.go): the ids must be remembered longer than that.
+	s.remember = max(cfg.Remember, 0)
+	if s.remember == 0 {
+		s.remember = max(defaultRemember, s.retention, 2*s.recovery)
+	}
+	if s.remember < s.retention || s.remember < 2*s.recovery {
+		return nil, fmt.Errorf("events: Config.Remember (%s) must be at least Retention (%s) and twice Recovery (%s)", s.remember, s.retention, 2*s.recovery)
 	}
 	if s.logger == nil {
 		s.logger = slog.Default()
