@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/tenants"
 )
 
 // Config is the gateway's configuration: defaults, then the YAML file, then
@@ -321,12 +323,18 @@ func (c Config) validate(n needs) error {
 	if c.BreakerOpenFor <= 0 {
 		bad("BreakerOpenFor", "must be positive")
 	}
-	if c.LiveRate <= 0 || c.LiveBurst < 1 {
-		bad("LiveRate", "live rate must be positive and burst at least 1")
+	// The limiter's own bounds, checked here so that a setting out of them
+	// is named, not found by the limiter when the gateway starts.
+	checkLimit := func(rate, burst string, l tenants.Limit) {
+		if math.IsNaN(l.Rate) || l.Rate < tenants.MinRate || l.Rate > tenants.MaxRate {
+			bad(rate, fmt.Sprintf("%g is not a rate from %g to %d requests per second", l.Rate, tenants.MinRate, tenants.MaxRate))
+		}
+		if l.Burst < 1 || l.Burst > tenants.MaxBurst {
+			bad(burst, fmt.Sprintf("%d is not a burst from 1 to %d requests", l.Burst, tenants.MaxBurst))
+		}
 	}
-	if c.TestRate <= 0 || c.TestBurst < 1 {
-		bad("TestRate", "test rate must be positive and burst at least 1")
-	}
+	checkLimit("LiveRate", "LiveBurst", tenants.Limit{Rate: c.LiveRate, Burst: c.LiveBurst})
+	checkLimit("TestRate", "TestBurst", tenants.Limit{Rate: c.TestRate, Burst: c.TestBurst})
 	if c.InflightPerCompany < 1 || c.InflightTotal < c.InflightPerCompany {
 		bad("InflightPerCompany", "per-company cap must be at least 1 and not above the total cap")
 	}

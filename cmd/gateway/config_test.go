@@ -43,6 +43,10 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{map[string]string{"GATEWAY_TEST_DATABASE_URL": "postgres://db/live"}, "GATEWAY_TEST_DATABASE_URL"},
 		{map[string]string{"GATEWAY_QUERY_TIMEOUT": "soon"}, "GATEWAY_QUERY_TIMEOUT"},
 		{map[string]string{"GATEWAY_LIVE_RATE": "-1"}, "GATEWAY_LIVE_RATE"},
+		{map[string]string{"GATEWAY_LIVE_RATE": "1000000"}, "GATEWAY_LIVE_RATE"}, // above the limiter's bound
+		{map[string]string{"GATEWAY_LIVE_BURST": "0"}, "GATEWAY_LIVE_BURST"},
+		{map[string]string{"GATEWAY_TEST_BURST": "1000000"}, "GATEWAY_TEST_BURST"},
+		{map[string]string{"GATEWAY_TEST_RATE": "0.0001"}, "GATEWAY_TEST_RATE"},
 		{map[string]string{"GATEWAY_DATABASE_MAX_CONNS": "x"}, "GATEWAY_DATABASE_MAX_CONNS"},
 		{map[string]string{"GATEWAY_KEY_CACHE_TTL": "5s"}, "GATEWAY_KEY_CACHE_TTL"},
 		{map[string]string{"GATEWAY_LOG_LEVEL": "loud"}, "GATEWAY_LOG_LEVEL"},
