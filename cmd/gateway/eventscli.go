@@ -32,7 +32,7 @@ import (
 
 func eventsListenFlags(fs *flag.FlagSet) action {
 	company := companyFlag(fs)
-	forward := fs.String("forward-to", "", "forward each delivery, body and headers as received, to your handler at `URL`, and print its answer")
+	forward := fs.String("forward-to", "", "forward each delivery to your handler at `URL`, its body and headers unchanged (Content-Type, User-Agent and the webhook-* headers the gateway sends), and print its answer")
 	typesS := typesFlag(fs)
 	listenAddr := fs.String("listen", "127.0.0.1:0", "`ADDR` to receive deliveries on; the gateway must be allowed to reach it (eventsAllowHTTP, eventsAllowedNetworks)")
 	expire := fs.Duration("expire", time.Hour, "if this command is stopped without removing its endpoint, the endpoint expires after this `DURATION`")
