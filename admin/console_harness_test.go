@@ -48,7 +48,10 @@ func newBrowser(t *testing.T, in *instance) *browser {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1100))
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1100),
+		// The platform team works in Luanda (UTC+1): the page's times are
+		// UTC whatever the browser's zone, and the tests see it in one.
+		chromedp.Env("TZ=Africa/Luanda"))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)

@@ -212,6 +212,12 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	// Recover: the receiver answers again; every failed delivery since a day
 	// ago is sent once more, and arrives once.
 	recv.fail(false)
+	// The time it recovers from is in UTC, as every time on the page: a day
+	// ago by default.
+	since, err := time.Parse("2006-01-02T15:04", b.until("recover since", `document.getElementById("recover-since").value || null`))
+	if d := time.Since(since) - 24*time.Hour; err != nil || d < -5*time.Minute || d > 5*time.Minute {
+		t.Errorf("recover since %v (%v): want a day ago in UTC", since, err)
+	}
 	b.run("recover", chromedp.Click(`#recover-form button[type=submit]`))
 	if msg := b.until("recovered", `(t => t.includes("queued again") ? t : null)(document.getElementById("endpoint-msg").textContent)`); msg != "1 failed delivery queued again." {
 		t.Errorf("recover: %q", msg)

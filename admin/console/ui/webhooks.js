@@ -118,8 +118,10 @@ async function endpointView(id) {
       return "Event types saved.";
     });
   } });
+  // In UTC, as every time on the page: the input shows a day ago, and what is
+  // typed is read as UTC, whatever the browser's zone.
   const since = h("input", { id: "recover-since", type: "datetime-local", required: true,
-    value: new Date(Date.now() - 86400e3 - new Date().getTimezoneOffset() * 60e3).toISOString().slice(0, 16) });
+    value: new Date(Date.now() - 86400e3).toISOString().slice(0, 16) });
   const actions = h("div", { class: "panel", id: "actions" }, h("h2", {}, "Actions"),
     h("div", { class: "buttons" },
       h("button", { type: "button", class: "primary", id: "send-test", onclick: () => act(async () => {
@@ -131,10 +133,10 @@ async function endpointView(id) {
     h("form", { class: "inline", id: "recover-form", onsubmit: (ev) => {
       ev.preventDefault();
       act(async () => {
-        const v = await api("POST", "/admin/v1/webhooks/" + enc(id) + "/recover", { since: new Date(since.value).toISOString() });
+        const v = await api("POST", "/admin/v1/webhooks/" + enc(id) + "/recover", { since: new Date(since.value + "Z").toISOString() });
         return v.queued === 1 ? "1 failed delivery queued again." : fmt(v.queued) + " failed deliveries queued again.";
       });
-    } }, h("label", {}, "Send again every failed delivery queued since", since), h("button", { type: "submit" }, "Recover")),
+    } }, h("label", {}, "Send again every failed delivery queued since (UTC)", since), h("button", { type: "submit" }, "Recover")),
     typesForm, msg);
   const view = h("div", { id: "webhook", "data-webhook": id },
     h("p", { class: "crumbs" }, companyLink(e.companyId), " › webhook endpoint"),
