@@ -103,6 +103,7 @@ type Config struct {
 	EventsConcurrency     int           `yaml:"eventsConcurrency" env:"GATEWAY_EVENTS_CONCURRENCY"`
 	EventsRetention       time.Duration `yaml:"eventsRetention" env:"GATEWAY_EVENTS_RETENTION"`
 	EventsRecovery        time.Duration `yaml:"eventsRecovery" env:"GATEWAY_EVENTS_RECOVERY"`
+	EventsRemember        time.Duration `yaml:"eventsRemember" env:"GATEWAY_EVENTS_REMEMBER"`
 }
 
 // defaultConfig is the configuration with nothing set.
@@ -130,6 +131,7 @@ func defaultConfig() Config {
 		EventsConcurrency:  64,
 		EventsRetention:    7 * 24 * time.Hour,
 		EventsRecovery:     24 * time.Hour,
+		EventsRemember:     90 * 24 * time.Hour,
 	}
 }
 

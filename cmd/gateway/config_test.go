@@ -50,6 +50,7 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{map[string]string{"GATEWAY_DATABASE_MAX_CONNS": "x"}, "GATEWAY_DATABASE_MAX_CONNS"},
 		{map[string]string{"GATEWAY_KEY_CACHE_TTL": "5s"}, "GATEWAY_KEY_CACHE_TTL"},
 		{map[string]string{"GATEWAY_LOG_LEVEL": "loud"}, "GATEWAY_LOG_LEVEL"},
+		{map[string]string{"GATEWAY_EVENTS_REMEMBER": "24h"}, "GATEWAY_EVENTS_REMEMBER"}, // shorter than the retention
 	}
 	for _, c := range cases {
 		env := map[string]string{}

@@ -50,6 +50,11 @@ func (c Config) checkEvents(bad func(field, msg string)) {
 	if c.EventsRecovery <= 0 {
 		bad("EventsRecovery", "must be positive")
 	}
+	// An id forgotten while its event is kept, or while detection may read
+	// its change again after a loss of state, could be sent twice.
+	if c.EventsRemember < c.EventsRetention || c.EventsRemember < 2*c.EventsRecovery {
+		bad("EventsRemember", fmt.Sprintf("must be at least eventsRetention (%s) and twice eventsRecovery (%s)", c.EventsRetention, c.EventsRecovery))
+	}
 }
 
 // eventsConfig is the events' configuration of cfg (without Redis and the
@@ -57,5 +62,6 @@ func (c Config) checkEvents(bad func(field, msg string)) {
 func eventsConfig(cfg Config) events.Config {
 	nets, _ := parseNetworks(cfg.EventsAllowedNetworks) // checked with the configuration
 	return events.Config{Prefix: cfg.RedisPrefix + "events:", AllowHTTP: cfg.EventsAllowHTTP, AllowedNetworks: nets,
-		Timeout: cfg.EventsTimeout, Concurrency: cfg.EventsConcurrency, Retention: cfg.EventsRetention, Recovery: cfg.EventsRecovery}
+		Timeout: cfg.EventsTimeout, Concurrency: cfg.EventsConcurrency, Retention: cfg.EventsRetention, Recovery: cfg.EventsRecovery,
+		Remember: cfg.EventsRemember}
 }
