@@ -143,28 +143,12 @@ func TestHTTPLayerMapsErrorsByKind(t *testing.T) {
 	if types == 0 {
 		t.Fatal("found no adapter error type: is adapterErrors still right?")
 	}
-	read := 0
 	for _, pkg := range httpPackages {
-		files, err := filepath.Glob(filepath.Join("..", pkg, "*.go"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, path := range files {
-			if strings.HasSuffix(path, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(fset, path, nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			read++
+		for _, f := range sourceFiles(t, fset, pkg) {
 			for _, m := range adapterErrorsNamed(fset, f, errNames) {
 				t.Errorf("%s: map an adapter's error by its kind and code (invoicing.KindOf, problemFor) and the interfaces of invoicing, not by name", m)
 			}
 		}
-	}
-	if read == 0 {
-		t.Fatal("read no file of the HTTP layer")
 	}
 
 	// The check finds each way of naming an adapter's error.
@@ -208,19 +192,8 @@ func f(err error) {
 // or fmt.Errorf, and types with an Error method.
 func adapterErrors(t *testing.T, fset *token.FileSet, pkg string) map[string]bool {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("..", pkg, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	names := map[string]bool{}
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range sourceFiles(t, fset, pkg) {
 		for _, d := range f.Decls {
 			switch d := d.(type) {
 			case *ast.GenDecl:
@@ -369,20 +342,7 @@ func adapterErrorsNamed(fset *token.FileSet, f *ast.File, errNames map[string]ma
 // it, so no file of admin takes a ResponseWriter or writes a status itself.
 func TestAdminAnswersThroughGateway(t *testing.T) {
 	fset := token.NewFileSet()
-	files, err := filepath.Glob(filepath.Join("..", "admin", "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	read := 0
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		read++
+	for _, f := range sourceFiles(t, fset, "admin") {
 		ast.Inspect(f, func(n ast.Node) bool {
 			if sel, ok := n.(*ast.SelectorExpr); ok && (sel.Sel.Name == "ResponseWriter" || sel.Sel.Name == "WriteHeader") {
 				t.Errorf("%s: %s: admin's handlers return their answer or error; gateway writes it", fset.Position(sel.Pos()), sel.Sel.Name)
@@ -390,7 +350,29 @@ func TestAdminAnswersThroughGateway(t *testing.T) {
 			return true
 		})
 	}
-	if read == 0 {
-		t.Fatal("read no file of admin")
+}
+
+// sourceFiles parses the files of package pkg (a folder under the module's
+// root), tests left out; none is a failure: the folder moved.
+func sourceFiles(t *testing.T, fset *token.FileSet, pkg string) []*ast.File {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join("..", pkg, "*.go"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	var files []*ast.File
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	if len(files) == 0 {
+		t.Fatalf("read no file of %s", pkg)
+	}
+	return files
 }
