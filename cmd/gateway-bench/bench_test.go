@@ -134,15 +134,7 @@ func TestBenchCommand(t *testing.T) {
 
 	// Undone: the keys it made are revoked, the limits back to the defaults.
 	for _, co := range companies {
-		keys, err := g.keys.List(ctx, co)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, k := range keys {
-			if k.State != authz.StateRevoked {
-				t.Errorf("key %s of %s left %s", k.ID, co, k.State)
-			}
-		}
+		assertKeysRevoked(t, g, co)
 		lim, err := g.limiter.Limits(ctx, co)
 		if err != nil || lim.LiveCustom {
 			t.Errorf("limits of %s not reset: %+v %v", co, lim, err)
@@ -224,3 +216,17 @@ func TestCeilingService(t *testing.T) {
 // noEnv is an empty environment: no GATEWAY_* variable reaches the flags'
 // defaults.
 func noEnv(string) string { return "" }
+
+// assertKeysRevoked checks that the company has no key left active.
+func assertKeysRevoked(t *testing.T, g *target, co string) {
+	t.Helper()
+	keys, err := g.keys.List(context.Background(), co)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if k.State != authz.StateRevoked {
+			t.Errorf("key %s of %s left %s", k.ID, co, k.State)
+		}
+	}
+}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/events"
 )
@@ -251,14 +250,6 @@ func assertUndone(t *testing.T, g *target, companies ...string) {
 		if eps, err := g.events.ListEndpoints(ctx, co); err != nil || len(eps) != 0 {
 			t.Errorf("endpoints of %s left: %+v %v", co, eps, err)
 		}
-		keys, err := g.keys.List(ctx, co)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, k := range keys {
-			if k.State != authz.StateRevoked {
-				t.Errorf("key %s of %s left %s", k.ID, co, k.State)
-			}
-		}
+		assertKeysRevoked(t, g, co)
 	}
 }
