@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/url"
 	"os"
@@ -325,14 +324,15 @@ func (c Config) validate(n needs) error {
 	if c.BreakerOpenFor <= 0 {
 		bad("BreakerOpenFor", "must be positive")
 	}
-	// The limiter's own bounds, checked here so that a setting out of them
-	// is named, not found by the limiter when the gateway starts.
+	// The limiter's own check, here so that a setting out of its bounds is
+	// named, not found by the limiter when the gateway starts: the rate and
+	// the burst each beside a valid other half.
 	checkLimit := func(rate, burst string, l tenants.Limit) {
-		if math.IsNaN(l.Rate) || l.Rate < tenants.MinRate || l.Rate > tenants.MaxRate {
-			bad(rate, fmt.Sprintf("%g is not a rate from %g to %d requests per second", l.Rate, tenants.MinRate, tenants.MaxRate))
+		if err := (tenants.Limit{Rate: l.Rate, Burst: 1}).Validate(); err != nil {
+			bad(rate, err.Error())
 		}
-		if l.Burst < 1 || l.Burst > tenants.MaxBurst {
-			bad(burst, fmt.Sprintf("%d is not a burst from 1 to %d requests", l.Burst, tenants.MaxBurst))
+		if err := (tenants.Limit{Rate: 1, Burst: l.Burst}).Validate(); err != nil {
+			bad(burst, err.Error())
 		}
 	}
 	checkLimit("LiveRate", "LiveBurst", tenants.Limit{Rate: c.LiveRate, Burst: c.LiveBurst})
