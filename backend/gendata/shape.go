@@ -22,7 +22,7 @@ const (
 	// taken on.
 	ShapeMixed Shape = "mixed"
 	// The calendar shapes (ShapeEven, ShapeAging) also give customers
-	// names of a long tail (shape.name): a search then meets fragments
+	// names of a long tail (customerIn): a search then meets fragments
 	// of every frequency, from thousands of matches to one, where the
 	// mixed shape's names are 54 words, each in thousands of names.
 
