@@ -128,11 +128,16 @@ func orderOf(changes bool, byChange, usual listOrder) listOrder {
 // finds the 21 rows of a common fragment in a few hundred rows but reads
 // all 100,000 of the company's clients for a rare one (150 ms, against
 // under 1 ms from its trigram index). MATERIALIZED keeps the planner from
-// merging the two again.
+// merging the two again. pageArgs.matches caps the matches read (a page
+// counted in the same statement reads at most that many: search.go).
 func (s *Store) pageQuery(cols, from, a string, w where, o listOrder, f pageArgs) (string, []any) {
 	args := append([]any(nil), w.args...)
 	if f.few {
-		q := "WITH m AS MATERIALIZED (SELECT " + a + ".* FROM " + from + "\nWHERE " + w.sql() + ")\nSELECT " + cols +
+		matches := ""
+		if f.matches > 0 {
+			matches, args = "\nLIMIT ?", append(args, f.matches)
+		}
+		q := "WITH m AS MATERIALIZED (SELECT " + a + ".* FROM " + from + "\nWHERE " + w.sql() + matches + ")\nSELECT " + cols +
 			"\nFROM m " + a + "\nORDER BY " + o.by + "\nLIMIT ? OFFSET ?"
 		return s.d.rebind(q), append(args, f.limit, f.offset)
 	}
@@ -151,6 +156,7 @@ type pageArgs struct {
 	after         bool
 	limit, offset int
 	few           bool // a search with few matches: read from its matches (pageQuery)
+	matches       int  // with few, read at most this many matches; 0: all
 }
 
 func pageOf(page, size int, after bool) pageArgs {

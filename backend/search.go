@@ -24,10 +24,9 @@ func (s *Store) searchPage(ctx context.Context, rd reader, w where, o listOrder,
 		return page, false, nil
 	}
 	pa := pageOf(f.Page, f.PageSize, false)
-	q := s.d.rebind("WITH m AS MATERIALIZED (SELECT c.* FROM customers c\nWHERE " + w.sql() + "\nLIMIT ?)\nSELECT " + clientCols +
-		", count(*) OVER ()\nFROM m c\nORDER BY " + o.by + "\nLIMIT ? OFFSET ?")
-	args := s.d.plannedArgs(append(append([]any(nil), w.args...), s.searchExact, pa.limit, pa.offset))
-	rows, err := rd.query(ctx, q, args...)
+	pa.few, pa.matches = true, int(s.searchExact)
+	q, args := s.pageQuery(clientCols+", count(*) OVER ()", "customers c", "c", w, o, pa)
+	rows, err := rd.query(ctx, q, s.d.plannedArgs(args)...)
 	if err != nil {
 		return page, false, s.fail(ctx, "search clients", err)
 	}
