@@ -237,39 +237,40 @@ func TestKeyringWaitsOnRedisCluster(t *testing.T) {
 	sure := newRing(t, rdb, prefix, nil, func(c *Config) { c.MinReplicas, c.ReplicaTimeout = 1, 30*time.Second })
 	quick := newRing(t, rdb, prefix, nil, func(c *Config) { c.MinReplicas, c.ReplicaTimeout = 1, 300*time.Millisecond })
 
-	// Keys until two records live on different masters.
-	masters := map[string]Key{}
-	for i := 0; len(masters) < 2 && i < 50; i++ {
-		key, secret := mustCreateNamed(t, sure, "k")
+	masterOf := func(secret string) string {
+		t.Helper()
 		d := sha256.Sum256([]byte(secret))
 		node, err := rdb.MasterForKey(ctx, prefix+"key:"+hex.EncodeToString(d[:]))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := masters[node.Options().Addr]; !ok {
-			masters[node.Options().Addr] = key
-		} else if _, _, err := sure.Revoke(ctx, key.ID); err != nil { // stay below the limit
-			t.Fatalf("revoke on the cluster: %v", err)
-		}
+		return node.Options().Addr
 	}
-	if len(masters) < 2 {
-		t.Fatal("every record landed on one master")
-	}
-	var held, other Key
-	var heldMaster string
-	for addr, key := range masters {
-		if heldMaster == "" {
-			heldMaster, held = addr, key
-		} else {
-			other = key
-		}
-	}
+
+	other, _ := mustCreateNamed(t, sure, "other")
 	rolled, err := sure.Roll(ctx, other.ID, time.Hour)
 	if err != nil {
 		t.Fatalf("roll on the cluster: %v", err)
 	}
 	if _, err := sure.Verify(ctx, rolled.Secret); err != nil {
 		t.Fatalf("the roll's successor: %v", err)
+	}
+	// The revocation that must be confirmed is the successor's: its record
+	// must live on another master than the one whose replica stops. Keys
+	// until one does; the others are revoked to stay below the limit.
+	confirmedMaster := masterOf(rolled.Secret)
+	var held Key
+	var heldMaster string
+	for i := 0; heldMaster == "" && i < 50; i++ {
+		key, secret := mustCreateNamed(t, sure, "k")
+		if addr := masterOf(secret); addr != confirmedMaster {
+			held, heldMaster = key, addr
+		} else if _, _, err := sure.Revoke(ctx, key.ID); err != nil {
+			t.Fatalf("revoke on the cluster: %v", err)
+		}
+	}
+	if heldMaster == "" {
+		t.Fatal("every record landed on one master")
 	}
 
 	replica := c.ReplicaOf(heldMaster)
