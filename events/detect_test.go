@@ -192,3 +192,16 @@ func TestModesKeptApart(t *testing.T) {
 		t.Errorf("the LIVE receiver got %d sandbox events", n)
 	}
 }
+
+// A suspended company's endpoints keep receiving its events: a suspension
+// refuses its API calls, not its deliveries (docs/operators.md, Webhooks).
+func TestSuspendedCompanyStillReceives(t *testing.T) {
+	e := newEnv(t)
+	s := e.service(e.config())
+	e.endpoint(s)
+	e.run(s)
+	e.exec(`UPDATE companies SET status = 'suspended' WHERE id = $1`, e.company)
+	e.insertClient(cli1, "Cliente Um")
+	e.insertDoc(docA, "FT", 1, "issued", "")
+	e.recv.waitFor(key{ClientCreated, cli1}, key{InvoiceIssued, docA})
+}
