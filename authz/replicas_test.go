@@ -3,7 +3,6 @@ package authz
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"net"
 	"strings"
@@ -237,10 +236,11 @@ func TestKeyringWaitsOnRedisCluster(t *testing.T) {
 	sure := newRing(t, rdb, prefix, nil, func(c *Config) { c.MinReplicas, c.ReplicaTimeout = 1, 30*time.Second })
 	quick := newRing(t, rdb, prefix, nil, func(c *Config) { c.MinReplicas, c.ReplicaTimeout = 1, 300*time.Millisecond })
 
+	// masterOf is the master that holds a secret's record.
 	masterOf := func(secret string) string {
 		t.Helper()
 		d := sha256.Sum256([]byte(secret))
-		node, err := rdb.MasterForKey(ctx, prefix+"key:"+hex.EncodeToString(d[:]))
+		node, err := rdb.MasterForKey(ctx, sure.l.recordOf(&d))
 		if err != nil {
 			t.Fatal(err)
 		}
