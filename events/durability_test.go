@@ -97,9 +97,7 @@ func mustEndpoint(t *testing.T, s *Service, company string) string {
 // remembered for Remember. Past that, it would be.
 func TestEventRememberedPastRetention(t *testing.T) {
 	e := newEnv(t)
-	clock := testenv.NewClock(time.Now())
-	cfg := e.config()
-	cfg.Now = clock.Now
+	cfg, clock := e.clocked()
 	s := e.service(cfg)
 	ep, _ := e.endpoint(s, "invoice.paid", "invoice.issued")
 	e.run(s)
@@ -189,9 +187,7 @@ func (e *env) checkExpiries() {
 // before it was claimed is not written again (without an expiry).
 func TestQueueTrimmedAndRecordsExpire(t *testing.T) {
 	e := newEnv(t)
-	clock := testenv.NewClock(time.Now())
-	cfg := e.config()
-	cfg.Now = clock.Now
+	cfg, clock := e.clocked()
 	s := e.service(cfg)
 	ep, _ := e.endpoint(s)
 	off, on := false, true

@@ -12,7 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -159,9 +158,7 @@ func testEndpointLifecycle(t *testing.T, s *Service) {
 // after it; a receiver with either secret verifies meanwhile.
 func TestSecretRotation(t *testing.T) {
 	e := newEnv(t)
-	clock := testenv.NewClock(time.Now())
-	cfg := e.config()
-	cfg.Now = clock.Now
+	cfg, clock := e.clocked()
 	s := e.service(cfg)
 	ep, oldSecret := e.endpoint(s)
 	ctx := context.Background()

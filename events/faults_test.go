@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
 // A receiver down for a while, then up, gets every event; the endpoint says
@@ -54,9 +52,7 @@ func TestReceiverDownThenUp(t *testing.T) {
 func TestEndpointDisabledAfterFailingForDays(t *testing.T) {
 	e := newEnv(t)
 	e.recv.setStatus(http.StatusInternalServerError)
-	clock := testenv.NewClock(time.Now())
-	cfg := e.config()
-	cfg.Now = clock.Now
+	cfg, clock := e.clocked()
 	cfg.Schedule = []time.Duration{time.Hour, time.Hour, time.Hour, time.Hour}
 	cfg.DisableAfter = 72 * time.Hour
 	cfg.Retention = 30 * 24 * time.Hour

@@ -88,6 +88,14 @@ func (e *env) config() Config {
 	}
 }
 
+// clocked is config() on a clock that the test moves, starting now.
+func (e *env) clocked() (Config, *testenv.Clock) {
+	clock := testenv.NewClock(time.Now())
+	cfg := e.config()
+	cfg.Now = clock.Now
+	return cfg, clock
+}
+
 func (e *env) service(cfg Config) *Service {
 	e.t.Helper()
 	s, err := New(cfg)
