@@ -29,6 +29,7 @@ var allowedImports = map[string][]string{
 	"internal/testenv": {},
 	"internal/apitest": {"gateway/apidocs"},
 	"internal/durable": {},
+	"internal/seal":    {},
 	"gateway/apidocs":  {},
 	"admin/console":    {},
 	"client":           {}, // integrators' code: the wire format only, none of the gateway's
