@@ -53,7 +53,11 @@ func (s *Service) deliver(ctx context.Context, client *http.Client, e *Endpoint,
 		a.Error, a.reason = "the event could not be encoded", reasonInternal
 		return a, false
 	}
-	keys := e.keys(at)
+	keys, err := s.signingKeys(e, at)
+	if err != nil {
+		a.Error, a.reason = err.Error(), reasonInternal
+		return a, false
+	}
 	if len(keys) == 0 {
 		a.Error, a.reason = "the endpoint has no signing secret", reasonInternal
 		return a, false

@@ -73,8 +73,10 @@ type Health struct {
 	DisabledReason string     `json:"disabledReason"`
 }
 
-// secret is a signing secret; Until is zero for the current one, and the end
-// of the overlap for the one it replaced.
+// secret is a signing secret as stored: sealed to the operator's key
+// (secrets.go) or, stored before sealing was configured, in plain text.
+// Until is zero for the current one, and the end of the overlap for the one
+// it replaced.
 type secret struct {
 	Secret string    `json:"s"`
 	Until  time.Time `json:"u,omitzero"`
@@ -96,21 +98,6 @@ type config struct {
 
 // Wants reports whether the endpoint subscribes to t.
 func (e *Endpoint) Wants(t Type) bool { return len(e.Types) == 0 || slices.Contains(e.Types, t) }
-
-// keys are the HMAC keys to sign with at now: the current secret, then the
-// previous one while its overlap lasts.
-func (e *Endpoint) keys(now time.Time) [][]byte {
-	var out [][]byte
-	for _, s := range e.secrets {
-		if !s.Until.IsZero() && !now.Before(s.Until) {
-			continue
-		}
-		if k, err := secretKey(s.Secret); err == nil {
-			out = append(out, k)
-		}
-	}
-	return out
-}
 
 // NewEndpoint is what an endpoint is made of.
 type NewEndpoint struct {

@@ -56,10 +56,13 @@ func (s *Service) CreateEndpoint(ctx context.Context, ne NewEndpoint) (Endpoint,
 	if err := s.dropExpired(ctx, ne.Mode, company); err != nil {
 		return Endpoint{}, "", err
 	}
-	sec := newSecret()
+	sec, stored, err := s.sealNew()
+	if err != nil {
+		return Endpoint{}, "", err
+	}
 	e := Endpoint{ID: newEndpointID(), CompanyID: company, Mode: ne.Mode, URL: u, Types: types, Description: ne.Description,
 		Enabled: !ne.Disabled, CreatedAt: now, UpdatedAt: now, ExpiresAt: ne.ExpiresAt, SecretRotatedAt: now,
-		secrets: []secret{{Secret: sec}}}
+		secrets: []secret{{Secret: stored}}}
 	cfg, _ := json.Marshal(e.config())
 	enabled, why := "1", ""
 	if ne.Disabled {
@@ -272,12 +275,15 @@ func (s *Service) RotateSecret(ctx context.Context, id string, overlap time.Dura
 	if overlap < 0 || overlap > MaxOverlap {
 		return Endpoint{}, "", fmt.Errorf("%w: overlapSeconds must be 0 to %d", ErrInvalidEndpoint, int64(MaxOverlap/time.Second))
 	}
-	sec := newSecret()
+	sec, stored, err := s.sealNew()
+	if err != nil {
+		return Endpoint{}, "", err
+	}
 	e, err := s.change(ctx, id, func(e *Endpoint) (string, error) {
 		now := e.UpdatedAt
-		old := e.current()
+		old := e.current() // as stored: sealed or not, Reseal makes it current
 		e.SecretRotatedAt = now
-		e.secrets = []secret{{Secret: sec}}
+		e.secrets = []secret{{Secret: stored}}
 		e.PreviousSecretUntil = nil
 		if old != "" && overlap > 0 {
 			until := now.Add(overlap)

@@ -7,7 +7,7 @@ import "github.com/invoicing-ao/gateway/invoicing"
 // together, run on one node of a Redis Cluster (the events' work then has
 // one shard's throughput: tens of thousands of deliveries a second).
 //
-//	P{events}:ep:<id>            hash   an endpoint: "cfg" (JSON: URL, types, secrets...),
+//	P{events}:ep:<id>            hash   an endpoint: "cfg" (JSON: URL, types, sealed secrets...),
 //	                                    "enabled" (1/0), "failing" (ms since, or absent),
 //	                                    "ok" (last success, ms), "err" (last error),
 //	                                    "disabled" (ms), "why" (reason)

@@ -37,6 +37,11 @@ type Config struct {
 	// not public (loopback, private...); zero: none. For a receiver on the
 	// gateway's own host or network, as the demo has.
 	AllowedNetworks []netip.Prefix
+	// Secrets keeps the endpoints' signing secrets encrypted in Redis
+	// (internal/seal's Keyring, to the operator's key); nil keeps them in
+	// plain text. Secrets stored in plain text before keep working, and
+	// Reseal seals them.
+	Secrets Sealer
 	// Lookup resolves an endpoint's host when it is created or changed; nil
 	// means the system's resolver. Deliveries always dial through the
 	// system's resolver and check the address they connect to.
@@ -121,6 +126,7 @@ type Service struct {
 	l            layout
 	sources      map[invoicing.Mode]Source
 	dest         destinations
+	sealer       Sealer
 	timeout      time.Duration
 	concurrency  int
 	perEndpoint  int
@@ -159,6 +165,9 @@ func New(cfg Config) (*Service, error) {
 		schedule: cfg.Schedule, disableAfter: orDur(cfg.DisableAfter, 72*time.Hour), retention: orDur(cfg.Retention, 7*24*time.Hour),
 		tick: orDur(cfg.Tick, time.Second), settle: orDur(cfg.Settle, 5*time.Second), sweep: orDur(cfg.Sweep, 10*time.Minute),
 		recovery: orDur(cfg.Recovery, 24*time.Hour), leaseMargin: 20 * time.Second, logger: cfg.Logger, now: cfg.Now,
+	}
+	if s.sealer = cfg.Secrets; s.sealer == nil {
+		s.sealer = plainSealer{}
 	}
 	if s.schedule == nil {
 		s.schedule = DefaultSchedule

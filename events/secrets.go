@@ -1,0 +1,161 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/invoicing-ao/gateway/invoicing"
+)
+
+// Sealer keeps signing secrets encrypted at rest (internal/seal's Keyring
+// does, with age, to the operator's key): whoever reads Redis, or a copy of
+// it, must not be able to sign for every integrator.
+type Sealer interface {
+	// Seal encrypts a secret to the current key (or returns it as is when
+	// the operator chose plain text).
+	Seal(plain string) (string, error)
+	// Open returns a stored secret's plain value; a secret stored before
+	// sealing was configured is plain already.
+	Open(stored string) (string, error)
+	// Current reports whether a stored secret is as Seal would store it
+	// now: false for plain text or an older key's seal, which Reseal
+	// seals again.
+	Current(stored string) bool
+}
+
+// plainSealer stores secrets as they are: Config.Secrets' nil.
+type plainSealer struct{}
+
+func (plainSealer) Seal(p string) (string, error) { return p, nil }
+func (plainSealer) Open(p string) (string, error) { return p, nil }
+func (plainSealer) Current(string) bool           { return true }
+
+// errUnsealable: a stored secret that the configured keys do not open.
+var errUnsealable = errors.New("the signing secret cannot be decrypted with webhookSecretsKey (nor webhookSecretsOldKeys)")
+
+// signingKeys are the HMAC keys to sign with at now: the current secret,
+// then the previous one while its overlap lasts, each opened.
+func (s *Service) signingKeys(e *Endpoint, now time.Time) ([][]byte, error) {
+	var out [][]byte
+	for _, sec := range e.secrets {
+		if !sec.Until.IsZero() && !now.Before(sec.Until) {
+			continue
+		}
+		plain, err := s.sealer.Open(sec.Secret)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", errUnsealable, err)
+		}
+		if k, err := secretKey(plain); err == nil {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// sealNew makes a new signing secret and its stored form.
+func (s *Service) sealNew() (plain, stored string, err error) {
+	plain = newSecret()
+	if stored, err = s.sealer.Seal(plain); err != nil {
+		return "", "", fmt.Errorf("events: sealing the signing secret: %w", err)
+	}
+	return plain, stored, nil
+}
+
+// Resealed is what Reseal did.
+type Resealed struct {
+	Endpoints int // endpoints read
+	Resealed  int // endpoints whose secrets were sealed again
+	// Unopened are the endpoints whose secrets no configured key opens:
+	// their deliveries fail until the key that sealed them is configured
+	// again, or their secret is rotated.
+	Unopened []string
+}
+
+// Reseal stores every endpoint's secrets as the Sealer would now: the plain
+// ones (stored before sealing was configured) sealed, those sealed by an
+// older key sealed by the current one. The secrets do not change, nor does
+// the endpoints' updatedAt. Run at each start and by `gateway webhooks
+// reseal`, it is how a key is rotated and plain secrets migrated; several
+// instances running it at once are harmless (each write is a
+// compare-and-set of the endpoint's record).
+func (s *Service) Reseal(ctx context.Context) (Resealed, error) {
+	var r Resealed
+	for _, m := range invoicing.Modes {
+		companies, err := s.rdb.SMembers(ctx, s.l.companies(m)).Result()
+		if err != nil {
+			return r, unavailable(err)
+		}
+		for _, c := range companies {
+			ids, err := s.rdb.SMembers(ctx, s.l.endpoints(m, c)).Result()
+			if err != nil {
+				return r, unavailable(err)
+			}
+			for _, id := range ids {
+				done, err := s.resealOne(ctx, id)
+				switch {
+				case errors.Is(err, errUnsealable):
+					r.Unopened = append(r.Unopened, id)
+				case errors.Is(err, ErrNotFound): // deleted meanwhile
+					continue
+				case err != nil:
+					return r, err
+				}
+				r.Endpoints++
+				if done {
+					r.Resealed++
+				}
+			}
+		}
+	}
+	return r, nil
+}
+
+// resealOne seals an endpoint's secrets again when they are not current;
+// it reports whether it wrote.
+func (s *Service) resealOne(ctx context.Context, id string) (bool, error) {
+	for range 5 {
+		h, err := s.rdb.HGetAll(ctx, s.l.endpoint(id)).Result()
+		if err != nil {
+			return false, unavailable(err)
+		}
+		e, ok, err := decodeEndpoint(id, h)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			return false, ErrNotFound
+		}
+		stale := false
+		for i, sec := range e.secrets {
+			if s.sealer.Current(sec.Secret) {
+				continue
+			}
+			plain, err := s.sealer.Open(sec.Secret)
+			if err != nil {
+				return false, fmt.Errorf("%w: %w", errUnsealable, err)
+			}
+			if e.secrets[i].Secret, err = s.sealer.Seal(plain); err != nil {
+				return false, err
+			}
+			stale = true
+		}
+		if !stale {
+			return false, nil
+		}
+		cfg, _ := json.Marshal(e.config())
+		now := strconv.FormatInt(s.now().UnixMilli(), 10)
+		done, err := updateScript.Run(ctx, s.rdb, []string{s.l.endpoint(id)}, h["cfg"], cfg, "-", now, disabledByRequest,
+			s.l.queue(id), s.l.ready(), id, s.l.version()).Int()
+		if err != nil {
+			return false, unavailable(err)
+		}
+		if done == 1 {
+			return true, nil
+		}
+	}
+	return false, fmt.Errorf("%w: endpoint %s changed too often meanwhile", ErrUnavailable, id)
+}
