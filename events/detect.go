@@ -83,7 +83,12 @@ func position(at time.Time, id string) invoicing.Position {
 }
 
 // A watermark is "<Unix µs>|<id>": everything before that position of its
-// stream has been queued.
+// stream has been queued; markRewind (an import restored endpoints, which
+// detection with no endpoint may have passed by) reads back the recovery
+// window as no watermark does, and a detector that read none before the
+// import cannot move it (its compare-and-set expects none).
+const markRewind = "rewind"
+
 func encodeMark(p invoicing.Position) string {
 	return strconv.FormatInt(p.At.UnixMicro(), 10) + "|" + p.ID
 }
@@ -120,14 +125,15 @@ func (s *Service) advance(ctx context.Context, src Source, m invoicing.Mode, st 
 	if ok {
 		recent = s.recentFrom(*pos.At)
 	} else {
-		// No watermark: the first start, or the pipeline's state lost. Look
-		// back Recovery; what was queued before has the same ids. The
-		// markers were lost with the watermark: an issue or a creation is
-		// reported again from the start of that window, not before it.
+		// No watermark: the first start, the pipeline's state lost, or an
+		// import that restored endpoints (markRewind). Look back Recovery;
+		// what was queued before has the same ids. The markers were lost
+		// with the watermark: an issue or a creation is reported again from
+		// the start of that window, not before it.
 		pos = position(dbNow.Add(-s.recovery), "")
 		recent = *pos.At
 		s.logger.Info("events: no watermark (a first start, or the pipeline's state lost): detection reads back its recovery window",
-			"mode", m, "stream", st.name, "from", *pos.At, "unreadableMark", raw != "")
+			"mode", m, "stream", st.name, "from", *pos.At, "rewound", raw == markRewind, "unreadableMark", raw != "" && raw != markRewind)
 	}
 	for pos.At.Before(to) {
 		start := time.Now()

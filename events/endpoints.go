@@ -347,9 +347,12 @@ func (s *Service) change(ctx context.Context, id string, edit func(*Endpoint) (e
 
 // deleteScript removes an endpoint and its queue (KEYS[1] the endpoint;
 // ARGV the company's set, the companies set, company, id, queue, lease, log,
-// ready, version). The deliveries' records expire by themselves.
+// ready, version, the deletion's mark, now (ms), how long the mark is kept
+// (ms)). The deliveries' records expire by themselves; the mark keeps an
+// import of an older export from bringing the endpoint back (state.go).
 var deleteScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('SET', ARGV[10], ARGV[11], 'PX', ARGV[12])
 redis.call('DEL', KEYS[1], ARGV[5], ARGV[6], ARGV[7])
 redis.call('SREM', ARGV[1], ARGV[4])
 if redis.call('SCARD', ARGV[1]) == 0 then redis.call('SREM', ARGV[2], ARGV[3]) end
@@ -365,7 +368,8 @@ func (s *Service) DeleteEndpoint(ctx context.Context, id string) (Endpoint, erro
 		return Endpoint{}, err
 	}
 	ok, err := deleteScript.Run(ctx, s.rdb, []string{s.l.endpoint(id)}, s.l.endpoints(e.Mode, e.CompanyID), s.l.companies(e.Mode),
-		e.CompanyID, id, s.l.queue(id), s.l.lease(id), s.l.log(id), s.l.ready(), s.l.version()).Int()
+		e.CompanyID, id, s.l.queue(id), s.l.lease(id), s.l.log(id), s.l.ready(), s.l.version(),
+		s.l.deleted(id), s.now().UnixMilli(), deletedKept.Milliseconds()).Int()
 	if err != nil {
 		return Endpoint{}, unavailable(err)
 	}

@@ -25,7 +25,10 @@ import "github.com/invoicing-ao/gateway/invoicing"
 //	P{events}:d:<endpoint>:<evt> hash   a delivery: state, attempts, times, type, resource
 //	P{events}:a:<endpoint>:<evt> list   its attempts (JSON), newest last, at most maxAttemptLog
 //	P{events}:log:<endpoint>     zset   the endpoint's deliveries, by queueing time (ms)
-//	P{events}:wm:<mode>:<stream> string a detector stream's watermark
+//	P{events}:gone:<endpoint>    string a deleted endpoint's deletion time (ms), kept
+//	                                    deletedKept: an import leaves it deleted (state.go)
+//	P{events}:wm:<mode>:<stream> string a detector stream's watermark, or "rewind" (an
+//	                                    import: read back the recovery window)
 //	P{events}:lead:<mode>        string the instance leading detection in that mode
 //	P{events}:stats              string the metrics' reading of the state above (JSON), kept for
 //	                                    every instance's scrapes for a few seconds (stats.go)
@@ -48,6 +51,7 @@ func (l layout) log(ep string) string              { return l.p + "log:" + ep }
 func (l layout) watermark(m invoicing.Mode, s string) string {
 	return l.p + "wm:" + string(m) + ":" + s
 }
+func (l layout) deleted(ep string) string       { return l.p + "gone:" + ep }
 func (l layout) leader(m invoicing.Mode) string { return l.p + "lead:" + string(m) }
 func (l layout) stats() string                  { return l.p + "stats" }
 

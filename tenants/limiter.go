@@ -136,6 +136,7 @@ type Limiter struct {
 	retryEvery        time.Duration
 	leaseTTL          time.Duration
 	now               func() time.Time
+	lastMS            atomic.Int64 // the last change's time (overrides.go)
 	log               *slog.Logger
 
 	tracer    trace.Tracer

@@ -64,7 +64,9 @@ func (l *Limiter) SetLimit(ctx context.Context, companyID string, m invoicing.Mo
 		modes = modes[m.Index() : m.Index()+1]
 	}
 	r, b := strconv.FormatFloat(lim.Rate, 'g', -1, 64), strconv.Itoa(lim.Burst)
-	fields := make([]any, 0, 4)
+	// The time of the change: of two copies of a company's limits (an
+	// export imported into a live Redis), the newer wins (state.go).
+	fields := []any{changedField, l.nowMS()}
 	for _, m := range modes {
 		fields = append(fields, rateField[m.Index()], r, burstField[m.Index()], b)
 	}
@@ -92,16 +94,36 @@ func (l *Limiter) ResetLimits(ctx context.Context, companyID string) error {
 		return ErrInvalidCompany
 	}
 	key := overrideKey(l.prefix, companyID)
-	// A DEL of nothing is not replicated: the field set first gives the
-	// DEL something to delete, so that a reset repeated after an
-	// unconfirmed one is replicated and its wait covers the first.
+	// What is left is the time of the reset, and no limit: of two copies
+	// of a company's limits (an export imported into a live Redis), the
+	// newer wins, and a reset is a change like any other. The write always
+	// changes the hash, so that a reset repeated after an unconfirmed one
+	// is replicated and its wait covers the first.
 	err := l.repl.Write(ctx, l.rdb, key, func(c redis.Cmdable) error {
 		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.HSet(ctx, key, "reset", "1")
 			p.Del(ctx, key)
+			p.HSet(ctx, key, changedField, l.nowMS())
 			return nil
 		})
 		return err
 	})
 	return changed("reset limits", err)
+}
+
+// changedField is the override hash's field of the last change's time (Unix
+// ms): a limit set, or the limits reset (then the only field).
+const changedField = "changed"
+
+// nowMS is the clock's time in Unix milliseconds, made to move: two changes
+// within the same millisecond still order (the later one wins a merge).
+func (l *Limiter) nowMS() int64 {
+	for {
+		last, now := l.lastMS.Load(), l.now().UnixMilli()
+		if now <= last {
+			now = last + 1
+		}
+		if l.lastMS.CompareAndSwap(last, now) {
+			return now
+		}
+	}
 }

@@ -38,12 +38,13 @@ type action func(ctx context.Context, c *invocation) error
 type needs uint8
 
 const (
-	needRedis needs = 1 << iota
-	needLive        // the live database
-	needTest        // the sandbox database
+	needRedis   needs = 1 << iota
+	needLive          // the live database
+	needTest          // the sandbox database
+	needSecrets       // writes or uses webhook signing secrets: their key (secretsconfig.go)
 
 	needDatabases = needLive | needTest
-	needAll       = needRedis | needDatabases
+	needAll       = needRedis | needDatabases | needSecrets
 )
 
 func (n needs) config() bool { return n != 0 }

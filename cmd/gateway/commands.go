@@ -101,7 +101,7 @@ var commands = []*command{
 		summary: "Add a webhook endpoint to a company; its signing secret is shown this once.",
 		detail:  "TEST endpoints get the sandbox's events, LIVE ones the live data's; at most 10 per company and mode. The URL must be https and resolve to public addresses (eventsAllowHTTP, eventsAllowedNetworks).",
 		example: "gateway webhooks create --company " + exampleCompany + " --mode TEST --url https://erp.example.ao/webhooks --types invoice.paid,invoice.overdue",
-		needs:   needRedis | needLive, required: []string{"company", "mode", "url"},
+		needs:   needRedis | needLive | needSecrets, required: []string{"company", "mode", "url"},
 		flags: webhooksCreateFlags,
 	},
 	{
@@ -121,7 +121,7 @@ var commands = []*command{
 		name: "webhooks rotate-secret", synopsis: "WEBHOOK_ID [--overlap DURATION] [--json|--quiet]", args: []string{"WEBHOOK_ID"},
 		summary: "Give a webhook endpoint a new signing secret; the old one signs beside it for the overlap (24h by default).",
 		example: "gateway webhooks rotate-secret ep_abcdefghijklmnopqrstuvwxyz --overlap 2h",
-		needs:   needRedis,
+		needs:   needRedis | needSecrets,
 		flags:   webhooksRotateFlags,
 	},
 	{
@@ -130,6 +130,15 @@ var commands = []*command{
 		example: "gateway webhooks delete ep_abcdefghijklmnopqrstuvwxyz",
 		needs:   needRedis,
 		flags:   func(fs *flag.FlagSet) action { return webhooksDelete(jsonFlag(fs)) },
+	},
+	{
+		name: "webhooks reseal", synopsis: "[--json]",
+		summary: "Seal every webhook signing secret with the current webhookSecretsKey: those kept in plain text, and those an old key sealed.",
+		detail: "Every instance does this when it starts; run it after a key rotation to know when the old keys (webhookSecretsOldKeys) can go: " +
+			"when it reports no endpoint left unopened. The secrets themselves do not change.",
+		example: "gateway webhooks reseal",
+		needs:   needRedis | needSecrets,
+		flags:   func(fs *flag.FlagSet) action { return webhooksReseal(jsonFlag(fs)) },
 	},
 	{
 		name: "webhooks deliveries", synopsis: "WEBHOOK_ID [--limit N] [--state STATE] [--type TYPE] [--json]", args: []string{"WEBHOOK_ID"},
@@ -164,7 +173,7 @@ var commands = []*command{
 		summary: "Receive a company's TEST events here: print and verify each, and forward it to your handler.",
 		detail:  "Registers a temporary TEST endpoint pointing at this command, removed when it stops (Ctrl+C) and expiring if abandoned. The gateway must be allowed to deliver to it (eventsAllowHTTP and eventsAllowedNetworks: the demo allows this machine).",
 		example: "gateway events listen --company " + exampleCompany + " --forward-to http://localhost:3000/webhooks",
-		needs:   needRedis | needLive, required: []string{"company"},
+		needs:   needRedis | needLive | needSecrets, required: []string{"company"},
 		flags: eventsListenFlags,
 	},
 	{

@@ -103,6 +103,14 @@ type Config struct {
 	EventsRetention       time.Duration `yaml:"eventsRetention" env:"GATEWAY_EVENTS_RETENTION"`
 	EventsRecovery        time.Duration `yaml:"eventsRecovery" env:"GATEWAY_EVENTS_RECOVERY"`
 	EventsRemember        time.Duration `yaml:"eventsRemember" env:"GATEWAY_EVENTS_REMEMBER"`
+
+	// Webhook signing secrets at rest (secretsconfig.go): sealed in Redis
+	// with this age key; older keys still open what they sealed (key
+	// rotation). Required where secrets are made or used, unless
+	// WebhookSecretsPlaintext keeps them in plain text.
+	WebhookSecretsKey       string `yaml:"webhookSecretsKey" env:"GATEWAY_WEBHOOK_SECRETS_KEY"`
+	WebhookSecretsOldKeys   string `yaml:"webhookSecretsOldKeys" env:"GATEWAY_WEBHOOK_SECRETS_OLD_KEYS"`
+	WebhookSecretsPlaintext bool   `yaml:"webhookSecretsPlaintext" env:"GATEWAY_WEBHOOK_SECRETS_PLAINTEXT"`
 }
 
 // defaultConfig is the configuration with nothing set.
@@ -361,6 +369,7 @@ func (c Config) validate(n needs) error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		bad("LogLevel", err.Error())
 	}
-	c.checkEvents(bad) // eventsconfig.go
+	c.checkEvents(bad)     // eventsconfig.go
+	c.checkSecrets(bad, n) // secretsconfig.go
 	return errors.Join(errs...)
 }

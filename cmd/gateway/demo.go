@@ -22,6 +22,7 @@ import (
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/gateway/apidocs"
+	"github.com/invoicing-ao/gateway/internal/seal"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -109,6 +110,14 @@ func demoConfig(ctx context.Context, dir string, env func(string) string) (Confi
 	}
 	if cfg.AdminToken == "" {
 		cfg.AdminToken = randomToken()
+	}
+	if cfg.WebhookSecretsKey == "" && !cfg.WebhookSecretsPlaintext {
+		// The demo's Redis lives and dies with it: so does the key that
+		// seals its webhook signing secrets.
+		var err error
+		if cfg.WebhookSecretsKey, _, err = seal.Generate(); err != nil {
+			return cfg, err
+		}
 	}
 	if err := cfg.validate(needAll); err != nil {
 		return cfg, err
@@ -221,8 +230,8 @@ func printDemo(w io.Writer, cfg Config, keys []demoKey, hooks string, pub, adm n
 // listener and triggers as the example.
 func printOtherTerminals(w io.Writer, cfg Config, redisURL string) {
 	fmt.Fprintln(w, "\nOther commands against this demo, from another terminal in this directory: first")
-	fmt.Fprintf(w, "  export GATEWAY_REDIS_URL=%s GATEWAY_LIVE_DATABASE_URL=%s GATEWAY_TEST_DATABASE_URL=%s GATEWAY_EVENTS_ALLOW_HTTP=true GATEWAY_EVENTS_ALLOWED_NETWORKS=127.0.0.0/8\n",
-		redisURL, cfg.LiveDatabaseURL, cfg.TestDatabaseURL)
+	fmt.Fprintf(w, "  export GATEWAY_REDIS_URL=%s GATEWAY_LIVE_DATABASE_URL=%s GATEWAY_TEST_DATABASE_URL=%s GATEWAY_EVENTS_ALLOW_HTTP=true GATEWAY_EVENTS_ALLOWED_NETWORKS=127.0.0.0/8 %s\n",
+		redisURL, cfg.LiveDatabaseURL, cfg.TestDatabaseURL, demoSecretsEnv(cfg))
 	fmt.Fprintln(w, "then, for example, receive company A's TEST events (forwarded to your handler with --forward-to URL) and make one:")
 	fmt.Fprintf(w, "  go run ./cmd/gateway events listen --company %s\n", gendata.DemoCompanyA)
 	fmt.Fprintf(w, "  go run ./cmd/gateway events trigger invoice.paid --company %s\n", gendata.DemoCompanyA)
@@ -255,4 +264,14 @@ func randomToken() string {
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// demoSecretsEnv is the setting that lets another terminal's commands make
+// and read the demo's webhook signing secrets: its key (or its choice of
+// plain text).
+func demoSecretsEnv(cfg Config) string {
+	if cfg.WebhookSecretsPlaintext {
+		return "GATEWAY_WEBHOOK_SECRETS_PLAINTEXT=true"
+	}
+	return "GATEWAY_WEBHOOK_SECRETS_KEY=" + cfg.WebhookSecretsKey
 }

@@ -51,6 +51,8 @@ func cmdServe(ctx context.Context, c *invocation) error {
 	defer d.Close()
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
+	warnPlainSecrets(cfg, logger)
+	go resealAtStart(wctx, d, logger)
 	down := watchDependencies(wctx, logger, d.dependencies(cfg), defaultWatch)
 	return serveOn(ctx, cfg, d, logger, pubLn, admLn, func(pub, adm net.Addr) {
 		logger.Info("gateway listening", "public", pub.String(), "admin", adm.String(), "version", versionString(),

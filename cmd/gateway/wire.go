@@ -121,6 +121,10 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 	ec := eventsConfig(cfg)
 	ec.Redis, ec.Logger, ec.Sources = rdb, logger, map[invoicing.Mode]events.Source{}
 	ec.Metrics, ec.TracerProvider = d.server.MetricsRegisterer(), o.tp
+	if ec.Secrets, err = secretsKeyring(cfg); err != nil { // checked with the configuration
+		d.Close()
+		return nil, err
+	}
 	if d.live != nil {
 		ec.Sources[invoicing.Live] = d.live
 	}

@@ -1,0 +1,169 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invoicing-ao/gateway/invoicing"
+)
+
+// Export and import of the webhook endpoints (state, `gateway state
+// export|import`). What is exported is each endpoint's record as Redis
+// keeps it, its signing secrets opened (the export file seals them again,
+// with its own passphrase or recipients): id, creation time, state and
+// health kept. The queue, the deliveries and the events are not: they come
+// from the platform's database, which detection reads again. An import
+// that restores an endpoint rewinds detection (markRewind), which then
+// reads back Config.Recovery: every change of that window reaches the
+// restored endpoints, under the ids it had (receivers drop what they had
+// by webhook-id); events older than that which had not been delivered are
+// lost with the Redis that held them.
+
+// StateVersion is the version of the endpoints' part of an export.
+const StateVersion = 1
+
+// deletedKept is how long a deleted endpoint's mark is kept: as long as an
+// export is worth importing.
+const deletedKept = 400 * 24 * time.Hour
+
+// State is the endpoints' part of an export.
+type State struct {
+	Version   int              `json:"version"`
+	Endpoints []EndpointRecord `json:"endpoints"`
+}
+
+// EndpointRecord is one endpoint: its id and its hash's fields (layout.go:
+// cfg, the JSON of its configuration with its secrets in plain text,
+// enabled, and the health fields when set).
+type EndpointRecord struct {
+	ID     string            `json:"id"`
+	Fields map[string]string `json:"fields"`
+}
+
+var endpointFields = []string{"cfg", "enabled", "failing", "ok", "err", "disabled", "why"}
+
+// ErrInvalidState: the endpoints of an export cannot be imported.
+var ErrInvalidState = errors.New("events: invalid webhook endpoints in the export")
+
+// ExportState reads every endpoint, its secrets opened.
+func (s *Service) ExportState(ctx context.Context) (State, error) {
+	st := State{Version: StateVersion, Endpoints: []EndpointRecord{}}
+	for _, m := range invoicing.Modes {
+		companies, err := s.rdb.SMembers(ctx, s.l.companies(m)).Result()
+		if err != nil {
+			return State{}, unavailable(err)
+		}
+		for _, c := range companies {
+			ids, err := s.rdb.SMembers(ctx, s.l.endpoints(m, c)).Result()
+			if err != nil {
+				return State{}, unavailable(err)
+			}
+			for _, id := range ids {
+				h, err := s.rdb.HGetAll(ctx, s.l.endpoint(id)).Result()
+				if err != nil {
+					return State{}, unavailable(err)
+				}
+				if len(h) == 0 {
+					continue // deleted meanwhile
+				}
+				if h["cfg"], err = s.openConfig(id, h["cfg"]); err != nil {
+					return State{}, err
+				}
+				st.Endpoints = append(st.Endpoints, EndpointRecord{ID: id, Fields: h})
+			}
+		}
+	}
+	slices.SortFunc(st.Endpoints, func(a, b EndpointRecord) int { return cmpString(a.ID, b.ID) })
+	return st, nil
+}
+
+// openConfig is a cfg with its secrets opened.
+func (s *Service) openConfig(id, raw string) (string, error) {
+	var c config
+	if err := json.Unmarshal([]byte(raw), &c); err != nil {
+		return "", fmt.Errorf("events: endpoint %s: corrupt record: %w", id, err)
+	}
+	for i, sec := range c.Secrets {
+		plain, err := s.sealer.Open(sec.Secret)
+		if err != nil {
+			return "", fmt.Errorf("events: endpoint %s: %w: %w", id, errUnsealable, err)
+		}
+		c.Secrets[i].Secret = plain
+	}
+	b, _ := json.Marshal(c)
+	return string(b), nil
+}
+
+// check refuses a record the service could not have written, and returns
+// its configuration.
+func (r EndpointRecord) check() (config, error) {
+	bad := func(f string, a ...any) (config, error) {
+		return config{}, fmt.Errorf("%w: endpoint %s: %s", ErrInvalidState, invoicing.Clip(r.ID), fmt.Sprintf(f, a...))
+	}
+	if !validEndpointID(r.ID) {
+		return bad("not an endpoint id")
+	}
+	for f := range r.Fields {
+		if !slices.Contains(endpointFields, f) {
+			return bad("unknown field %q", invoicing.Clip(f))
+		}
+	}
+	var c config
+	if err := json.Unmarshal([]byte(r.Fields["cfg"]), &c); err != nil {
+		return bad("cfg: %v", err)
+	}
+	if id, ok := invoicing.CanonicalUUID(c.CompanyID); !ok || id != c.CompanyID || !c.Mode.Valid() || c.CreatedAt.IsZero() {
+		return bad("company, mode or creation time missing")
+	}
+	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return bad("url %q", invoicing.Clip(c.URL))
+	}
+	if _, err := ParseTypes(typeNames(c.Types)); err != nil {
+		return bad("types: %v", err)
+	}
+	if len(c.Secrets) == 0 {
+		return bad("no signing secret")
+	}
+	for _, sec := range c.Secrets {
+		if _, err := secretKey(sec.Secret); err != nil {
+			return bad("a signing secret that is not one (a file made without its secrets?)")
+		}
+	}
+	if e := r.Fields["enabled"]; e != "1" && e != "0" {
+		return bad("enabled %q", invoicing.Clip(e))
+	}
+	return c, nil
+}
+
+func typeNames(ts []Type) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = string(t)
+	}
+	return out
+}
+
+// importScript writes an endpoint (KEYS[1]) if Redis still has it as the
+// plan read it (its cfg ARGV[1], "" for none; its deletion mark KEYS[5]
+// ARGV[2], "" for none): the plan chose by their times, and this write
+// must not undo a change made since. It files the endpoint in its
+// company's set (KEYS[2]) and the companies of its mode (KEYS[3]), and
+// moves the endpoints' version (KEYS[4]). ARGV[3] its id, ARGV[4] its
+// company, ARGV[5...] its fields. It returns 1 when it wrote, 0 when Redis
+// changed since the plan.
+var importScript = redis.NewScript(`
+if (redis.call('GET', KEYS[5]) or '') ~= ARGV[2] then return 0 end
+if (redis.call('HGET', KEYS[1], 'cfg') or '') ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], unpack(ARGV, 5))
+redis.call('SADD', KEYS[2], ARGV[3])
+redis.call('SADD', KEYS[3], ARGV[4])
+redis.call('INCR', KEYS[4])
+return 1`)

@@ -1,0 +1,142 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invoicing-ao/gateway/invoicing"
+)
+
+// The rule of a merge: the newer record of an endpoint wins (its
+// updatedAt: every change through the admin API moves it, a secret's
+// rotation too), Redis's on a tie; an endpoint deleted after the file's
+// record was made stays deleted. Health (failing since, last error) goes
+// with the record that wins. Importing twice writes nothing the second time.
+
+// ImportPlan is what importing a State will write, worked out before.
+type ImportPlan struct {
+	s                         *Service
+	added, updated, unchanged int
+	writes                    []endpointWrite
+	rewind                    map[invoicing.Mode]bool
+}
+
+type endpointWrite struct {
+	id, company string
+	mode        invoicing.Mode
+	fields      map[string]string // as stored: the secrets sealed
+	curCfg      string            // as the plan read them
+	curGone     string
+}
+
+// Counts are the endpoints added, replaced by newer records, and kept.
+func (p *ImportPlan) Counts() (added, updated, unchanged int) { return p.added, p.updated, p.unchanged }
+
+// PlanImport checks every record of s, reads Redis's and seals the secrets
+// with the current key; it writes nothing.
+func (s *Service) PlanImport(ctx context.Context, st State) (*ImportPlan, error) {
+	if st.Version != StateVersion {
+		return nil, fmt.Errorf("%w: version %d of the endpoints, this gateway reads %d", ErrInvalidState, st.Version, StateVersion)
+	}
+	cfgs := make([]config, len(st.Endpoints))
+	seen := map[string]bool{}
+	for i, r := range st.Endpoints {
+		c, err := r.check()
+		if err != nil {
+			return nil, err
+		}
+		if seen[r.ID] {
+			return nil, fmt.Errorf("%w: endpoint %s is in the file twice", ErrInvalidState, r.ID)
+		}
+		seen[r.ID], cfgs[i] = true, c
+	}
+	if err := importScript.Load(ctx, s.rdb).Err(); err != nil {
+		return nil, unavailable(err)
+	}
+	p := &ImportPlan{s: s, rewind: map[invoicing.Mode]bool{}}
+	now := s.now()
+	for i, r := range st.Endpoints {
+		c := cfgs[i]
+		if c.ExpiresAt != nil && !c.ExpiresAt.After(now) {
+			p.unchanged++ // a temporary endpoint whose time is over
+			continue
+		}
+		w, keep, err := s.planEndpoint(ctx, r, c)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case keep:
+			p.unchanged++
+			continue
+		case w.curCfg == "":
+			p.added++
+		default:
+			p.updated++
+		}
+		p.writes, p.rewind[c.Mode] = append(p.writes, w), true
+	}
+	return p, nil
+}
+
+// planEndpoint reads Redis's copy of an endpoint and decides: keep it
+// (newer, or deleted later), or write the file's, sealed.
+func (s *Service) planEndpoint(ctx context.Context, r EndpointRecord, c config) (endpointWrite, bool, error) {
+	pipe := s.rdb.Pipeline()
+	curCmd := pipe.HGet(ctx, s.l.endpoint(r.ID), "cfg")
+	goneCmd := pipe.Get(ctx, s.l.deleted(r.ID))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return endpointWrite{}, false, unavailable(err)
+	}
+	w := endpointWrite{id: r.ID, company: c.CompanyID, mode: c.Mode, curCfg: curCmd.Val(), curGone: goneCmd.Val()}
+	at := c.UpdatedAt.UnixMilli()
+	if gone, err := strconv.ParseInt(w.curGone, 10, 64); err == nil && gone >= at {
+		return w, true, nil
+	}
+	if w.curCfg != "" {
+		var cur config
+		if err := json.Unmarshal([]byte(w.curCfg), &cur); err == nil && cur.UpdatedAt.UnixMilli() >= at {
+			return w, true, nil
+		}
+	}
+	for i, sec := range c.Secrets {
+		sealed, err := s.sealer.Seal(sec.Secret)
+		if err != nil {
+			return w, false, fmt.Errorf("events: sealing endpoint %s's secret: %w", r.ID, err)
+		}
+		c.Secrets[i].Secret = sealed
+	}
+	cfg, _ := json.Marshal(c)
+	w.fields = maps.Clone(r.Fields)
+	w.fields["cfg"] = string(cfg)
+	return w, false, nil
+}
+
+// Queue adds the plan's writes to pipe (the endpoints have one phase, 0),
+// then rewinds detection in each mode an endpoint was restored in.
+func (p *ImportPlan) Queue(ctx context.Context, phase int, pipe redis.Pipeliner) {
+	if phase != 0 {
+		return
+	}
+	l := p.s.l
+	for _, w := range p.writes {
+		args := []any{w.curCfg, w.curGone, w.id, w.company}
+		for f, v := range w.fields {
+			args = append(args, f, v)
+		}
+		keys := []string{l.endpoint(w.id), l.endpoints(w.mode, w.company), l.companies(w.mode), l.version(), l.deleted(w.id)}
+		importScript.EvalSha(ctx, pipe, keys, args...)
+	}
+	for m := range p.rewind {
+		for _, st := range streams {
+			pipe.Set(ctx, l.watermark(m, st.name), markRewind, 0)
+		}
+		pipe.Set(ctx, l.watermark(m, "overdue"), markRewind, 0)
+	}
+}

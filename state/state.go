@@ -1,0 +1,193 @@
+// Package state takes a copy of the control plane (keys, limits, webhook
+// endpoints, the audit log) into one file, and puts one back: the file's
+// format, its versions, its checksum and its encryption (age, as the
+// secrets at rest: internal/seal), and the order of an import's writes. It
+// knows no record: each adapter exports and imports its own part, by the
+// rules of its layout (Part), so that a layout and its copy change together.
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invoicing-ao/gateway/internal/durable"
+)
+
+// A Part is one adapter's share of the control plane.
+type Part struct {
+	// Name is the part's name in the file: keys, limits, webhooks, audit.
+	Name string
+	// Export reads the part (JSON-encodable, with its own version).
+	Export func(ctx context.Context) (any, error)
+	// Plan reads a part from a file, checks every record, reads Redis's
+	// and decides what to write: it writes nothing.
+	Plan func(ctx context.Context, raw json.RawMessage) (Plan, error)
+}
+
+// A Plan is what an import of a part will write.
+type Plan interface {
+	// Counts are the records added, updated (merged) and left unchanged.
+	Counts() (added, updated, unchanged int)
+	// Queue adds the writes of a phase (0, 1, 2, in that order) to p.
+	Queue(ctx context.Context, phase int, p redis.Pipeliner)
+}
+
+// phases is how many phases of writes an import has (authz needs three:
+// a key is counted before it is indexed, and indexed before it works).
+const phases = 3
+
+// Config configures export and import.
+type Config struct {
+	Redis redis.UniversalClient // required
+	Parts []Part                // every part; a file must hold each of them
+	// Durable is how many replicas must acknowledge an import before it is
+	// reported done (one server or Sentinel); zero waits for none.
+	Durable durable.Policy
+	Gateway string           // the version written into a file
+	Now     func() time.Time // nil means time.Now
+}
+
+// Counts are one part's figures of an import.
+type Counts struct{ Added, Updated, Unchanged int }
+
+// Export writes a copy of every part to w, encrypted as s says.
+func Export(ctx context.Context, cfg Config, w io.Writer, s Sealing) (map[string]int, error) {
+	now := time.Now
+	if cfg.Now != nil {
+		now = cfg.Now
+	}
+	doc := Document{Format: Format, CreatedAt: now().UTC(), Gateway: cfg.Gateway, Parts: map[string]json.RawMessage{}}
+	sizes := map[string]int{}
+	for _, p := range cfg.Parts {
+		v, err := p.Export(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("state: exporting the %s: %w", p.Name, err)
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		doc.Parts[p.Name], sizes[p.Name] = raw, len(raw)
+	}
+	return sizes, encode(w, doc, s)
+}
+
+// Read reads and checks a file; nothing of it is used before it holds.
+func Read(r io.Reader, o Opening) (Document, error) { return decode(r, o) }
+
+// ErrNotWritten: an import whose writes failed. On one Redis or Sentinel
+// they are one transaction: nothing was written, unless the connection
+// broke after the transaction was sent (then it is unknown): import again.
+// On Cluster they are written slot by slot, in an order that never leaves a
+// usable key uncounted: import again to write the rest (an import is
+// idempotent).
+var ErrNotWritten = errors.New("state: the import's writes failed; import the same file again (it is safe)")
+
+// Import puts doc's parts into Redis: every part is planned (read and
+// checked) before the first write, so that a file refused for any reason
+// changes nothing; then the writes are made, in one transaction where
+// Redis allows it.
+func Import(ctx context.Context, cfg Config, doc Document) (map[string]Counts, error) {
+	var unknown []string
+	for name := range doc.Parts {
+		if !slices.ContainsFunc(cfg.Parts, func(p Part) bool { return p.Name == name }) {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("%w: it has parts this gateway does not know: %v", ErrForeign, unknown)
+	}
+	plans := make([]Plan, len(cfg.Parts))
+	out := map[string]Counts{}
+	for i, p := range cfg.Parts {
+		raw, ok := doc.Parts[p.Name]
+		if !ok {
+			return nil, fmt.Errorf("%w: it has no %s", ErrNotAnExport, p.Name)
+		}
+		plan, err := p.Plan(ctx, raw)
+		if err != nil {
+			return nil, fmt.Errorf("state: the file's %s: %w", p.Name, err)
+		}
+		plans[i] = plan
+		a, u, n := plan.Counts()
+		out[p.Name] = Counts{a, u, n}
+	}
+	if err := apply(ctx, cfg, plans); errors.Is(err, ErrNotReplicated) {
+		return out, err
+	} else if err != nil {
+		return out, fmt.Errorf("%w: %w", ErrNotWritten, err)
+	}
+	for _, p := range plans {
+		if a, ok := p.(interface{ Announce(context.Context) }); ok {
+			a.Announce(ctx)
+		}
+	}
+	return out, nil
+}
+
+// apply makes the plans' writes: on one server or Sentinel, one MULTI/EXEC
+// on one connection, then the replicas' acknowledgement; on Cluster, where
+// a transaction holds one slot, phase after phase, each write atomic.
+func apply(ctx context.Context, cfg Config, plans []Plan) error {
+	queue := func(p redis.Pipeliner, phase int) {
+		for _, plan := range plans {
+			plan.Queue(ctx, phase, p)
+		}
+	}
+	switch c := cfg.Redis.(type) {
+	case *redis.ClusterClient:
+		for phase := range phases {
+			pipe := c.Pipeline()
+			queue(pipe, phase)
+			if pipe.Len() == 0 {
+				continue
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	case *redis.Client:
+		conn := c.Conn()
+		defer conn.Close()
+		n := 0
+		_, err := conn.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for phase := range phases {
+				queue(p, phase)
+			}
+			n = p.Len()
+			return nil
+		})
+		if err != nil || n == 0 || cfg.Durable.Replicas <= 0 {
+			return err
+		}
+		return waitReplicas(ctx, conn, cfg.Durable)
+	}
+	return fmt.Errorf("state: cannot import through a %T", cfg.Redis)
+}
+
+// ErrNotReplicated: the import is written on the master, but fewer replicas
+// than required acknowledged it in time: a failover now could lose it.
+// Importing again is safe, and confirms it once the replicas answer.
+var ErrNotReplicated = errors.New("state: the import is written, but Redis's replicas did not confirm it in time; import the same file again once they are back")
+
+// waitReplicas waits, on the connection that made the writes, for the
+// policy's replicas (internal/durable explains why the same connection).
+func waitReplicas(ctx context.Context, conn *redis.Conn, p durable.Policy) error {
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = durable.DefaultTimeout
+	}
+	n, err := conn.Wait(ctx, p.Replicas, timeout).Result()
+	if err != nil || n < int64(p.Replicas) {
+		return fmt.Errorf("%w (%d of %d replicas, %v)", ErrNotReplicated, n, p.Replicas, err)
+	}
+	return nil
+}
