@@ -111,3 +111,12 @@ func (r EntryRecord) check(company string) error {
 	}
 	return nil
 }
+
+// Records is how many entries s holds.
+func (s State) Records() int {
+	n := 0
+	for _, c := range s.Companies {
+		n += len(c.Entries)
+	}
+	return n
+}

@@ -162,3 +162,6 @@ func membership(m map[string]string, now time.Time) int {
 	}
 	return countedSet
 }
+
+// Records is how many keys s holds.
+func (s State) Records() int { return len(s.Keys) }

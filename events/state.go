@@ -167,3 +167,6 @@ redis.call('SADD', KEYS[2], ARGV[3])
 redis.call('SADD', KEYS[3], ARGV[4])
 redis.call('INCR', KEYS[4])
 return 1`)
+
+// Records is how many endpoints s holds.
+func (s State) Records() int { return len(s.Endpoints) }

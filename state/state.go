@@ -24,8 +24,9 @@ import (
 type Part struct {
 	// Name is the part's name in the file: keys, limits, webhooks, audit.
 	Name string
-	// Export reads the part (JSON-encodable, with its own version).
-	Export func(ctx context.Context) (any, error)
+	// Export reads the part (JSON-encodable, with its own version) and
+	// says how many records it holds.
+	Export func(ctx context.Context) (v any, records int, err error)
 	// Plan reads a part from a file, checks every record, reads Redis's
 	// and decides what to write: it writes nothing.
 	Plan func(ctx context.Context, raw json.RawMessage) (Plan, error)
@@ -57,16 +58,17 @@ type Config struct {
 // Counts are one part's figures of an import.
 type Counts struct{ Added, Updated, Unchanged int }
 
-// Export writes a copy of every part to w, encrypted as s says.
+// Export writes a copy of every part to w, encrypted as s says, and
+// returns how many records of each part it holds.
 func Export(ctx context.Context, cfg Config, w io.Writer, s Sealing) (map[string]int, error) {
 	now := time.Now
 	if cfg.Now != nil {
 		now = cfg.Now
 	}
 	doc := Document{Format: Format, CreatedAt: now().UTC(), Gateway: cfg.Gateway, Parts: map[string]json.RawMessage{}}
-	sizes := map[string]int{}
+	records := map[string]int{}
 	for _, p := range cfg.Parts {
-		v, err := p.Export(ctx)
+		v, n, err := p.Export(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("state: exporting the %s: %w", p.Name, err)
 		}
@@ -74,9 +76,9 @@ func Export(ctx context.Context, cfg Config, w io.Writer, s Sealing) (map[string
 		if err != nil {
 			return nil, err
 		}
-		doc.Parts[p.Name], sizes[p.Name] = raw, len(raw)
+		doc.Parts[p.Name], records[p.Name] = raw, n
 	}
-	return sizes, encode(w, doc, s)
+	return records, encode(w, doc, s)
 }
 
 // Read reads and checks a file; nothing of it is used before it holds.

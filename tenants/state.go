@@ -176,3 +176,6 @@ func (p *ImportPlan) Queue(ctx context.Context, phase int, pipe redis.Pipeliner)
 		importScript.EvalSha(ctx, pipe, []string{overrideKey(p.l.prefix, r.CompanyID)}, args...)
 	}
 }
+
+// Records is how many companies' limits s holds.
+func (s State) Records() int { return len(s.Limits) }

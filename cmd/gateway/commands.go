@@ -185,6 +185,30 @@ var commands = []*command{
 		flags: eventsTriggerFlags,
 	},
 	{
+		name: "state export", synopsis: "--out FILE [--recipient AGE1…... | --passphrase-file FILE] [--json]",
+		summary: "Copy the control plane into a file: keys (their hashes, never a secret), limits, webhook endpoints with their signing secrets, the audit log.",
+		detail: "The file is created mode 0600 and replaced whole. With --recipient (from gateway state keygen; its identity kept offline) or --passphrase-file it is encrypted " +
+			"and authenticated (age); without, it holds the signing secrets in plain text, and the command says so. Restore with gateway state import.",
+		example: "gateway state export --out control-plane.gwstate --recipient age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p",
+		needs:   needRedis | needSecrets, required: []string{"out"},
+		flags: stateExportFlags,
+	},
+	{
+		name: "state import", synopsis: "FILE [--identity FILE | --passphrase-file FILE] [--json]", args: []string{"FILE"},
+		summary: "Put an export back: into an empty Redis, or merged into a live one (the newer record wins, a revocation always wins).",
+		detail: "Ids, creation times and states are kept. The whole file is checked before the first write: a truncated, altered, foreign or wrongly opened file changes nothing. " +
+			"Importing twice changes nothing the second time. Restored webhook endpoints get the events of the last eventsRecovery again (docs/operators.md).",
+		example: "gateway state import control-plane.gwstate --identity control-plane.key",
+		needs:   needRedis | needSecrets,
+		flags:   stateImportFlags,
+	},
+	{
+		name: "state keygen", summary: "Make an age key: its identity on stdout, its recipient (public) on stderr.",
+		detail:  "For webhookSecretsKey (every instance the same), or for exports: give the recipient to gateway state export --recipient and keep the identity offline, for gateway state import --identity.",
+		example: "gateway state keygen > control-plane.key",
+		flags:   func(*flag.FlagSet) action { return stateKeygen },
+	},
+	{
 		name: "data schema", synopsis: "[--database URL]", summary: "Load the platform schema into the configured live and sandbox databases (new databases only).",
 		example: "gateway data schema",
 		needs:   needDatabases,

@@ -33,6 +33,7 @@ type deps struct {
 	server     *gateway.Server // the public API, and the admin listener's frame
 	admin      *admin.Service  // keys, limits, usage, audit and webhooks: the admin API and the CLI
 	events     *events.Service // webhooks: run by serve and demo, managed through admin
+	audit      *audit.Log
 	usage      *usagecounter.Counter
 }
 
@@ -139,8 +140,9 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 	if d.live != nil {
 		dir = d.live
 	}
+	d.audit = audit.New(audit.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "audit:", MinReplicas: replicas, ReplicaTimeout: replicaTimeout})
 	d.admin = admin.New(admin.Config{Keys: d.keys, Limiter: d.limiter, Usage: d.usage, Companies: live, Directory: dir,
-		Audit:    audit.New(audit.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "audit:", MinReplicas: replicas, ReplicaTimeout: replicaTimeout}),
+		Audit:    d.audit,
 		Webhooks: d.events, Token: cfg.AdminToken, Logger: logger})
 	return d, nil
 }

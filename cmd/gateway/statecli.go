@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"filippo.io/age"
+
+	"github.com/invoicing-ao/gateway/internal/durable"
+	"github.com/invoicing-ao/gateway/internal/seal"
+	"github.com/invoicing-ao/gateway/state"
+)
+
+// `gateway state export|import|keygen`: a copy of the control plane in a
+// file, and back (state; docs/operators.md, "Backup and restore").
+
+// stateParts are the control plane's parts, each exported and imported by
+// the adapter that owns it.
+func stateConfig(d *deps, cfg Config) state.Config {
+	return state.Config{
+		Redis:   d.rdb,
+		Durable: durable.Policy{Replicas: cfg.RedisMinReplicas, Timeout: cfg.RedisReplicaTimeout},
+		Gateway: versionString(),
+		Parts: []state.Part{
+			part("keys", d.keys.ExportState, d.keys.PlanImport),
+			part("limits", d.limiter.ExportState, d.limiter.PlanImport),
+			part("webhooks", d.events.ExportState, d.events.PlanImport),
+			part("audit", d.audit.ExportState, d.audit.PlanImport),
+		},
+	}
+}
+
+// part makes a state.Part of an adapter's typed export and import.
+func part[S interface{ Records() int }, P state.Plan](name string, export func(context.Context) (S, error), plan func(context.Context, S) (P, error)) state.Part {
+	return state.Part{
+		Name: name,
+		Export: func(ctx context.Context) (any, int, error) {
+			s, err := export(ctx)
+			return s, s.Records(), err
+		},
+		Plan: func(ctx context.Context, raw json.RawMessage) (state.Plan, error) {
+			var s S
+			dec := json.NewDecoder(strings.NewReader(string(raw)))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&s); err != nil {
+				return nil, fmt.Errorf("%w: %w", state.ErrNotAnExport, err)
+			}
+			return plan(ctx, s)
+		},
+	}
+}
+
+func stateExportFlags(fs *flag.FlagSet) action {
+	out := fs.String("out", "", "write the export to `FILE` (created mode 0600; replaced whole, never half written)")
+	passFile := fs.String("passphrase-file", "", "encrypt with the passphrase in `FILE` (its first line)")
+	var rcpts listFlag
+	fs.Var(&rcpts, "recipient", "encrypt to this age `RECIPIENT` (age1…, from gateway state keygen); repeatable")
+	asJSON := jsonFlag(fs)
+	return func(ctx context.Context, c *invocation) error {
+		var s state.Sealing
+		var err error
+		if *passFile != "" && len(rcpts) > 0 {
+			return usagef("give --passphrase-file or --recipient, not both")
+		}
+		if s.Passphrase, err = readPassphrase(*passFile); err != nil {
+			return err
+		}
+		for _, r := range rcpts {
+			rs, err := age.ParseRecipients(strings.NewReader(r))
+			if err != nil {
+				return usagef("--recipient %q: not an age recipient (age1…): %v", r, err)
+			}
+			s.Recipients = append(s.Recipients, rs...)
+		}
+		d, cfg, err := c.openWithConfig(ctx)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		start := time.Now()
+		records, size, err := writeExport(ctx, *out, stateConfig(d, cfg), s)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(c.stdout).Encode(map[string]any{"file": *out, "bytes": size, "encrypted": s.Encrypted(), "records": records})
+		}
+		fmt.Fprintf(c.stdout, "Exported %d keys, %d companies' limits, %d webhook endpoints and %d audit entries to %s (%d bytes, %s).\n",
+			records["keys"], records["limits"], records["webhooks"], records["audit"], *out, size, time.Since(start).Round(time.Millisecond))
+		if !s.Encrypted() {
+			fmt.Fprintf(c.stderr, "WARNING: %s is not encrypted: it holds the webhook endpoints' signing secrets in plain text, and whoever reads it can sign webhooks to those integrators. "+
+				"Keep it like a password, or export with --recipient or --passphrase-file.\n", *out)
+		}
+		return nil
+	}
+}
+
+// writeExport writes an export to path: into a new file of mode 0600 beside
+// it, renamed over path once complete, so that path is either the previous
+// export or the new one, whole.
+func writeExport(ctx context.Context, path string, cfg state.Config, s state.Sealing) (map[string]int, int64, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return nil, 0, fmt.Errorf("--out %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // after the rename, there is none
+	records, err := state.Export(ctx, cfg, tmp, s)
+	if err == nil {
+		err = tmp.Chmod(0o600)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	info, err := os.Stat(tmp.Name())
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return nil, 0, fmt.Errorf("--out %s: %w", path, err)
+	}
+	return records, info.Size(), nil
+}
+
+// readPassphrase is the first line of a passphrase file ("" for no file).
+func readPassphrase(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--passphrase-file: %w", err)
+	}
+	p, _, _ := strings.Cut(string(b), "\n")
+	if p = strings.TrimRight(p, "\r"); p == "" {
+		return "", fmt.Errorf("--passphrase-file %s: its first line is empty", path)
+	}
+	return p, nil
+}
+
+func stateImportFlags(fs *flag.FlagSet) action {
+	passFile := fs.String("passphrase-file", "", "the passphrase the file was encrypted with, in `FILE` (its first line)")
+	identity := fs.String("identity", "", "an age identity `FILE` (from gateway state keygen) of a recipient the file was encrypted to")
+	asJSON := jsonFlag(fs)
+	return func(ctx context.Context, c *invocation) error {
+		var o state.Opening
+		var err error
+		if o.Passphrase, err = readPassphrase(*passFile); err != nil {
+			return err
+		}
+		if *identity != "" {
+			f, err := os.Open(*identity)
+			if err != nil {
+				return fmt.Errorf("--identity: %w", err)
+			}
+			o.Identities, err = age.ParseIdentities(f)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("--identity %s: %w", *identity, err)
+			}
+		}
+		f, err := os.Open(c.args[0])
+		if err != nil {
+			return err
+		}
+		doc, err := state.Read(f, o)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w; nothing was imported", c.args[0], err)
+		}
+		d, cfg, err := c.openWithConfig(ctx)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		counts, err := state.Import(ctx, stateConfig(d, cfg), doc)
+		if err != nil && !errors.Is(err, state.ErrNotReplicated) {
+			if counts == nil {
+				return fmt.Errorf("%s: %w; nothing was imported", c.args[0], err)
+			}
+			return err
+		}
+		if *asJSON {
+			if jerr := json.NewEncoder(c.stdout).Encode(map[string]any{"exportedAt": doc.CreatedAt, "parts": counts}); jerr != nil {
+				return jerr
+			}
+			return err
+		}
+		printImport(c, doc, counts, cfg)
+		return err
+	}
+}
+
+func printImport(c *invocation, doc state.Document, counts map[string]state.Counts, cfg Config) {
+	fmt.Fprintf(c.stdout, "Imported the export of %s (gateway %s):\n", doc.CreatedAt.Format(time.RFC3339), doc.Gateway)
+	for _, name := range []string{"keys", "limits", "webhooks", "audit"} {
+		n := counts[name]
+		fmt.Fprintf(c.stdout, "  %-9s %d added, %d updated, %d unchanged\n", name, n.Added, n.Updated, n.Unchanged)
+	}
+	if n := counts["webhooks"]; n.Added+n.Updated > 0 {
+		fmt.Fprintf(c.stdout, "Detection reads back %s (eventsRecovery) for the restored webhook endpoints: the events of that window are sent, "+
+			"again under the same webhook-id where they had been sent before.\n", cfg.EventsRecovery)
+	}
+}
+
+// stateKeygen prints a new age identity on stdout, its recipient on stderr.
+func stateKeygen(ctx context.Context, c *invocation) error {
+	id, rcpt, err := seal.Generate()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stderr, "Public key (the recipient, for gateway state export --recipient): %s\n", rcpt)
+	_, err = fmt.Fprintln(c.stdout, id)
+	return err
+}
+
+// openWithConfig is open, with the configuration it read.
+func (c *invocation) openWithConfig(ctx context.Context) (*deps, Config, error) {
+	cfg, err := c.config()
+	if err != nil {
+		return nil, cfg, err
+	}
+	d, err := connect(ctx, cfg, newLogger(c.stderr, "error"), only(c.cmd.needs))
+	return d, cfg, err
+}
