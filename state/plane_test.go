@@ -42,20 +42,26 @@ type plane struct {
 
 func newPlane(t *testing.T, rdb redis.UniversalClient, prefix, sealKey string) *plane {
 	t.Helper()
+	return newPlaneAt(t, rdb, prefix, sealKey, time.Now)
+}
+
+// newPlaneAt is a plane whose adapters read the time from now.
+func newPlaneAt(t *testing.T, rdb redis.UniversalClient, prefix, sealKey string, now func() time.Time) *plane {
+	t.Helper()
 	ring, err := seal.NewKeyring(sealKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &plane{t: t, rdb: rdb, prefix: prefix, secrets: map[string]string{}, ids: map[string]string{}}
-	p.keys = authz.New(authz.Config{Redis: rdb, Prefix: prefix + "authz:", NoPubSub: true})
+	p.keys = authz.New(authz.Config{Redis: rdb, Prefix: prefix + "authz:", NoPubSub: true, Now: now})
 	t.Cleanup(func() { p.keys.Close() })
-	p.limits = tenants.New(tenants.Config{Redis: rdb, Prefix: prefix + "tenants:"})
+	p.limits = tenants.New(tenants.Config{Redis: rdb, Prefix: prefix + "tenants:", Now: now})
 	p.hooks, err = events.New(events.Config{Redis: rdb, Prefix: prefix + "events:", Secrets: ring, AllowHTTP: true,
-		AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+		AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.audit = audit.New(audit.Config{Redis: rdb, Prefix: prefix + "audit:"})
+	p.audit = audit.New(audit.Config{Redis: rdb, Prefix: prefix + "audit:", Now: now})
 	p.cfg = state.Config{Redis: rdb, Gateway: "test", Parts: []state.Part{
 		part("keys", p.keys.ExportState, p.keys.PlanImport),
 		part("limits", p.limits.ExportState, p.limits.PlanImport),
