@@ -132,7 +132,7 @@ func (s *Service) advance(ctx context.Context, src Source, m invoicing.Mode, st 
 		// the start of that window, not before it.
 		pos = position(dbNow.Add(-s.recovery), "")
 		recent = *pos.At
-		s.logger.Info("events: no watermark (a first start, or the pipeline's state lost): detection reads back its recovery window",
+		s.logger.Info("events: no watermark (a first start, the pipeline's state lost, or endpoints restored by an import): detection reads back its recovery window",
 			"mode", m, "stream", st.name, "from", *pos.At, "rewound", raw == markRewind, "unreadableMark", raw != "" && raw != markRewind)
 	}
 	for pos.At.Before(to) {

@@ -167,7 +167,8 @@ type delivery struct {
 		Timestamp string          `json:"timestamp"`
 		Data      json.RawMessage `json:"data"`
 	}
-	id string // the data's id
+	id     string // the data's id
+	status int    // what the receiver answered
 }
 
 // receiver is a real HTTP server that records deliveries and answers with
@@ -199,7 +200,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	if hold != nil {
 		<-hold
 	}
-	d := delivery{header: req.Header.Clone(), body: body}
+	d := delivery{header: req.Header.Clone(), body: body, status: status}
 	_ = json.Unmarshal(body, &d.parsed)
 	var data struct{ ID string }
 	_ = json.Unmarshal(d.parsed.Data, &data)
