@@ -203,10 +203,10 @@ var commands = []*command{
 		flags:   stateImportFlags,
 	},
 	{
-		name: "state keygen", summary: "Make an age key: its identity on stdout, its recipient (public) on stderr.",
+		name: "state keygen", synopsis: "[--out FILE]", summary: "Make an age key: its identity (secret) and its recipient (public).",
 		detail:  "For webhookSecretsKey (every instance the same), or for exports: give the recipient to gateway state export --recipient and keep the identity offline, for gateway state import --identity.",
-		example: "gateway state keygen > control-plane.key",
-		flags:   func(*flag.FlagSet) action { return stateKeygen },
+		example: "gateway state keygen --out control-plane.key",
+		flags:   stateKeygenFlags,
 	},
 	{
 		name: "data schema", synopsis: "[--database URL]", summary: "Load the platform schema into the configured live and sandbox databases (new databases only).",

@@ -215,15 +215,34 @@ func printImport(c *invocation, doc state.Document, counts map[string]state.Coun
 	}
 }
 
-// stateKeygen prints a new age identity on stdout, its recipient on stderr.
-func stateKeygen(ctx context.Context, c *invocation) error {
-	id, rcpt, err := seal.Generate()
-	if err != nil {
-		return err
+// stateKeygenFlags makes an age key: into a new file of mode 0600 (never
+// over another: a key lost is its exports lost), or on stdout.
+func stateKeygenFlags(fs *flag.FlagSet) action {
+	out := fs.String("out", "", "write the identity to `FILE`, created mode 0600 (an existing file is never replaced); default: stdout")
+	return func(ctx context.Context, c *invocation) error {
+		id, rcpt, err := seal.Generate()
+		if err != nil {
+			return err
+		}
+		if *out == "" {
+			fmt.Fprintf(c.stderr, "Public key (the recipient, for gateway state export --recipient): %s\n", rcpt)
+			_, err = fmt.Fprintln(c.stdout, id)
+			return err
+		}
+		f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+		_, err = fmt.Fprintf(f, "# created: %s\n# public key: %s\n%s\n", time.Now().UTC().Format(time.RFC3339), rcpt, id)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "Wrote the identity to %s. Public key (the recipient, for gateway state export --recipient):\n%s\n", *out, rcpt)
+		return nil
 	}
-	fmt.Fprintf(c.stderr, "Public key (the recipient, for gateway state export --recipient): %s\n", rcpt)
-	_, err = fmt.Fprintln(c.stdout, id)
-	return err
 }
 
 // openWithConfig is open, with the configuration it read.

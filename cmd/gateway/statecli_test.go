@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/internal/seal"
+	"github.com/invoicing-ao/gateway/internal/testenv"
+)
+
+// testSecretsKey seals the webhook signing secrets of the tests' gateways.
+var testSecretsKey = func() string {
+	id, _, err := seal.Generate()
+	if err != nil {
+		panic(err)
+	}
+	return id
+}()
+
+// stateEnv is a Redis-only configuration on this test's own prefix.
+func stateEnv(t *testing.T) (func(string) string, func()) {
+	t.Helper()
+	rdb, prefix := testenv.Redis(t)
+	env := envOf(map[string]string{"GATEWAY_REDIS_URL": testenv.RedisURL(), "GATEWAY_REDIS_PREFIX": prefix,
+		"GATEWAY_WEBHOOK_SECRETS_KEY": testSecretsKey})
+	return env, func() { testenv.DeletePrefix(t, rdb, prefix) }
+}
+
+// The commands as an operator runs them: a plain export says it is not
+// encrypted, and is mode 0600; a key made by keygen (mode 0600, never
+// replaced) encrypts an export that only its identity opens; after a loss,
+// the import puts the limit back, and a second import changes nothing.
+func TestStateCommands(t *testing.T) {
+	env, lose := stateEnv(t)
+	dir := t.TempDir()
+	co := gendata.DemoCompanyA
+	if code, _, errs := gw(t, env, "limits", "set", "--company", co, "--mode", "LIVE", "--rps", "42", "--burst", "84"); code != 0 {
+		t.Fatalf("limits set: %s", errs)
+	}
+	plain := filepath.Join(dir, "plain.gwstate")
+	code, out, errs := gw(t, env, "state", "export", "--out", plain)
+	if code != 0 || !strings.Contains(out, "1 companies' limits") || !strings.Contains(errs, "WARNING") || !strings.Contains(errs, "not encrypted") {
+		t.Fatalf("plain export: %d\n%s\n%s", code, out, errs)
+	}
+	if fi, err := os.Stat(plain); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("export's mode: %v %v", fi.Mode(), err)
+	}
+
+	key := filepath.Join(dir, "control-plane.key")
+	code, out, errs = gwNoConfig(env, "state", "keygen", "--out", key)
+	if fi, err := os.Stat(key); code != 0 || err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("keygen: %d %s %v", code, errs, err)
+	}
+	recipient := strings.TrimSpace(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:])
+	if code, _, errs = gwNoConfig(env, "state", "keygen", "--out", key); code != 1 || !strings.Contains(errs, "exists") {
+		t.Fatalf("keygen over an existing key: %d %s", code, errs)
+	}
+	enc := filepath.Join(dir, "enc.gwstate")
+	if code, _, errs = gw(t, env, "state", "export", "--out", enc, "--recipient", recipient); code != 0 || strings.Contains(errs, "WARNING") {
+		t.Fatalf("encrypted export: %d %s", code, errs)
+	}
+	if b, _ := os.ReadFile(enc); strings.Contains(string(b), "live_rate") || !strings.HasPrefix(string(b), "invoicing-gateway-state 1 age\n") {
+		t.Fatal("the encrypted export shows its content")
+	}
+
+	lose()
+	if code, _, errs = gw(t, env, "state", "import", enc); code != 1 || !strings.Contains(errs, "encrypted") || !strings.Contains(errs, "nothing was imported") {
+		t.Fatalf("import without the identity: %d %s", code, errs)
+	}
+	code, out, errs = gw(t, env, "state", "import", enc, "--identity", key)
+	if code != 0 || !strings.Contains(out, "limits    1 added") {
+		t.Fatalf("import: %d\n%s\n%s", code, out, errs)
+	}
+	if code, out, _ = gw(t, env, "limits", "get", "--company", co); code != 0 || !strings.Contains(out, "42") {
+		t.Fatalf("the limit after the import: %s", out)
+	}
+	if code, out, _ = gw(t, env, "state", "import", plain); code != 0 || !strings.Contains(out, "limits    0 added, 0 updated, 1 unchanged") {
+		t.Fatalf("second import: %d %s", code, out)
+	}
+}
+
+// gwNoConfig runs a command that reads no configuration.
+func gwNoConfig(env func(string) string, args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb, env)
+	return code, out.String(), errb.String()
+}
