@@ -112,7 +112,7 @@ func TestComposeObservability(t *testing.T) {
 func gatewayEnv(t *testing.T, f composeFile) map[string]string {
 	env := map[string]string{}
 	for k, v := range service(t, f.Services, "gateway").Env {
-		env[k] = interpolation.ReplaceAllStringFunc(v, func(string) string { return "from-operator" })
+		env[k] = fromOperator(k, v)
 	}
 	return env
 }

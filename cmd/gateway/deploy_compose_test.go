@@ -60,7 +60,7 @@ func TestComposeMatchesConfiguration(t *testing.T) {
 
 	// Every service that runs the gateway image: real settings, real
 	// commands, and a configuration that loads.
-	commands := map[string]bool{"serve": true, "data": true, "keys": true, "limits": true, "usage": true, "demo": true}
+	commands := map[string]bool{"serve": true, "data": true, "keys": true, "limits": true, "usage": true, "demo": true, "state": true}
 	for name, s := range f.Services {
 		if s.Image != gwSvc.Image {
 			continue
@@ -69,7 +69,7 @@ func TestComposeMatchesConfiguration(t *testing.T) {
 		env := map[string]string{}
 		for k, v := range s.Env {
 			names = append(names, k)
-			env[k] = interpolation.ReplaceAllStringFunc(v, func(string) string { return "from-operator" })
+			env[k] = fromOperator(k, v)
 		}
 		checkEnvNames(t, "compose service "+name, names)
 		if len(s.Entrypoint) > 0 {
@@ -178,4 +178,15 @@ func checkComposeURLs(t *testing.T, name string, cfg Config, f composeFile) {
 	if u, err := url.Parse(cfg.RedisURL); err != nil || u.Hostname() != "redis" {
 		t.Errorf("service %s: Redis URL %s is not the redis service", name, cfg.RedisURL)
 	}
+}
+
+// fromOperator is a variable's value with the operator's values (compose's
+// interpolations) stood in for, of the shape the setting needs.
+func fromOperator(name, v string) string {
+	return interpolation.ReplaceAllStringFunc(v, func(string) string {
+		if name == "GATEWAY_WEBHOOK_SECRETS_KEY" {
+			return testSecretsKey // an age identity, as the operator's must be
+		}
+		return "from-operator"
+	})
 }

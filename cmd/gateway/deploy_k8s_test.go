@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -29,6 +30,8 @@ type rendered struct {
 	hpa        *autoscalingv2.HorizontalPodAutoscaler
 	pdb        *policyv1.PodDisruptionBudget
 	netpol     *networkingv1.NetworkPolicy
+	export     *batchv1.CronJob // the scheduled export (deploy_state_test.go)
+	pvcs       []*corev1.PersistentVolumeClaim
 }
 
 // render builds dir as `kubectl apply -k` and `kustomize build` do, with
@@ -78,6 +81,13 @@ func render(t *testing.T, dir string) rendered {
 		case "networking.k8s.io/v1/NetworkPolicy":
 			out.netpol = &networkingv1.NetworkPolicy{}
 			obj = out.netpol
+		case "batch/v1/CronJob":
+			out.export = &batchv1.CronJob{}
+			obj = out.export
+		case "/v1/PersistentVolumeClaim":
+			c := &corev1.PersistentVolumeClaim{}
+			out.pvcs = append(out.pvcs, c)
+			obj = c
 		case "/v1/Secret":
 			t.Fatalf("%s renders a Secret (%s): secret values are never committed; reference them", dir, res.GetName())
 		default:
@@ -180,7 +190,7 @@ func checkManifests(t *testing.T, r rendered, production bool) {
 		}
 	}
 	checkEnvNames(t, "the Deployment", names)
-	for _, must := range []string{"GATEWAY_ADMIN_TOKEN", "GATEWAY_REDIS_URL", "GATEWAY_LIVE_DATABASE_URL", "GATEWAY_TEST_DATABASE_URL"} {
+	for _, must := range []string{"GATEWAY_ADMIN_TOKEN", "GATEWAY_REDIS_URL", "GATEWAY_LIVE_DATABASE_URL", "GATEWAY_TEST_DATABASE_URL", "GATEWAY_WEBHOOK_SECRETS_KEY"} {
 		if !secretRefs[must] {
 			t.Errorf("%s must come from a Secret reference", must)
 		}

@@ -70,6 +70,10 @@ func placeholder(name string) string {
 		return "" // optional: absent unless the secret has it
 	case name == "GATEWAY_REDIS_URL":
 		return "redis://redis.invalid:6379/0"
+	case name == "GATEWAY_WEBHOOK_SECRETS_KEY":
+		return testSecretsKey
+	case name == "GATEWAY_WEBHOOK_SECRETS_OLD_KEYS":
+		return "" // optional: absent unless the secret has it
 	}
 	return "secret"
 }
