@@ -28,7 +28,7 @@ const (
 // plane is the control plane of a test: the four adapters on one Redis
 // prefix, as cmd/gateway wires them.
 type plane struct {
-	t       *testing.T
+	t       testing.TB
 	rdb     redis.UniversalClient
 	prefix  string
 	keys    *authz.Keyring
@@ -40,13 +40,13 @@ type plane struct {
 	ids     map[string]string // names of the test's keys and endpoints → ids
 }
 
-func newPlane(t *testing.T, rdb redis.UniversalClient, prefix, sealKey string) *plane {
+func newPlane(t testing.TB, rdb redis.UniversalClient, prefix, sealKey string) *plane {
 	t.Helper()
 	return newPlaneAt(t, rdb, prefix, sealKey, time.Now)
 }
 
 // newPlaneAt is a plane whose adapters read the time from now.
-func newPlaneAt(t *testing.T, rdb redis.UniversalClient, prefix, sealKey string, now func() time.Time) *plane {
+func newPlaneAt(t testing.TB, rdb redis.UniversalClient, prefix, sealKey string, now func() time.Time) *plane {
 	t.Helper()
 	ring, err := seal.NewKeyring(sealKey)
 	if err != nil {
