@@ -54,7 +54,7 @@ func startGateways(t *testing.T) *gateways {
 	g.key = createKeyViaAdmin(t, g.procs[0].admin, gendata.DemoCompanyB)
 	g.cli = func(args ...string) {
 		cmd := exec.Command(bin, append(args, "--config", "../../configs/gateway.yaml")...)
-		cmd.Env = append(os.Environ(), env...)
+		cmd.Env = append(os.Environ(), withSecretsKey(env)...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%v: %v\n%s", args, err, out)
 		}

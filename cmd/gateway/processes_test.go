@@ -36,7 +36,7 @@ func buildBinary(t *testing.T) string {
 func startProcess(t *testing.T, bin string, env []string) *process {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "--config", "../../configs/gateway.yaml")
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(os.Environ(), withSecretsKey(env)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -98,4 +98,15 @@ func createKeyViaAdmin(t *testing.T, admin, company string) string {
 		t.Fatalf("create key: %d %v", res.StatusCode, err)
 	}
 	return v.Key
+}
+
+// withSecretsKey is env with the tests' webhook secrets key (testSecretsKey)
+// unless env sets one: a gateway process needs one to start.
+func withSecretsKey(env []string) []string {
+	for _, e := range env {
+		if strings.HasPrefix(e, "GATEWAY_WEBHOOK_SECRETS_") {
+			return env
+		}
+	}
+	return append([]string{"GATEWAY_WEBHOOK_SECRETS_KEY=" + testSecretsKey}, env...)
 }

@@ -90,3 +90,45 @@ func gwNoConfig(env func(string) string, args ...string) (int, string, string) {
 	code := run(context.Background(), args, &out, &errb, env)
 	return code, out.String(), errb.String()
 }
+
+// Without a key for webhook signing secrets, serve refuses to start, saying
+// how to make one; plain text is a choice that must be named, and excludes a
+// key; a key that is not one is refused without being repeated.
+func TestWebhookSecretsKeySetting(t *testing.T) {
+	base := map[string]string{"GATEWAY_LIVE_DATABASE_URL": "sqlite:/tmp/l.db", "GATEWAY_TEST_DATABASE_URL": "sqlite:/tmp/t.db"}
+	with := func(kv ...string) func(string) string {
+		m := map[string]string{"GATEWAY_WEBHOOK_SECRETS_KEY": ""}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return envOf(m)
+	}
+	for _, c := range []struct {
+		env  func(string) string
+		want string // "" loads
+	}{
+		{with(), "gateway state keygen"},
+		{with("GATEWAY_WEBHOOK_SECRETS_PLAINTEXT", "true"), ""},
+		{with("GATEWAY_WEBHOOK_SECRETS_KEY", testSecretsKey), ""},
+		{with("GATEWAY_WEBHOOK_SECRETS_KEY", testSecretsKey, "GATEWAY_WEBHOOK_SECRETS_PLAINTEXT", "true"), "GATEWAY_WEBHOOK_SECRETS_PLAINTEXT"},
+		{with("GATEWAY_WEBHOOK_SECRETS_KEY", "AGE-SECRET-KEY-1NOTAKEYATALL"), "GATEWAY_WEBHOOK_SECRETS_KEY"},
+		{with("GATEWAY_WEBHOOK_SECRETS_OLD_KEYS", testSecretsKey), "needs webhookSecretsKey"},
+	} {
+		_, err := loadConfig("", c.env)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("refused: %v", err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%v, want an error naming %q", err, c.want)
+		case err != nil && strings.Contains(err.Error(), "NOTAKEYATALL"):
+			t.Errorf("the error repeats the key: %v", err)
+		}
+	}
+	// A command that neither makes nor uses secrets needs no key.
+	if _, err := loadConfigFor("", with(), needRedis); err != nil {
+		t.Errorf("keys list's configuration: %v", err)
+	}
+}
