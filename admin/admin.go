@@ -109,6 +109,14 @@ func (s *Service) routes(rt *gateway.Router) {
 			return gateway.Answer{Serve: h}, nil
 		})
 	}
+	// A browser pointed at the admin address, or at the console with a
+	// trailing slash, is sent to the console rather than shown a JSON 404.
+	toConsole := http.RedirectHandler(console.Path, http.StatusFound)
+	for _, path := range []string{"/", console.Path + "/"} {
+		rt.Handle(http.MethodGet, path, func(*http.Request, gateway.Params) (gateway.Answer, error) {
+			return gateway.Answer{Serve: toConsole}, nil
+		})
+	}
 }
 
 // adminRoute registers h behind the admin token: "Authorization: Bearer

@@ -66,6 +66,7 @@ type instance struct {
 	logs       *testenv.SyncBuffer
 	usage      *usage.Counter  // flushed only when a test says so
 	events     *events.Service // webhooks; run only when a test says so (runEvents)
+	hold       *holdback       // holds back an answer of the admin listener, on a test's demand
 	adminToken string
 }
 
@@ -121,7 +122,8 @@ func (w *world) start(opts ...func(*instanceConfig)) *instance {
 	in.adm = admin.New(admin.Config{Keys: keys, Limiter: limiter, Usage: in.usage, Companies: live, Directory: live, Token: in.adminToken, Webhooks: ev,
 		Audit: audit.New(audit.Config{Redis: w.rdb, Prefix: w.prefix + "audit:", Now: in.clock.Now}), Logger: logger, Now: in.clock.Now})
 	in.pub = httptest.NewServer(in.srv.Handler())
-	in.admin = httptest.NewServer(in.adm.Handler(in.srv))
+	in.hold = &holdback{}
+	in.admin = httptest.NewServer(in.hold.wrap(in.adm.Handler(in.srv)))
 	t.Cleanup(func() {
 		in.pub.Close()
 		in.admin.Close()

@@ -38,20 +38,25 @@ function route() {
   return companiesView(arg);
 }
 
+// rendering counts the pages asked for: a page that answers after a newer
+// one was asked for is dropped, never drawn over it (nor is its error).
+let rendering = 0;
+
 async function render(message) {
+  const page = ++rendering;
+  const draw = (el) => { if (page === rendering) main.replaceChildren(el); };
   const signedIn = !!store.getItem("adminToken");
-  document.getElementById("goto").hidden = !signedIn;
-  document.getElementById("signout").hidden = !signedIn;
+  for (const id of ["goto", "companies-link", "signout"]) document.getElementById(id).hidden = !signedIn;
   document.getElementById("who").textContent = signedIn ? store.getItem("actor") || "" : "";
   if (!signedIn) {
     main.replaceChildren(signInView(message));
     return;
   }
   try {
-    main.replaceChildren(h("p", { class: "muted" }, "Loading…"));
-    main.replaceChildren(await route());
+    draw(h("p", { class: "muted" }, "Loading…"));
+    draw(await route());
   } catch (x) {
-    main.replaceChildren(h("p", { class: "error", id: "page-error" }, problemText(x)));
+    draw(h("p", { class: "error", id: "page-error" }, problemText(x)));
   }
 }
 

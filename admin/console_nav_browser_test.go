@@ -1,0 +1,108 @@
+package admin_test
+
+import (
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// holdback holds the admin listener's answer to one request, on a test's
+// demand: a slow answer, made at will.
+type holdback struct {
+	mu      sync.Mutex
+	path    string        // the path whose next request is held; "" for none
+	held    chan struct{} // closed when that request arrives
+	release chan struct{} // closed to let it be answered
+}
+
+func (hb *holdback) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hb.mu.Lock()
+		hold := hb.path != "" && r.URL.Path == hb.path
+		held, release := hb.held, hb.release
+		if hold {
+			hb.path = ""
+		}
+		hb.mu.Unlock()
+		if hold {
+			close(held)
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hold holds the next request to path: held is closed when it arrives,
+// release lets it be answered (and is called when the test ends).
+func (hb *holdback) hold(t *testing.T, path string) (held <-chan struct{}, release func()) {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	hb.path, hb.held, hb.release = path, make(chan struct{}), make(chan struct{})
+	release = sync.OnceFunc(func() { close(hb.release) })
+	t.Cleanup(release)
+	return hb.held, release
+}
+
+// The console's header and addresses in a real browser: the sign-in page
+// shows no search, no Companies link and no Sign out (hidden stays hidden,
+// whatever display the style gives them); the admin address and /console/
+// lead to the console; the Companies link lists every company. And a page
+// that answers late never draws over the page opened after it.
+func TestConsoleNavigationInBrowser(t *testing.T) {
+	w := newWorld(t)
+	in := w.start()
+	b := newBrowser(t, in)
+	const shown = `["goto", "companies-link", "signout"].filter(id => document.getElementById(id).getClientRects().length > 0).join(",") || "none"`
+
+	for _, path := range []string{"/", "/console/"} {
+		b.run("open "+path, chromedp.Navigate(in.admin.URL+path), chromedp.WaitVisible("#signin"))
+		if got := b.until("address", "location.pathname"); got != "/console" {
+			t.Errorf("%s led to %s, want /console", path, got)
+		}
+		if got := b.until("header", shown); got != "none" {
+			t.Errorf("the sign-in page shows %s", got)
+		}
+	}
+	b.shot("n1-sign-in")
+	b.signIn(in.adminToken, "ana.silva")
+	if got := b.until("header", shown); got != "goto,companies-link,signout" {
+		t.Errorf("signed in, the header shows %q", got)
+	}
+	b.run("companies", chromedp.Click("#companies-link"), chromedp.WaitVisible("#search"))
+	const names = `(rows => rows.length ? rows.map(r => r.cells[0].textContent).join(",") : null)([...document.querySelectorAll("#companies tr[data-company]")])`
+	if got := b.until("every company", names); got != "Kianda Comércio e Serviços Lda,Muxima Tecnologia SA,Palanca Transportes Lda" {
+		t.Errorf("the Companies link lists %q, want the three companies", got)
+	}
+	b.shot("n2-companies")
+
+	// A company's page is opened, and its first answer held back; before it
+	// comes, a search is opened. The company's page, answered late, must not
+	// draw over the search. render is watched: the test knows when the
+	// company's page has finished loading, drawn or not.
+	held, release := in.hold.hold(t, "/admin/v1/companies/"+coA+"/usage/minutes")
+	b.is("watch render", `(orig => { window.rendered = [];
+		window.render = async (...a) => { const at = location.hash; try { return await orig(...a); } finally { window.rendered.push(at); } };
+		return true; })(window.render)`)
+	b.is("open the company", `(location.hash = "#/company/`+coA+`", true)`)
+	select {
+	case <-held:
+	case <-time.After(time.Minute):
+		t.Fatal("the company's page did not ask for its usage")
+	}
+	b.is("open a search", `(location.hash = "#/companies/muxima", true)`)
+	if got := b.until("search", names); got != "Muxima Tecnologia SA" {
+		t.Fatalf("search: %q", got)
+	}
+	release()
+	b.until("the company's page loaded", `window.rendered.includes("#/company/`+coA+`") ? "yes" : null`)
+	page := b.until("page", `[location.hash, document.getElementById("search") ? "search" : "", document.getElementById("company") ? "company" : ""].join(" ").trim()`)
+	if page != "#/companies/muxima search" {
+		t.Errorf("after the company's late answer the page is %q, want the search only", page)
+	}
+}
