@@ -134,7 +134,7 @@ func (s *Service) adminRoute(rt *gateway.Router, method, path string, h gateway.
 		}
 		if method != http.MethodGet {
 			if len(r.Header.Values("X-Actor")) > 1 {
-				return gateway.Answer{}, &gateway.Error{Code: "invalid_parameter", Detail: "Send X-Actor once.",
+				return gateway.Answer{}, &gateway.Error{Code: "invalid_actor", Detail: "Send X-Actor once: the name of the person this change is made for.",
 					Fields: []gateway.FieldError{{Field: "X-Actor", Message: "is given more than once"}}}
 			}
 			if err := checkActor(actor(r)); err != nil {

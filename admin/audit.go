@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/invoicing-ao/gateway/audit"
@@ -22,15 +23,21 @@ type AuditLog interface {
 // checkActor refuses an actor the audit log could not name (audit.CheckActor):
 // before anything changes, since every change is recorded with its actor.
 func checkActor(actor string) error {
-	if err := audit.CheckActor(actor); err != nil {
-		msg := "must be 1 to " + strconv.Itoa(audit.MaxActorLen) + " bytes of printable text naming who acts"
-		if actor == "" {
-			msg = "is required: the user on whose behalf the change is made"
-		}
-		return &gateway.Error{Code: "invalid_parameter", Detail: "Send X-Actor: the user on whose behalf this change is made; it " + msg + ".",
-			Fields: []gateway.FieldError{{Field: "X-Actor", Message: msg}}, Err: err}
+	err := audit.CheckActor(actor)
+	switch {
+	case err == nil:
+		return nil
+	case strings.TrimSpace(actor) == "":
+		return &gateway.Error{Code: "missing_actor", Detail: "Send X-Actor with the name of the person this change is made for: the audit log records it.",
+			Fields: []gateway.FieldError{{Field: "X-Actor", Message: "is required"}}, Err: err}
 	}
-	return nil
+	why, ok := strings.CutPrefix(err.Error(), audit.ErrInvalid.Error()+": the actor ")
+	if !ok {
+		why = "is not a name the audit log can keep"
+	}
+	return &gateway.Error{Code: "invalid_actor", Err: err,
+		Detail: "X-Actor must name the person this change is made for in 1 to " + strconv.Itoa(audit.MaxActorLen) + " bytes of printable text, never a key.",
+		Fields: []gateway.FieldError{{Field: "X-Actor", Message: why}}}
 }
 
 // recordKey records a change of a key at, its time: its view before (nil

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/invoicing-ao/gateway/admin"
 	"github.com/invoicing-ao/gateway/gateway"
@@ -46,4 +49,69 @@ func TestAdminOwnErrors(t *testing.T) {
 			t.Errorf("%s: %s with Retry-After %s", c.path, c.code, ra)
 		}
 	}
+}
+
+// A change without a proper X-Actor is refused as the header problem it is,
+// titled so, its detail said once (no phrase of it twice), the header named
+// as the field.
+func TestActorErrors(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := httptest.NewServer(admin.New(admin.Config{Token: "right", Logger: quiet}).Handler(gateway.New(gateway.Config{Logger: quiet})))
+	defer srv.Close()
+	for _, c := range []struct {
+		actors      []string // the X-Actor headers sent
+		code, title string
+		why         string // the field's message
+	}{
+		{nil, "missing_actor", "Missing X-Actor header", "is required"},
+		{[]string{" "}, "missing_actor", "Missing X-Actor header", "is required"},
+		{[]string{strings.Repeat("a", 201)}, "invalid_actor", "Invalid X-Actor header", "is longer than 200 bytes"},
+		{[]string{"ana\tbruno"}, "invalid_actor", "Invalid X-Actor header", "must be printable text"},
+		{[]string{"igw_live_pasted"}, "invalid_actor", "Invalid X-Actor header", "looks like an API key"},
+		{[]string{"ana", "bruno"}, "invalid_actor", "Invalid X-Actor header", "is given more than once"},
+	} {
+		r, err := http.NewRequest("POST", srv.URL+"/admin/v1/keys", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header.Set("Authorization", "Bearer right")
+		r.Header.Set("Content-Type", "application/json")
+		for _, a := range c.actors {
+			r.Header.Add("X-Actor", a)
+		}
+		res, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p struct {
+			Status              int
+			Code, Title, Detail string
+			Errors              []struct{ Field, Message string }
+		}
+		err = json.NewDecoder(res.Body).Decode(&p)
+		res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode != 400 || p.Code != c.code || p.Title != c.title || len(p.Errors) != 1 || p.Errors[0].Field != "X-Actor" || p.Errors[0].Message != c.why {
+			t.Errorf("X-Actor %q: %d %+v, want 400 %s %q with X-Actor %q", c.actors, res.StatusCode, p, c.code, c.title, c.why)
+		}
+		if rep := repeated(p.Detail); rep != "" {
+			t.Errorf("X-Actor %q: the detail says %q twice: %q", c.actors, rep, p.Detail)
+		}
+	}
+}
+
+// repeated is a phrase of four words or more that s holds twice; "" if none.
+func repeated(s string) string {
+	w := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' })
+	seen := map[string]bool{}
+	for i := 0; i+4 <= len(w); i++ {
+		p := strings.Join(w[i:i+4], " ")
+		if seen[p] {
+			return p
+		}
+		seen[p] = true
+	}
+	return ""
 }

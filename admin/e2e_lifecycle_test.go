@@ -101,7 +101,7 @@ func TestRollKey(t *testing.T) {
 	expectProblem(t, roll(`{"overlapSeconds":-1}`, nil), 400, "invalid_body")
 	expectProblem(t, roll(`{"overlapSeconds":"60"}`, nil), 400, "invalid_body")
 	expectProblem(t, roll(`{"overlap":60}`, nil), 400, "invalid_body")
-	expectProblem(t, roll(`{"overlapSeconds":60}`, map[string]string{"X-Actor": ""}), 400, "invalid_parameter")
+	expectProblem(t, roll(`{"overlapSeconds":60}`, map[string]string{"X-Actor": ""}), 400, "missing_actor")
 	expectProblem(t, in.adminCall(t, req{Method: "POST", Path: "/admin/v1/keys/key_aaaaaaaaaaaaaaaaaaaa/roll"}), 404, "not_found")
 
 	r := roll(`{"overlapSeconds":3600}`, nil)
@@ -147,7 +147,11 @@ func TestAuditLog(t *testing.T) {
 	// A change without a proper actor is refused and changes nothing.
 	for _, bad := range []string{"", strings.Repeat("a", 201), "ana\tbruno", "igw_live_pasted"} {
 		r := in.adminCall(t, req{Method: "POST", Path: "/admin/v1/keys", Body: createKeyBody(coA, ""), Header: as(bad)})
-		expectProblem(t, r, 400, "invalid_parameter")
+		code := "invalid_actor"
+		if bad == "" {
+			code = "missing_actor"
+		}
+		expectProblem(t, r, 400, code)
 		if !strings.Contains(string(r.Body), `"field":"X-Actor"`) {
 			t.Errorf("actor %q: %s", bad, r.Body)
 		}

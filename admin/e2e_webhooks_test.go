@@ -120,7 +120,7 @@ func TestWebhooksThroughTheAdminAPI(t *testing.T) {
 		}
 	}
 	expectProblem(t, do(t, in.admin.URL, req{Method: "POST", Path: hooks, Body: `{"mode":"TEST","url":"` + recv.srv.URL + `"}`,
-		Header: map[string]string{"Authorization": "Bearer " + in.adminToken}}), 400, "invalid_parameter") // no X-Actor
+		Header: map[string]string{"Authorization": "Bearer " + in.adminToken}}), 400, "missing_actor") // no X-Actor
 	expectProblem(t, post("/admin/v1/companies/0a5e7c1e-0000-4000-8000-0000000000ff/webhooks", `{"mode":"TEST","url":"`+recv.srv.URL+`"}`), 422, "unknown_company")
 	if list := do(t, in.admin.URL, req{Path: hooks, Header: auth}).json(t)["data"].([]any); len(list) != 0 {
 		t.Fatalf("refused creations left %d endpoints", len(list))

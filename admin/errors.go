@@ -3,7 +3,7 @@ package admin
 import "github.com/invoicing-ao/gateway/invoicing"
 
 // The admin API's own codes: the errors it makes itself about the admin
-// token and company ids. They are defined here rather than in gateway's
+// token, company ids and actors. They are defined here rather than in gateway's
 // table so that a new one touches no file of gateway: gateway answers a
 // *gateway.Error of a defined code with its kind's status and its title,
 // and its errors guide and the OpenAPI document's enum list every defined
@@ -14,4 +14,7 @@ var (
 	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Unauthenticated, Code: "unauthorized_admin", Title: "Admin token required", Message: "admin: missing or wrong admin token"})
 	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: "admin_disabled", Title: "Admin API disabled", Message: "admin: no admin token configured"})
 	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Unprocessable, Code: "unknown_company", Title: "Unknown company", Message: "admin: unknown company"})
+	// A change's X-Actor header: missing, or not a name the audit log keeps.
+	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Invalid, Code: "missing_actor", Title: "Missing X-Actor header", Message: "admin: no X-Actor"})
+	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Invalid, Code: "invalid_actor", Title: "Invalid X-Actor header", Message: "admin: invalid X-Actor"})
 )

@@ -113,6 +113,7 @@ const (
 	ProblemCodeIdempotencyKeyReused        ProblemCode = "idempotency_key_reused"
 	ProblemCodeInsufficientScope           ProblemCode = "insufficient_scope"
 	ProblemCodeInternalError               ProblemCode = "internal_error"
+	ProblemCodeInvalidActor                ProblemCode = "invalid_actor"
 	ProblemCodeInvalidApiKey               ProblemCode = "invalid_api_key"
 	ProblemCodeInvalidBody                 ProblemCode = "invalid_body"
 	ProblemCodeInvalidCompanyId            ProblemCode = "invalid_company_id"
@@ -121,6 +122,7 @@ const (
 	ProblemCodeKeyLookupsLimited           ProblemCode = "key_lookups_limited"
 	ProblemCodeKeyNotRollable              ProblemCode = "key_not_rollable"
 	ProblemCodeMethodNotAllowed            ProblemCode = "method_not_allowed"
+	ProblemCodeMissingActor                ProblemCode = "missing_actor"
 	ProblemCodeMissingApiKey               ProblemCode = "missing_api_key"
 	ProblemCodeMissingCompanyId            ProblemCode = "missing_company_id"
 	ProblemCodeNifConflict                 ProblemCode = "nif_conflict"
@@ -176,6 +178,8 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case ProblemCodeInternalError:
 		return true
+	case ProblemCodeInvalidActor:
+		return true
 	case ProblemCodeInvalidApiKey:
 		return true
 	case ProblemCodeInvalidBody:
@@ -191,6 +195,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeKeyNotRollable:
 		return true
 	case ProblemCodeMethodNotAllowed:
+		return true
+	case ProblemCodeMissingActor:
 		return true
 	case ProblemCodeMissingApiKey:
 		return true
