@@ -51,6 +51,12 @@ func TestKeyLimit(t *testing.T) {
 	// Bad requests on the admin API.
 	expectProblem(t, admin(req{Method: "POST", Path: "/admin/v1/keys", Body: `{"companyId":"` + coB + `","mode":"PROD","scopes":["x"]}`}), 400, "invalid_body")
 	expectProblem(t, admin(req{Method: "POST", Path: "/admin/v1/keys", Body: `{"companyId":"00000000-0000-4000-8000-0000000000ff","mode":"LIVE","scopes":["clients:read"]}`}), 422, "unknown_company")
+	// An unknown key is named in every call that can name one.
+	for _, q := range []req{{Path: "/admin/v1/keys/key_nope"}, {Method: "DELETE", Path: "/admin/v1/keys/key_nope"}, {Method: "POST", Path: "/admin/v1/keys/key_nope/roll"}} {
+		if m := expectProblem(t, admin(q), 404, "not_found"); m["detail"] != "No API key key_nope exists." {
+			t.Errorf("%s %s: %v, want the key named", q.Method, q.Path, m["detail"])
+		}
+	}
 	expectProblem(t, do(t, in.admin.URL, req{Path: "/admin/v1/keys?companyId=" + coB}), 401, "unauthorized_admin")
 	expectProblem(t, do(t, in.admin.URL, req{Path: "/admin/v1/keys?companyId=" + coB, Header: map[string]string{"Authorization": "Bearer wrong"}}), 401, "unauthorized_admin")
 	// The admin API does not exist on the public listener.

@@ -120,11 +120,11 @@ func (s *Service) RollKey(ctx context.Context, actor, keyID string, overlap time
 	}
 	old, err := s.keys.Get(ctx, keyID)
 	if err != nil {
-		return RolledView{}, err
+		return RolledView{}, namedKey(keyID, err)
 	}
 	r, err := s.keys.Roll(ctx, keyID, overlap)
 	if err != nil {
-		return RolledView{}, err
+		return RolledView{}, namedKey(keyID, err)
 	}
 	s.recordKey(ctx, actor, audit.ActionKeyRolled, r.New.CreatedAt, &old, r.Old)
 	s.recordKey(ctx, actor, audit.ActionKeyCreated, r.New.CreatedAt, nil, r.New)
@@ -158,7 +158,7 @@ func (s *Service) RevokeKey(ctx context.Context, actor, keyID string) (KeyView, 
 	}
 	k, revoked, err := s.keys.Revoke(ctx, keyID)
 	if err != nil && !(revoked && inEffect(err)) {
-		return KeyView{}, err
+		return KeyView{}, namedKey(keyID, err)
 	}
 	// A revocation in effect but not confirmed by Redis's replicas is
 	// recorded now: revoking again (what its error says to do) changes
@@ -321,10 +321,18 @@ func pageKeys(keys []KeyView, cursor string, limit int) ([]KeyView, *string, err
 	return keys, &next, nil
 }
 
+// namedKey makes a key's "not found" say which key.
+func namedKey(id string, err error) error {
+	if invoicing.KindOf(err) == invoicing.NotFound {
+		return &gateway.Error{Code: "not_found", Detail: "No API key " + invoicing.Clip(id) + " exists.", Err: err}
+	}
+	return err
+}
+
 func (s *Service) adminGetKey(r *http.Request, p gateway.Params) (gateway.Answer, error) {
 	k, err := s.keys.Get(r.Context(), p.ByName("id"))
 	if err != nil {
-		return gateway.Answer{}, err
+		return gateway.Answer{}, namedKey(p.ByName("id"), err)
 	}
 	return gateway.Answer{Body: s.viewKey(k)}, nil
 }

@@ -74,7 +74,8 @@ func TestKeysCommands(t *testing.T) {
 		{[]string{"keys", "create", "--company", gendata.DemoCompanyA, "--mode", "PROD", "--scopes", "clients:read"}, "LIVE or TEST"},
 		{[]string{"keys", "create", "--company", gendata.DemoCompanyA}, "--mode"},
 		{[]string{"keys", "revoke"}, "KEY_ID"},
-		{[]string{"keys", "revoke", "key_doesnotexist"}, "No such"},
+		{[]string{"keys", "revoke", "key_doesnotexist"}, "gateway: No API key key_doesnotexist exists."},
+		{[]string{"keys", "roll", "key_doesnotexist"}, "gateway: No API key key_doesnotexist exists."},
 	}
 	for _, r := range refusals {
 		code, _, errs := gw(t, env, r.args...)
