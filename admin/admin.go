@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -147,6 +148,16 @@ func (s *Service) adminRoute(rt *gateway.Router, method, path string, h gateway.
 
 // actor is who an admin API change is made for (checked by adminRoute).
 func actor(r *http.Request) string { return r.Header.Get("X-Actor") }
+
+// fieldError is err, an input refused, as one of a body's errors: its
+// invoicing.FieldError's message, in the caller's words.
+func fieldError(field string, err error) gateway.FieldError {
+	var fe *invoicing.FieldError
+	if errors.As(err, &fe) {
+		return gateway.FieldError{Field: fe.Field, Message: fe.Message}
+	}
+	return gateway.FieldError{Field: field, Message: err.Error()}
+}
 
 // result answers v with 200, or err.
 func result[T any](v T, err error) (gateway.Answer, error) {

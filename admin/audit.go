@@ -31,13 +31,9 @@ func checkActor(actor string) error {
 		return &gateway.Error{Code: "missing_actor", Detail: "Send X-Actor with the name of the person this change is made for: the audit log records it.",
 			Fields: []gateway.FieldError{{Field: "X-Actor", Message: "is required"}}, Err: err}
 	}
-	why, ok := strings.CutPrefix(err.Error(), audit.ErrInvalid.Error()+": the actor ")
-	if !ok {
-		why = "is not a name the audit log can keep"
-	}
 	return &gateway.Error{Code: "invalid_actor", Err: err,
 		Detail: "X-Actor must name the person this change is made for in 1 to " + strconv.Itoa(audit.MaxActorLen) + " bytes of printable text, never a key.",
-		Fields: []gateway.FieldError{{Field: "X-Actor", Message: why}}}
+		Fields: []gateway.FieldError{{Field: "X-Actor", Message: fieldError("X-Actor", err).Message}}}
 }
 
 // recordKey records a change of a key at, its time: its view before (nil

@@ -138,6 +138,12 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("all keys: %s rows, want 26 distinct and no more pages", all)
 	}
 
+	// A limit out of bounds is refused in the user's words, once.
+	b.run("limit too high", chromedp.SetValue("#limit-mode", "LIVE"), chromedp.SetValue("#limit-rate", "1000000"), chromedp.SetValue("#limit-burst", "1"),
+		chromedp.Click(`#limit-form button[type=submit]`))
+	if msg := b.until("refusal", `document.querySelector("#limits > p.error").textContent || null`); msg != "Invalid request body: rate must be from 0.001 to 100000 requests per second." {
+		t.Errorf("the limit form's refusal: %q", msg)
+	}
 	// Change the LIVE limit; the public listener applies it.
 	b.run("set limit", chromedp.SetValue("#limit-mode", "LIVE"), chromedp.SetValue("#limit-rate", "0.01"), chromedp.SetValue("#limit-burst", "1"),
 		chromedp.Click(`#limit-form button[type=submit]`), chromedp.WaitVisible("#limits"))

@@ -102,8 +102,13 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	b := newBrowser(t, in)
 	b.signIn(in.adminToken, "ana.silva")
 
-	// Create an endpoint: its signing secret is shown once; it is listed.
+	// An address that is not public is refused in the user's words, once.
 	b.open("#/company/"+coA, "#webhooks")
+	b.run("private endpoint", chromedp.SetValue("#hook-url", "https://10.1.2.3/hooks"), chromedp.Click(`#hook-form button[type=submit]`))
+	if msg := b.until("refusal", `document.querySelector("#webhooks > p.error").textContent || null`); msg != "Invalid request body: url must point to a public address: 10.1.2.3 is a private address." {
+		t.Errorf("the endpoint form's refusal: %q", msg)
+	}
+	// Create an endpoint: its signing secret is shown once; it is listed.
 	b.run("create endpoint", chromedp.SetValue("#hook-mode", "TEST"), chromedp.SetValue("#hook-url", recv.srv.URL+"/hooks"),
 		chromedp.SetValue("#hook-description", "ERP of Kianda"), chromedp.Click(`#hook-form button[type=submit]`), chromedp.WaitVisible("#secret-value"))
 	secret := b.text("secret", "#secret-value")

@@ -87,7 +87,7 @@ func (s *Service) CreateKey(ctx context.Context, actor string, spec KeySpec) (Ke
 	}
 	nets, err := authz.ParseCIDRs(spec.AllowedCIDRs)
 	if err != nil {
-		return KeyView{}, &gateway.Error{Code: "invalid_body", Detail: err.Error(), Fields: []gateway.FieldError{{Field: "allowedCidrs", Message: err.Error()}}, Err: err}
+		return KeyView{}, err
 	}
 	companyID, err := s.knownCompany(ctx, spec.CompanyID)
 	if err != nil {
@@ -190,7 +190,7 @@ func (s *Service) adminCreateKey(r *http.Request, _ gateway.Params) (gateway.Ans
 	if raw, ok := m["scopes"]; !ok || json.Unmarshal(raw, &scopeList) != nil {
 		fe = append(fe, gateway.FieldError{Field: "scopes", Message: "must be an array of scopes"})
 	} else if spec.Scopes, err = authz.ParseScopes(strings.Join(scopeList, ",")); err != nil {
-		fe = append(fe, gateway.FieldError{Field: "scopes", Message: err.Error()})
+		fe = append(fe, fieldError("scopes", err))
 	}
 	if spec.CompanyID == "" {
 		fe = append(fe, gateway.FieldError{Field: "companyId", Message: "is required"})

@@ -187,17 +187,18 @@ var secretLike = regexp.MustCompile(`(?i)igw_(live|test)_[0-9a-z]{20}|whsec_[0-9
 
 // CheckActor says why s cannot name an actor, if it cannot: it must be 1 to
 // MaxActorLen bytes of printable UTF-8 (no control characters), and not an
-// API key.
+// API key. The error is ErrInvalid, as an invoicing.FieldError naming
+// "actor" and why, for the caller to say in its own words.
 func CheckActor(s string) error {
 	switch {
 	case strings.TrimSpace(s) == "":
-		return fmt.Errorf("%w: the actor is empty", ErrInvalid)
+		return invoicing.InvalidField(ErrInvalid, "actor", "is empty")
 	case len(s) > MaxActorLen:
-		return fmt.Errorf("%w: the actor is longer than %d bytes", ErrInvalid, MaxActorLen)
+		return invoicing.InvalidField(ErrInvalid, "actor", "is longer than %d bytes", MaxActorLen)
 	case !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }):
-		return fmt.Errorf("%w: the actor must be printable text", ErrInvalid)
+		return invoicing.InvalidField(ErrInvalid, "actor", "must be printable text")
 	case strings.Contains(strings.ToLower(s), "igw_"):
-		return fmt.Errorf("%w: the actor looks like an API key", ErrInvalid)
+		return invoicing.InvalidField(ErrInvalid, "actor", "looks like an API key")
 	}
 	return nil
 }

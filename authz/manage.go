@@ -41,7 +41,7 @@ func (k *Keyring) Create(ctx context.Context, nk NewKey) (Key, string, error) {
 		return Key{}, "", fmt.Errorf("%w: scope set %d", ErrUnknownScope, nk.Scopes)
 	}
 	if !validName(nk.Name) {
-		return Key{}, "", ErrInvalidName
+		return Key{}, "", invoicing.InvalidField(ErrInvalidName, "name", "must be at most %d bytes of printable text", MaxNameLen)
 	}
 	if !validCIDRs(nk.AllowedCIDRs) {
 		return Key{}, "", fmt.Errorf("%w: use ParseCIDRs", ErrInvalidCIDR)
@@ -54,7 +54,7 @@ func (k *Keyring) Create(ctx context.Context, nk NewKey) (Key, string, error) {
 	if nk.ExpiresAt != nil {
 		exp := nk.ExpiresAt.Truncate(time.Millisecond).UTC()
 		if !exp.After(now) {
-			return Key{}, "", ErrInvalidExpiry
+			return Key{}, "", invoicing.InvalidField(ErrInvalidExpiry, "expiresAt", "must be in the future")
 		}
 		key.ExpiresAt = &exp
 	}

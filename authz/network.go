@@ -51,13 +51,13 @@ func ParsePrefix(s string) (netip.Prefix, error) {
 // network.
 func ParseCIDRs(list []string) ([]netip.Prefix, error) {
 	if len(list) > MaxCIDRs {
-		return nil, fmt.Errorf("%w: %d networks; at most %d", ErrInvalidCIDR, len(list), MaxCIDRs)
+		return nil, invoicing.InvalidField(ErrInvalidCIDR, "allowedCidrs", "must be at most %d networks (%d given)", MaxCIDRs, len(list))
 	}
 	out := make([]netip.Prefix, 0, len(list))
 	for _, s := range list {
 		p, err := ParsePrefix(s)
 		if err != nil {
-			return nil, err
+			return nil, invoicing.InvalidField(ErrInvalidCIDR, "allowedCidrs", "must be CIDRs or addresses: %s", strings.TrimPrefix(err.Error(), ErrInvalidCIDR.Error()+": "))
 		}
 		out = append(out, p)
 	}

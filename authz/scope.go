@@ -1,7 +1,6 @@
 package authz
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/invoicing-ao/gateway/invoicing"
@@ -43,20 +42,29 @@ func bit(x Scope) ScopeSet {
 	return 0
 }
 
+// scopeList names the scopes, for a refusal: "invoices:read, clients:read, ...".
+func scopeList() string {
+	names := make([]string, len(canonical))
+	for i, c := range canonical {
+		names[i] = string(c)
+	}
+	return strings.Join(names, ", ")
+}
+
 // ParseScopes reads a comma-separated list such as
 // "invoices:read,clients:read". Spaces around names are ignored and
 // duplicates are harmless; an empty list, an empty element or an unknown name
 // is ErrUnknownScope.
 func ParseScopes(csv string) (ScopeSet, error) {
 	if strings.TrimSpace(csv) == "" {
-		return 0, fmt.Errorf("%w: no scope given", ErrUnknownScope)
+		return 0, invoicing.InvalidField(ErrUnknownScope, "scopes", "must name at least one of %s", scopeList())
 	}
 	var s ScopeSet
 	for _, name := range strings.Split(csv, ",") {
 		name = strings.TrimSpace(name)
 		b := bit(Scope(strings.ToLower(name)))
 		if b == 0 {
-			return 0, fmt.Errorf("%w: %q", ErrUnknownScope, invoicing.Clip(name))
+			return 0, invoicing.InvalidField(ErrUnknownScope, "scopes", "must be among %s: %q is not a scope", scopeList(), invoicing.Clip(name))
 		}
 		s |= b
 	}

@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -83,42 +84,68 @@ func (d *destinations) checkAddr(ip netip.Addr) error {
 func (d *destinations) checkURL(ctx context.Context, raw string) (string, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" || len(raw) > maxURLLen {
-		return "", fmt.Errorf("%w: url must be 1 to %d characters", ErrInvalidEndpoint, maxURLLen)
+		return "", badURL("must be 1 to %d characters", maxURLLen)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
-		return "", fmt.Errorf("%w: url must be an absolute URL such as https://example.com/webhooks", ErrInvalidEndpoint)
+		return "", badURL("must be an absolute URL such as https://example.com/webhooks")
 	}
 	switch {
 	case u.Scheme == "https":
 	case u.Scheme == "http" && d.allowHTTP:
 	default:
-		return "", fmt.Errorf("%w: url must use https (not %q)", ErrInvalidEndpoint, invoicing.Clip(u.Scheme))
+		return "", badURL("must use https, not %q", invoicing.Clip(u.Scheme))
 	}
 	if u.User != nil {
-		return "", fmt.Errorf("%w: url must not hold a user or password (they would be sent in clear in logs): authenticate deliveries by their signature", ErrInvalidEndpoint)
+		return "", badURL("must not hold a user or password (they would show in logs): the receiver checks each delivery's signature instead")
 	}
 	if u.Fragment != "" {
-		return "", fmt.Errorf("%w: url must not have a fragment", ErrInvalidEndpoint)
+		return "", badURL("must not have a fragment (#…)")
 	}
 	host := u.Hostname()
 	if port := u.Port(); port != "" {
 		if n, err := net.LookupPort("tcp", port); err != nil || n == 0 {
-			return "", fmt.Errorf("%w: url has an invalid port", ErrInvalidEndpoint)
+			return "", badURL("must have a port from 1 to 65535")
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	addrs, err := d.resolve(ctx, host)
 	if err != nil {
-		return "", fmt.Errorf("%w: url's host %q does not resolve: %v", ErrInvalidEndpoint, invoicing.Clip(host), err)
+		why := err.Error()
+		var dnsErr *net.DNSError
+		if errors.As(err, &dnsErr) {
+			why = dnsErr.Err // "no such host", without the resolver's address
+		}
+		return "", badURL("must name a host that resolves: %s does not resolve (%s)", invoicing.Clip(host), why)
 	}
 	for _, a := range addrs {
 		if err := d.checkAddr(a); err != nil {
-			return "", fmt.Errorf("url's host %q: %w", invoicing.Clip(host), err)
+			return "", notPublicURL(host, a, err)
 		}
 	}
 	return u.String(), nil
+}
+
+// badURL is the url field refused, with why.
+func badURL(format string, a ...any) error {
+	return invoicing.InvalidField(ErrInvalidEndpoint, "url", format, a...)
+}
+
+// notPublicURL is the url field refused because host resolved to ip, which
+// checkAddr refused with err: "10.1.2.3 is a private address", or
+// "hooks.internal resolves to 10.1.2.3, a private address".
+func notPublicURL(host string, ip netip.Addr, err error) error {
+	why := strings.TrimPrefix(err.Error(), ErrInvalidEndpoint.Error()+": ")
+	what, ok := strings.CutPrefix(why, ip.Unmap().WithZone("").String()+" is ")
+	if !ok {
+		return badURL("must point to a public address: %s", why)
+	}
+	what, _, _ = strings.Cut(what, ": ") // the rule, said once by the message
+	if _, err := netip.ParseAddr(host); err == nil {
+		return badURL("must point to a public address: %s is %s", host, what)
+	}
+	return badURL("must point to a public address: %s resolves to %s, %s", invoicing.Clip(host), ip.Unmap().WithZone(""), what)
 }
 
 func (d *destinations) resolve(ctx context.Context, host string) ([]netip.Addr, error) {

@@ -77,7 +77,9 @@ func TestCheckURL(t *testing.T) {
 		{"https://127.0.0.1/w", "loopback"},
 		{"https://[::1]/w", "loopback"},
 		{"https://rebinding.example/w", "link-local"},
-		{"https://nowhere.example/w", "does not resolve"},
+		{"https://nowhere.example/w", "nowhere.example does not resolve (no such host)"},
+		{"https://10.1.2.3/w", "must point to a public address: 10.1.2.3 is a private address"},
+		{"https://internal.example/w", "internal.example resolves to 10.0.0.8, a private address"},
 		{"https://hooks.example.com:99999/w", "port"},
 		{"https://" + strings.Repeat("a", 2100) + ".com/", "characters"},
 		{"", "characters"},
@@ -90,6 +92,8 @@ func TestCheckURL(t *testing.T) {
 			t.Errorf("%q: became %q", c.url, got)
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, ErrInvalidEndpoint)):
 			t.Errorf("%q: %v, want an invalid-endpoint error about %q", c.url, err, c.want)
+		case c.want != "" && !errors.As(err, new(*invoicing.FieldError)):
+			t.Errorf("%q: %v does not name the url field", c.url, err)
 		}
 	}
 	// The demo's settings: plain http to loopback.

@@ -3,7 +3,6 @@ package events
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,10 +49,10 @@ var DeliveryStates = []string{"pending", "delivered", "failed", "expired"}
 // cursor of the next page ("" when this is the last).
 func (s *Service) Deliveries(ctx context.Context, endpointID string, q DeliveryQuery) ([]Delivery, string, error) {
 	if q.State != "" && !slices.Contains(DeliveryStates, q.State) {
-		return nil, "", fmt.Errorf("%w: state must be one of %s", ErrInvalidEndpoint, strings.Join(DeliveryStates, ", "))
+		return nil, "", invoicing.InvalidField(ErrInvalidEndpoint, "state", "must be one of %s", strings.Join(DeliveryStates, ", "))
 	}
 	if q.Type != "" && q.Type != TestType && !slices.Contains(Types, q.Type) {
-		return nil, "", fmt.Errorf("%w: unknown event type %q", ErrInvalidEndpoint, invoicing.Clip(string(q.Type)))
+		return nil, "", invoicing.InvalidField(ErrInvalidEndpoint, "type", "must be an event type such as invoice.paid: %q is not one", invoicing.Clip(string(q.Type)))
 	}
 	if _, err := s.Endpoint(ctx, endpointID); err != nil {
 		return nil, "", err

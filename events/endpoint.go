@@ -124,7 +124,7 @@ type Patch struct {
 // checkDescription refuses a description too long or with control characters.
 func checkDescription(s string) error {
 	if len(s) > MaxDescription || !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 {
-		return fmt.Errorf("%w: description must be at most %d bytes of printable text", ErrInvalidEndpoint, MaxDescription)
+		return invoicing.InvalidField(ErrInvalidEndpoint, "description", "must be at most %d bytes of printable text", MaxDescription)
 	}
 	return nil
 }

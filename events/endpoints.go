@@ -33,10 +33,10 @@ return 1`)
 func (s *Service) CreateEndpoint(ctx context.Context, ne NewEndpoint) (Endpoint, string, error) {
 	company, err := invoicing.ParseCompanyID(ne.CompanyID)
 	if err != nil {
-		return Endpoint{}, "", fmt.Errorf("%w: companyId: %w", ErrInvalidEndpoint, err)
+		return Endpoint{}, "", &invoicing.FieldError{Err: fmt.Errorf("%w: %w", ErrInvalidEndpoint, err), Field: "companyId", Message: "must be a company's id (a UUID)"}
 	}
 	if !ne.Mode.Valid() {
-		return Endpoint{}, "", fmt.Errorf("%w: mode must be LIVE or TEST", ErrInvalidEndpoint)
+		return Endpoint{}, "", invoicing.InvalidField(ErrInvalidEndpoint, "mode", "must be LIVE or TEST")
 	}
 	types, err := ParseTypes(ne.Types)
 	if err != nil {
@@ -47,7 +47,7 @@ func (s *Service) CreateEndpoint(ctx context.Context, ne NewEndpoint) (Endpoint,
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
 	if ne.ExpiresAt != nil && !ne.ExpiresAt.After(now) {
-		return Endpoint{}, "", fmt.Errorf("%w: expiresAt must be in the future", ErrInvalidEndpoint)
+		return Endpoint{}, "", invoicing.InvalidField(ErrInvalidEndpoint, "expiresAt", "must be in the future")
 	}
 	u, err := s.dest.checkURL(ctx, ne.URL)
 	if err != nil {
@@ -252,7 +252,7 @@ func (s *Service) UpdateEndpoint(ctx context.Context, id string, p Patch) (Endpo
 		}
 		if p.ExpiresAt != nil {
 			if !p.ExpiresAt.After(e.UpdatedAt) {
-				return "", fmt.Errorf("%w: expiresAt must be in the future", ErrInvalidEndpoint)
+				return "", invoicing.InvalidField(ErrInvalidEndpoint, "expiresAt", "must be in the future")
 			}
 			t := p.ExpiresAt.UTC().Truncate(time.Millisecond)
 			e.ExpiresAt = &t
@@ -273,7 +273,7 @@ func (s *Service) UpdateEndpoint(ctx context.Context, id string, p Patch) (Endpo
 // delivery. A secret still in an earlier rotation's overlap is dropped.
 func (s *Service) RotateSecret(ctx context.Context, id string, overlap time.Duration) (Endpoint, string, error) {
 	if overlap < 0 || overlap > MaxOverlap {
-		return Endpoint{}, "", fmt.Errorf("%w: overlapSeconds must be 0 to %d", ErrInvalidEndpoint, int64(MaxOverlap/time.Second))
+		return Endpoint{}, "", invoicing.InvalidField(ErrInvalidEndpoint, "overlapSeconds", "must be 0 to %d", int64(MaxOverlap/time.Second))
 	}
 	sec, stored, err := s.sealNew()
 	if err != nil {

@@ -45,27 +45,28 @@ func testEndpointInputRefused(t *testing.T, s *Service) {
 	ctx := context.Background()
 	ok := NewEndpoint{CompanyID: testCompany, Mode: invoicing.Test, URL: "https://hooks.example.com/w"}
 	for _, c := range []struct {
-		name string
-		edit func(*NewEndpoint)
-		want string
+		name        string
+		edit        func(*NewEndpoint)
+		field, want string // the field named, and a fragment of why
 	}{
-		{"private address", func(n *NewEndpoint) { n.URL = "https://intranet.example.com/w" }, "private address"},
-		{"loopback literal", func(n *NewEndpoint) { n.URL = "https://127.0.0.1/w" }, "loopback"},
-		{"metadata", func(n *NewEndpoint) { n.URL = "https://169.254.169.254/latest" }, "link-local"},
-		{"http", func(n *NewEndpoint) { n.URL = "http://hooks.example.com/w" }, "https"},
-		{"malformed", func(n *NewEndpoint) { n.URL = "hooks example" }, "absolute URL"},
-		{"unknown type", func(n *NewEndpoint) { n.Types = []string{"invoice.paid", "invoice.refunded"} }, `unknown event type "invoice.refunded"`},
-		{"type twice", func(n *NewEndpoint) { n.Types = []string{"client.created", "client.created"} }, "twice"},
-		{"bad company", func(n *NewEndpoint) { n.CompanyID = "a0000000-0000" }, "companyId"},
-		{"bad mode", func(n *NewEndpoint) { n.Mode = "PROD" }, "mode"},
-		{"description", func(n *NewEndpoint) { n.Description = "line\nbreak" }, "description"},
-		{"expired", func(n *NewEndpoint) { p := time.Now().Add(-time.Minute); n.ExpiresAt = &p }, "future"},
+		{"private address", func(n *NewEndpoint) { n.URL = "https://intranet.example.com/w" }, "url", "private address"},
+		{"loopback literal", func(n *NewEndpoint) { n.URL = "https://127.0.0.1/w" }, "url", "loopback"},
+		{"metadata", func(n *NewEndpoint) { n.URL = "https://169.254.169.254/latest" }, "url", "link-local"},
+		{"http", func(n *NewEndpoint) { n.URL = "http://hooks.example.com/w" }, "url", "https"},
+		{"malformed", func(n *NewEndpoint) { n.URL = "hooks example" }, "url", "absolute URL"},
+		{"unknown type", func(n *NewEndpoint) { n.Types = []string{"invoice.paid", "invoice.refunded"} }, "types", `"invoice.refunded" is not an event type`},
+		{"type twice", func(n *NewEndpoint) { n.Types = []string{"client.created", "client.created"} }, "types", "twice"},
+		{"bad company", func(n *NewEndpoint) { n.CompanyID = "a0000000-0000" }, "companyId", "UUID"},
+		{"bad mode", func(n *NewEndpoint) { n.Mode = "PROD" }, "mode", "LIVE or TEST"},
+		{"description", func(n *NewEndpoint) { n.Description = "line\nbreak" }, "description", "printable"},
+		{"expired", func(n *NewEndpoint) { p := time.Now().Add(-time.Minute); n.ExpiresAt = &p }, "expiresAt", "future"},
 	} {
 		n := ok
 		c.edit(&n)
 		_, _, err := s.CreateEndpoint(ctx, n)
-		if !errors.Is(err, ErrInvalidEndpoint) || invoicing.KindOf(err) != invoicing.Invalid || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want an invalid endpoint about %q", c.name, err, c.want)
+		var fe *invoicing.FieldError
+		if !errors.Is(err, ErrInvalidEndpoint) || invoicing.KindOf(err) != invoicing.Invalid || !errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(fe.Message, c.want) {
+			t.Errorf("%s: %v, want an invalid endpoint naming %s, about %q", c.name, err, c.field, c.want)
 		}
 	}
 	if eps, err := s.ListEndpoints(ctx, testCompany); err != nil || len(eps) != 0 {

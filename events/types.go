@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -40,10 +39,10 @@ func ParseTypes(names []string) ([]Type, error) {
 	for _, n := range names {
 		t := Type(strings.TrimSpace(n))
 		if !slices.Contains(Types, t) {
-			return nil, fmt.Errorf("%w: unknown event type %q (known: %s)", ErrInvalidEndpoint, invoicing.Clip(n), typeList())
+			return nil, invoicing.InvalidField(ErrInvalidEndpoint, "types", "must be among %s: %q is not an event type", typeList(), invoicing.Clip(n))
 		}
 		if slices.Contains(out, t) {
-			return nil, fmt.Errorf("%w: event type %q given twice", ErrInvalidEndpoint, t)
+			return nil, invoicing.InvalidField(ErrInvalidEndpoint, "types", "must name each type once: %s is given twice", t)
 		}
 		out = append(out, t)
 	}

@@ -169,7 +169,13 @@ func problemOf(err error) *Error {
 	var k *invoicing.Error
 	if errors.As(err, &k) && k.Kind != invoicing.Internal && k.Code != "" {
 		p := &Error{Code: k.Code, Detail: k.Detail, Err: err, status: statusOf(k.Kind), title: k.Title}
-		if p.Detail == "" { // the adapter's text is meant for the caller
+		var fe *invoicing.FieldError
+		switch {
+		case p.Detail != "":
+		case errors.As(err, &fe): // an input refused, named: said once, in the caller's words
+			p.Detail = fe.Field + " " + fe.Message + "."
+			p.Fields = []FieldError{{fe.Field, fe.Message}}
+		default: // the adapter's text is meant for the caller
 			p.Detail = err.Error()
 		}
 		var held invoicing.ClientConflict

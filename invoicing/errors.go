@@ -60,6 +60,28 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
+// FieldError is an input refused, named: Field as the caller gave it
+// ("rate", "url") and Message what it must be, in the caller's words ("must
+// be from 0.001 to 100000 requests per second"), never an adapter's
+// internals. It is the defined error Err (its kind, code and title): the API
+// answers it with one sentence naming the field, and the field in its
+// problem's list of errors.
+type FieldError struct {
+	Err     error // a defined error: Define's result, or one wrapping it
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return e.Err.Error() + ": " + e.Field + " " + e.Message }
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// InvalidField is the input field refused as def, with why it was:
+// "must be ...", formatted as fmt.Sprintf does.
+func InvalidField(def error, field, format string, a ...any) error {
+	return &FieldError{Err: def, Field: field, Message: fmt.Sprintf(format, a...)}
+}
+
 // KindOf is the kind of the first *Error in err's chain; Internal when there
 // is none.
 func KindOf(err error) Kind {

@@ -5,7 +5,6 @@
 package tenants
 
 import (
-	"fmt"
 	"math"
 	"time"
 
@@ -35,13 +34,14 @@ type Limit struct {
 	Burst int     // requests that may arrive at once
 }
 
-// Validate reports ErrInvalidLimit for a rate or burst outside the bounds.
+// Validate reports ErrInvalidLimit for a rate or burst outside the bounds,
+// as an invoicing.FieldError naming "rate" or "burst".
 func (l Limit) Validate() error {
 	if math.IsNaN(l.Rate) || l.Rate < MinRate || l.Rate > MaxRate {
-		return fmt.Errorf("%w: rate %g is outside [%g, %d] requests per second", ErrInvalidLimit, l.Rate, MinRate, MaxRate)
+		return invoicing.InvalidField(ErrInvalidLimit, "rate", "must be from %g to %d requests per second", MinRate, MaxRate)
 	}
 	if l.Burst < 1 || l.Burst > MaxBurst {
-		return fmt.Errorf("%w: burst %d is outside [1, %d]", ErrInvalidLimit, l.Burst, MaxBurst)
+		return invoicing.InvalidField(ErrInvalidLimit, "burst", "must be a whole number of requests from 1 to %d", MaxBurst)
 	}
 	return nil
 }

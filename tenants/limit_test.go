@@ -12,27 +12,36 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// A limit out of bounds is refused naming its field, rate or burst.
 func TestLimitValidate(t *testing.T) {
 	for _, tc := range []struct {
-		lim  Limit
-		want error
+		lim   Limit
+		field string // "": valid
 	}{
-		{Limit{Rate: 50, Burst: 100}, nil},
-		{Limit{Rate: MinRate, Burst: 1}, nil},
-		{Limit{Rate: MaxRate, Burst: MaxBurst}, nil},
-		{Limit{Rate: 0.5, Burst: 1}, nil},
-		{Limit{Rate: 0, Burst: 10}, ErrInvalidLimit},
-		{Limit{Rate: -1, Burst: 10}, ErrInvalidLimit},
-		{Limit{Rate: MinRate / 2, Burst: 10}, ErrInvalidLimit},
-		{Limit{Rate: MaxRate + 1, Burst: 10}, ErrInvalidLimit},
-		{Limit{Rate: math.NaN(), Burst: 10}, ErrInvalidLimit},
-		{Limit{Rate: math.Inf(1), Burst: 10}, ErrInvalidLimit},
-		{Limit{Rate: 10, Burst: 0}, ErrInvalidLimit},
-		{Limit{Rate: 10, Burst: -3}, ErrInvalidLimit},
-		{Limit{Rate: 10, Burst: MaxBurst + 1}, ErrInvalidLimit},
+		{Limit{Rate: 50, Burst: 100}, ""},
+		{Limit{Rate: MinRate, Burst: 1}, ""},
+		{Limit{Rate: MaxRate, Burst: MaxBurst}, ""},
+		{Limit{Rate: 0.5, Burst: 1}, ""},
+		{Limit{Rate: 0, Burst: 10}, "rate"},
+		{Limit{Rate: -1, Burst: 10}, "rate"},
+		{Limit{Rate: MinRate / 2, Burst: 10}, "rate"},
+		{Limit{Rate: MaxRate + 1, Burst: 10}, "rate"},
+		{Limit{Rate: math.NaN(), Burst: 10}, "rate"},
+		{Limit{Rate: math.Inf(1), Burst: 10}, "rate"},
+		{Limit{Rate: 10, Burst: 0}, "burst"},
+		{Limit{Rate: 10, Burst: -3}, "burst"},
+		{Limit{Rate: 10, Burst: MaxBurst + 1}, "burst"},
 	} {
-		if err := tc.lim.Validate(); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
-			t.Errorf("%+v.Validate() = %v, want %v", tc.lim, err, tc.want)
+		err := tc.lim.Validate()
+		var fe *invoicing.FieldError
+		if tc.field == "" {
+			if err != nil {
+				t.Errorf("%+v.Validate() = %v, want nil", tc.lim, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrInvalidLimit) || !errors.As(err, &fe) || fe.Field != tc.field || !strings.HasPrefix(fe.Message, "must be ") {
+			t.Errorf("%+v.Validate() = %v, want ErrInvalidLimit naming %s", tc.lim, err, tc.field)
 		}
 	}
 }

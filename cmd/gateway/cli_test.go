@@ -70,7 +70,8 @@ func TestKeysCommands(t *testing.T) {
 		want string
 	}{
 		{[]string{"keys", "create", "--company", "00000000-0000-4000-8000-0000000000aa", "--mode", "LIVE", "--scopes", "clients:read"}, "No company"},
-		{[]string{"keys", "create", "--company", gendata.DemoCompanyA, "--mode", "LIVE", "--scopes", "clients:delete"}, "clients:delete"},
+		{[]string{"keys", "create", "--company", gendata.DemoCompanyA, "--mode", "LIVE", "--scopes", "clients:delete"}, `--scopes "clients:delete": must be among invoices:read, clients:read, clients:write: "clients:delete" is not a scope`},
+		{[]string{"keys", "create", "--company", gendata.DemoCompanyA, "--mode", "LIVE", "--scopes", "clients:read", "--allow-cidr", "300.1.1.1/8"}, `--allow-cidr: must be CIDRs or addresses: "300.1.1.1/8" is not a CIDR`},
 		{[]string{"keys", "create", "--company", gendata.DemoCompanyA, "--mode", "PROD", "--scopes", "clients:read"}, "LIVE or TEST"},
 		{[]string{"keys", "create", "--company", gendata.DemoCompanyA}, "--mode"},
 		{[]string{"keys", "revoke"}, "KEY_ID"},
@@ -124,8 +125,15 @@ func TestLimitsCommands(t *testing.T) {
 	if !strings.Contains(out, "TEST  10 rps, burst 20 (default)") {
 		t.Fatalf("after reset: %s", out)
 	}
-	if code, _, _ := gw(t, env, "limits", "set", "--company", co, "--rps", "0", "--burst", "1"); code == 0 {
-		t.Fatal("rps 0 accepted")
+	// A limit out of bounds is refused naming its flag, in the flag's words.
+	for _, bad := range []struct{ rps, burst, want string }{
+		{"0", "1", "gateway limits set: --rps 0: must be from 0.001 to 100000 requests per second\n"},
+		{"1000000", "1", "gateway limits set: --rps 1000000: must be from 0.001 to 100000 requests per second\n"},
+		{"5", "0", "gateway limits set: --burst 0: must be a whole number of requests from 1 to 100000\n"},
+	} {
+		if code, _, errs := gw(t, env, "limits", "set", "--company", co, "--rps", bad.rps, "--burst", bad.burst); code != 2 || !strings.HasPrefix(errs, bad.want) {
+			t.Errorf("--rps %s --burst %s: exit %d, %q; want 2 and %q", bad.rps, bad.burst, code, errs, bad.want)
+		}
 	}
 }
 

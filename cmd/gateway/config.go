@@ -337,10 +337,10 @@ func (c Config) validate(n needs) error {
 	// the burst each beside a valid other half.
 	checkLimit := func(rate, burst string, l tenants.Limit) {
 		if err := (tenants.Limit{Rate: l.Rate, Burst: 1}).Validate(); err != nil {
-			bad(rate, err.Error())
+			bad(rate, refusal(err))
 		}
 		if err := (tenants.Limit{Rate: 1, Burst: l.Burst}).Validate(); err != nil {
-			bad(burst, err.Error())
+			bad(burst, refusal(err))
 		}
 	}
 	checkLimit("LiveRate", "LiveBurst", tenants.Limit{Rate: c.LiveRate, Burst: c.LiveBurst})

@@ -34,10 +34,13 @@ func keysCreateFlags(fs *flag.FlagSet) action {
 		}
 		scopes, err := authz.ParseScopes(*scopesS)
 		if err != nil {
-			return usagef("--scopes %q: %v (known: invoices:read, clients:read, clients:write)", *scopesS, err)
+			return usagef("--scopes %q: %s", *scopesS, refusal(err))
 		}
 		if *asJSON && *quiet {
 			return usagef("--json and --quiet exclude each other")
+		}
+		if _, err := authz.ParseCIDRs(cidrs); err != nil {
+			return usagef("--allow-cidr: %s", refusal(err))
 		}
 		spec := admin.KeySpec{CompanyID: *company, Mode: mode, Scopes: scopes, Name: *name, AllowedCIDRs: cidrs}
 		if spec.ExpiresAt, err = expiry(*expiresIn, *expiresAt, time.Now()); err != nil {

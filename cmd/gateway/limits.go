@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/invoicing-ao/gateway/admin"
+	"github.com/invoicing-ao/gateway/tenants"
 )
 
 func limitsGet(company *string, asJSON *bool) action {
@@ -26,8 +27,11 @@ func limitsSetFlags(fs *flag.FlagSet) action {
 		return s.SetCompanyLimit(ctx, commandActor(), *company, *mode, *rps, *burst)
 	})
 	return func(ctx context.Context, c *invocation) error {
-		if *rps <= 0 || *burst < 1 {
-			return usagef("needs --rps > 0 and --burst >= 1")
+		if err := (tenants.Limit{Rate: *rps, Burst: 1}).Validate(); err != nil {
+			return usagef("--rps %s: %s", strconv.FormatFloat(*rps, 'f', -1, 64), refusal(err))
+		}
+		if err := (tenants.Limit{Rate: 1, Burst: *burst}).Validate(); err != nil {
+			return usagef("--burst %d: %s", *burst, refusal(err))
 		}
 		if *mode != "" && *mode != "LIVE" && *mode != "TEST" {
 			return usagef("--mode %q: must be LIVE or TEST", *mode)

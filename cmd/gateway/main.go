@@ -30,6 +30,7 @@ import (
 	"github.com/invoicing-ao/gateway/internal/jsonlog"
 
 	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -160,9 +161,22 @@ func message(err error) string {
 	}
 	msg := p.Detail
 	for _, f := range p.Fields {
-		msg += "\n  " + f.Field + ": " + f.Message
+		if !strings.Contains(msg, f.Field+" "+f.Message) { // not said already
+			msg += "\n  " + f.Field + ": " + f.Message
+		}
 	}
 	return msg
+}
+
+// refusal is what an input refused must be ("must be from 1 to 100000"),
+// for a command line or a setting that names its own flag or variable: the
+// message of an invoicing.FieldError, else the error's text.
+func refusal(err error) string {
+	var fe *invoicing.FieldError
+	if errors.As(err, &fe) {
+		return fe.Message
+	}
+	return err.Error()
 }
 
 func versionString() string {

@@ -39,7 +39,7 @@ func parseTypesFlag(s string) ([]string, error) {
 	}
 	types := strings.Split(s, ",")
 	if _, err := events.ParseTypes(types); err != nil {
-		return nil, usagef("--types %q: %v", s, strings.TrimPrefix(err.Error(), events.ErrInvalidEndpoint.Error()+": "))
+		return nil, usagef("--types %q: %s", s, refusal(err))
 	}
 	return types, nil
 }

@@ -20,10 +20,10 @@ func TestWebhooksCommands(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"webhooks", "create", "--company", co, "--mode", "TEST", "--url", "https://10.1.2.3/w"}, "private address"},
+		{[]string{"webhooks", "create", "--company", co, "--mode", "TEST", "--url", "https://10.1.2.3/w"}, "gateway: url must point to a public address: 10.1.2.3 is a private address.\n"},
 		{[]string{"webhooks", "create", "--company", co, "--mode", "TEST", "--url", "http://93.184.216.34/w"}, "https"},
 		{[]string{"webhooks", "create", "--company", co, "--mode", "TEST", "--url", "https:/broken"}, "absolute URL"},
-		{[]string{"webhooks", "create", "--company", co, "--mode", "TEST", "--url", url, "--types", "invoice.refunded"}, "invoice.refunded"},
+		{[]string{"webhooks", "create", "--company", co, "--mode", "TEST", "--url", url, "--types", "invoice.refunded"}, `--types "invoice.refunded": must be among invoice.issued`},
 		{[]string{"webhooks", "create", "--company", co, "--mode", "PROD", "--url", url}, "--mode"},
 		{[]string{"webhooks", "create", "--company", co, "--mode", "TEST"}, "--url"},
 		{[]string{"webhooks", "create", "--company", "0a5e7c1e-0000-4000-8000-0000000000ff", "--mode", "TEST", "--url", url}, "No company"},

@@ -37,11 +37,14 @@ async function api(method, path, body) {
   return data;
 }
 
+// problemText is what a person is told of a refusal: its title and detail,
+// and each field it names that the detail does not already say.
 function problemText(e) {
   const p = e && e.problem;
   if (!p) return String(e && e.message ? e.message : e);
-  const fields = (p.errors || []).map((f) => "\n  " + f.field + ": " + f.message).join("");
-  return p.title + " (" + p.code + "): " + p.detail + fields;
+  const fields = (p.errors || []).filter((f) => !String(p.detail).includes(f.field + " " + f.message))
+    .map((f) => "\n  " + f.field + ": " + f.message).join("");
+  return p.title + ": " + p.detail + fields;
 }
 
 // q builds a query string of the given parameters, leaving out empty ones.
