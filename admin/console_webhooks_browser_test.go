@@ -28,6 +28,7 @@ type flipReceiver struct {
 	mu       sync.Mutex
 	verifier *client.WebhookVerifier
 	failing  bool
+	script   []string          // how the next deliveries fail, in turn: "hang up" or "empty 503"
 	got      map[string]int    // event id: deliveries verified and taken
 	what     map[string]string // event id: its type and its resource's id, as delivered
 	refused  []string          // deliveries that did not verify: id, signatures and why
@@ -42,6 +43,18 @@ func newFlipReceiver(t *testing.T) *flipReceiver {
 		defer f.mu.Unlock()
 		if f.failing {
 			http.Error(w, "boom: the ERP is down", http.StatusInternalServerError)
+			return
+		}
+		if len(f.script) > 0 {
+			how := f.script[0]
+			f.script = f.script[1:]
+			if how == "hang up" {
+				if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+					c.Close()
+				}
+				return
+			}
+			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
 		ev, err := f.verifier.Verify(r.Header, body)
@@ -75,6 +88,9 @@ func (f *flipReceiver) trust(t *testing.T, secret string) {
 func (f *flipReceiver) at(step string) { f.mu.Lock(); f.step = step; f.mu.Unlock() }
 
 func (f *flipReceiver) fail(on bool) { f.mu.Lock(); f.failing = on; f.mu.Unlock() }
+
+// then fails the next deliveries as told, in turn.
+func (f *flipReceiver) then(how ...string) { f.mu.Lock(); f.script = how; f.mu.Unlock() }
 
 func (f *flipReceiver) count(id string) int { f.mu.Lock(); defer f.mu.Unlock(); return f.got[id] }
 
@@ -197,6 +213,9 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 			t.Errorf("the failed delivery's row lacks %q: %q", want, row)
 		}
 	}
+	if why := b.text("why", `#deliveries tbody[data-event="`+paid+`"] .last-failure`); why != "last attempt: answered 500 Internal Server Error" {
+		t.Errorf("the failed delivery says %q under its state", why)
+	}
 	if n := b.text("attempts", `#deliveries tbody[data-event="`+paid+`"] .attempt-count`); n != "3" {
 		t.Errorf("attempts: %s, want 3", n)
 	}
@@ -240,15 +259,19 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	b.shotAt("w4-recovered", "#deliveries")
 
 	recv.at("replay")
-	// Replay the client's event: it arrives again, with its id.
+	// Replay the client's event: it arrives again, with its id, and the
+	// page says so, its row updated, without a Refresh.
 	b.run("replay", chromedp.Click(`#deliveries tbody[data-event="`+created+`"] button.replay`))
-	deadline := time.Now().Add(time.Minute)
-	for recv.count(created) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the replayed event arrived %d times", recv.count(created))
-		}
-		time.Sleep(20 * time.Millisecond)
+	if msg := b.until("replayed", `(t => t.includes("sent again") ? t : null)(document.getElementById("endpoint-msg").textContent)`); msg != "Event "+created+" sent again: delivered (the receiver answered 204)." {
+		t.Errorf("after Replay: %q", msg)
 	}
+	if got := b.text("replayed row", `#deliveries tbody[data-event="`+created+`"]`); !strings.Contains(got, "delivered") || strings.Contains(got, "due now") || strings.Count(got, "(an empty body)") != 2 {
+		t.Errorf("the replayed delivery's row: %q, want delivered twice, each with the receiver's empty answer", got)
+	}
+	if recv.count(created) != 2 {
+		t.Errorf("the replayed event arrived %d times, want 2", recv.count(created))
+	}
+	b.shotAt("w4b-replayed", "#deliveries")
 
 	recv.at("types, disable, enable")
 	// Its types, then disabled (since when, and why) and enabled again.
@@ -281,6 +304,20 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	signed := send()
 	state(signed, "delivered")
 
+	recv.at("a receiver that hangs up, then answers 503 without a body")
+	// An attempt without an answer says why; one answered without a body
+	// says that: no cell left empty.
+	recv.then("hang up", "empty 503")
+	bumpy := send()
+	state(bumpy, "delivered")
+	got := b.until("bumpy attempts", `[...document.querySelectorAll(`+jsString(`#deliveries tbody[data-event="`+bumpy+`"] table.attempts tbody tr`)+`)]`+
+		`.map(a => [2, 4, 5].map(i => a.cells[i].textContent).join(" | ")).join("\n")`)
+	if want := "— | the receiver closed the connection without answering | no answer: the receiver closed the connection without answering\n" +
+		"503 | answered 503 Service Unavailable | (an empty body)\n204 | delivered | (an empty body)"; got != want {
+		t.Errorf("attempts:\n%s\nwant\n%s", got, want)
+	}
+	b.shotAt("w6a-why-attempts-failed", `#deliveries tbody[data-event="`+bumpy+`"]`)
+
 	recv.at("twenty test events")
 	// The log a page of 20 at a time: the newest, then the older ones.
 	for range 20 {
@@ -294,8 +331,8 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	newest := strings.Fields(b.until("first page", `(ids => ids.length === 20 && !document.getElementById("deliveries-older").disabled ? ids.join(" ") : null)(`+shown+`)`))
 	b.run("older", chromedp.Click("#deliveries-older"))
 	older := strings.Fields(b.until("second page", `(ids => document.getElementById("deliveries-page").textContent === "page 2" && ids.length && ids[0] !== `+jsString(newest[0])+` ? ids.join(" ") : null)(`+shown+`)`))
-	if want := []string{signed, paid, test, created}; !slices.Equal(older, want) {
-		t.Errorf("pages: %q then %q, want 20 then the 4 older ones, newest first: %q", newest, older, want)
+	if want := []string{bumpy, signed, paid, test, created}; !slices.Equal(older, want) {
+		t.Errorf("pages: %q then %q, want 20 then the 5 older ones, newest first: %q", newest, older, want)
 	}
 	if !b.is("last page", `document.getElementById("deliveries-older").disabled`) {
 		t.Error("Older is enabled on the last page")
@@ -317,7 +354,7 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	// Every change is in the audit log, under the name signed in with.
 	actions := b.until("audit", `(a => a.includes("webhook.deleted") ? a.join(" ") : null)`+
 		`([...document.querySelectorAll("#audit tr[data-action]")].filter(r => r.cells[1].textContent === "ana.silva").map(r => r.dataset.action).reverse())`)
-	want := "webhook.created webhook.tested webhook.recovered webhook.replayed webhook.updated webhook.updated webhook.updated webhook.secret_rotated webhook.tested webhook.deleted"
+	want := "webhook.created webhook.tested webhook.recovered webhook.replayed webhook.updated webhook.updated webhook.updated webhook.secret_rotated webhook.tested webhook.tested webhook.deleted"
 	if actions != want {
 		t.Errorf("audit actions:\n%s\nwant\n%s", actions, want)
 	}

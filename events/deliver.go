@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 )
@@ -107,11 +108,23 @@ func describe(err error, timeout time.Duration) (string, int) {
 		err = ue.Err
 	}
 	var ne net.Error
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
 	switch {
 	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
 		return "no answer within " + timeout.String(), reasonTimeout
 	case errors.Is(err, ErrInvalidEndpoint):
 		return "refused to connect: " + strings.TrimPrefix(err.Error(), ErrInvalidEndpoint.Error()+": "), reasonDestination
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the receiver closed the connection without answering", reasonNetwork
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused: nothing listens at the endpoint's address and port", reasonNetwork
+	case errors.Is(err, syscall.ECONNRESET):
+		return "the receiver reset the connection without answering", reasonNetwork
+	case errors.As(err, &dnsErr):
+		return "the endpoint's host does not resolve (" + dnsErr.Err + ")", reasonNetwork
+	case errors.As(err, &certErr):
+		return "the receiver's TLS certificate is not trusted (" + certErr.Err.Error() + ")", reasonNetwork
 	}
 	return err.Error(), reasonNetwork
 }
