@@ -107,13 +107,22 @@ func TestConsoleInBrowser(t *testing.T) {
 	// Create a key: its secret is shown once and it is listed, first (the
 	// instance's clock stands still: a second on, it is the newest).
 	in.clock.Add(time.Second)
-	b.run("create key", chromedp.SendKeys("#key-name", "console key"), chromedp.Click(`#key-form button[type=submit]`), chromedp.WaitVisible("#secret-value"))
+	// Its expiry is typed as the page shows times, in UTC (the browser runs
+	// in Luanda's zone).
+	b.run("create key", chromedp.SendKeys("#key-name", "console key"), chromedp.SetValue("#key-expiry", "2030-01-02 03:04"),
+		chromedp.Click(`#key-form button[type=submit]`), chromedp.WaitVisible("#secret-value"))
 	secret := b.text("read secret", "#secret-value")
 	if !strings.HasPrefix(secret, "igw_live_") {
 		t.Fatalf("secret shown: %q", secret)
 	}
 	consoleKey := strings.TrimPrefix(b.text("key id", "#secret-id"), "Key id ")
 	b.until("listed", `document.querySelector("#keys-table tr[data-key]")?.dataset.key === `+jsString(consoleKey)+` ? "yes" : null`)
+	if got := do(t, in.admin.URL, req{Path: "/admin/v1/keys/" + consoleKey, Header: map[string]string{"Authorization": "Bearer " + in.adminToken}}).json(t)["expiresAt"]; got != "2030-01-02T03:04:00Z" {
+		t.Errorf("the key typed to expire at 2030-01-02 03:04 (UTC) expires at %v", got)
+	}
+	if got := b.until("expiry shown", keyRowJS(consoleKey)+`.querySelector("td.expires .when").innerText.replace(/\s+/g, " ")`); got != "2030-01-02 03:04:00 UTC" {
+		t.Errorf("its expiry is shown as %q", got)
+	}
 	b.shotAt("4-key-created", "#company")
 	if r := do(t, in.pub.URL, req{Path: "/api/v1/v1/invoices?pageSize=1", Key: secret, Company: coA}); r.Status != 200 {
 		t.Fatalf("the console's new key on the public listener: %d", r.Status)
@@ -168,6 +177,20 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	b.run("reload", chromedp.Reload(), chromedp.WaitVisible("#company"))
 	b.until("bars", `document.querySelectorAll('svg.chart rect[data-class="2xx"]').length > 0 ? "yes" : null`)
+	// The charts' times are in UTC too, said so: the usage API's minutes
+	// are Luanda's (UTC+1 all year), its days Luanda's calendar days.
+	var usageMinutes struct{ Minutes []struct{ Time string } }
+	if err := json.Unmarshal(do(t, in.admin.URL, req{Path: "/admin/v1/companies/" + coA + "/usage/minutes?minutes=60",
+		Header: map[string]string{"Authorization": "Bearer " + in.adminToken}}).Body, &usageMinutes); err != nil || len(usageMinutes.Minutes) == 0 {
+		t.Fatalf("usage minutes: %v %v", err, usageMinutes)
+	}
+	first, err := time.ParseInLocation("2006-01-02T15:04", usageMinutes.Minutes[0].Time, time.FixedZone("Luanda", 3600))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.until("chart", `(c => c.querySelector("b").textContent + " | " + c.querySelectorAll("svg text")[1].textContent)(document.querySelector("svg.chart").parentElement)`); got != "Requests per minute, last hour (UTC) | "+first.UTC().Format("15:04") {
+		t.Errorf("the minutes' chart: %q, want its first minute, %s in Luanda, in UTC", got, usageMinutes.Minutes[0].Time)
+	}
 
 	// The audit log, newest first: what changed, field by field, under the
 	// name signed in with; 50 events, then older ones.
@@ -237,7 +260,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		`(`+keyRowJS(consoleKey)+`)`); !strings.Contains(got, "rolled to "+newKey) {
 		t.Errorf("the old key's row: %q", got)
 	}
-	if d := diff("key.rolled"); !strings.Contains(d, "expiresAt— → "+expires) || !strings.Contains(d, "replacedBy— → "+newKey) {
+	if d := diff("key.rolled"); !strings.Contains(d, "expiresAt2030-01-02 03:04:00 UTC → "+expires) || !strings.Contains(d, "replacedBy— → "+newKey) {
 		t.Errorf("key.rolled shown as %q", d)
 	}
 	if !b.is("secret still shown", `document.getElementById("secret-value") !== null`) {

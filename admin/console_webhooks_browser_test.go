@@ -238,7 +238,7 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	recv.fail(false)
 	// The time it recovers from is in UTC, as every time on the page: a day
 	// ago by default.
-	since, err := time.Parse("2006-01-02T15:04", b.until("recover since", `document.getElementById("recover-since").value || null`))
+	since, err := time.Parse("2006-01-02 15:04", b.until("recover since", `document.getElementById("recover-since").value || null`))
 	if d := time.Since(since) - 24*time.Hour; err != nil || d < -5*time.Minute || d > 5*time.Minute {
 		t.Errorf("recover since %v (%v): want a day ago in UTC", since, err)
 	}

@@ -17,8 +17,8 @@ async function companyView(id) {
   const audit = auditPanel(minutes.companyId);
   const view = h("div", { id: "company", "data-company": minutes.companyId }, title, h("div", { id: "secret-slot" }),
     limitsPanel(minutes.companyId, minutes), keys.el, hooks.el,
-    chart(minutes.minutes.map((m) => ({ ...m, label: m.time.slice(11) })), "Requests per minute, last hour (Luanda time)"),
-    chart(days.days.map((d) => ({ ...d, label: d.date.slice(5) })), "Requests per day, last 30 days (Luanda dates)"),
+    chart(minutes.minutes.map((m) => ({ ...m, label: minuteUTC(m.time) })), "Requests per minute, last hour (UTC)"),
+    chart(days.days.map((d) => ({ ...d, label: d.date.slice(5) })), "Requests per day, last 30 days (Luanda's days: each from 23:00 UTC the day before)"),
     audit.el);
   // What a change touches is read again: a key's list and the audit log.
   view.refresh = { keys: keys.refresh, hooks: hooks.load, audit: audit.load };
@@ -107,7 +107,7 @@ function keysPanel(id) {
   const name = h("input", { id: "key-name", maxlength: 100 });
   const scopeNames = ["invoices:read", "clients:read", "clients:write"];
   const scopes = scopeNames.map((s) => h("input", { type: "checkbox", value: s, checked: s !== "clients:write", class: "key-scope" }));
-  const expiry = h("input", { id: "key-expiry", type: "datetime-local" });
+  const expiry = utcInput("key-expiry");
   const nets = h("input", { id: "key-cidrs", placeholder: "e.g. 203.0.113.0/24, 2001:db8::/32", size: 30 });
   const list = pager({
     id: "keys-table", row: keyRow, empty: "No keys yet.",
@@ -118,10 +118,11 @@ function keysPanel(id) {
     e.preventDefault();
     msg.textContent = "";
     const body = { companyId: id, mode: mode.value, name: name.value, scopes: scopes.filter((c) => c.checked).map((c) => c.value) };
-    if (expiry.value) body.expiresAt = new Date(expiry.value).toISOString();
     const cidrs = nets.value.split(",").map((s) => s.trim()).filter(Boolean);
     if (cidrs.length) body.allowedCidrs = cidrs;
     try {
+      const expires = utcValue(expiry);
+      if (expires) body.expiresAt = expires.toISOString();
       const v = await api("POST", "/admin/v1/keys", body);
       showSecret(v.key, "key", "", "Key id " + v.id);
       form.reset();
@@ -129,7 +130,7 @@ function keysPanel(id) {
     } catch (x) { msg.textContent = problemText(x); }
   } }, h("label", {}, "Mode", mode), h("label", {}, "Name", name),
   h("fieldset", {}, h("legend", {}, "Scopes"), scopes.map((c, i) => h("label", { class: "check" }, c, scopeNames[i]))),
-  h("label", {}, "Expires (optional)", expiry), h("label", {}, "Source networks (optional)", nets),
+  h("label", {}, "Expires (optional; UTC)", expiry), h("label", {}, "Source networks (optional)", nets),
   h("button", { class: "primary", type: "submit" }, "Create key"));
   return { el: h("div", { class: "panel", id: "keys" }, h("h2", {}, "API keys"), list.el, h("h3", {}, "New key"), form, msg), load: list.load, refresh: list.refresh };
 }

@@ -56,12 +56,34 @@ function q(params) {
 }
 
 function fmt(n) { return Number(n || 0).toLocaleString("en-US"); }
+// Every time on the page is in UTC and says so; a time typed is read so.
 function when(t) { return t ? new Date(t).toISOString().replace("T", " ").slice(0, 19) + " UTC" : "—"; }
 // whenCell is when() on two lines (date, then time), for narrow columns.
 function whenCell(t) {
   if (!t) return "—";
   const s = when(t);
   return h("span", { class: "when" }, s.slice(0, 10), h("br"), s.slice(11));
+}
+// minuteUTC is a minute of the usage API (Luanda's, which keeps UTC+1 all
+// year) as HH:MM in UTC.
+function minuteUTC(luanda) { return new Date(luanda + ":00+01:00").toISOString().slice(11, 16); }
+
+// utcInput is a field for a time, typed as the page shows times: YYYY-MM-DD
+// HH:MM in UTC (a datetime-local field shows the browser's own format and
+// zone); value is a Date or null.
+function utcInput(id, value, required) {
+  return h("input", { id, type: "text", required, size: 16, placeholder: "YYYY-MM-DD HH:MM", pattern: "\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}",
+    title: "YYYY-MM-DD HH:MM, in UTC", value: value ? value.toISOString().slice(0, 16).replace("T", " ") : "" });
+}
+
+// utcValue reads a utcInput: a Date, null when empty; it throws on a time
+// that does not exist (2026-02-30 10:00).
+function utcValue(input) {
+  const v = input.value.trim();
+  if (!v) return null;
+  const d = new Date(v.replace(" ", "T") + ":00Z");
+  if (isNaN(d) || d.toISOString().slice(0, 16) !== v.replace(" ", "T")) throw new Error(v + " is not a time: give YYYY-MM-DD HH:MM, in UTC.");
+  return d;
 }
 function sum(m) { return Object.values(m || {}).reduce((a, b) => a + b, 0); }
 function enc(s) { return encodeURIComponent(s); }

@@ -61,13 +61,13 @@ async function overviewView() {
     return a;
   }, { limited: 0 });
   const card = (label, value, id) => h("div", { class: "card" }, h("span", {}, label), h("b", { id }, fmt(value)));
-  return h("div", { id: "overview" }, h("h1", {}, "Overview ", h("span", { class: "muted" }, o.date)),
+  return h("div", { id: "overview" }, h("h1", {}, "Overview ", h("span", { class: "muted", id: "overview-date" }, o.date + " (today in Luanda, from 23:00 UTC)")),
     h("div", { class: "cards", id: "cards" },
       card("Companies with traffic today", o.activeToday, "active-today"),
       card("… in the last hour", o.activeLastHour, "active-hour"),
       ["2xx", "4xx", "5xx"].map((c) => card(c + " in the last hour", totals[c])),
       card("429s in the last hour", totals.limited, "limited-hour")),
-    chart((o.minutes || []).map((m) => ({ ...m, label: m.time.slice(11) })), "All companies, per minute, last hour (Luanda time)"),
+    chart((o.minutes || []).map((m) => ({ ...m, label: minuteUTC(m.time) })), "All companies, per minute, last hour (UTC)"),
     h("div", { class: "grid2" },
       h("div", {}, h("h2", {}, "Busiest today"), table(["Company", "Requests", "429s"], rows(o.topToday || [], true), { id: "top-today" })),
       h("div", {}, h("h2", {}, "Busiest in the last hour"), table(["Company", "Requests"], rows(o.topLastHour || [], false)))),

@@ -118,10 +118,8 @@ async function endpointView(id) {
       return "Event types saved.";
     });
   } });
-  // In UTC, as every time on the page: the input shows a day ago, and what is
-  // typed is read as UTC, whatever the browser's zone.
-  const since = h("input", { id: "recover-since", type: "datetime-local", required: true,
-    value: new Date(Date.now() - 86400e3).toISOString().slice(0, 16) });
+  // In UTC, as every time on the page: a day ago, unless changed.
+  const since = utcInput("recover-since", new Date(Date.now() - 86400e3), true);
   const actions = h("div", { class: "panel", id: "actions" }, h("h2", {}, "Actions"),
     h("div", { class: "buttons" },
       h("button", { type: "button", class: "primary", id: "send-test", onclick: () => act(async () => {
@@ -133,7 +131,7 @@ async function endpointView(id) {
     h("form", { class: "inline", id: "recover-form", onsubmit: (ev) => {
       ev.preventDefault();
       act(async () => {
-        const v = await api("POST", "/admin/v1/webhooks/" + enc(id) + "/recover", { since: new Date(since.value + "Z").toISOString() });
+        const v = await api("POST", "/admin/v1/webhooks/" + enc(id) + "/recover", { since: utcValue(since).toISOString() });
         return v.queued === 1 ? "1 failed delivery queued again." : fmt(v.queued) + " failed deliveries queued again.";
       });
     } }, h("label", {}, "Send again every failed delivery queued since (UTC)", since), h("button", { type: "submit" }, "Recover")),
