@@ -179,6 +179,11 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	if n, what := recv.count(created), recv.delivered(created); n != 1 || what != "client.created "+clientID {
 		t.Errorf("the receiver took %s %d times as %q, want once as client.created %s", created, n, what, clientID)
 	}
+	// Counted in English: one attempt, one event.
+	if got := b.until("health", `(t => t.includes("1 event:") ? t : (document.getElementById("deliveries-refresh").click(), null))(document.getElementById("health").innerText)`); !strings.Contains(got, "100 % of 1 attempt\n") ||
+		!strings.Contains(got, "1 event: 1 delivered, 0 pending, 0 failed") {
+		t.Errorf("health after one delivery: %q", got)
+	}
 	b.shotAt("w2-delivered", "#webhook")
 
 	recv.at("send a test event")
@@ -357,6 +362,9 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	want := "webhook.created webhook.tested webhook.recovered webhook.replayed webhook.updated webhook.updated webhook.updated webhook.secret_rotated webhook.tested webhook.tested webhook.deleted"
 	if actions != want {
 		t.Errorf("audit actions:\n%s\nwant\n%s", actions, want)
+	}
+	if d := b.until("creation in the audit", `document.querySelector('#audit tr[data-action="webhook.created"] dl.diff').textContent`); !strings.Contains(d, "typesevery type") || strings.Contains(d, "none") {
+		t.Errorf("the creation of an endpoint of every type in the audit log: %q", d)
 	}
 	if d := b.until("disable in the audit", `(r => r ? r.querySelector("dl.diff").textContent : null)(document.querySelectorAll('#audit tr[data-action="webhook.updated"]')[1])`); d != "enabledtrue → false" {
 		t.Errorf("the disabling in the audit log: %q", d)

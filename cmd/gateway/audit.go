@@ -186,11 +186,7 @@ func webhookChange(ev auditlog.Event) string {
 	case auditlog.ActionWebhookReplayed:
 		return sent.EventID + " (" + sent.Type + ") queued again"
 	case auditlog.ActionWebhookRecovered:
-		n := strconv.Itoa(sent.Queued) + " failed deliveries"
-		if sent.Queued == 1 {
-			n = "1 failed delivery"
-		}
-		return n + " since " + sent.Since.UTC().Format(time.RFC3339) + " queued again"
+		return plural(sent.Queued, "failed delivery", "failed deliveries") + " since " + sent.Since.UTC().Format(time.RFC3339) + " queued again"
 	case auditlog.ActionWebhookTested:
 		return "test event " + sent.EventID + " queued"
 	}

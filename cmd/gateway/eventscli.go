@@ -239,8 +239,8 @@ func eventsTriggerFlags(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(c.stdout, "Made a %s change in the sandbox (%s): %s. Its event reaches company %s's TEST endpoints within seconds.\n",
-			typ, redactURL(cfg.TestDatabaseURL), id, companyID)
+		fmt.Fprintf(c.stdout, "Made %s %s change in the sandbox (%s): %s. Its event reaches company %s's TEST endpoints within seconds.\n",
+			article(typ), typ, redactURL(cfg.TestDatabaseURL), id, companyID)
 		return nil
 	}
 }

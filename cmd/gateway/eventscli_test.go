@@ -216,7 +216,11 @@ func TestEventsListenAndTrigger(t *testing.T) {
 func trigger(t *testing.T, env func(string) string, typ, company string) string {
 	t.Helper()
 	code, out, errs := gw(t, env, "events", "trigger", typ, "--company", company)
-	id := regexp.MustCompile(`^Made an? ` + regexp.QuoteMeta(typ) + ` change in the sandbox \([^)]*\): ([0-9a-f-]{36})\. `).FindStringSubmatch(out)
+	a := "a" // a client.created change, an invoice.paid change
+	if strings.HasPrefix(typ, "invoice.") {
+		a = "an"
+	}
+	id := regexp.MustCompile(`^Made ` + a + ` ` + regexp.QuoteMeta(typ) + ` change in the sandbox \([^)]*\): ([0-9a-f-]{36})\. `).FindStringSubmatch(out)
 	if code != 0 || id == nil {
 		t.Fatalf("trigger %s: %d %s %s", typ, code, out, errs)
 	}

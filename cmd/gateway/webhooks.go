@@ -332,7 +332,7 @@ func webhooksRecoverFlags(fs *flag.FlagSet) action {
 		if *asJSON {
 			return json.NewEncoder(c.stdout).Encode(v)
 		}
-		fmt.Fprintf(c.stdout, "Queued %d failed deliveries of %s since %s again.\n", v.Queued, v.EndpointID, v.Since.Format(time.RFC3339))
+		fmt.Fprintf(c.stdout, "Queued %s of %s since %s again.\n", plural(v.Queued, "failed delivery", "failed deliveries"), v.EndpointID, v.Since.Format(time.RFC3339))
 		return nil
 	}
 }

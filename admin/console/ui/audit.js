@@ -15,10 +15,14 @@ function flatten(v, prefix, out) {
   return out;
 }
 
-// shown is a value as a person reads it.
-function shown(v) {
+// EMPTY says what an empty list of a field means: an endpoint with no types
+// gets every type, a key with no networks is accepted from any.
+const EMPTY = { types: "every type", allowedCidrs: "any network" };
+
+// shown is a field's value as a person reads it.
+function shown(v, field) {
   if (v === null || v === undefined || v === "") return "—";
-  if (Array.isArray(v)) return v.length ? v.join(", ") : "none";
+  if (Array.isArray(v)) return v.length ? v.join(", ") : EMPTY[field] || "none";
   if (typeof v === "string" && /^\d{4}-\d\d-\d\dT\d\d:\d\d/.test(v)) return when(v);
   return String(v);
 }
@@ -37,7 +41,7 @@ function changes(before, after) {
     if (f === "companyId" || f === "id" || f === "endpointId") continue; // the page's company; the event's subject
     const bv = b.get(f), av = a.get(f);
     if (before && after && same(bv, av)) continue;
-    if (!before && (av === null || av === "" || (Array.isArray(av) && !av.length) || AT_CREATION.has(f))) continue; // unset or implied at creation
+    if (!before && (av === null || av === "" || (Array.isArray(av) && !av.length && f !== "types") || AT_CREATION.has(f))) continue; // unset or implied at creation
     out.push({ field: f, before: before ? bv : undefined, after: after ? av : undefined });
   }
   return out;
@@ -46,8 +50,8 @@ function changes(before, after) {
 function diffView(e) {
   const rows = changes(e.before, e.after);
   const list = h("dl", { class: "diff" }, rows.map((c) => h("div", {}, h("dt", {}, c.field),
-    h("dd", {}, c.before !== undefined ? h("del", { class: c.before === null ? "none" : null }, shown(c.before)) : null, c.before !== undefined && c.after !== undefined ? " → " : null,
-      c.after !== undefined ? h("ins", {}, shown(c.after)) : null))));
+    h("dd", {}, c.before !== undefined ? h("del", { class: c.before === null ? "none" : null }, shown(c.before, c.field)) : null, c.before !== undefined && c.after !== undefined ? " → " : null,
+      c.after !== undefined ? h("ins", {}, shown(c.after, c.field)) : null))));
   if (!rows.length) list.append(h("div", {}, h("dd", { class: "muted" }, "no field changed")));
   const raw = h("details", {}, h("summary", {}, "JSON"),
     h("pre", { class: "mono" }, "before: " + JSON.stringify(e.before || null, null, 1) + "\nafter: " + JSON.stringify(e.after || null, null, 1)));
@@ -77,7 +81,7 @@ function auditPanel(id) {
     body.append(...next.map(auditRow));
     shown += next.length;
     older.hidden = shown >= events.length;
-    count.textContent = events.length ? "newest " + fmt(shown) + " of " + fmt(events.length) + " events" : "";
+    count.textContent = events.length ? "newest " + fmt(shown) + " of " + plural(events.length, "event") : "";
   };
   const load = async () => {
     msg.textContent = "";

@@ -56,6 +56,8 @@ function q(params) {
 }
 
 function fmt(n) { return Number(n || 0).toLocaleString("en-US"); }
+// plural is n and what it counts, in the singular for 1: "1 event", "2 events".
+function plural(n, one, many) { return fmt(n) + " " + (Number(n) === 1 ? one : many || one + "s"); }
 // Every time on the page is in UTC and says so; a time typed is read so.
 function when(t) { return t ? new Date(t).toISOString().replace("T", " ").slice(0, 19) + " UTC" : "—"; }
 // whenCell is when() on two lines (date, then time), for narrow columns.

@@ -18,7 +18,7 @@ function rate(s) {
   if (s.successRate === null) return h("span", { class: "muted rate" }, "no attempts in 24 h");
   const pct = Math.round(s.successRate * 1000) / 10;
   return h("span", { class: "rate " + (pct >= 99 ? "ok" : pct >= 80 ? "warn" : "bad") }, pct + " %",
-    h("span", { class: "muted small" }, " of " + fmt(s.attempts) + " attempts" + (s.complete ? "" : ", newest " + fmt(s.deliveries) + " events")));
+    h("span", { class: "muted small" }, " of " + plural(s.attempts, "attempt") + (s.complete ? "" : ", newest " + plural(s.deliveries, "event"))));
 }
 
 // stateOf is an endpoint's state: enabled, failing, or disabled (since
@@ -91,7 +91,7 @@ async function endpointView(id) {
       ep.expiresAt ? [h("dt", {}, "Temporary, until"), h("dd", {}, when(ep.expiresAt))] : null));
     health.replaceChildren(h("h2", {}, "Health"), h("dl", { class: "facts" },
       h("dt", {}, "Success, last 24 h"), h("dd", { id: "success-rate" }, rate(stats),
-        stats ? h("div", { class: "small muted" }, fmt(stats.deliveries) + " events: " + fmt(stats.delivered) + " delivered, " + fmt(stats.pending) + " pending, " + fmt(stats.failed) + " failed") : null),
+        stats ? h("div", { class: "small muted" }, plural(stats.deliveries, "event") + ": " + fmt(stats.delivered) + " delivered, " + fmt(stats.pending) + " pending, " + fmt(stats.failed) + " failed") : null),
       h("dt", {}, "Last success"), h("dd", {}, when(hl.lastSuccessAt)),
       h("dt", {}, "Failing since"), h("dd", {}, when(hl.failingSince)),
       h("dt", {}, "Last error"), h("dd", { id: "last-error", class: "mono" }, hl.lastError || "—"),
@@ -132,7 +132,7 @@ async function endpointView(id) {
       ev.preventDefault();
       act(async () => {
         const v = await api("POST", "/admin/v1/webhooks/" + enc(id) + "/recover", { since: utcValue(since).toISOString() });
-        return v.queued === 1 ? "1 failed delivery queued again." : fmt(v.queued) + " failed deliveries queued again.";
+        return plural(v.queued, "failed delivery", "failed deliveries") + " queued again.";
       });
     } }, h("label", {}, "Send again every failed delivery queued since (UTC)", since), h("button", { type: "submit" }, "Recover")),
     typesForm, msg);
