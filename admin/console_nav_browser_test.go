@@ -74,6 +74,16 @@ func TestConsoleNavigationInBrowser(t *testing.T) {
 	if got := b.until("header", shown); got != "goto,companies-link,signout" {
 		t.Errorf("signed in, the header shows %q", got)
 	}
+	// Charts without traffic say so, rather than draw an empty frame.
+	const quiet = `(ps => ps.length ? ps.map(p => p.textContent).join(" | ") : null)([...document.querySelectorAll(".chart-panel .no-traffic")])`
+	if got := b.until("quiet overview", quiet); got != "No requests in the last hour." {
+		t.Errorf("the overview's chart without traffic: %q", got)
+	}
+	b.open("#/company/"+coB, "#company")
+	if got := b.until("quiet company", quiet); got != "No requests in the last hour. | No requests in the last 30 days." || b.is("bars", `document.querySelector("svg.chart") !== null`) {
+		t.Errorf("a company's charts without traffic: %q", got)
+	}
+	b.shotAt("n1b-no-traffic", ".chart-panel")
 	b.run("companies", chromedp.Click("#companies-link"), chromedp.WaitVisible("#search"))
 	const names = `(rows => rows.length ? rows.map(r => r.cells[0].textContent).join(",") : null)([...document.querySelectorAll("#companies tr[data-company]")])`
 	if got := b.until("every company", names); got != "Kianda Comércio e Serviços Lda,Muxima Tecnologia SA,Palanca Transportes Lda" {

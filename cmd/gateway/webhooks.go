@@ -121,10 +121,7 @@ func printWebhooks(w io.Writer, eps []admin.WebhookView) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tMODE\tURL\tTYPES\tSTATE\tLAST SUCCESS\tFAILING SINCE\tDESCRIPTION")
 	for _, e := range eps {
-		state := "enabled"
-		if !e.Enabled {
-			state = "disabled"
-		}
+		state := endpointState(e)
 		types := "all"
 		if len(e.Types) > 0 {
 			types = describeTypes(e.Types)
@@ -138,6 +135,18 @@ func printWebhooks(w io.Writer, eps []admin.WebhookView) {
 			fmt.Fprintf(w, "%s is disabled: %s\n", e.ID, e.Health.DisabledReason)
 		}
 	}
+}
+
+// endpointState is an endpoint's state in the console's words: disabled,
+// failing (its deliveries fail since FAILING SINCE), or enabled.
+func endpointState(e admin.WebhookView) string {
+	switch {
+	case !e.Enabled:
+		return "disabled"
+	case e.Health.FailingSince != nil:
+		return "failing"
+	}
+	return "enabled"
 }
 
 func stampOr(t *time.Time, none string) string {

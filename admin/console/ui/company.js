@@ -17,8 +17,8 @@ async function companyView(id) {
   const audit = auditPanel(minutes.companyId);
   const view = h("div", { id: "company", "data-company": minutes.companyId }, title, h("div", { id: "secret-slot" }),
     limitsPanel(minutes.companyId, minutes), keys.el, hooks.el,
-    chart(minutes.minutes.map((m) => ({ ...m, label: minuteUTC(m.time) })), "Requests per minute, last hour (UTC)"),
-    chart(days.days.map((d) => ({ ...d, label: d.date.slice(5) })), "Requests per day, last 30 days (Luanda's days: each from 23:00 UTC the day before)"),
+    chart(minutes.minutes.map((m) => ({ ...m, label: minuteUTC(m.time) })), "Requests per minute, last hour (UTC)", "No requests in the last hour."),
+    chart(days.days.map((d) => ({ ...d, label: d.date.slice(5) })), "Requests per day, last 30 days (Luanda's days: each from 23:00 UTC the day before)", "No requests in the last 30 days."),
     audit.el);
   // What a change touches is read again: a key's list and the audit log.
   view.refresh = { keys: keys.refresh, hooks: hooks.load, audit: audit.load };

@@ -6,10 +6,12 @@ const COLORS = { "2xx": "#12b76a", "3xx": "#2e90fa", "4xx": "#f79009", "5xx": "#
 
 // chart draws stacked bars of status classes per period, 429s as a line
 // of dots; rows are [{label, live: {2xx..}, test: {...}, rateLimited}].
-function chart(rows, title) {
+// Without a request in the period it says so (empty), not an empty frame.
+function chart(rows, title, empty) {
   const W = 1000, H = 170, pad = 24;
   const classes = ["2xx", "3xx", "4xx", "5xx"];
   const totals = rows.map((r) => classes.reduce((a, c) => a + ((r.live || {})[c] || 0) + ((r.test || {})[c] || 0), 0));
+  if (!totals.some((n) => n > 0)) return h("div", { class: "panel chart-panel" }, h("b", {}, title), h("p", { class: "muted no-traffic" }, empty));
   const top = Math.max(1, ...totals);
   const bw = (W - pad) / Math.max(1, rows.length);
   const ns = "http://www.w3.org/2000/svg";
@@ -46,7 +48,7 @@ function chart(rows, title) {
   const keys = [...classes, "limited"];
   const legend = h("div", { class: "legend" }, keys.map((c) => h("span", {}, h("i", {}), c === "limited" ? "429" : c)));
   legend.querySelectorAll("i").forEach((el, i) => { el.style.background = COLORS[keys[i]]; });
-  return h("div", { class: "panel" }, h("b", {}, title), legend, svg);
+  return h("div", { class: "panel chart-panel" }, h("b", {}, title), legend, svg);
 }
 
 async function overviewView() {
@@ -67,7 +69,7 @@ async function overviewView() {
       card("… in the last hour", o.activeLastHour, "active-hour"),
       ["2xx", "4xx", "5xx"].map((c) => card(c + " in the last hour", totals[c])),
       card("429s in the last hour", totals.limited, "limited-hour")),
-    chart((o.minutes || []).map((m) => ({ ...m, label: minuteUTC(m.time) })), "All companies, per minute, last hour (UTC)"),
+    chart((o.minutes || []).map((m) => ({ ...m, label: minuteUTC(m.time) })), "All companies, per minute, last hour (UTC)", "No requests in the last hour."),
     h("div", { class: "grid2" },
       h("div", {}, h("h2", {}, "Busiest today"), table(["Company", "Requests", "429s"], rows(o.topToday || [], true), { id: "top-today" })),
       h("div", {}, h("h2", {}, "Busiest in the last hour"), table(["Company", "Requests"], rows(o.topLastHour || [], false)))),
