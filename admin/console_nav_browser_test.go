@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // holdback holds the admin listener's answer to one request, on a test's
@@ -114,5 +116,42 @@ func TestConsoleNavigationInBrowser(t *testing.T) {
 	page := b.until("page", `[location.hash, document.getElementById("search") ? "search" : "", document.getElementById("company") ? "company" : ""].join(" ").trim()`)
 	if page != "#/companies/muxima search" {
 		t.Errorf("after the company's late answer the page is %q, want the search only", page)
+	}
+
+	// Within a page too: the audit log's period is changed while the answer
+	// for the period chosen before is held back; that late answer must not
+	// draw over the newer period's. A key made three days ago is in the last
+	// 30 days and everything kept, not in the last 24 hours.
+	in.clock.Add(-72 * time.Hour)
+	in.key(t, coA, invoicing.Live, "invoices:read")
+	in.clock.Add(72 * time.Hour)
+	b.open("#/company/"+coA, "#audit")
+	const audited = `(n => document.getElementById("audit-since").value + " " + n)(document.querySelectorAll("#audit tr[data-action]").length)`
+	if got := b.until("audit", `(s => s.endsWith(" 1") ? s : null)(`+audited+`)`); got != "30 1" {
+		t.Fatalf("audit log: %q", got)
+	}
+	// answered lists the audit answers the page has taken in, each once
+	// everything it made of it is drawn (a timer runs after the promises an
+	// answer resolves).
+	b.is("watch answers", `(f => { window.answered = [];
+		window.fetch = async (...a) => { const r = await f(...a); const text = r.text.bind(r);
+			r.text = async () => { const s = await text(); if (r.url.includes("/audit")) setTimeout(() => window.answered.push(r.url), 0); return s; }; return r; };
+		return true; })(window.fetch)`)
+	choose := func(days string) {
+		b.is("choose "+days, `(s => { s.value = "`+days+`"; s.dispatchEvent(new Event("change")); return true; })(document.getElementById("audit-since"))`)
+	}
+	held, release = in.hold.hold(t, "/admin/v1/companies/"+coA+"/audit")
+	choose("1")
+	select {
+	case <-held:
+	case <-time.After(time.Minute):
+		t.Fatal("the audit log did not ask for the last 24 hours")
+	}
+	choose("400")
+	b.until("everything kept", `window.answered.length === 1 ? "yes" : null`)
+	release()
+	b.until("the last 24 hours' late answer", `window.answered.length === 2 ? "yes" : null`)
+	if got := b.until("audit", audited+` + " | " + document.getElementById("audit-count").textContent`); got != "400 1 | newest 1 of 1 event" {
+		t.Errorf("after the late answer for the last 24 hours, the audit log shows %q, want everything kept's one event", got)
 	}
 }

@@ -83,7 +83,9 @@ function auditPanel(id) {
     older.hidden = shown >= events.length;
     count.textContent = events.length ? "newest " + fmt(shown) + " of " + plural(events.length, "event") : "";
   };
+  const turn = turns();
   const load = async () => {
+    const current = turn();
     msg.textContent = "";
     const all = [];
     let since = new Date(Date.now() - Number(days.value) * 86400e3).toISOString();
@@ -94,9 +96,10 @@ function auditPanel(id) {
         since = page.next;
       }
     } catch (x) {
-      msg.textContent = "Not available: " + problemText(x);
+      if (current()) msg.textContent = "Not available: " + problemText(x);
       return;
     }
+    if (!current()) return; // another period was chosen meanwhile
     events = all.reverse();
     shown = 0;
     body.replaceChildren(...(events.length ? [] : [h("tr", {}, h("td", { colspan: 5, class: "muted" }, "Nothing changed in that time."))]));

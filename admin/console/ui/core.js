@@ -166,6 +166,14 @@ function companyLink(id) {
     h("span", { class: "mono" + (c ? " muted small" : "") }, id), c && c.status !== "active" ? [" ", tag(c.status)] : null);
 }
 
+// turns guards a panel's reads, as render guards pages: each read takes a
+// turn, and draws only while no read began after it (current()), so that a
+// late answer never draws over a newer one.
+function turns() {
+  let last = 0;
+  return () => { const mine = ++last; return () => mine === last; };
+}
+
 // pager is a list read page by page through the API's {data, next}: load()
 // reads the first page, "Show more" appends the next, and refresh() reads
 // again as many pages as are shown (after a change, the row changed stays
@@ -175,7 +183,9 @@ function pager({ id, head, row, path, empty }) {
   const more = h("button", { type: "button", class: "more", hidden: true }, "Show more");
   const msg = h("p", { class: "error" });
   let next = null, pages = 0;
+  const turn = turns();
   const read = async (n) => { // n pages from the first; 0: the next one
+    const current = turn();
     msg.textContent = "";
     try {
       const rows = [];
@@ -183,15 +193,17 @@ function pager({ id, head, row, path, empty }) {
       for (let i = 0; i < Math.max(n, 1); i++) {
         const page = await api("GET", path(cursor));
         rows.push(...(page.data || []).map(row));
-        cursor = next = page.next;
-        if (!next) break;
+        cursor = page.next;
+        if (!cursor) break;
       }
+      if (!current()) return;
+      next = cursor;
       if (n) { body.replaceChildren(); pages = 0; }
       pages += Math.max(n, 1);
       body.append(...rows);
       if (!body.children.length) body.append(h("tr", {}, h("td", { colspan: head.length, class: "muted" }, empty || "None.")));
       more.hidden = !next;
-    } catch (x) { msg.textContent = problemText(x); }
+    } catch (x) { if (current()) msg.textContent = problemText(x); }
   };
   more.addEventListener("click", () => read(0));
   const el = h("div", { class: "pager", id }, h("table", {}, h("thead", {}, h("tr", {}, head.map((c) => h("th", {}, c)))), body), more, msg);

@@ -89,11 +89,15 @@ function deliveryLog(id, say, refreshed) {
     say("Event " + d.eventId + " queued again; not attempted yet.");
   };
 
-  // read shows a page of the log and returns it (undefined on an error).
+  // read shows a page of the log, unless another read began meanwhile, and
+  // returns it (undefined on an error).
+  const turn = turns();
   const read = async (cursor) => {
+    const current = turn();
     err.textContent = "";
     try {
       const page = await api("GET", "/admin/v1/webhooks/" + enc(id) + "/deliveries" + q({ limit: 20, cursor, state: state.value, type: type.value }));
+      if (!current()) return page;
       table.querySelectorAll(":scope > tbody").forEach((b) => b.remove());
       table.append(...(page.data.length ? page.data.map(group)
         : [h("tbody", {}, h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No deliveries" + (state.value || type.value ? " match." : " yet."))))]));
@@ -102,7 +106,7 @@ function deliveryLog(id, say, refreshed) {
       newest.disabled = cursors.length === 1;
       pageNo.textContent = "page " + cursors.length;
       return page;
-    } catch (x) { err.textContent = problemText(x); }
+    } catch (x) { if (current()) err.textContent = problemText(x); }
   };
   const load = () => { cursors = [""]; return read(""); };
   older.addEventListener("click", () => { if (next) { cursors.push(next); read(next); } });

@@ -34,15 +34,18 @@ function stateOf(e) {
 function webhooksPanel(companyId) {
   const body = h("div");
   const msg = h("p", { class: "error" });
+  const turn = turns();
   const load = async () => {
+    const current = turn();
     let eps;
     try {
       eps = (await api("GET", "/admin/v1/companies/" + enc(companyId) + "/webhooks")).data || [];
     } catch (x) {
-      body.replaceChildren(h("p", { class: "muted" }, "Not available: " + problemText(x)));
+      if (current()) body.replaceChildren(h("p", { class: "muted" }, "Not available: " + problemText(x)));
       return;
     }
     const stats = await Promise.all(eps.map((e) => api("GET", "/admin/v1/webhooks/" + enc(e.id) + "/stats").catch(() => null)));
+    if (!current()) return;
     body.replaceChildren(table(["Endpoint", "Mode", "Types", "State", "Success, last 24 h", "Last success", "Last error"], eps.map((e, i) =>
       h("tr", { "data-webhook": e.id }, h("td", {}, h("a", { href: "#/webhook/" + enc(e.id), class: "url" }, e.url),
         e.description ? h("div", { class: "small" }, e.description) : null, h("div", { class: "mono muted small" }, e.id)),
@@ -79,8 +82,11 @@ async function endpointView(id) {
   const details = h("div", { class: "panel", id: "endpoint" });
   const health = h("div", { class: "panel", id: "health" });
   const log = deliveryLog(id, say, () => show());
+  const turn = turns();
   const show = async () => {
+    const current = turn();
     const [ep, stats] = await Promise.all([api("GET", "/admin/v1/webhooks/" + enc(id)), api("GET", "/admin/v1/webhooks/" + enc(id) + "/stats").catch(() => null)]);
+    if (!current()) return ep;
     const hl = ep.health || {};
     details.replaceChildren(h("h2", {}, "Endpoint"), h("dl", { class: "facts" },
       h("dt", {}, "URL"), h("dd", { class: "mono" }, ep.url), h("dt", {}, "Description"), h("dd", {}, ep.description || "—"),
