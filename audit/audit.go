@@ -88,6 +88,10 @@ type Config struct {
 	// before Record reports it recorded (see ErrNotReplicated); zero means
 	// none: a Redis failover may lose the last events.
 	MinReplicas int
+	// ReplicaTarget, when not nil, is read at each change instead of
+	// MinReplicas: the binary's, which follows Redis's topology
+	// (redisMinReplicas auto) and may rise while it runs.
+	ReplicaTarget *durable.Target
 	// ReplicaTimeout bounds each wait for those acknowledgements; zero
 	// means 1s.
 	ReplicaTimeout time.Duration
@@ -142,7 +146,7 @@ func New(cfg Config) *Log {
 		panic("audit: Config.Prefix must not contain braces")
 	}
 	l := &Log{rdb: cfg.Redis, prefix: cfg.Prefix, retention: cfg.Retention, max: cfg.MaxPerCompany, now: cfg.Now,
-		repl: durable.Policy{Replicas: cfg.MinReplicas, Timeout: cfg.ReplicaTimeout}}
+		repl: durable.Policy{Replicas: cfg.MinReplicas, Target: cfg.ReplicaTarget, Timeout: cfg.ReplicaTimeout}}
 	if l.prefix == "" {
 		l.prefix = "audit:"
 	}

@@ -74,6 +74,10 @@ type Config struct {
 	// ErrNotReplicated); zero means none: a Redis failover may lose the last
 	// changes, and a revoked key come back.
 	MinReplicas int
+	// ReplicaTarget, when not nil, is read at each change instead of
+	// MinReplicas: the binary's, which follows Redis's topology
+	// (redisMinReplicas auto) and may rise while it runs.
+	ReplicaTarget *durable.Target
 	// ReplicaTimeout bounds each wait for those acknowledgements; zero
 	// means 1s.
 	ReplicaTimeout time.Duration
@@ -146,7 +150,7 @@ func New(cfg Config) *Keyring {
 	}
 	k := &Keyring{
 		rdb:        cfg.Redis,
-		repl:       durable.Policy{Replicas: cfg.MinReplicas, Timeout: cfg.ReplicaTimeout},
+		repl:       durable.Policy{Replicas: cfg.MinReplicas, Target: cfg.ReplicaTarget, Timeout: cfg.ReplicaTimeout},
 		l:          layout{p: or(cfg.Prefix, "authz:")},
 		max:        or(cfg.MaxActiveKeys, 10),
 		cacheTTL:   int64(min(or(cfg.CacheTTL, time.Second), maxCacheTTL)),

@@ -47,6 +47,10 @@ type Config struct {
 	// ErrNotReplicated); zero means none: a Redis failover may lose the
 	// last changes.
 	MinReplicas int
+	// ReplicaTarget, when not nil, is read at each change instead of
+	// MinReplicas: the binary's, which follows Redis's topology
+	// (redisMinReplicas auto) and may rise while it runs.
+	ReplicaTarget *durable.Target
 	// ReplicaTimeout bounds each wait for those acknowledgements; zero
 	// means 1s.
 	ReplicaTimeout time.Duration
@@ -157,7 +161,7 @@ func New(cfg Config) *Limiter {
 	cfg = cfg.withDefaults()
 	l := &Limiter{
 		rdb:        cfg.Redis,
-		repl:       durable.Policy{Replicas: cfg.MinReplicas, Timeout: cfg.ReplicaTimeout},
+		repl:       durable.Policy{Replicas: cfg.MinReplicas, Target: cfg.ReplicaTarget, Timeout: cfg.ReplicaTimeout},
 		prefix:     cfg.Prefix,
 		defaults:   [2]Limit{cfg.LiveDefault, cfg.TestDefault}, // by Mode.Index
 		id:         instanceID(),

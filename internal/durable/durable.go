@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -32,8 +33,37 @@ type Policy struct {
 	// Replicas is how many replicas must acknowledge each write; zero
 	// means none: no WAIT, and a failover may lose the last writes.
 	Replicas int
+	// Target, when not nil, is read at each write instead of Replicas:
+	// a number shared by every component of a process and changed while
+	// it runs (the binary raises it when it finds Redis replicated).
+	Target *Target
 	// Timeout bounds each WAIT; zero means DefaultTimeout.
 	Timeout time.Duration
+}
+
+// Target is how many replicas must acknowledge each write, read at every
+// write of every Policy that points to it. Safe for concurrent use.
+type Target struct{ n atomic.Int64 }
+
+// NewTarget returns a Target of n replicas.
+func NewTarget(n int) *Target {
+	t := &Target{}
+	t.Set(n)
+	return t
+}
+
+// Replicas is the number now.
+func (t *Target) Replicas() int { return int(t.n.Load()) }
+
+// Set makes every later write wait for n replicas (none when n <= 0).
+func (t *Target) Set(n int) { t.n.Store(int64(max(n, 0))) }
+
+// replicas is how many replicas a write waits for now.
+func (p Policy) replicas() int {
+	if p.Target != nil {
+		return p.Target.Replicas()
+	}
+	return p.Replicas
 }
 
 // Write calls write with a client on which to make its writes, then waits
@@ -56,7 +86,8 @@ type Policy struct {
 // enough acknowledgements; callers decide whether to undo the change or to
 // report it as in effect but not durable.
 func (p Policy) Write(ctx context.Context, rdb redis.UniversalClient, key string, write func(c redis.Cmdable) error) error {
-	if p.Replicas <= 0 {
+	want := p.replicas()
+	if want <= 0 {
 		return write(rdb)
 	}
 	node, err := masterOf(ctx, rdb, key)
@@ -75,12 +106,12 @@ func (p Policy) Write(ctx context.Context, rdb redis.UniversalClient, key string
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	n, err := conn.Wait(ctx, p.Replicas, timeout).Result()
+	n, err := conn.Wait(ctx, want, timeout).Result()
 	switch {
 	case err != nil:
 		return fmt.Errorf("%w: WAIT failed: %w", ErrNotAcknowledged, err)
-	case n < int64(p.Replicas):
-		return fmt.Errorf("%w: %d of %d replicas acknowledged within %v", ErrNotAcknowledged, n, p.Replicas, timeout)
+	case n < int64(want):
+		return fmt.Errorf("%w: %d of %d replicas acknowledged within %v", ErrNotAcknowledged, n, want, timeout)
 	}
 	return nil
 }

@@ -148,3 +148,28 @@ func TestOtherClientsRefused(t *testing.T) {
 		t.Fatalf("write through a Ring = %v (write called: %v), want a refusal before writing", err, called)
 	}
 }
+
+// TestTargetReadAtEachWrite: a Policy with a Target waits for the number
+// the Target holds at the time of each write, so that one change of it
+// reaches every component sharing it. The tests' Redis has no replica: a
+// write waiting for one is unconfirmed.
+func TestTargetReadAtEachWrite(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	ctx := context.Background()
+	target := durable.NewTarget(0)
+	p := durable.Policy{Replicas: 5, Target: target, Timeout: 50 * time.Millisecond}
+	if err := p.Write(ctx, rdb, prefix+"t", set(ctx, prefix+"t", "1")); err != nil {
+		t.Fatalf("target 0 (Replicas 5 ignored): %v", err)
+	}
+	target.Set(1)
+	if err := p.Write(ctx, rdb, prefix+"t", set(ctx, prefix+"t", "2")); !errors.Is(err, durable.ErrNotAcknowledged) {
+		t.Fatalf("target raised to 1 on a master without replicas = %v, want ErrNotAcknowledged", err)
+	}
+	if v := rdb.Get(ctx, prefix+"t").Val(); v != "2" {
+		t.Errorf("the unconfirmed write is not on the master: %q", v)
+	}
+	target.Set(-3)
+	if got := target.Replicas(); got != 0 {
+		t.Errorf("a negative target reads %d, want 0", got)
+	}
+}
