@@ -21,7 +21,7 @@ type Webhooks interface {
 	ListEndpoints(ctx context.Context, companyID string) ([]events.Endpoint, error)
 	Endpoint(ctx context.Context, id string) (events.Endpoint, error)
 	UpdateEndpoint(ctx context.Context, id string, p events.Patch) (events.Endpoint, error)
-	DeleteEndpoint(ctx context.Context, id string) (events.Endpoint, error)
+	DeleteEndpoint(ctx context.Context, id string) (e events.Endpoint, deleted bool, err error)
 	RotateSecret(ctx context.Context, id string, overlap time.Duration) (events.Endpoint, string, error)
 	Deliveries(ctx context.Context, endpointID string, q events.DeliveryQuery) ([]events.Delivery, string, error)
 	Replay(ctx context.Context, endpointID, eventID string) (events.Delivery, error)
@@ -160,16 +160,22 @@ func (s *Service) UpdateWebhook(ctx context.Context, actor, id string, p events.
 	if err != nil {
 		return WebhookView{}, named(id, err)
 	}
+	// A change in effect but not confirmed by Redis's replicas is recorded
+	// (it applies now), and its error returned.
 	after, err := s.webhooks.UpdateEndpoint(ctx, id, p)
-	if err != nil {
+	if err != nil && !(inEffect(err) && after.ID != "") {
 		return WebhookView{}, named(id, err)
 	}
 	s.recordWebhook(ctx, actor, audit.ActionWebhookUpdated, after.UpdatedAt, &before, &after)
+	if err != nil {
+		return WebhookView{}, err
+	}
 	return WebhookView{Endpoint: after}, nil
 }
 
 // DeleteWebhook deletes an endpoint, what waits for it and its delivery log,
-// and records who did.
+// and records who did. Deleting an endpoint deleted lately answers it as it
+// was and records nothing (events.Service.DeleteEndpoint).
 func (s *Service) DeleteWebhook(ctx context.Context, actor, id string) (WebhookView, error) {
 	if err := s.webhooksReady(); err != nil {
 		return WebhookView{}, err
@@ -177,11 +183,19 @@ func (s *Service) DeleteWebhook(ctx context.Context, actor, id string) (WebhookV
 	if err := checkActor(actor); err != nil {
 		return WebhookView{}, err
 	}
-	e, err := s.webhooks.DeleteEndpoint(ctx, id)
-	if err != nil {
+	e, deleted, err := s.webhooks.DeleteEndpoint(ctx, id)
+	if err != nil && !(deleted && inEffect(err)) {
 		return WebhookView{}, named(id, err)
 	}
-	s.recordWebhook(ctx, actor, audit.ActionWebhookDeleted, s.now(), &e, nil)
+	// A deletion in effect but not confirmed by Redis's replicas is
+	// recorded now: deleting again (what its error says to do) records
+	// nothing.
+	if deleted {
+		s.recordWebhook(ctx, actor, audit.ActionWebhookDeleted, s.now(), &e, nil)
+	}
+	if err != nil {
+		return WebhookView{}, err
+	}
 	return WebhookView{Endpoint: e}, nil
 }
 

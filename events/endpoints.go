@@ -69,13 +69,20 @@ func (s *Service) CreateEndpoint(ctx context.Context, ne NewEndpoint) (Endpoint,
 		enabled, why = "0", disabledByRequest
 		e.Health.DisabledAt, e.Health.DisabledReason = &now, why
 	}
-	ok, err := createScript.Run(ctx, s.rdb, []string{s.l.endpoints(ne.Mode, company)}, MaxEndpoints, e.ID, s.l.endpoint(e.ID),
-		cfg, enabled, s.l.companies(ne.Mode), company, now.UnixMilli(), why, s.l.version()).Int()
-	if err != nil {
+	var ok int
+	unconfirmed, err := s.confirm(ctx, s.l.endpoint(e.ID), func(c redis.Cmdable) (err error) {
+		ok, err = createScript.Run(ctx, c, []string{s.l.endpoints(ne.Mode, company)}, MaxEndpoints, e.ID, s.l.endpoint(e.ID),
+			cfg, enabled, s.l.companies(ne.Mode), company, now.UnixMilli(), why, s.l.version()).Int()
+		return err
+	})
+	switch {
+	case err != nil:
 		return Endpoint{}, "", unavailable(err)
-	}
-	if ok == 0 {
+	case ok == 0:
 		return Endpoint{}, "", ErrEndpointLimit
+	case unconfirmed: // taken back: its secret is never shown (replicas.go)
+		_, _ = s.remove(ctx, e, false)
+		return Endpoint{}, "", ErrNotReplicatedTakenBack
 	}
 	return e, sec, nil
 }
@@ -93,7 +100,7 @@ func (s *Service) dropExpired(ctx context.Context, m invoicing.Mode, company str
 	now := s.now()
 	for _, e := range eps {
 		if e.ExpiresAt != nil && !e.ExpiresAt.After(now) {
-			if _, err := s.DeleteEndpoint(ctx, e.ID); err != nil && !errors.Is(err, ErrNotFound) {
+			if _, err := s.remove(ctx, e, false); err != nil && !errors.Is(err, ErrNotFound) {
 				return err
 			}
 		}
@@ -229,7 +236,7 @@ return 1`)
 // deliveries where they stopped (events younger than the retention);
 // disabling one holds them.
 func (s *Service) UpdateEndpoint(ctx context.Context, id string, p Patch) (Endpoint, error) {
-	return s.change(ctx, id, func(e *Endpoint) (string, error) {
+	return s.change(ctx, id, false, func(e *Endpoint) (string, error) {
 		if p.URL != nil {
 			u, err := s.dest.checkURL(ctx, *p.URL)
 			if err != nil {
@@ -279,7 +286,7 @@ func (s *Service) RotateSecret(ctx context.Context, id string, overlap time.Dura
 	if err != nil {
 		return Endpoint{}, "", err
 	}
-	e, err := s.change(ctx, id, func(e *Endpoint) (string, error) {
+	e, err := s.change(ctx, id, true, func(e *Endpoint) (string, error) {
 		now := e.UpdatedAt
 		old := e.current() // as stored: sealed or not, Reseal makes it current
 		e.SecretRotatedAt = now
@@ -309,8 +316,10 @@ func (e *Endpoint) current() string {
 }
 
 // change reads an endpoint, lets edit change it, and writes it back if
-// nobody wrote it meanwhile (else reads again, a few times).
-func (s *Service) change(ctx context.Context, id string, edit func(*Endpoint) (enable string, err error)) (Endpoint, error) {
+// nobody wrote it meanwhile (else reads again, a few times). A change the
+// replicas do not confirm is taken back when undo is set (ErrNotReplicatedTakenBack),
+// else left in effect and answered with ErrNotReplicated (replicas.go).
+func (s *Service) change(ctx context.Context, id string, undo bool, edit func(*Endpoint) (enable string, err error)) (Endpoint, error) {
 	if !validEndpointID(id) {
 		return Endpoint{}, ErrNotFound
 	}
@@ -333,12 +342,24 @@ func (s *Service) change(ctx context.Context, id string, edit func(*Endpoint) (e
 		}
 		cfg, _ := json.Marshal(e.config())
 		now := strconv.FormatInt(e.UpdatedAt.UnixMilli(), 10)
-		done, err := updateScript.Run(ctx, s.rdb, []string{s.l.endpoint(id)}, h["cfg"], cfg, enable, now, disabledByRequest,
-			s.l.queue(id), s.l.ready(), id, s.l.version()).Int()
-		if err != nil {
+		var done int
+		unconfirmed, err := s.confirm(ctx, s.l.endpoint(id), func(c redis.Cmdable) (err error) {
+			done, err = updateScript.Run(ctx, c, []string{s.l.endpoint(id)}, h["cfg"], cfg, enable, now, disabledByRequest,
+				s.l.queue(id), s.l.ready(), id, s.l.version()).Int()
+			return err
+		})
+		switch {
+		case err != nil:
 			return Endpoint{}, unavailable(err)
-		}
-		if done == 1 {
+		case done == 1 && unconfirmed && undo:
+			// The old record back, if it is still the one written.
+			_ = updateScript.Run(ctx, s.rdb, []string{s.l.endpoint(id)}, cfg, h["cfg"], "-", now, disabledByRequest,
+				s.l.queue(id), s.l.ready(), id, s.l.version()).Err()
+			return Endpoint{}, ErrNotReplicatedTakenBack
+		case done == 1 && unconfirmed:
+			e, err := s.Endpoint(ctx, id)
+			return e, errors.Join(ErrNotReplicated, err)
+		case done == 1:
 			return s.Endpoint(ctx, id)
 		}
 	}
@@ -348,8 +369,10 @@ func (s *Service) change(ctx context.Context, id string, edit func(*Endpoint) (e
 // deleteScript removes an endpoint and its queue (KEYS[1] the endpoint;
 // ARGV the company's set, the companies set, company, id, queue, lease, log,
 // ready, version, the deletion's mark, now (ms), how long the mark is kept
-// (ms)). The deliveries' records expire by themselves; the mark keeps an
-// import of an older export from bringing the endpoint back (state.go).
+// (ms), the deleted record, the endpoint's JSON, how long it is kept (ms)).
+// The deliveries' records expire by themselves; the mark keeps an import of
+// an older export from bringing the endpoint back (state.go), the record
+// answers a repeated deletion (deletion.go).
 var deleteScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('SET', ARGV[10], ARGV[11], 'PX', ARGV[12])
@@ -358,23 +381,78 @@ redis.call('SREM', ARGV[1], ARGV[4])
 if redis.call('SCARD', ARGV[1]) == 0 then redis.call('SREM', ARGV[2], ARGV[3]) end
 redis.call('ZREM', ARGV[8], ARGV[4])
 redis.call('INCR', ARGV[9])
+redis.call('SET', ARGV[13], ARGV[14], 'PX', ARGV[15])
 return 1`)
 
 // DeleteEndpoint deletes an endpoint, what waits for it and its log; it
-// returns the endpoint as it was.
-func (s *Service) DeleteEndpoint(ctx context.Context, id string) (Endpoint, error) {
-	e, err := s.Endpoint(ctx, id)
-	if err != nil {
-		return Endpoint{}, err
+// returns the endpoint as it was. Deleting it again within Retention
+// answers the same endpoint with deleted false, and confirms the first
+// deletion with Redis's replicas (replicas.go); after that, ErrNotFound.
+func (s *Service) DeleteEndpoint(ctx context.Context, id string) (e Endpoint, deleted bool, err error) {
+	if e, err = s.Endpoint(ctx, id); err == nil {
+		deleted, err = s.remove(ctx, e, true)
 	}
-	ok, err := deleteScript.Run(ctx, s.rdb, []string{s.l.endpoint(id)}, s.l.endpoints(e.Mode, e.CompanyID), s.l.companies(e.Mode),
-		e.CompanyID, id, s.l.queue(id), s.l.lease(id), s.l.log(id), s.l.ready(), s.l.version(),
-		s.l.deleted(id), s.now().UnixMilli(), deletedKept.Milliseconds()).Int()
-	if err != nil {
+	if errors.Is(err, ErrNotFound) {
+		e, err = s.deletedBefore(ctx, id)
+	}
+	if err != nil && !errors.Is(err, ErrNotReplicated) {
+		return Endpoint{}, false, err
+	}
+	return e, deleted, err
+}
+
+// remove deletes e, waiting for the replicas when wait is set
+// (ErrNotReplicated: deleted, unconfirmed). ErrNotFound when it was deleted
+// meanwhile.
+func (s *Service) remove(ctx context.Context, e Endpoint, wait bool) (bool, error) {
+	gone, _ := json.Marshal(e) // its public fields: no secret
+	run := func(c redis.Cmdable) (int, error) {
+		return deleteScript.Run(ctx, c, []string{s.l.endpoint(e.ID)}, s.l.endpoints(e.Mode, e.CompanyID), s.l.companies(e.Mode),
+			e.CompanyID, e.ID, s.l.queue(e.ID), s.l.lease(e.ID), s.l.log(e.ID), s.l.ready(), s.l.version(),
+			s.l.deleted(e.ID), s.now().UnixMilli(), deletedKept.Milliseconds(), s.l.deletedRecord(e.ID), gone, s.retention.Milliseconds()).Int()
+	}
+	var ok int
+	var unconfirmed bool
+	var err error
+	if wait {
+		unconfirmed, err = s.confirm(ctx, s.l.endpoint(e.ID), func(c redis.Cmdable) (err error) { ok, err = run(c); return err })
+	} else {
+		ok, err = run(s.rdb)
+	}
+	switch {
+	case err != nil:
+		return false, unavailable(err)
+	case ok == 0:
+		return false, ErrNotFound
+	case unconfirmed:
+		return true, ErrNotReplicated
+	}
+	return true, nil
+}
+
+// deletedBefore is the endpoint a deletion within Retention removed, its
+// record written again and confirmed like the deletion (replicas.go).
+func (s *Service) deletedBefore(ctx context.Context, id string) (Endpoint, error) {
+	if !validEndpointID(id) {
+		return Endpoint{}, ErrNotFound
+	}
+	var raw string
+	unconfirmed, err := s.confirm(ctx, s.l.deletedRecord(id), func(c redis.Cmdable) (err error) {
+		raw, err = goneScript.Run(ctx, c, []string{s.l.deletedRecord(id)}).Text()
+		return err
+	})
+	switch {
+	case errors.Is(err, redis.Nil):
+		return Endpoint{}, ErrNotFound
+	case err != nil:
 		return Endpoint{}, unavailable(err)
 	}
-	if ok == 0 {
-		return Endpoint{}, ErrNotFound
+	var e Endpoint
+	if err := json.Unmarshal([]byte(raw), &e); err != nil {
+		return Endpoint{}, fmt.Errorf("events: endpoint %s: corrupt deletion record: %w", id, err)
+	}
+	if unconfirmed {
+		return e, ErrNotReplicated
 	}
 	return e, nil
 }

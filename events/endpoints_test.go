@@ -141,14 +141,18 @@ func testEndpointLifecycle(t *testing.T, s *Service) {
 	if len(got) != 1 || got[0].ID != ep.ID || got[0].URL != url {
 		t.Fatalf("listed %+v", got)
 	}
-	if _, err := s.DeleteEndpoint(ctx, ep.ID); err != nil {
-		t.Fatal(err)
+	if gone, deleted, err := s.DeleteEndpoint(ctx, ep.ID); err != nil || !deleted || gone.ID != ep.ID || gone.URL != url {
+		t.Fatalf("delete = %+v, %v, %v", gone, deleted, err)
 	}
 	if _, err := s.Endpoint(ctx, ep.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("after delete: %v", err)
 	}
-	if _, err := s.DeleteEndpoint(ctx, ep.ID); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("second delete: %v", err)
+	// Deleting again is safe: the endpoint as it was, not deleted twice.
+	if again, deleted, err := s.DeleteEndpoint(ctx, ep.ID); err != nil || deleted || again.ID != ep.ID || again.URL != url || again.Description != desc {
+		t.Fatalf("second delete = %+v, %v, %v; want the endpoint as it was, not deleted again", again, deleted, err)
+	}
+	if _, _, err := s.DeleteEndpoint(ctx, newEndpointID()); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("delete of an endpoint that never was: %v", err)
 	}
 	if got, _ := s.ListEndpoints(ctx, testCompany); len(got) != 0 {
 		t.Fatalf("listed after delete: %+v", got)

@@ -13,6 +13,9 @@ import "github.com/invoicing-ao/gateway/invoicing"
 //	                                    "disabled" (ms), "why" (reason)
 //	P{events}:eps:<mode>:<company> set  the company's endpoint ids in that mode
 //	P{events}:cos:<mode>         set    the companies with endpoints in that mode
+//	P{events}:delrec:<id>        string a deleted endpoint (its public JSON), kept
+//	                                    Retention, so that deleting it again answers
+//	                                    as the first deletion did (deletion.go)
 //	P{events}:msg:<event id>     string an event (JSON), kept Retention; it, or
 //	                                    the event's marker, makes a second detection
 //	                                    of the same change a no-op
@@ -41,6 +44,7 @@ func (l layout) endpoints(m invoicing.Mode, company string) string {
 	return l.p + "eps:" + string(m) + ":" + company
 }
 func (l layout) companies(m invoicing.Mode) string { return l.p + "cos:" + string(m) }
+func (l layout) deletedRecord(id string) string    { return l.p + "delrec:" + id }
 func (l layout) message(id string) string          { return l.p + "msg:" + id }
 func (l layout) queue(ep string) string            { return l.p + "q:" + ep }
 func (l layout) lease(ep string) string            { return l.p + "lease:" + ep }

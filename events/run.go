@@ -131,7 +131,7 @@ func (s *Service) dropAbandoned(ctx context.Context, t *targets) error {
 	for _, eps := range t.byCompany {
 		for _, e := range eps {
 			if e.ExpiresAt != nil && !e.ExpiresAt.After(now) {
-				if _, err := s.DeleteEndpoint(ctx, e.ID); err != nil && !errors.Is(err, ErrNotFound) {
+				if _, err := s.remove(ctx, e, false); err != nil && !errors.Is(err, ErrNotFound) {
 					errs = append(errs, err)
 				}
 			}

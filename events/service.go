@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/invoicing-ao/gateway/internal/durable"
 	"github.com/invoicing-ao/gateway/internal/tracing"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
@@ -98,6 +99,16 @@ type Config struct {
 	// (recentFrom): after an outage, say.
 	Recovery time.Duration
 
+	// MinReplicas is how many Redis replicas must acknowledge each endpoint
+	// change (creation, change, secret rotation, deletion) before it is
+	// reported done (replicas.go); zero means none: a Redis failover may
+	// lose the last changes. ReplicaTarget, when not nil, is read at each
+	// change instead: the binary's, which follows Redis's topology.
+	// ReplicaTimeout bounds each wait; zero means 1s.
+	MinReplicas    int
+	ReplicaTarget  *durable.Target
+	ReplicaTimeout time.Duration
+
 	// Metrics registers the events' Prometheus metrics (docs/observability.md):
 	// this instance's counts of detection and deliveries, and the queue's
 	// shared state read from Redis at scrape time; nil registers none.
@@ -123,6 +134,7 @@ const MaxTimeout = 15 * time.Second
 // Service manages endpoints, detects changes and delivers events.
 type Service struct {
 	rdb          redis.UniversalClient
+	repl         durable.Policy // the endpoint changes' acknowledgements (replicas.go)
 	l            layout
 	sources      map[invoicing.Mode]Source
 	dest         destinations
@@ -160,6 +172,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		rdb: cfg.Redis, l: newLayout(or(cfg.Prefix, "events:")), sources: cfg.Sources,
+		repl:    durable.Policy{Replicas: cfg.MinReplicas, Target: cfg.ReplicaTarget, Timeout: cfg.ReplicaTimeout},
 		dest:    destinations{allowHTTP: cfg.AllowHTTP, allowed: cfg.AllowedNetworks, lookup: cfg.Lookup},
 		timeout: orDur(cfg.Timeout, 10*time.Second), concurrency: orInt(cfg.Concurrency, 64), perEndpoint: orInt(cfg.PerEndpoint, 8),
 		schedule: cfg.Schedule, disableAfter: orDur(cfg.DisableAfter, 72*time.Hour), retention: orDur(cfg.Retention, 7*24*time.Hour),

@@ -54,7 +54,7 @@ func TestMergeRules(t *testing.T) {
 	on := true
 	_, err = q.hooks.UpdateEndpoint(ctx, p.ids["off"], events.Patch{Enabled: &on})
 	check(t, err)
-	_, err = q.hooks.DeleteEndpoint(ctx, p.ids["extra"])
+	_, _, err = q.hooks.DeleteEndpoint(ctx, p.ids["extra"])
 	check(t, err)
 	scopes, _ := authz.ParseScopes("invoices:read")
 	qOnly, _, err := q.keys.Create(ctx, authz.NewKey{CompanyID: coA, Mode: invoicing.Live, Scopes: scopes})

@@ -135,7 +135,7 @@ func (p *plane) populate() {
 	} else {
 		p.secrets["hook rotated"] = sec
 	}
-	if _, err := p.hooks.DeleteEndpoint(ctx, p.ids["gone"]); err != nil {
+	if _, _, err := p.hooks.DeleteEndpoint(ctx, p.ids["gone"]); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range []audit.Entry{

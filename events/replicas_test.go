@@ -1,0 +1,122 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
+)
+
+// TestEndpointChangesConfirmedByReplicas manages endpoints on a real Redis
+// master and replica under a Sentinel, the replica's link held back by the
+// test. With MinReplicas 1, a creation or a rotation the replica does not
+// confirm is taken back (no secret); a change or a deletion stays in effect
+// and is reported unconfirmed; repeating each is safe and, once the replica
+// is back, confirms it. A failover then keeps what was confirmed and loses
+// what was reported unconfirmed.
+func TestEndpointChangesConfirmedByReplicas(t *testing.T) {
+	r := testenv.RedisReplicated(t)
+	ctx := context.Background()
+	service := func(rdb redis.UniversalClient, timeout time.Duration) *Service {
+		s, err := New(Config{Redis: rdb, Prefix: "rep:", AllowHTTP: true, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+			MinReplicas: 1, ReplicaTimeout: timeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	sure, quick := service(r.Client(), 30*time.Second), service(r.Client(), 200*time.Millisecond)
+	create := func(s *Service, desc string) (Endpoint, string, error) {
+		return s.CreateEndpoint(ctx, NewEndpoint{CompanyID: testCompany, Mode: invoicing.Live, URL: "http://127.0.0.1:9/" + desc, Description: desc})
+	}
+	eps := map[string]Endpoint{}
+	for _, name := range []string{"changed", "deleted", "rotated", "kept"} {
+		e, _, err := create(sure, name)
+		if err != nil {
+			t.Fatalf("create %s, replica in sync: %v", name, err)
+		}
+		eps[name] = e
+	}
+	rotated := eps["rotated"]
+	rotatedSecret := rotated.current()
+
+	r.Link.Pause()
+	if e, secret, err := create(quick, "unconfirmed"); !errors.Is(err, ErrNotReplicatedTakenBack) || secret != "" || e.ID != "" {
+		t.Fatalf("create, replica held back = %+v, secret given %v, %v; want ErrNotReplicatedTakenBack", e, secret != "", err)
+	}
+	if _, secret, err := quick.RotateSecret(ctx, eps["rotated"].ID, time.Hour); !errors.Is(err, ErrNotReplicatedTakenBack) || secret != "" {
+		t.Fatalf("rotate, replica held back = secret given %v, %v; want ErrNotReplicatedTakenBack", secret != "", err)
+	}
+	desc := "changed while held back"
+	for i := range 2 { // the change, then its repetition: both unconfirmed
+		if e, err := quick.UpdateEndpoint(ctx, eps["changed"].ID, Patch{Description: &desc}); !errors.Is(err, ErrNotReplicated) || e.Description != desc {
+			t.Fatalf("update #%d, replica held back = %+v, %v; want ErrNotReplicated with the endpoint changed", i+1, e, err)
+		}
+	}
+	if e, deleted, err := quick.DeleteEndpoint(ctx, eps["deleted"].ID); !errors.Is(err, ErrNotReplicated) || !deleted || e.ID != eps["deleted"].ID {
+		t.Fatalf("delete, replica held back = %+v, %v, %v; want ErrNotReplicated, deleted", e, deleted, err)
+	}
+	if e, deleted, err := quick.DeleteEndpoint(ctx, eps["deleted"].ID); !errors.Is(err, ErrNotReplicated) || deleted || e.ID != eps["deleted"].ID {
+		t.Fatalf("delete again, replica held back = %+v, %v, %v; want ErrNotReplicated, not deleted again", e, deleted, err)
+	}
+	if invoicing.KindOf(ErrNotReplicated) != invoicing.Unavailable || invoicing.KindOf(ErrNotReplicatedTakenBack) != invoicing.Unavailable {
+		t.Error("the unconfirmed changes' errors are not of the unavailable kind")
+	}
+	// What the master holds now: the creation and the rotation taken
+	// back, the change and the deletion in effect.
+	got, err := quick.ListEndpoints(ctx, testCompany)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]Endpoint{}
+	for _, e := range got {
+		names[e.Description] = e
+	}
+	if _, ok := names["unconfirmed"]; ok || len(got) != 3 {
+		t.Errorf("endpoints on the master: %+v; want changed, rotated and kept only", got)
+	}
+	if e := names["rotated"]; e.current() != rotatedSecret || e.PreviousSecretUntil != nil {
+		t.Errorf("the rotation was not taken back: %+v", e)
+	}
+
+	// The link back: repeating the held-back changes confirms them.
+	r.Link.Resume()
+	if _, err := quick.UpdateEndpoint(ctx, eps["changed"].ID, Patch{Description: &desc}); err != nil {
+		t.Fatalf("update again, replica back: %v", err)
+	}
+	if _, deleted, err := quick.DeleteEndpoint(ctx, eps["deleted"].ID); err != nil || deleted {
+		t.Fatalf("delete again, replica back = %v, %v; want confirmed, not deleted again", deleted, err)
+	}
+	// Held back again: a change and a deletion reported unconfirmed, then
+	// a failover that loses what the master had not sent.
+	r.Link.Pause()
+	lost := "lost in the failover"
+	if _, err := quick.UpdateEndpoint(ctx, eps["kept"].ID, Patch{Description: &lost}); !errors.Is(err, ErrNotReplicated) {
+		t.Fatalf("update of kept, replica held back = %v", err)
+	}
+	if _, _, err := quick.DeleteEndpoint(ctx, eps["rotated"].ID); !errors.Is(err, ErrNotReplicated) {
+		t.Fatalf("delete of rotated, replica held back = %v", err)
+	}
+	r.Failover()
+	after := service(r.Client(), 200*time.Millisecond)
+	if e, err := after.Endpoint(ctx, eps["changed"].ID); err != nil || e.Description != desc {
+		t.Errorf("after the failover, the confirmed change: %+v, %v", e, err)
+	}
+	if _, err := after.Endpoint(ctx, eps["deleted"].ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("after the failover, the confirmed deletion: %v", err)
+	}
+	// Reported unconfirmed, and lost: the answers were right not to say
+	// they were done.
+	if e, err := after.Endpoint(ctx, eps["kept"].ID); err != nil || e.Description != "kept" {
+		t.Errorf("after the failover, the unconfirmed change: %+v, %v; want the description before it", e, err)
+	}
+	if _, err := after.Endpoint(ctx, eps["rotated"].ID); err != nil {
+		t.Errorf("after the failover, the unconfirmed deletion: %v; want the endpoint back", err)
+	}
+}
