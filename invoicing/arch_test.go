@@ -21,30 +21,31 @@ const module = "github.com/invoicing-ao/gateway/"
 // adapters administration needs, and gateway never imports it; the commands
 // may import anything.
 var allowedImports = map[string][]string{
-	"invoicing":          {},
-	"internal/tracing":   {},
-	"internal/logbuf":    {},
-	"internal/jsonlog":   {"internal/jsonstr"},
-	"internal/jsonstr":   {},
-	"internal/testenv":   {},
-	"internal/apitest":   {"gateway/apidocs"},
-	"internal/durable":   {},
-	"internal/seal":      {},
-	"internal/redisscan": {},
-	"gateway/apidocs":    {},
-	"admin/console":      {},
-	"client":             {}, // integrators' code: the wire format only, none of the gateway's
-	"authz":              {"invoicing", "internal/tracing", "internal/durable", "internal/redisscan"},
-	"tenants":            {"invoicing", "internal/tracing", "internal/durable", "internal/redisscan"},
-	"usage":              {"invoicing"},
-	"idempotency":        {"invoicing"},
-	"audit":              {"invoicing", "internal/durable", "internal/redisscan"},
-	"backend":            {"invoicing", "internal/tracing"},
-	"backend/gendata":    {"backend", "invoicing"},
-	"events":             {"invoicing", "internal/tracing"},
-	"gateway":            {"invoicing", "internal/tracing", "authz", "tenants", "idempotency", "backend", "gateway/apidocs", "internal/jsonstr", "internal/jsonlog"},
-	"state":              {"internal/durable"}, // the file and the writes' order; each adapter its own records, wired by cmd/gateway
-	"admin":              {"invoicing", "authz", "tenants", "usage", "audit", "events", "gateway", "gateway/apidocs", "admin/console"},
+	"invoicing":           {},
+	"internal/tracing":    {},
+	"internal/logbuf":     {},
+	"internal/jsonlog":    {"internal/jsonstr"},
+	"internal/jsonstr":    {},
+	"internal/testenv":    {},
+	"internal/apitest":    {"gateway/apidocs"},
+	"internal/durable":    {},
+	"internal/seal":       {},
+	"internal/redisscan":  {},
+	"internal/redisstate": {},
+	"gateway/apidocs":     {},
+	"admin/console":       {},
+	"client":              {}, // integrators' code: the wire format only, none of the gateway's
+	"authz":               {"invoicing", "internal/tracing", "internal/durable", "internal/redisscan"},
+	"tenants":             {"invoicing", "internal/tracing", "internal/durable", "internal/redisscan"},
+	"usage":               {"invoicing"},
+	"idempotency":         {"invoicing"},
+	"audit":               {"invoicing", "internal/durable", "internal/redisscan"},
+	"backend":             {"invoicing", "internal/tracing"},
+	"backend/gendata":     {"backend", "invoicing"},
+	"events":              {"invoicing", "internal/tracing", "internal/durable"},
+	"gateway":             {"invoicing", "internal/tracing", "authz", "tenants", "idempotency", "backend", "gateway/apidocs", "internal/jsonstr", "internal/jsonlog"},
+	"state":               {"internal/durable"}, // the file and the writes' order; each adapter its own records, wired by cmd/gateway
+	"admin":               {"invoicing", "authz", "tenants", "usage", "audit", "events", "gateway", "gateway/apidocs", "admin/console"},
 }
 
 // TestImportRules reads every non-test Go file of the module and fails on an

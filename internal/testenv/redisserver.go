@@ -17,6 +17,7 @@ type RedisServer struct {
 	Port int
 	t    testing.TB
 	dir  string // working directory: where SAVE writes, and a restart reads
+	args []string
 	cmd  *exec.Cmd
 }
 
@@ -26,6 +27,15 @@ type RedisServer struct {
 // connection-failure lines about it are kept quiet (QuietRedisLog).
 func StartRedisServer(t testing.TB, port int) *RedisServer {
 	t.Helper()
+	return StartRedisServerWith(t, port)
+}
+
+// StartRedisServerWith is StartRedisServer with more redis-server options,
+// which override the defaults: "--appendonly", "yes" for a server that
+// persists, "--rename-command", "CONFIG", "" for a managed one that hides
+// its configuration.
+func StartRedisServerWith(t testing.TB, port int, args ...string) *RedisServer {
+	t.Helper()
 	if port == 0 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -34,7 +44,7 @@ func StartRedisServer(t testing.TB, port int) *RedisServer {
 		port = ln.Addr().(*net.TCPAddr).Port
 		ln.Close()
 	}
-	s := &RedisServer{Port: port, t: t, dir: t.TempDir()}
+	s := &RedisServer{Port: port, t: t, dir: t.TempDir(), args: args}
 	QuietRedisLog(t, s.Addr())
 	s.start()
 	return s
@@ -56,8 +66,8 @@ func (s *RedisServer) start() {
 	if err != nil {
 		Unavailable(t, "redis-server binary", err)
 	}
-	cmd := exec.Command(bin, "--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--logfile", "", "--dir", s.dir)
+	cmd := exec.Command(bin, append([]string{"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--logfile", "", "--dir", s.dir}, s.args...)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start redis-server: %v", err)
 	}
