@@ -140,11 +140,13 @@ func weaker(name, a, b string) bool {
 }
 
 // Replicated reports whether the deployment keeps copies of each write on
-// replicas: Sentinel always; Cluster when a master has a replica (online
-// or not); one server when it has a replica online. known is false when
-// Redis would not say (or could not be reached).
+// replicas: Sentinel when its Sentinels know a replica of the master
+// (online or not), or always when they would not say (a Sentinel is there
+// to fail over to one); Cluster when a master has a replica (online or
+// not); one server when it has a replica online. known is false when Redis
+// would not say (or could not be reached).
 func (r Report) Replicated() (yes, known bool) {
-	if r.Topology == Sentinel {
+	if r.Topology == Sentinel && !r.SentinelKnown {
 		return true, true
 	}
 	if r.Err != nil || len(r.Servers) == 0 {

@@ -72,6 +72,8 @@ func TestReplicated(t *testing.T) {
 	}{
 		{"sentinel", Report{Topology: Sentinel}, true, true},
 		{"sentinel unreachable", Report{Topology: Sentinel, Err: errors.New("down")}, true, true},
+		{"sentinel knows a replica, down", Report{Topology: Sentinel, SentinelKnown: true, Servers: []Server{{ReplicasKnown: true, Configured: 1}}}, true, true},
+		{"sentinel knows none", Report{Topology: Sentinel, SentinelKnown: true, Servers: []Server{{ReplicasKnown: true}}}, false, true},
 		{"single with a replica", Report{Topology: Single, Servers: []Server{{ReplicasKnown: true, Replicas: 1, Configured: 1}}}, true, true},
 		{"single alone", Report{Topology: Single, Servers: []Server{{ReplicasKnown: true}}}, false, true},
 		{"single silent", Report{Topology: Single, Servers: []Server{{}}}, false, false},

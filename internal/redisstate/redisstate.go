@@ -2,7 +2,8 @@
 // kept in it depends on, and judges whether that state may be lost:
 // persistence (AOF, RDB snapshots), the eviction policy under maxmemory, and
 // replicas. It asks each master with CONFIG GET and INFO replication, and a
-// Redis Cluster's nodes table for the replicas each master has. A server
+// Redis Cluster's nodes table or the Sentinels for the replicas each master
+// has, down ones included. A server
 // that refuses CONFIG (managed Redis often does) or INFO is reported as
 // unknown, never as a fault; only a Redis that cannot be reached is.
 package redisstate
@@ -54,17 +55,33 @@ type Report struct {
 	Topology Topology
 	// Servers are the masters, in address order; none when Err is set.
 	Servers []Server
+	// SentinelKnown: a Sentinel answered with the replicas it knows of the
+	// master (counted in Configured, online or not).
+	SentinelKnown bool
 	// Err: Redis could not be reached (a network failure, not a refusal):
 	// nothing is known.
 	Err error
 }
 
-// Inspect reads every master of rdb. label names a single server or
-// Sentinel's master in the report (their clients do not know a useful
-// address); Cluster's masters are named by their addresses.
-func Inspect(ctx context.Context, rdb redis.UniversalClient, topo Topology, label string) Report {
-	r := Report{Topology: topo}
-	switch c := rdb.(type) {
+// Source is the deployment to read.
+type Source struct {
+	Redis    redis.UniversalClient
+	Topology Topology
+	// Label names a single server or Sentinel's master in reports (their
+	// clients do not know a useful address); Cluster's masters are named
+	// by their addresses.
+	Label string
+	// Sentinel, with Topology Sentinel, reaches the Sentinels (addresses,
+	// master name, credentials): the replicas they know of the master,
+	// online or not, count as configured. Nil: the master's online
+	// replicas only.
+	Sentinel *redis.FailoverOptions
+}
+
+// Inspect reads every master of src.
+func Inspect(ctx context.Context, src Source) Report {
+	r := Report{Topology: src.Topology}
+	switch c := src.Redis.(type) {
 	case *redis.ClusterClient:
 		var mu sync.Mutex
 		r.Err = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
@@ -78,10 +95,15 @@ func Inspect(ctx context.Context, rdb redis.UniversalClient, topo Topology, labe
 			r.Err = configured(ctx, c, r.Servers)
 		}
 	case *redis.Client:
-		s, err := inspectServer(ctx, c, label)
+		s, err := inspectServer(ctx, c, src.Label)
+		if err == nil && src.Topology == Sentinel && src.Sentinel != nil {
+			if n, serr := sentinelReplicas(ctx, src.Sentinel); serr == nil {
+				s.Configured, r.SentinelKnown = max(s.Configured, n), true
+			}
+		}
 		r.Servers, r.Err = []Server{s}, err
 	default:
-		r.Err = fmt.Errorf("redisstate: cannot inspect a %T", rdb)
+		r.Err = fmt.Errorf("redisstate: cannot inspect a %T", src.Redis)
 	}
 	if r.Err != nil {
 		r.Servers = nil
@@ -149,6 +171,23 @@ func onlineReplicas(info string) (n int, ok bool) {
 		}
 	}
 	return n, ok
+}
+
+// sentinelReplicas is how many replicas the first Sentinel that answers
+// knows of the master, down ones included.
+func sentinelReplicas(ctx context.Context, o *redis.FailoverOptions) (int, error) {
+	err := errors.New("redisstate: no Sentinel address")
+	for _, addr := range o.SentinelAddrs {
+		sc := redis.NewSentinelClient(&redis.Options{Addr: addr, Username: o.SentinelUsername, Password: o.SentinelPassword,
+			TLSConfig: o.TLSConfig, DialTimeout: o.DialTimeout, ContextTimeoutEnabled: true, MaxRetries: -1})
+		var replicas []map[string]string
+		replicas, err = sc.Replicas(ctx, o.MasterName).Result()
+		_ = sc.Close()
+		if err == nil {
+			return len(replicas), nil
+		}
+	}
+	return 0, err
 }
 
 // configured sets each master's Configured from Cluster's nodes table,

@@ -46,7 +46,7 @@ func TestInspectServers(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := testenv.StartRedisServerWith(t, 0, c.args...)
-			r := redisstate.Inspect(ctx, client(t, &redis.Options{Addr: s.Addr()}), redisstate.Single, s.Addr())
+			r := redisstate.Inspect(ctx, redisstate.Source{Redis: client(t, &redis.Options{Addr: s.Addr()}), Topology: redisstate.Single, Label: s.Addr()})
 			if r.Err != nil || verdicts(r) != c.want {
 				t.Fatalf("Inspect = %s (err %v), want %s", verdicts(r), r.Err, c.want)
 			}
@@ -62,14 +62,14 @@ func TestInspectServers(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := client(t, &redis.Options{Addr: s.Addr(), Username: "gateway", Password: "gateway-pass"})
-		r := redisstate.Inspect(ctx, c, redisstate.Single, s.Addr())
+		r := redisstate.Inspect(ctx, redisstate.Source{Redis: c, Topology: redisstate.Single, Label: s.Addr()})
 		if want := "persistence=unknown/ eviction=unknown/ replicas=at_risk/0"; r.Err != nil || verdicts(r) != want {
 			t.Fatalf("Inspect = %s (err %v), want %s", verdicts(r), r.Err, want)
 		}
 	})
 	t.Run("miniredis", func(t *testing.T) { // the demo's: says nothing
 		rdb, _ := testenv.Miniredis(t)
-		r := redisstate.Inspect(ctx, rdb, redisstate.Single, "demo")
+		r := redisstate.Inspect(ctx, redisstate.Source{Redis: rdb, Topology: redisstate.Single, Label: "demo"})
 		if want := "persistence=unknown/ eviction=unknown/ replicas=unknown/"; r.Err != nil || verdicts(r) != want {
 			t.Fatalf("Inspect = %s (err %v), want %s", verdicts(r), r.Err, want)
 		}
@@ -80,7 +80,7 @@ func TestInspectServers(t *testing.T) {
 	t.Run("unreachable", func(t *testing.T) {
 		s := testenv.StartRedisServer(t, 0)
 		s.Kill()
-		r := redisstate.Inspect(ctx, client(t, &redis.Options{Addr: s.Addr(), MaxRetries: -1}), redisstate.Single, s.Addr())
+		r := redisstate.Inspect(ctx, redisstate.Source{Redis: client(t, &redis.Options{Addr: s.Addr(), MaxRetries: -1}), Topology: redisstate.Single, Label: s.Addr()})
 		if r.Err == nil || verdicts(r) != "persistence=unknown/ eviction=unknown/ replicas=unknown/" {
 			t.Fatalf("Inspect of a stopped server = %s, err %v; want unknown with the error", verdicts(r), r.Err)
 		}
@@ -94,20 +94,33 @@ func TestInspectReplicated(t *testing.T) {
 	ctx := context.Background()
 	r := testenv.RedisReplicated(t)
 	for _, c := range []struct {
-		name string
-		rdb  redis.UniversalClient
-		topo redisstate.Topology
-	}{{"master", r.Direct(r.Master), redisstate.Single}, {"sentinel", r.Client(), redisstate.Sentinel}} {
-		rep := redisstate.Inspect(ctx, c.rdb, c.topo, "m")
+		name     string
+		rdb      redis.UniversalClient
+		topo     redisstate.Topology
+		sentinel *redis.FailoverOptions
+	}{
+		{"master", r.Direct(r.Master), redisstate.Single, nil},
+		{"sentinel", r.Client(), redisstate.Sentinel, &redis.FailoverOptions{MasterName: r.Name, SentinelAddrs: []string{r.Sentinel}}},
+	} {
+		rep := redisstate.Inspect(ctx, redisstate.Source{Redis: c.rdb, Topology: c.topo, Label: "m", Sentinel: c.sentinel})
 		if want := "persistence=at_risk/none eviction=ok/noeviction replicas=ok/1"; rep.Err != nil || verdicts(rep) != want {
 			t.Errorf("%s: Inspect = %s (err %v), want %s", c.name, verdicts(rep), rep.Err, want)
 		}
-		if yes, known := rep.Replicated(); !yes || !known {
-			t.Errorf("%s: Replicated = %v, %v", c.name, yes, known)
+		if yes, known := rep.Replicated(); !yes || !known || rep.SentinelKnown != (c.sentinel != nil) {
+			t.Errorf("%s: Replicated = %v, %v (Sentinel asked: %v)", c.name, yes, known, rep.SentinelKnown)
 		}
 	}
+	// A Sentinel that knows no replica: not replicated.
+	addr, name := testenv.RedisSentinel(t)
+	opt := &redis.FailoverOptions{MasterName: name, SentinelAddrs: []string{addr}}
+	fc := redis.NewFailoverClient(opt)
+	t.Cleanup(func() { _ = fc.Close() })
+	alone := redisstate.Inspect(ctx, redisstate.Source{Redis: fc, Topology: redisstate.Sentinel, Sentinel: opt})
+	if yes, known := alone.Replicated(); yes || !known || !alone.SentinelKnown {
+		t.Errorf("a Sentinel without replicas: Replicated = %v, %v (Sentinel asked: %v)", yes, known, alone.SentinelKnown)
+	}
 	// The replica's own view: not a master, so nothing said of replicas.
-	rep := redisstate.Inspect(ctx, r.Direct(r.Replica), redisstate.Single, "replica")
+	rep := redisstate.Inspect(ctx, redisstate.Source{Redis: r.Direct(r.Replica), Topology: redisstate.Single, Label: "replica"})
 	if c := rep.Check(redisstate.Replicas); c.State != redisstate.Unknown {
 		t.Errorf("a replica's replicas: %+v, want unknown", c)
 	}
@@ -120,7 +133,7 @@ func TestInspectCluster(t *testing.T) {
 	ctx := context.Background()
 	c := testenv.RedisClusterReplicated(t)
 	rdb := c.Client()
-	rep := redisstate.Inspect(ctx, rdb, redisstate.Cluster, "")
+	rep := redisstate.Inspect(ctx, redisstate.Source{Redis: rdb, Topology: redisstate.Cluster})
 	if rep.Err != nil || len(rep.Servers) != 3 {
 		t.Fatalf("Inspect = %+v", rep)
 	}
@@ -133,7 +146,7 @@ func TestInspectCluster(t *testing.T) {
 		t.Errorf("Inspect = %s, want %s", verdicts(rep), want)
 	}
 	// Without replicas.
-	bare := redisstate.Inspect(ctx, testenv.RedisClusterClient(t), redisstate.Cluster, "")
+	bare := redisstate.Inspect(ctx, redisstate.Source{Redis: testenv.RedisClusterClient(t), Topology: redisstate.Cluster})
 	if yes, known := bare.Replicated(); yes || !known || bare.Check(redisstate.Replicas).State != redisstate.AtRisk {
 		t.Errorf("a cluster without replicas: Replicated %v %v, %s", yes, known, verdicts(bare))
 	}

@@ -7,16 +7,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 )
 
 // Config configures a Watcher. Every zero value has a working default.
 type Config struct {
-	Redis    redis.UniversalClient // required
-	Topology Topology
-	// Label names a single server or Sentinel's master in reports and
-	// logs; Cluster's masters are named by their addresses.
-	Label string
+	Source // what to read; Redis is required
 	// Every is how often Run reads Redis again; zero means a minute.
 	// Retry, how soon after a reading that could not reach Redis; zero
 	// means 5 s.
@@ -75,7 +70,7 @@ func (w *Watcher) Check(ctx context.Context) Report {
 	defer w.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
 	defer cancel()
-	r := Inspect(ctx, w.cfg.Redis, w.cfg.Topology, w.cfg.Label)
+	r := Inspect(ctx, w.cfg.Source)
 	r.At = w.cfg.Now()
 	before := w.Last()
 	w.last.Store(&r)

@@ -24,7 +24,7 @@ func TestWatcher(t *testing.T) {
 	waits, ticks := make(chan time.Duration, 1), make(chan time.Time)
 	reports := make(chan redisstate.Report, 1)
 	reg := prometheus.NewRegistry()
-	w, err := redisstate.NewWatcher(redisstate.Config{Redis: rdb, Topology: redisstate.Single, Label: s.Addr(),
+	w, err := redisstate.NewWatcher(redisstate.Config{Source: redisstate.Source{Redis: rdb, Topology: redisstate.Single, Label: s.Addr()},
 		After:    func(d time.Duration) <-chan time.Time { waits <- d; return ticks },
 		Now:      clock.Now,
 		OnReport: func(_, after redisstate.Report) { reports <- after },
