@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -59,11 +60,14 @@ func (s *Service) record(ctx context.Context, e audit.Entry, before, after any) 
 		return
 	}
 	if _, err := s.audit.Record(context.WithoutCancel(ctx), e); err != nil {
-		msg := "audit: event not recorded"
+		// Recorded but not confirmed is a warning: the event is in the log
+		// (and on the master), and the command line, which logs errors
+		// only, says one thing of the change, not two.
+		msg, level := "audit: event not recorded", slog.LevelError
 		if inEffect(err) {
-			msg = "audit: event recorded, not confirmed by Redis replicas"
+			msg, level = "audit: event recorded, not confirmed by Redis replicas", slog.LevelWarn
 		}
-		s.logger.Error(msg, "actor", e.Actor, "company", e.CompanyID, "action", e.Action,
+		s.logger.Log(ctx, level, msg, "actor", e.Actor, "company", e.CompanyID, "action", e.Action,
 			"keyId", e.KeyID, "before", string(e.Before), "after", string(e.After), "err", err)
 	}
 }

@@ -10,6 +10,11 @@ import "github.com/invoicing-ao/gateway/invoicing"
 // code of the binary, which links admin. Each error's detail is its own
 // (the company it names). audit_unavailable and usage_unavailable, answered
 // when no audit log or usage counter is configured, are audit's and usage's.
+// change_not_replicated (503: Redis's replicas did not confirm a change in
+// time) is defined by each package whose changes wait for them (authz,
+// tenants, audit, events), with one kind and title and a detail that says
+// what became of that change and to repeat it once Redis is healthy; the
+// console puts it first (console/ui/core.js).
 var (
 	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Unauthenticated, Code: "unauthorized_admin", Title: "Admin token required", Message: "admin: missing or wrong admin token"})
 	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: "admin_disabled", Title: "Admin API disabled", Message: "admin: no admin token configured"})

@@ -92,5 +92,9 @@ func (s *Server) readyz(_ http.ResponseWriter, r *http.Request, _ httprouter.Par
 		checks["shutdown"] = "draining"
 		return answer{}, &Error{Code: "not_ready", Detail: "The instance is draining: it is shutting down.", Checks: checks}
 	}
-	return answer{body: map[string]any{"status": status, "checks": checks}}, nil
+	body := map[string]any{"status": status, "checks": checks}
+	if s.durability != nil { // what Redis allows: said, never a reason to be unready
+		body["redisDurability"] = s.durability()
+	}
+	return answer{body: body}, nil
 }

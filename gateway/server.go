@@ -81,6 +81,10 @@ type Config struct {
 	// gateway whose X-Forwarded-For is believed (see clientAddr); empty
 	// means none: the client is the connection's peer.
 	TrustedProxies []netip.Prefix
+	// RedisDurability is what /readyz says of what Redis allows (its
+	// persistence, eviction policy, replicas), as "redisDurability"; nil
+	// says nothing.
+	RedisDurability func() any
 }
 
 // Server holds the dependencies of the handlers.
@@ -99,6 +103,7 @@ type Server struct {
 	cursorKey  []byte
 	proxies    []netip.Prefix
 	draining   atomic.Bool
+	durability func() any // Config.RedisDurability
 	logger     *slog.Logger
 	now        func() time.Time
 }
@@ -107,7 +112,7 @@ type Server struct {
 func New(cfg Config) *Server {
 	s := &Server{
 		live: cfg.Live, test: cfg.Test, keys: cfg.Keys, limiter: cfg.Limiter, guard: cfg.Guard,
-		logger: cfg.Logger, now: cfg.Now, cors: cfg.CORSAllowedOrigins,
+		logger: cfg.Logger, now: cfg.Now, cors: cfg.CORSAllowedOrigins, durability: cfg.RedisDurability,
 	}
 	if s.logger == nil {
 		s.logger = slog.Default()

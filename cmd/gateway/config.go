@@ -35,13 +35,18 @@ type Config struct {
 	LiveDatabaseURL string `yaml:"liveDatabaseURL" env:"GATEWAY_LIVE_DATABASE_URL"`
 	TestDatabaseURL string `yaml:"testDatabaseURL" env:"GATEWAY_TEST_DATABASE_URL"`
 
-	// RedisMinReplicas Redis replicas must acknowledge each write of a key
-	// creation, roll or revocation, a limit change or an audit event before
-	// it is reported done; zero means none: a Redis failover may lose the
-	// last changes. RedisReplicaTimeout bounds each wait for them, zero
-	// meaning 1s (internal/durable).
-	RedisMinReplicas    int           `yaml:"redisMinReplicas" env:"GATEWAY_REDIS_MIN_REPLICAS"`
+	// RedisMinReplicas is how many Redis replicas must acknowledge each
+	// write of a change of the control plane (keys, limits, webhook
+	// endpoints, audit events) before it is reported done: "auto" (unset,
+	// or empty) one when Redis is replicated and none when it is not, an
+	// integer that number, and "0" none at all, named at start as an
+	// opt-out (redisguard.go). RedisReplicaTimeout bounds each wait for
+	// them, zero meaning 1s (internal/durable). RedisAllowEviction lets
+	// serve start on a Redis whose maxmemory-policy may evict the control
+	// plane's records.
+	RedisMinReplicas    string        `yaml:"redisMinReplicas" env:"GATEWAY_REDIS_MIN_REPLICAS"`
 	RedisReplicaTimeout time.Duration `yaml:"redisReplicaTimeout" env:"GATEWAY_REDIS_REPLICA_TIMEOUT"`
+	RedisAllowEviction  bool          `yaml:"redisAllowEviction" env:"GATEWAY_REDIS_ALLOW_EVICTION"`
 
 	// Optional read replicas of the two databases, same engine; empty means
 	// none. Reads go to them, with read-your-writes for created clients for
@@ -119,6 +124,7 @@ func defaultConfig() Config {
 		Addr:               ":8080",
 		AdminAddr:          "127.0.0.1:8081",
 		RedisURL:           "redis://127.0.0.1:6379/0",
+		RedisMinReplicas:   autoReplicas,
 		DatabaseMaxConns:   10,
 		QueryTimeout:       2 * time.Second,
 		BreakerFailures:    5,
@@ -290,8 +296,8 @@ func (c Config) validate(n needs) error {
 	if err := checkRedisURL(c.RedisURL); err != nil { // the forms: redisurl.go
 		bad("RedisURL", err.Error())
 	}
-	if c.RedisMinReplicas < 0 {
-		bad("RedisMinReplicas", "must not be negative (0: no replica confirms a change)")
+	if _, _, err := parseMinReplicas(c.RedisMinReplicas); err != nil { // redisguard.go
+		bad("RedisMinReplicas", err.Error())
 	}
 	if c.RedisReplicaTimeout < 0 || c.RedisReplicaTimeout > maxReplicaTimeout {
 		// A key creation waits up to three times, within the 10 s bound

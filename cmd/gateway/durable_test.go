@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -18,12 +17,14 @@ import (
 )
 
 // TestChangesConfirmedByReplicas runs the command line and the admin API,
-// wired by the binary with redisMinReplicas 1, against a real Redis master
-// and replica under a Sentinel. Changes made with the replica in sync are
-// reported done and survive a failover that loses everything the master
-// had not sent; changes made while the replica is held back are reported
-// as not done (exit 1, 503 change_not_replicated) and never printed as
-// done, and the failover indeed loses them.
+// wired by the binary on the shipped configuration (redisMinReplicas
+// auto), against a real Redis master and replica under a Sentinel: no
+// setting is needed for every change to wait for the replica. Changes made
+// with the replica in sync are reported done; made while it is held back,
+// they are reported as not done (exit 1 and one sentence, 503
+// change_not_replicated) and never printed as done; repeated once it is
+// back, each succeeds and makes one change, not two; and a failover keeps
+// every change reported done and loses the ones reported unconfirmed.
 func TestChangesConfirmedByReplicas(t *testing.T) {
 	r := testenv.RedisReplicated(t)
 	ctx := context.Background()
@@ -32,13 +33,14 @@ func TestChangesConfirmedByReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := map[string]string{
-		"GATEWAY_REDIS_URL":          "redis+sentinel://" + r.Sentinel + "/0?master_name=" + r.Name,
-		"GATEWAY_LIVE_DATABASE_URL":  live,
-		"GATEWAY_TEST_DATABASE_URL":  test,
-		"GATEWAY_ADMIN_TOKEN":        "durable-test-admin-token",
-		"GATEWAY_REDIS_MIN_REPLICAS": "1",
+		"GATEWAY_REDIS_URL":         "redis+sentinel://" + r.Sentinel + "/0?master_name=" + r.Name,
+		"GATEWAY_LIVE_DATABASE_URL": live,
+		"GATEWAY_TEST_DATABASE_URL": test,
+		"GATEWAY_ADMIN_TOKEN":       "durable-test-admin-token",
 		// Long enough for a replica that keeps up on a busy machine.
 		"GATEWAY_REDIS_REPLICA_TIMEOUT": "3s",
+		// Webhook endpoints on this machine.
+		"GATEWAY_EVENTS_ALLOW_HTTP": "true", "GATEWAY_EVENTS_ALLOWED_NETWORKS": "127.0.0.0/8",
 	}
 	with := func(set map[string]string) func(string) string {
 		m := maps.Clone(base)
@@ -49,49 +51,49 @@ func TestChangesConfirmedByReplicas(t *testing.T) {
 	// Gives up soon on a replica held back for good.
 	quick := with(map[string]string{"GATEWAY_REDIS_REPLICA_TIMEOUT": "200ms"})
 	co := gendata.DemoCompanyA
-	create := func(env func(string) string, name string) (id, secret string) {
+	run := func(env func(string) string, what string, v any, args ...string) {
 		t.Helper()
-		code, out, errs := gw(t, env, "keys", "create", "--company", co, "--mode", "LIVE", "--scopes", "clients:read", "--name", name, "--json")
-		var k struct{ ID, Key string }
-		if code != 0 || json.Unmarshal([]byte(out), &k) != nil || k.Key == "" {
-			t.Fatalf("create %s: %d %s %s", name, code, out, errs)
+		code, out, errs := gw(t, env, append(args, "--json")...)
+		if code != 0 || json.Unmarshal([]byte(out), v) != nil {
+			t.Fatalf("%s: %d %s %s", what, code, out, errs)
 		}
-		return k.ID, k.Key
+	}
+	type made struct{ ID, Key, Secret string }
+	key := func(env func(string) string, name string) (k made) {
+		t.Helper()
+		run(env, "create key "+name, &k, "keys", "create", "--company", co, "--mode", "LIVE", "--scopes", "clients:read", "--name", name)
+		return k
+	}
+	endpoint := func(env func(string) string, name string) (e made) {
+		t.Helper()
+		run(env, "create endpoint "+name, &e, "webhooks", "create", "--company", co, "--mode", "LIVE", "--url", "http://127.0.0.1:9/"+name, "--description", name)
+		return e
 	}
 
-	revokedID, revokedKey := create(sure, "revoked")
-	heldID, heldKey := create(sure, "revoke-held-back")
-	adminID, adminKey := create(sure, "admin-revoke-held-back")
-	rolledID, rolledKey := create(sure, "rolled")
-	if code, _, errs := gw(t, sure, "keys", "revoke", revokedID); code != 0 {
+	revoked, held, adminHeld, rolled, lost := key(sure, "revoked"), key(sure, "revoke-held-back"), key(sure, "admin-revoke-held-back"), key(sure, "rolled"), key(sure, "lost")
+	whDeleted, whAdmin, whLost := endpoint(sure, "deleted"), endpoint(sure, "admin-deleted"), endpoint(sure, "lost")
+	if code, _, errs := gw(t, sure, "keys", "revoke", revoked.ID); code != 0 {
 		t.Fatalf("revoke, replica in sync: %d %s", code, errs)
 	}
-	code, out, errs := gw(t, sure, "keys", "roll", rolledID, "--json")
-	var rolled struct{ ID, Key string }
-	if code != 0 || json.Unmarshal([]byte(out), &rolled) != nil || rolled.Key == "" {
-		t.Fatalf("roll, replica in sync: %d %s %s", code, out, errs)
-	}
+	var successor made
+	run(sure, "roll, replica in sync", &successor, "keys", "roll", rolled.ID)
 	if code, _, errs := gw(t, sure, "limits", "set", "--company", co, "--mode", "LIVE", "--rps", "3", "--burst", "4"); code != 0 {
 		t.Fatalf("limits set, replica in sync: %d %s", code, errs)
 	}
 
 	r.Link.Pause()
-	for _, c := range []struct {
-		args []string
-		want string // in the message
-	}{
-		{[]string{"keys", "revoke", heldID}, "revoke it again"},
-		{[]string{"keys", "create", "--company", co, "--mode", "LIVE", "--scopes", "clients:read", "--name", "unconfirmed"}, "no secret issued"},
-		{[]string{"keys", "roll", rolled.ID}, "no secret issued"},
-		{[]string{"limits", "set", "--company", co, "--mode", "LIVE", "--rps", "1", "--burst", "1"}, "make the change again"},
-		{[]string{"limits", "reset", "--company", co}, "make the change again"},
-	} {
-		code, out, errs := gw(t, quick, c.args...)
-		// A key's hint (igw_live_…Ab3d) may be logged with the audit event
-		// a revocation could not confirm; a secret never.
-		if code != 1 || out != "" || !strings.Contains(errs, c.want) || regexp.MustCompile(`igw_live_[0-9A-Za-z]{8}`).MatchString(errs) {
-			t.Errorf("%v, replica held back: exit %d, stdout %q, stderr %q; want exit 1, nothing on stdout, a message saying %q", c.args, code, out, errs, c.want)
-		}
+	heldBack := [][]string{
+		{"keys", "revoke", held.ID},
+		{"keys", "create", "--company", co, "--mode", "LIVE", "--scopes", "clients:read", "--name", "unconfirmed"},
+		{"keys", "roll", successor.ID},
+		{"limits", "set", "--company", co, "--mode", "LIVE", "--rps", "5", "--burst", "6"},
+		{"limits", "reset", "--company", co},
+		{"webhooks", "create", "--company", co, "--mode", "LIVE", "--url", "http://127.0.0.1:9/unconfirmed", "--description", "unconfirmed"},
+		{"webhooks", "update", whLost.ID, "--description", "changed while held back"},
+		{"webhooks", "delete", whDeleted.ID},
+	}
+	for _, args := range heldBack {
+		expectUnconfirmed(t, quick, args...)
 	}
 	// The admin API answers 503 change_not_replicated, with Retry-After.
 	d, err := connect(ctx, mustConfig(t, quick), slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -101,86 +103,154 @@ func TestChangesConfirmedByReplicas(t *testing.T) {
 	t.Cleanup(d.Close)
 	adminSrv := httptest.NewServer(d.admin.Handler(d.server))
 	t.Cleanup(adminSrv.Close)
-	req, _ := http.NewRequest(http.MethodDelete, adminSrv.URL+"/admin/v1/keys/"+adminID, nil)
-	req.Header.Set("Authorization", "Bearer "+base["GATEWAY_ADMIN_TOKEN"])
+	for _, c := range []struct{ method, path, body, want string }{
+		{http.MethodDelete, "/admin/v1/keys/" + adminHeld.ID, "", "Revoke it again"},
+		{http.MethodDelete, "/admin/v1/webhooks/" + whAdmin.ID, "", "may or may not have applied"},
+		{http.MethodPost, "/admin/v1/companies/" + co + "/webhooks", `{"mode":"LIVE","url":"http://127.0.0.1:9/admin-unconfirmed"}`, "taken back"},
+	} {
+		expectUnconfirmedAnswer(t, adminSrv.URL, base["GATEWAY_ADMIN_TOKEN"], c.method, c.path, c.body, c.want)
+	}
+
+	// Repeated once the replica is back, every change succeeds, and makes
+	// one change: one key and one endpoint of those the replica did not
+	// confirm, the revocations and the deletions confirmed.
+	r.Link.Resume()
+	for _, args := range append(heldBack, []string{"keys", "revoke", adminHeld.ID}, []string{"webhooks", "delete", whAdmin.ID}) {
+		if code, _, errs := gw(t, quick, args...); code != 0 {
+			t.Errorf("%v again, replica back: exit %d, %s", args, code, errs)
+		}
+	}
+	expectOnce(t, sure, co)
+	// Held back again: a revocation and a deletion reported unconfirmed,
+	// then the failover.
+	r.Synced()
+	r.Link.Pause()
+	expectUnconfirmed(t, quick, "keys", "revoke", lost.ID)
+	expectUnconfirmed(t, quick, "webhooks", "delete", whLost.ID)
+	r.Failover()
+	after := with(map[string]string{"GATEWAY_REDIS_MIN_REPLICAS": "0"}) // the promoted master is alone
+	expectKeys(t, after, co, map[string]int{
+		"revoked, confirmed":                   http.StatusUnauthorized,
+		"revoked when repeated (command line)": http.StatusUnauthorized,
+		"revoked when repeated (admin API)":    http.StatusUnauthorized,
+		"roll's successor, rolled again":       http.StatusOK, // in its overlap
+		// Reported not done, and lost: the answer was right not to say
+		// otherwise.
+		"revocation held back, then lost": http.StatusOK,
+	}, map[string]string{
+		"revoked, confirmed":                   revoked.Key,
+		"revoked when repeated (command line)": held.Key,
+		"revoked when repeated (admin API)":    adminHeld.Key,
+		"roll's successor, rolled again":       successor.Key,
+		"revocation held back, then lost":      lost.Key,
+	})
+	code, out, errs := gw(t, after, "webhooks", "list", "--company", co, "--json")
+	if code != 0 || !strings.Contains(out, whLost.ID) || strings.Contains(out, whDeleted.ID) || strings.Contains(out, whAdmin.ID) {
+		t.Errorf("endpoints after the failover: %d %s %s; want %s back (its deletion unconfirmed), %s and %s gone", code, out, errs, whLost.ID, whDeleted.ID, whAdmin.ID)
+	}
+	// With no replica left, a change cannot be confirmed and is not said
+	// to be done.
+	expectUnconfirmed(t, quick, "keys", "revoke", lost.ID)
+}
+
+// expectUnconfirmed runs a change whose replicas cannot confirm it: exit 1,
+// nothing on stdout, and one sentence that says what became of it and to
+// repeat it once Redis is healthy, never a secret.
+func expectUnconfirmed(t *testing.T, env func(string) string, args ...string) {
+	t.Helper()
+	code, out, errs := gw(t, env, args...)
+	said := strings.TrimPrefix(strings.TrimSpace(errs), "gateway: ")
+	if code != 1 || out != "" || strings.Contains(said, "\n") || !strings.Contains(said, "once Redis is healthy") ||
+		!(strings.Contains(said, "may or may not have applied") || strings.Contains(said, "taken back")) ||
+		regexp.MustCompile(`igw_live_[0-9A-Za-z]{8}|whsec_`).MatchString(errs) {
+		t.Errorf("%v, replica held back: exit %d, stdout %q, stderr %q; want exit 1, nothing on stdout, one sentence saying it may or may not have applied (or was taken back) and to repeat it once Redis is healthy", args, code, out, errs)
+	}
+}
+
+// expectUnconfirmedAnswer sends an admin API change whose replicas cannot
+// confirm it: 503 change_not_replicated with Retry-After, its detail
+// saying want.
+func expectUnconfirmedAnswer(t *testing.T, base, token, method, path, body, want string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("X-Actor", "ana@platform")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := io.ReadAll(res.Body)
+	b, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	var problem struct{ Code, Detail string }
-	_ = json.Unmarshal(body, &problem)
+	_ = json.Unmarshal(b, &problem)
 	if res.StatusCode != http.StatusServiceUnavailable || problem.Code != "change_not_replicated" || res.Header.Get("Retry-After") == "" ||
-		!strings.Contains(problem.Detail, "Revoke it again") {
-		t.Errorf("admin revoke, replica held back: %d %s (Retry-After %q)", res.StatusCode, body, res.Header.Get("Retry-After"))
+		!strings.Contains(problem.Detail, want) || strings.Contains(string(b), "whsec_") {
+		t.Errorf("%s %s, replica held back: %d %s (Retry-After %q); want 503 change_not_replicated saying %q", method, path, res.StatusCode, b, res.Header.Get("Retry-After"), want)
 	}
+}
 
-	r.Failover()
-	after := with(map[string]string{"GATEWAY_REDIS_MIN_REPLICAS": "0"})
-	fresh, err := connect(ctx, mustConfig(t, after), slog.New(slog.NewTextHandler(io.Discard, nil)))
+// expectOnce: the changes repeated after being reported unconfirmed made
+// one key named "unconfirmed" and one endpoint described so, and the
+// audit log records each once.
+func expectOnce(t *testing.T, env func(string) string, co string) {
+	t.Helper()
+	_, out, _ := gw(t, env, "keys", "list", "--company", co, "--json")
+	var keys []struct{ Name, State string }
+	_ = json.Unmarshal([]byte(out), &keys)
+	n := 0
+	for _, k := range keys {
+		if k.Name == "unconfirmed" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("keys named unconfirmed after the repeated creation: %d, want 1", n)
+	}
+	_, out, _ = gw(t, env, "webhooks", "list", "--company", co, "--json")
+	if got := strings.Count(out, `"description":"unconfirmed"`); got != 1 {
+		t.Errorf("endpoints described unconfirmed after the repeated creation: %d, want 1\n%s", got, out)
+	}
+	_, out, _ = gw(t, env, "audit", "--company", co, "--json")
+	var a struct {
+		Events []struct{ Action, KeyID, WebhookID string } `json:"data"`
+	}
+	_ = json.Unmarshal([]byte(out), &a)
+	counts := map[string]int{}
+	for _, e := range a.Events {
+		counts[e.Action+" "+e.KeyID+e.WebhookID]++
+	}
+	for what, n := range counts {
+		if n > 1 && !strings.HasPrefix(what, "limits.") && !strings.HasPrefix(what, "webhook.updated") {
+			t.Errorf("audit: %s recorded %d times", what, n)
+		}
+	}
+}
+
+// expectKeys asks the public API with each key and wants each status.
+func expectKeys(t *testing.T, env func(string) string, co string, want map[string]int, secrets map[string]string) {
+	t.Helper()
+	d, err := connect(context.Background(), mustConfig(t, env), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(fresh.Close)
-	pub := httptest.NewServer(fresh.server.Handler())
+	t.Cleanup(d.Close)
+	pub := httptest.NewServer(d.server.Handler())
 	t.Cleanup(pub.Close)
-	for _, k := range []struct {
-		name, secret string
-		want         int
-	}{
-		{"revoked, confirmed", revokedKey, http.StatusUnauthorized},
-		{"rolled, in its overlap", rolledKey, http.StatusOK},
-		{"roll's successor, confirmed", rolled.Key, http.StatusOK},
-		// Reported not done, and lost: the answers were right not to say
-		// otherwise.
-		{"revocation held back (command line)", heldKey, http.StatusOK},
-		{"revocation held back (admin API)", adminKey, http.StatusOK},
-	} {
+	for name, status := range want {
 		req, _ := http.NewRequest(http.MethodGet, pub.URL+"/api/v1/v1/clients?pageSize=1", nil)
-		req.Header.Set("Authorization", "Bearer "+k.secret)
+		req.Header.Set("Authorization", "Bearer "+secrets[name])
 		req.Header.Set("X-Company-Id", co)
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		res.Body.Close()
-		if res.StatusCode != k.want {
-			t.Errorf("after the failover, key %s: %d, want %d", k.name, res.StatusCode, k.want)
+		if res.StatusCode != status {
+			t.Errorf("after the failover, key %s: %d, want %d", name, res.StatusCode, status)
 		}
-	}
-	code, out, errs = gw(t, after, "limits", "get", "--company", co, "--json")
-	var limits struct {
-		Live struct {
-			Rate   float64
-			Burst  int
-			Custom bool
-		}
-	}
-	if code != 0 || json.Unmarshal([]byte(out), &limits) != nil || limits.Live.Rate != 3 || limits.Live.Burst != 4 || !limits.Live.Custom {
-		t.Errorf("after the failover, limits: %d %s %s; want the confirmed 3/s burst 4", code, out, errs)
-	}
-	code, out, errs = gw(t, after, "audit", "--company", co, "--json")
-	var a struct {
-		Events []struct{ Action string } `json:"data"`
-	}
-	if code != 0 || json.Unmarshal([]byte(out), &a) != nil {
-		t.Fatalf("audit after the failover: %d %s %s", code, out, errs)
-	}
-	var actions []string
-	for _, e := range a.Events {
-		actions = append(actions, e.Action)
-	}
-	// The confirmed changes' events, in order; none of the others.
-	want := "key.created key.created key.created key.created key.revoked key.rolled key.created limits.set"
-	if strings.Join(actions, " ") != want {
-		t.Errorf("audit after the failover: %v\nwant %s", actions, want)
-	}
-	// With no replica left, a change cannot be confirmed and is not said
-	// to be done.
-	if code, out, errs := gw(t, quick, "keys", "revoke", heldID); code != 1 || out != "" || !strings.Contains(errs, "revoke it again") {
-		t.Errorf("revoke on a master without replicas: %d %q %q", code, out, errs)
 	}
 }
 
@@ -194,28 +264,12 @@ func mustConfig(t *testing.T, env func(string) string) Config {
 	return cfg
 }
 
-// TestFewReplicasWarned: at start, a Redis master with fewer replicas than
-// redisMinReplicas is named in a warning, before any change is refused.
-func TestFewReplicasWarned(t *testing.T) {
-	rdb, _ := testenv.Redis(t) // the tests' Redis has no replica
-	var logs bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(&logs, nil))
-	warnFewReplicas(context.Background(), rdb, 1, logger)
-	if !strings.Contains(logs.String(), "fewer replicas than GATEWAY_REDIS_MIN_REPLICAS") || !strings.Contains(logs.String(), "replicas=0") {
-		t.Errorf("no warning for a master without replicas: %q", logs.String())
-	}
-	logs.Reset()
-	warnFewReplicas(context.Background(), rdb, 0, logger)
-	if logs.Len() != 0 {
-		t.Errorf("a warning without redisMinReplicas: %q", logs.String())
-	}
-}
-
 // TestChangesConfirmedOnRedisCluster: the command line, wired by the binary
-// with redisMinReplicas 1 on a Redis Cluster with a replica per master:
-// each change waits on the master of every key it writes (the scripts and
-// the transaction of a limits reset included) and succeeds, and the audit
-// log, confirmed the same way, has every event.
+// on a Redis Cluster with a replica per master and redisMinReplicas auto,
+// finds the cluster replicated: each change waits for one replica on the
+// master of every key it writes (the scripts and the transaction of a
+// limits reset included) and succeeds, and the audit log, confirmed the
+// same way, has every event.
 func TestChangesConfirmedOnRedisCluster(t *testing.T) {
 	c := testenv.RedisClusterReplicated(t)
 	ctx := context.Background()
@@ -227,9 +281,17 @@ func TestChangesConfirmedOnRedisCluster(t *testing.T) {
 		"GATEWAY_REDIS_URL":             "redis+cluster://" + c.Addrs[0] + "?addr=" + c.Addrs[1] + "&addr=" + c.Addrs[2],
 		"GATEWAY_LIVE_DATABASE_URL":     live,
 		"GATEWAY_TEST_DATABASE_URL":     test,
-		"GATEWAY_REDIS_MIN_REPLICAS":    "1",
 		"GATEWAY_REDIS_REPLICA_TIMEOUT": "3s",
 	})
+	d, err := connect(ctx, mustConfig(t, env), slog.New(slog.NewTextHandler(io.Discard, nil)), only(needRedis))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := d.guard.target.Replicas()
+	d.Close()
+	if n != 1 {
+		t.Fatalf("on a cluster with replicas, changes wait for %d replicas, want 1", n)
+	}
 	co := gendata.DemoCompanyA
 	code, out, errs := gw(t, env, "keys", "create", "--company", co, "--mode", "LIVE", "--scopes", "clients:read", "--json")
 	var k struct{ ID string }

@@ -153,6 +153,9 @@ func message(err error) string {
 		return dep.Error()
 	}
 	p := gateway.Problem(err)
+	if p.Code == "change_not_replicated" { // one sentence: what happened, and what to do
+		return p.Detail
+	}
 	if p.Code == "internal_error" || p.Status() >= 500 {
 		if h := hint(err, ""); h != "" {
 			return err.Error() + "\n(" + h + ")"

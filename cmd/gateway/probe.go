@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -28,10 +30,56 @@ func cmdProbe(ctx context.Context, c *invocation) error {
 		return fmt.Errorf("probe %s: %w", u.Redacted(), err)
 	}
 	defer res.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
 	if res.StatusCode != http.StatusOK {
 		return fmt.Errorf("probe %s: %s", u.Redacted(), res.Status)
 	}
 	fmt.Fprintln(c.stdout, "ok")
+	printDurability(c.stdout, body)
 	return nil
+}
+
+// probeHints say what a check's state means, for the probe's lines.
+var probeHints = map[string]map[string]string{
+	"persistence": {"at_risk": "a Redis restart empties it; set appendonly yes"},
+	"eviction":    {"at_risk": "Redis may delete the control plane's records under memory pressure; set maxmemory-policy noeviction"},
+	"replicas":    {"at_risk": "no replica holds a copy of the control plane"},
+}
+
+// printDurability prints what /readyz says of Redis (redisDurability), a
+// line per check, when it says it.
+func printDurability(w io.Writer, body []byte) {
+	var r struct {
+		Durability map[string]json.RawMessage `json:"redisDurability"`
+	}
+	if json.Unmarshal(body, &r) != nil || r.Durability == nil {
+		return
+	}
+	for _, name := range []string{"persistence", "eviction", "replicas"} {
+		var c struct{ State, Value string }
+		if json.Unmarshal(r.Durability[name], &c) != nil || c.State == "" {
+			continue
+		}
+		line := "redis " + name + ": " + strings.ReplaceAll(c.State, "_", " ")
+		if c.Value != "" {
+			line += " (" + c.Value + ")"
+		}
+		switch h := probeHints[name][c.State]; {
+		case h != "":
+			line += ": " + h
+		case c.State == "unknown":
+			line += ": Redis does not say (CONFIG GET or INFO refused), or cannot be reached"
+		}
+		fmt.Fprintln(w, line)
+	}
+	var n int
+	switch err := json.Unmarshal(r.Durability["changesWaitForReplicas"], &n); {
+	case err != nil:
+	case n == 0:
+		fmt.Fprintln(w, "redis changes: done once the master has them (no replica waited for)")
+	case n == 1:
+		fmt.Fprintln(w, "redis changes: each confirmed by a replica before it is done")
+	default:
+		fmt.Fprintf(w, "redis changes: each confirmed by %d replicas before it is done\n", n)
+	}
 }

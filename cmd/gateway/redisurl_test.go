@@ -107,10 +107,15 @@ func TestGatewayOnRedisCluster(t *testing.T) {
 	}
 }
 
-// TestGatewayOnRedisSentinel is the same through a real Sentinel.
+// TestGatewayOnRedisSentinel is the same through a real Sentinel; its
+// master has no replica, which the Sentinel says: changes wait for none
+// (redisMinReplicas auto).
 func TestGatewayOnRedisSentinel(t *testing.T) {
 	addr, master := testenv.RedisSentinel(t)
-	smokeGateway(t, "redis+sentinel://"+addr+"/0?master_name="+master)
+	d := smokeGateway(t, "redis+sentinel://"+addr+"/0?master_name="+master)
+	if n := d.guard.target.Replicas(); n != 0 {
+		t.Errorf("a Sentinel whose master has no replica: changes wait for %d replicas, want 0", n)
+	}
 }
 
 func smokeGateway(t *testing.T, redisURL string) *deps {

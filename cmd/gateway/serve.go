@@ -49,10 +49,19 @@ func cmdServe(ctx context.Context, c *invocation) error {
 		return err
 	}
 	defer d.Close()
+	// What Redis allows: a Redis that may evict the control plane's
+	// records is refused, one that may lose it otherwise is named; then
+	// read each minute (redisguard.go).
+	if err := d.guard.startup(cfg); err != nil {
+		pubLn.Close()
+		admLn.Close()
+		return err
+	}
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	warnPlainSecrets(cfg, logger)
 	go resealAtStart(wctx, d, logger)
+	go d.guard.run(wctx)
 	down := watchDependencies(wctx, logger, d.dependencies(cfg), defaultWatch)
 	return serveOn(ctx, cfg, d, logger, pubLn, admLn, func(pub, adm net.Addr) {
 		logger.Info("gateway listening", "public", pub.String(), "admin", adm.String(), "version", versionString(),

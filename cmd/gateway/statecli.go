@@ -26,7 +26,7 @@ import (
 func stateConfig(d *deps, cfg Config) state.Config {
 	return state.Config{
 		Redis:   d.rdb,
-		Durable: durable.Policy{Replicas: cfg.RedisMinReplicas, Timeout: cfg.RedisReplicaTimeout},
+		Durable: durable.Policy{Target: d.guard.target, Timeout: cfg.RedisReplicaTimeout}, // as every change (redisguard.go)
 		Gateway: versionString(),
 		Parts: []state.Part{
 			part("keys", d.keys.ExportState, d.keys.PlanImport),

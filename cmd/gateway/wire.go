@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +34,7 @@ type deps struct {
 	events     *events.Service // webhooks: run by serve and demo, managed through admin
 	audit      *audit.Log
 	usage      *usagecounter.Counter
+	guard      *redisGuard // what Redis allows, and the replicas changes wait for
 }
 
 // connect opens Redis and both databases and builds the server and the
@@ -60,9 +60,6 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 			d.Close()
 			return nil, &depError{what: "Redis", setting: settingName("RedisURL"), target: redactURL(cfg.RedisURL), err: err}
 		}
-	}
-	if o.needs&needRedis != 0 {
-		warnFewReplicas(ctx, rdb, cfg.RedisMinReplicas, logger)
 	}
 	var live, test gateway.Store // nil interfaces for the databases not needed
 	for _, db := range []struct {
@@ -91,11 +88,13 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		d.Close()
 		return nil, fmt.Errorf("setting %s: %w", settingName("TrustedProxies"), err)
 	}
-	// Every administrative change waits for the same replicas.
-	replicas, replicaTimeout := cfg.RedisMinReplicas, cfg.RedisReplicaTimeout
+	// Every administrative change waits for the same replicas: the
+	// guard's target, which follows Redis's topology (redisguard.go).
+	d.guard = newRedisGuard(cfg, logger)
+	target, replicaTimeout := d.guard.target, cfg.RedisReplicaTimeout
 	d.keys = authz.New(authz.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "authz:", CacheTTL: cfg.KeyCacheTTL, StaleTTL: cfg.KeyStaleTTL, Logger: logger, TracerProvider: o.tp,
 		RefuseLegacyForm: cfg.KeyRefuseLegacyForm,
-		MinReplicas:      replicas, ReplicaTimeout: replicaTimeout})
+		ReplicaTarget:    target, ReplicaTimeout: replicaTimeout})
 	d.limiter = tenants.New(tenants.Config{
 		Redis:          rdb,
 		Prefix:         cfg.RedisPrefix + "tenants:",
@@ -104,7 +103,7 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		RedisTimeout:   o.redisTimeout,
 		Logger:         logger,
 		TracerProvider: o.tp,
-		MinReplicas:    replicas,
+		ReplicaTarget:  target,
 		ReplicaTimeout: replicaTimeout,
 	})
 	d.usage = usagecounter.New(usagecounter.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "usage:", Logger: logger})
@@ -115,8 +114,15 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		CORSAllowedOrigins: origins,
 		TracerProvider:     o.tp, Usage: d.usage, RedisPool: rdb,
 		Idempotency:    idempotency.New(idempotency.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "idem:"}),
-		TrustedProxies: proxies,
+		TrustedProxies: proxies, RedisDurability: d.guard.readiness,
 	})
+	if err := d.guard.watch(cfg, rdb, d.server.MetricsRegisterer()); err != nil { // a mistake of ours
+		d.Close()
+		return nil, err
+	}
+	if o.needs&needRedis != 0 {
+		d.guard.watcher.Check(ctx) // sets the target: at once for a command, before serve starts
+	}
 	// live is a nil interface without the live database (the Redis-only
 	// commands): company ids are then checked for their form only.
 	ec := eventsConfig(cfg)
@@ -126,6 +132,7 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		d.Close()
 		return nil, err
 	}
+	ec.ReplicaTarget, ec.ReplicaTimeout = target, replicaTimeout
 	if d.live != nil {
 		ec.Sources[invoicing.Live] = d.live
 	}
@@ -140,7 +147,7 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 	if d.live != nil {
 		dir = d.live
 	}
-	d.audit = audit.New(audit.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "audit:", MinReplicas: replicas, ReplicaTimeout: replicaTimeout})
+	d.audit = audit.New(audit.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "audit:", ReplicaTarget: target, ReplicaTimeout: replicaTimeout})
 	d.admin = admin.New(admin.Config{Keys: d.keys, Limiter: d.limiter, Usage: d.usage, Companies: live, Directory: dir,
 		Audit:    d.audit,
 		Webhooks: d.events, Token: cfg.AdminToken, Logger: logger})
@@ -167,43 +174,6 @@ func pingRedis(ctx context.Context, rdb redis.UniversalClient) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	return rdb.Ping(ctx).Err()
-}
-
-// warnFewReplicas logs a warning for each Redis master that has fewer
-// replicas connected than RedisMinReplicas: until they are back, every key
-// and limit change is refused as unconfirmed, and the operator should learn
-// why before the first one. A Redis that does not answer is said so
-// elsewhere (pingRedis, serve's health checks).
-func warnFewReplicas(ctx context.Context, rdb redis.UniversalClient, want int, logger *slog.Logger) {
-	if want <= 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	check := func(ctx context.Context, c *redis.Client) error {
-		info, err := c.Info(ctx, "replication").Result()
-		if err != nil {
-			return nil
-		}
-		n := -1
-		for _, line := range strings.Split(info, "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
-				n, _ = strconv.Atoi(v)
-			}
-		}
-		if n >= 0 && n < want {
-			logger.Warn("Redis master has fewer replicas than "+settingName("RedisMinReplicas")+
-				": every key, limit and audit change will be refused as unconfirmed until they are back",
-				"master", c.Options().Addr, "replicas", n, "wanted", want)
-		}
-		return nil
-	}
-	switch c := rdb.(type) {
-	case *redis.ClusterClient:
-		_ = c.ForEachMaster(ctx, check)
-	case *redis.Client:
-		_ = check(ctx, c)
-	}
 }
 
 // wireOption adjusts what connectWith builds.
