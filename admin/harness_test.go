@@ -49,8 +49,15 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	w := &world{t: t, live: testenv.Postgres(t), test: testenv.Postgres(t)}
-	w.rdb, w.prefix = testenv.Redis(t)
+	rdb, prefix := testenv.Redis(t)
+	return newWorldOn(t, rdb, prefix)
+}
+
+// newWorldOn is a world whose Redis is rdb (a replicated one, say), its
+// keys under prefix.
+func newWorldOn(t *testing.T, rdb *redis.Client, prefix string) *world {
+	t.Helper()
+	w := &world{t: t, live: testenv.Postgres(t), test: testenv.Postgres(t), rdb: rdb, prefix: prefix}
 	if _, err := gendata.SetUpSmall(context.Background(), w.live, w.test, 7); err != nil {
 		t.Fatalf("demo data: %v", err)
 	}
@@ -73,6 +80,14 @@ type instance struct {
 type instanceConfig struct {
 	liveLimit, testLimit tenants.Limit
 	schedule             []time.Duration // the webhooks' retries; nil: events.DefaultSchedule
+	replicas             int             // Redis replicas each change waits for
+	replicaTimeout       time.Duration
+}
+
+// withReplicas makes every change wait for n Redis replicas, each wait
+// bounded by timeout.
+func withReplicas(n int, timeout time.Duration) func(*instanceConfig) {
+	return func(c *instanceConfig) { c.replicas, c.replicaTimeout = n, timeout }
 }
 
 // withRetries gives the instance's webhooks a retry schedule of a test's
@@ -101,9 +116,10 @@ func (w *world) start(opts ...func(*instanceConfig)) *instance {
 	}
 	live, test := open(w.live), open(w.test)
 	logger := slog.New(slog.NewJSONHandler(in.logs, nil))
-	keys := authz.New(authz.Config{Redis: w.rdb, Prefix: w.prefix + "authz:", Now: in.clock.Now, Logger: logger})
+	keys := authz.New(authz.Config{Redis: w.rdb, Prefix: w.prefix + "authz:", Now: in.clock.Now, Logger: logger,
+		MinReplicas: cfg.replicas, ReplicaTimeout: cfg.replicaTimeout})
 	limiter := tenants.New(tenants.Config{Redis: w.rdb, Prefix: w.prefix + "tenants:",
-		LiveDefault: cfg.liveLimit, TestDefault: cfg.testLimit, Logger: logger})
+		LiveDefault: cfg.liveLimit, TestDefault: cfg.testLimit, Logger: logger, MinReplicas: cfg.replicas, ReplicaTimeout: cfg.replicaTimeout})
 	in.usage = usage.New(usage.Config{Redis: w.rdb, Prefix: w.prefix + "usage:", FlushEvery: time.Hour, Now: in.clock.Now, Logger: logger})
 	// The instance's clock drives keys' expiry and the views of it alike.
 	in.srv = gateway.New(gateway.Config{Live: live, Test: test, Keys: keys, Limiter: limiter,
@@ -114,13 +130,15 @@ func (w *world) start(opts ...func(*instanceConfig)) *instance {
 	ev, err := events.New(events.Config{Redis: w.rdb, Prefix: w.prefix + "events:", Logger: logger,
 		Sources:   map[invoicing.Mode]events.Source{invoicing.Live: live, invoicing.Test: test},
 		AllowHTTP: true, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		Tick: 20 * time.Millisecond, Settle: 300 * time.Millisecond, Timeout: 2 * time.Second, Schedule: cfg.schedule})
+		Tick: 20 * time.Millisecond, Settle: 300 * time.Millisecond, Timeout: 2 * time.Second, Schedule: cfg.schedule,
+		MinReplicas: cfg.replicas, ReplicaTimeout: cfg.replicaTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
 	in.events = ev
 	in.adm = admin.New(admin.Config{Keys: keys, Limiter: limiter, Usage: in.usage, Companies: live, Directory: live, Token: in.adminToken, Webhooks: ev,
-		Audit: audit.New(audit.Config{Redis: w.rdb, Prefix: w.prefix + "audit:", Now: in.clock.Now}), Logger: logger, Now: in.clock.Now})
+		Audit:  audit.New(audit.Config{Redis: w.rdb, Prefix: w.prefix + "audit:", Now: in.clock.Now, MinReplicas: cfg.replicas, ReplicaTimeout: cfg.replicaTimeout}),
+		Logger: logger, Now: in.clock.Now})
 	in.pub = httptest.NewServer(in.srv.Handler())
 	in.hold = &holdback{}
 	in.admin = httptest.NewServer(in.hold.wrap(in.adm.Handler(in.srv)))

@@ -42,6 +42,11 @@ async function api(method, path, body) {
 function problemText(e) {
   const p = e && e.problem;
   if (!p) return String(e && e.message ? e.message : e);
+  // A change Redis's replicas did not confirm: said first in plain words,
+  // then what became of this one (in effect, or taken back).
+  if (p.code === "change_not_replicated") {
+    return "Not confirmed by Redis: this change may or may not have applied. Repeat it once Redis is healthy; repeating it is safe. " + p.detail;
+  }
   const fields = (p.errors || []).filter((f) => !String(p.detail).includes(f.field + " " + f.message))
     .map((f) => "\n  " + f.field + ": " + f.message).join("");
   return p.title + ": " + p.detail + fields;
