@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -172,11 +173,21 @@ func checkComposeURLs(t *testing.T, name string, cfg Config, f composeFile) {
 			t.Errorf("service %s: database password differs from the postgres service's", name)
 		}
 	}
-	if _, ok := f.Services["redis"]; !ok {
+	rs, ok := f.Services["redis"]
+	if !ok {
 		t.Fatal("no redis service")
 	}
 	if u, err := url.Parse(cfg.RedisURL); err != nil || u.Hostname() != "redis" {
 		t.Errorf("service %s: Redis URL %s is not the redis service", name, cfg.RedisURL)
+	}
+	// The control plane lives in it: AOF on a volume, no eviction, as
+	// serve requires (redisguard.go).
+	cmd := strings.Join(rs.Command, " ")
+	if !strings.Contains(cmd, "--appendonly yes") || !strings.Contains(cmd, "--maxmemory-policy noeviction") || !slices.ContainsFunc(rs.Volumes, func(v string) bool { return strings.HasSuffix(v, ":/data") }) {
+		t.Errorf("the redis service runs %q with volumes %v: want AOF on a volume at /data and maxmemory-policy noeviction", cmd, rs.Volumes)
+	}
+	if n, auto, err := parseMinReplicas(cfg.RedisMinReplicas); err != nil || !auto && n == 0 {
+		t.Errorf("service %s: redisMinReplicas %q opts out of replicas' confirmations", name, cfg.RedisMinReplicas)
 	}
 }
 

@@ -359,6 +359,15 @@ func checkManifests(t *testing.T, r rendered, production bool) {
 		if d.Namespace == "" || d.Spec.Replicas == nil || *d.Spec.Replicas < *h.Spec.MinReplicas {
 			t.Errorf("production: namespace %q, replicas %v below the HPA minimum", d.Namespace, d.Spec.Replicas)
 		}
+		// Every change confirmed by a Redis replica, whatever Redis
+		// reports at start.
+		if n, auto, err := parseMinReplicas(cfg.RedisMinReplicas); err != nil || auto || n < 1 {
+			t.Errorf("production: redisMinReplicas %q; want at least one replica, set", cfg.RedisMinReplicas)
+		}
+	}
+	// Never an opt-out, nor eviction allowed.
+	if n, auto, _ := parseMinReplicas(cfg.RedisMinReplicas); !auto && n == 0 || cfg.RedisAllowEviction {
+		t.Errorf("redisMinReplicas %q, redisAllowEviction %v: the shipped manifests must keep the durable choice", cfg.RedisMinReplicas, cfg.RedisAllowEviction)
 	}
 }
 
