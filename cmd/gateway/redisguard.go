@@ -74,8 +74,9 @@ func newRedisGuard(cfg Config, logger *slog.Logger) *redisGuard {
 }
 
 // watch makes the watcher of rdb, registering its metrics with reg (nil:
-// none).
-func (g *redisGuard) watch(cfg Config, rdb redis.UniversalClient, reg prometheus.Registerer) error {
+// none), and reads Redis at once when read is set: the target is then
+// Redis's for a command, and start-up has a reading to judge.
+func (g *redisGuard) watch(ctx context.Context, cfg Config, rdb redis.UniversalClient, reg prometheus.Registerer, read bool) error {
 	topology, _, _ := redisTopology(cfg.RedisURL) // validated with the configuration
 	label := redactURL(cfg.RedisURL)
 	if _, rest, ok := strings.Cut(label, "@"); ok {
@@ -89,8 +90,14 @@ func (g *redisGuard) watch(cfg Config, rdb redis.UniversalClient, reg prometheus
 		src.Sentinel, _ = redis.ParseFailoverURL(plain) // validated with the configuration
 	}
 	w, err := redisstate.NewWatcher(redisstate.Config{Source: src, OnReport: g.onReport, Metrics: reg, WaitFor: g.target.Replicas})
+	if err != nil {
+		return err
+	}
 	g.watcher = w
-	return err
+	if read {
+		w.Check(ctx)
+	}
+	return nil
 }
 
 // onReport follows each reading: the target, then, once start-up has

@@ -116,12 +116,9 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		Idempotency:    idempotency.New(idempotency.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "idem:"}),
 		TrustedProxies: proxies, RedisDurability: d.guard.readiness,
 	})
-	if err := d.guard.watch(cfg, rdb, d.server.MetricsRegisterer()); err != nil { // a mistake of ours
+	if err := d.guard.watch(ctx, cfg, rdb, d.server.MetricsRegisterer(), o.needs&needRedis != 0); err != nil { // a mistake of ours
 		d.Close()
 		return nil, err
-	}
-	if o.needs&needRedis != 0 {
-		d.guard.watcher.Check(ctx) // sets the target: at once for a command, before serve starts
 	}
 	// live is a nil interface without the live database (the Redis-only
 	// commands): company ids are then checked for their form only.
