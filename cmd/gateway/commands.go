@@ -225,6 +225,7 @@ var commands = []*command{
 	{
 		name: "probe", synopsis: "URL", args: []string{"URL"},
 		summary: "Exit 0 if URL answers 200: the health check of containers, which have no shell or curl.",
+		detail:  "On /readyz it also prints what the gateway's Redis allows (persistence, eviction, replicas, and how many replicas each change waits for); those are warnings, never a failure.",
 		example: "gateway probe http://127.0.0.1:8080/readyz",
 		flags:   func(*flag.FlagSet) action { return cmdProbe },
 	},
