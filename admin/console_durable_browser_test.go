@@ -29,7 +29,7 @@ func TestConsoleSaysChangeNotConfirmed(t *testing.T) {
 	b.run("revoke", chromedp.Click(`tr[data-key="`+k.ID+`"] button.revoke`))
 	b.confirm("revoke")
 	msg := b.until("the row's message", `(e => e && e.textContent ? e.textContent : null)(`+keyRowJS(k.ID)+`?.querySelector(".error"))`)
-	for _, want := range []string{"may or may not have applied", "Repeat it once Redis is healthy", "Revoke it again"} {
+	for _, want := range []string{"may or may not have applied", "Repeat it once Redis is healthy", "revoke it again"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the unconfirmed revocation's message %q does not say %q", msg, want)
 		}

@@ -36,13 +36,13 @@ var (
 	// ErrNotReplicated: the change is in effect, but fewer replicas than
 	// required confirmed it in time: a failover now could undo it.
 	ErrNotReplicated = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: codeNotReplicated, Title: titleNotReplicated,
-		Detail:  "Redis's replicas did not confirm the change to the webhook endpoint in time, so it may or may not have applied: it is in effect now, but a Redis failover could undo it. Make the same change again once Redis is healthy; repeating it is safe.",
+		Detail:  "Redis's replicas did not confirm the change to the webhook endpoint in time, so it may or may not have applied: it is in effect now but a Redis failover could undo it; make the same change again once Redis is healthy (repeating it is safe).",
 		Message: "events: the endpoint change is in effect but Redis's replicas did not confirm it, so a Redis failover could undo it; make it again"})
 	// ErrNotReplicatedTakenBack: a creation or a rotation that fewer
 	// replicas than required confirmed in time, and that was therefore
 	// taken back: no secret was issued.
 	ErrNotReplicatedTakenBack = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: codeNotReplicated, Title: titleNotReplicated,
-		Detail:  "Redis's replicas did not confirm the change in time, so it was taken back and no signing secret was issued. Make the same request again once Redis is healthy.",
+		Detail:  "Redis's replicas did not confirm the change in time, so it was taken back and no signing secret was issued; make the same request again once Redis is healthy.",
 		Message: "events: the endpoint creation or rotation was not confirmed by Redis's replicas and was taken back (no secret issued); make it again"})
 )
 

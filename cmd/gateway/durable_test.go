@@ -104,7 +104,7 @@ func TestChangesConfirmedByReplicas(t *testing.T) {
 	adminSrv := httptest.NewServer(d.admin.Handler(d.server))
 	t.Cleanup(adminSrv.Close)
 	for _, c := range []struct{ method, path, body, want string }{
-		{http.MethodDelete, "/admin/v1/keys/" + adminHeld.ID, "", "Revoke it again"},
+		{http.MethodDelete, "/admin/v1/keys/" + adminHeld.ID, "", "revoke it again"},
 		{http.MethodDelete, "/admin/v1/webhooks/" + whAdmin.ID, "", "may or may not have applied"},
 		{http.MethodPost, "/admin/v1/companies/" + co + "/webhooks", `{"mode":"LIVE","url":"http://127.0.0.1:9/admin-unconfirmed"}`, "taken back"},
 	} {
@@ -160,7 +160,7 @@ func expectUnconfirmed(t *testing.T, env func(string) string, args ...string) {
 	t.Helper()
 	code, out, errs := gw(t, env, args...)
 	said := strings.TrimPrefix(strings.TrimSpace(errs), "gateway: ")
-	if code != 1 || out != "" || strings.Contains(said, "\n") || !strings.Contains(said, "once Redis is healthy") ||
+	if code != 1 || out != "" || strings.Contains(said, "\n") || strings.Contains(said, ". ") || !strings.HasSuffix(said, ".") || !strings.Contains(said, "once Redis is healthy") ||
 		!(strings.Contains(said, "may or may not have applied") || strings.Contains(said, "taken back")) ||
 		regexp.MustCompile(`igw_live_[0-9A-Za-z]{8}|whsec_`).MatchString(errs) {
 		t.Errorf("%v, replica held back: exit %d, stdout %q, stderr %q; want exit 1, nothing on stdout, one sentence saying it may or may not have applied (or was taken back) and to repeat it once Redis is healthy", args, code, out, errs)
