@@ -116,6 +116,29 @@ func waitMetrics(t *testing.T, reg *prometheus.Registry, want map[string]float64
 	}
 }
 
+// waitPresent waits up to 60 s for every series of keys to exist, and
+// returns what the registry then holds.
+func waitPresent(t *testing.T, reg *prometheus.Registry, keys []string) map[string]float64 {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got := gathered(t, reg)
+		var missing []string
+		for _, k := range keys {
+			if _, ok := got[k]; !ok {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) == 0 {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60 s, missing:\n%s", strings.Join(missing, "\n"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // Real changes, detected and delivered to a real receiver that fails some
 // attempts, move the counters by exactly what happened: each event
 // detected once, one delivery queued for each, first attempts retried,
@@ -188,10 +211,16 @@ func testMetricsCountRealDeliveries(t *testing.T, rdb *redis.Client, prefix stri
 	if total != 4 {
 		t.Errorf("%v attempts counted in all, want 4", total)
 	}
-	for _, stream := range markStreams {
-		k := `gateway_events_detector_lag_seconds{mode="TEST",stream="` + stream + `"}`
-		if v, ok := got[k]; !ok || v < 0 {
-			t.Errorf("%s = %v (exists: %v)", k, v, ok)
+	// Each stream sets its lag after its own first step, which may come
+	// after the deliveries above settled: wait for every stream's.
+	lags := make([]string, len(markStreams))
+	for i, stream := range markStreams {
+		lags[i] = `gateway_events_detector_lag_seconds{mode="TEST",stream="` + stream + `"}`
+	}
+	got = waitPresent(t, reg, lags)
+	for _, k := range lags {
+		if v := got[k]; v < 0 {
+			t.Errorf("%s = %v, want a lag of 0 or more", k, v)
 		}
 	}
 	if _, ok := got[`gateway_events_detector_lag_seconds{mode="LIVE",stream="clients"}`]; ok {
