@@ -26,11 +26,18 @@ type probe struct {
 	mu     sync.Mutex
 	counts map[string]int
 	pipes  atomic.Int64 // pipelines of key lookups (HGETALL) sent
+	tagged atomic.Int64 // commands sent with a context that carries probeTag
 	down   atomic.Bool
 	failIf func(cmd redis.Cmder) bool // under mu; fails the commands it picks
 }
 
 var errDown = errors.New("injected outage")
+
+// probeTag marks a context whose commands the probe also counts apart
+// (tagged): those a call made, without the keyring's background work.
+type probeTag struct{}
+
+func tagged(ctx context.Context) context.Context { return context.WithValue(ctx, probeTag{}, true) }
 
 // attachProbe hooks a probe into rdb; the outage ends with the test, so a
 // failing test does not take the next one down with it.
@@ -65,6 +72,9 @@ func (p *probe) DialHook(next redis.DialHook) redis.DialHook {
 func (p *probe) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		p.count(cmd)
+		if ctx.Value(probeTag{}) != nil {
+			p.tagged.Add(1)
+		}
 		if p.fails(cmd) {
 			cmd.SetErr(errDown)
 			return errDown
@@ -76,6 +86,9 @@ func (p *probe) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (p *probe) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		lookups := false
+		if ctx.Value(probeTag{}) != nil {
+			p.tagged.Add(int64(len(cmds)))
+		}
 		for _, c := range cmds {
 			p.count(c)
 			lookups = lookups || strings.EqualFold(c.Name(), "hgetall")
