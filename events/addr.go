@@ -25,19 +25,49 @@ import (
 // maxURLLen bounds an endpoint's URL.
 const maxURLLen = 2048
 
-// nonPublic are blocks that netip's predicates do not cover and that no
-// webhook receiver has: shared address space (carrier NAT), "this network",
-// IETF protocol assignments, benchmarking, reserved, and NAT64 (whose
-// embedded IPv4 address could be private).
-var nonPublic = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("64:ff9b::/96"),
-	netip.MustParsePrefix("64:ff9b:1::/48"),
-}
+// Public address space, as an allow-list: IPv6's global unicast block
+// 2000::/3 and all of IPv4, minus every block of IANA's special-purpose
+// registries (RFC 6890 and its updates). Subtracting bad ranges from what
+// net/netip calls global unicast let through what it does not know is
+// special: IPv4-compatible (::127.0.0.1), IPv4-translated
+// (::ffff:0:7f00:1), 6to4 (2002::/16, which embeds an IPv4 address such as
+// 127.0.0.1), Teredo (2001::/32), site-local (fec0::/10), discard-only
+// (100::/64), documentation and the IPv4 special blocks. A new special
+// block joins one of these lists; anything outside public space stays
+// refused without one.
+var (
+	publicV6 = netip.MustParsePrefix("2000::/3")
+	// special lists the registries' blocks inside public space, with what
+	// each is, for the error.
+	special = []struct {
+		p    netip.Prefix
+		what string
+	}{
+		{netip.MustParsePrefix("0.0.0.0/8"), `"this network"`},
+		{netip.MustParsePrefix("10.0.0.0/8"), "a private address"},
+		{netip.MustParsePrefix("100.64.0.0/10"), "a carrier-grade NAT address"},
+		{netip.MustParsePrefix("127.0.0.0/8"), "a loopback address"},
+		{netip.MustParsePrefix("169.254.0.0/16"), "a link-local address (cloud metadata services live there)"},
+		{netip.MustParsePrefix("172.16.0.0/12"), "a private address"},
+		{netip.MustParsePrefix("192.0.0.0/24"), "reserved for IETF protocols"},
+		{netip.MustParsePrefix("192.0.2.0/24"), "reserved for documentation"},
+		{netip.MustParsePrefix("192.31.196.0/24"), "reserved for AS112 DNS service"},
+		{netip.MustParsePrefix("192.52.193.0/24"), "reserved for AMT relays"},
+		{netip.MustParsePrefix("192.88.99.0/24"), "a 6to4 relay address"},
+		{netip.MustParsePrefix("192.168.0.0/16"), "a private address"},
+		{netip.MustParsePrefix("192.175.48.0/24"), "reserved for AS112 DNS service"},
+		{netip.MustParsePrefix("198.18.0.0/15"), "reserved for benchmarks"},
+		{netip.MustParsePrefix("198.51.100.0/24"), "reserved for documentation"},
+		{netip.MustParsePrefix("203.0.113.0/24"), "reserved for documentation"},
+		{netip.MustParsePrefix("224.0.0.0/4"), "a multicast address"},
+		{netip.MustParsePrefix("240.0.0.0/4"), "a reserved address"},
+		{netip.MustParsePrefix("2001::/23"), "reserved for IETF protocols (Teredo among them)"},
+		{netip.MustParsePrefix("2001:db8::/32"), "reserved for documentation"},
+		{netip.MustParsePrefix("2002::/16"), "a 6to4 address, which embeds an IPv4 address"},
+		{netip.MustParsePrefix("2620:4f:8000::/48"), "reserved for AS112 DNS service"},
+		{netip.MustParsePrefix("3fff::/20"), "reserved for documentation"},
+	}
+)
 
 // destinations applies the rules; the operator may allow some networks
 // (Config.AllowedNetworks) and plain http (Config.AllowHTTP), for a receiver
@@ -48,35 +78,40 @@ type destinations struct {
 	lookup    func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
-// checkAddr refuses an address that is not public, unless allowed.
+// checkAddr refuses an address outside public space, unless allowed.
 func (d *destinations) checkAddr(ip netip.Addr) error {
-	ip = ip.Unmap()
+	ip = ip.Unmap().WithZone("")
 	for _, p := range d.allowed {
 		if p.Contains(ip) {
 			return nil
 		}
 	}
-	what := ""
-	switch {
-	case ip.IsLoopback():
-		what = "a loopback address"
-	case ip.IsPrivate():
-		what = "a private address"
-	case ip.IsLinkLocalUnicast():
-		what = "a link-local address (cloud metadata services live there)"
-	case ip.IsUnspecified(), ip.IsMulticast(), !ip.IsGlobalUnicast():
-		what = "not a unicast address"
-	default:
-		for _, p := range nonPublic {
-			if p.Contains(ip) {
-				what = "in a reserved block (" + p.String() + ")"
-			}
-		}
-	}
-	if what != "" {
-		return fmt.Errorf("%w: %s is %s: webhooks are sent to public addresses only", ErrInvalidEndpoint, ip, what)
+	if what := notPublic(ip); what != "" {
+		return fmt.Errorf("%w: %s is %s: webhooks go to public internet addresses only", ErrInvalidEndpoint, ip, what)
 	}
 	return nil
+}
+
+// notPublic says what ip is when it is not a public address ("" when it
+// is one). ip is unmapped: an IPv4-mapped address is judged as the IPv4
+// address it maps.
+func notPublic(ip netip.Addr) string {
+	switch {
+	case ip.Is6() && ip.IsLoopback():
+		return "a loopback address"
+	case ip.Is6() && ip.IsLinkLocalUnicast():
+		return "a link-local address (cloud metadata services live there)"
+	case ip.Is6() && ip.IsPrivate():
+		return "a private address"
+	case ip.Is6() && !publicV6.Contains(ip):
+		return "outside public IPv6 space (2000::/3)"
+	}
+	for _, s := range special {
+		if s.p.Contains(ip) {
+			return s.what
+		}
+	}
+	return ""
 }
 
 // checkURL parses an endpoint's URL and checks its form and, by resolving

@@ -36,6 +36,51 @@ func TestCheckAddr(t *testing.T) {
 		{"255.255.255.255", false, false},
 		{"64:ff9b::a00:1", false, false}, // NAT64 of 10.0.0.1
 		{"::ffff:10.0.0.1", false, false},
+		// Outside public space, though net/netip calls them global unicast:
+		// each once reached a loopback or internal host, or is nobody's.
+		{"::127.0.0.1", false, false},     // IPv4-compatible 127.0.0.1
+		{"2002:7f00:1::", false, false},   // 6to4 of 127.0.0.1
+		{"2002:a00:1::1", false, false},   // 6to4 of 10.0.0.1
+		{"::ffff:0:7f00:1", false, false}, // IPv4-translated 127.0.0.1
+		{"2001::1", false, false},         // Teredo
+		{"2001:0:4136:e378::1", false, false},
+		{"fec0::1", false, false}, // site-local
+		{"100::1", false, false},  // discard-only
+		{"2001:db8::1", false, false},
+		{"3fff::1", false, false},
+		{"2001:2::1", false, false}, // benchmarking
+		{"2620:4f:8000::1", false, false},
+		{"fc00::1", false, false},
+		{"ff02::1", false, false},
+		{"4000::1", false, false}, // unassigned, outside 2000::/3
+		{"192.0.2.1", false, false},
+		{"192.0.0.9", false, false},
+		{"192.88.99.1", false, false},
+		{"198.51.100.7", false, false},
+		{"203.0.113.9", false, false},
+		{"198.18.0.1", false, false},
+		{"192.31.196.1", false, false},
+		{"192.52.193.1", false, false},
+		{"192.175.48.1", false, false},
+		{"239.255.255.250", false, false},
+		// Public addresses, next to the blocks above.
+		{"1.1.1.1", true, true},
+		{"8.8.8.8", true, true},
+		{"11.0.0.1", true, true},
+		{"100.63.255.255", true, true},
+		{"100.128.0.1", true, true},
+		{"172.32.0.1", true, true},
+		{"192.0.1.1", true, true},
+		{"192.88.98.1", true, true},
+		{"198.17.255.1", true, true},
+		{"223.255.255.1", true, true},
+		{"2001:4860:4860::8888", true, true},
+		{"2001:200::1", true, true}, // just past 2001::/23
+		{"2a00:1450:4001::1", true, true},
+		{"2c0f:f248::1", true, true}, // AFRINIC
+		{"2003::1", true, true},
+		{"3ffe::1", true, true},
+		{"::ffff:8.8.8.8", true, true},
 	} {
 		ip := netip.MustParseAddr(c.ip)
 		if err := strict.checkAddr(ip); (err == nil) != c.strict {
@@ -80,6 +125,18 @@ func TestCheckURL(t *testing.T) {
 		{"https://nowhere.example/w", "nowhere.example does not resolve (no such host)"},
 		{"https://10.1.2.3/w", "must point to a public address: 10.1.2.3 is a private address"},
 		{"https://internal.example/w", "internal.example resolves to 10.0.0.8, a private address"},
+		// The addresses that once passed, as an endpoint's URL has them.
+		{"https://[::127.0.0.1]/w", "outside public IPv6 space"},
+		{"https://[2002:7f00:1::]/w", "6to4"},
+		{"https://[::ffff:0:7f00:1]/w", "outside public IPv6 space"},
+		{"https://[2001::1]/w", "Teredo"},
+		{"https://[fec0::1]/w", "outside public IPv6 space"},
+		{"https://[100::1]/w", "outside public IPv6 space"},
+		{"https://[2001:db8::1]/w", "documentation"},
+		{"https://192.0.2.1/w", "documentation"},
+		{"https://192.88.99.1/w", "6to4 relay"},
+		{"https://[::ffff:127.0.0.1]/w", "loopback"},
+		{"https://[2001:4860:4860::8888]/w", ""},
 		{"https://hooks.example.com:99999/w", "port"},
 		{"https://" + strings.Repeat("a", 2100) + ".com/", "characters"},
 		{"", "characters"},
