@@ -23,6 +23,12 @@ const userAgent = "invoicing-gateway-webhooks/1.0"
 // see an error page's title or a JSON error, never a whole page.
 const responseKept = 256
 
+// maxAnswerHead bounds the status line and headers of a receiver's answer,
+// as responseKept and the drain bound its body: net/http reads up to 10 MiB
+// of headers by default, and slow receivers sending that much held the
+// memory of every delivery in flight. A receiver needs a few hundred bytes.
+const maxAnswerHead = 16 << 10
+
 // newClient is the deliveries' HTTP client: no proxy from the environment,
 // no redirects (a receiver that moved says so with a 3xx, which fails: a
 // redirect could lead anywhere, and a POST is not to be replayed
@@ -30,15 +36,16 @@ const responseKept = 256
 func (s *Service) newClient() *http.Client {
 	dialer := &net.Dialer{Timeout: min(5*time.Second, s.timeout), KeepAlive: 30 * time.Second, Control: s.dest.control}
 	tr := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   16,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   min(5*time.Second, s.timeout),
-		ResponseHeaderTimeout: s.timeout,
-		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+		Proxy:                  nil,
+		DialContext:            dialer.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           1024,
+		MaxIdleConnsPerHost:    16,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    min(5*time.Second, s.timeout),
+		ResponseHeaderTimeout:  s.timeout,
+		MaxResponseHeaderBytes: maxAnswerHead,
+		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
 	}
 	return &http.Client{Transport: tr, Timeout: s.timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -113,6 +120,8 @@ func describe(err error, timeout time.Duration) (string, int) {
 	switch {
 	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
 		return "no answer within " + timeout.String(), reasonTimeout
+	case strings.Contains(err.Error(), "response headers exceeded"): // net/http has no error value for it
+		return "the receiver's answer has over " + strconv.Itoa(maxAnswerHead>>10) + " KiB of headers", reasonNetwork
 	case errors.Is(err, ErrInvalidEndpoint):
 		return "refused to connect: " + strings.TrimPrefix(err.Error(), ErrInvalidEndpoint.Error()+": "), reasonDestination
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
