@@ -32,7 +32,8 @@ var (
 	ErrKeyLimit = invoicing.Define(invoicing.Error{Kind: invoicing.Conflict, Code: "key_limit_reached", Title: "Active key limit reached", Detail: "The company already has the maximum number of active keys.", Message: "authz: active key limit reached"})
 	// ErrNotFound: no key has this id.
 	ErrNotFound = invoicing.Define(invoicing.Error{Kind: invoicing.NotFound, Code: "not_found", Title: "Resource not found", Detail: "No such resource.", Message: "authz: key not found"})
-	// ErrInvalidName: the key's name is too long or holds control characters.
+	// ErrInvalidName: the key's name is too long or holds control, invisible
+	// or direction-changing characters.
 	ErrInvalidName = invoicing.Define(invoicing.Error{Kind: invoicing.Invalid, Code: "invalid_body", Title: "Invalid request body", Message: "authz: invalid key name"})
 	// ErrInvalidExpiry: an expiry that is not in the future.
 	ErrInvalidExpiry = invoicing.Define(invoicing.Error{Kind: invoicing.Invalid, Code: "invalid_body", Title: "Invalid request body", Message: "authz: a key's expiry must be in the future"})
@@ -124,7 +125,7 @@ func validName(s string) bool {
 		return false
 	}
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == '\uFFFD' {
+		if r < 0x20 || r == 0x7f || r == '\uFFFD' || invoicing.Hidden(r) {
 			return false
 		}
 	}

@@ -127,6 +127,10 @@ func TestValidators(t *testing.T) {
 		string(long):              false,
 		"tab\there":               false,
 		"bad\xffutf8":             false,
+		"backup\u202Eyek":         false, // shown reversed
+		"prod\u200Dkey":           false,
+		"\uFEFFprod":              false,
+		"prod\u2028key":           false,
 	} {
 		if validName(s) != want {
 			t.Errorf("validName(%q) != %v", s, want)

@@ -383,13 +383,13 @@ func (e WebhookTestJSONBodyType) Valid() bool {
 // express: `999999999` is refused as a NIF, and `name` and `address` count
 // their length once trimmed.
 type ClientInput struct {
-	// Address At most 500 characters; not blank; line breaks allowed, no other control characters.
+	// Address At most 500 characters; not blank; line breaks allowed, no other control characters and no invisible or direction-changing ones (as `name`).
 	Address *string `json:"address,omitempty"`
 
 	// Email A plain address (no display name) with a dotted domain.
 	Email *openapi_types.Email `json:"email,omitempty"`
 
-	// Name Required; trimmed; 1 to 200 characters, not blank, no control characters.
+	// Name Required; trimmed; 1 to 200 characters, not blank, no control characters and no invisible or direction-changing ones (such as U+202E, U+200D, U+FEFF or U+2028), which would show another name than the one stored.
 	Name string `json:"name"`
 
 	// Nif 9 digits, 10 digits (company) or 9 digits + 2 letters + 3 digits

@@ -121,10 +121,14 @@ type Patch struct {
 	ExpiresAt *time.Time
 }
 
-// checkDescription refuses a description too long or with control characters.
+// checkDescription refuses a description too long, or with control,
+// invisible or direction-changing characters (invoicing.HiddenRune).
 func checkDescription(s string) error {
 	if len(s) > MaxDescription || !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 {
 		return invoicing.InvalidField(ErrInvalidEndpoint, "description", "must be at most %d bytes of printable text", MaxDescription)
+	}
+	if r, ok := invoicing.HiddenRune(s); ok {
+		return invoicing.InvalidField(ErrInvalidEndpoint, "description", "%s", invoicing.HiddenMessage(r))
 	}
 	return nil
 }

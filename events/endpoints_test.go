@@ -59,6 +59,7 @@ func testEndpointInputRefused(t *testing.T, s *Service) {
 		{"bad company", func(n *NewEndpoint) { n.CompanyID = "a0000000-0000" }, "companyId", "UUID"},
 		{"bad mode", func(n *NewEndpoint) { n.Mode = "PROD" }, "mode", "LIVE or TEST"},
 		{"description", func(n *NewEndpoint) { n.Description = "line\nbreak" }, "description", "printable"},
+		{"hidden characters", func(n *NewEndpoint) { n.Description = "ERP\u202Eprod" }, "description", "must not contain invisible or direction-changing characters (U+202E)"},
 		{"expired", func(n *NewEndpoint) { p := time.Now().Add(-time.Minute); n.ExpiresAt = &p }, "expiresAt", "future"},
 	} {
 		n := ok

@@ -140,6 +140,9 @@ func decodeNewClient(body []byte) (invoicing.NewClient, error) {
 	if raw, given := m["name"]; !given || string(raw) == "null" {
 		fail("name", "is required")
 	} else if name, ok := stringMember(m, "name", &fe); ok {
+		// Anywhere, edges included: U+2028 is a space TrimSpace would take
+		// off, and the document's pattern refuses it wherever it is.
+		hidden, isHidden := invoicing.HiddenRune(name)
 		name = strings.TrimSpace(name)
 		switch {
 		case name == "":
@@ -148,6 +151,8 @@ func decodeNewClient(body []byte) (invoicing.NewClient, error) {
 			fail("name", "must be at most 200 characters")
 		case hasControl(name):
 			fail("name", "must not contain control characters")
+		case isHidden: // shown as it is on invoices and lists, it would spoof another name
+			fail("name", invoicing.HiddenMessage(hidden))
 		default:
 			nc.Name = name
 		}
@@ -181,6 +186,7 @@ func decodeNewClient(body []byte) (invoicing.NewClient, error) {
 		}
 	}
 	if s, ok := stringMember(m, "address", &fe); ok {
+		hidden, isHidden := invoicing.HiddenRune(s)
 		s = strings.TrimSpace(s)
 		switch {
 		case s == "":
@@ -189,6 +195,8 @@ func decodeNewClient(body []byte) (invoicing.NewClient, error) {
 			fail("address", "must be at most 500 characters")
 		case hasControl(strings.NewReplacer("\n", "", "\r", "", "\t", "").Replace(s)):
 			fail("address", "must not contain control characters")
+		case isHidden:
+			fail("address", invoicing.HiddenMessage(hidden))
 		default:
 			nc.Address = &s
 		}

@@ -144,6 +144,9 @@ func bodyMutations() []mutation {
 		{"malformed phone", bad, true, member("phone", "923456789", "+351912345678", "+244 92345678", "+2449234567890", "")},
 		{"malformed e-mail", bad, false, member("email", "not-an-email", "a@b", "A <a@b.ao>", "a@@b.ao", "")},
 		{"address too long, blank or with a control character", bad, true, member("address", long(501), "", "  ", "Rua\x07 1")},
+		{"name or address with an invisible or direction-changing character", bad, true, func(g valueGen, p *probe) {
+			member(pick(g, "name", "address"), "Ana\u202ELda", "Ki\u200Dnda", "\ufeffAna", "Ana\u2028", "Rua\u200B1", "Ana\U000E0041")(g, p)
+		}},
 		{"type not in the enum", bad, true, member("type", "company", "PERSON", 1, "")},
 		{"unknown member (id)", bad, true, member("id", "00000000-0000-4000-8000-000000000000", 1)},
 		{"unknown member (createdAt)", bad, true, member("createdAt", "2026-01-01T00:00:00.000Z")},

@@ -37,6 +37,12 @@ func asProblem(t *testing.T, err error, codes ...string) *Error {
 }
 
 // noControl is the promise made for free text: no C0 or C1 control characters.
+// hasHidden: a format character (bidirectional controls, zero-width ones,
+// the byte order mark), a line or paragraph separator, a private-use one.
+func hasHidden(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Co) })
+}
+
 func noControl(s string) bool {
 	for _, r := range s {
 		if unicode.IsControl(r) {
@@ -146,7 +152,7 @@ func FuzzDecodeNewClient(f *testing.F) {
 			t.Fatalf("accepted a body of %d bytes, valid JSON %v", len(body), json.Valid(body))
 		}
 		// What is accepted is normalized and within the rules...
-		if n := nc.Name; n == "" || n != strings.TrimSpace(n) || !utf8.ValidString(n) || utf8.RuneCountInString(n) > 200 || !noControl(n) {
+		if n := nc.Name; n == "" || n != strings.TrimSpace(n) || !utf8.ValidString(n) || utf8.RuneCountInString(n) > 200 || !noControl(n) || hasHidden(n) {
 			t.Fatalf("name %q accepted", n)
 		}
 		if nc.NIF != nil && (!nifPattern.MatchString(*nc.NIF) || *nc.NIF == finalConsumerNIF) {
@@ -158,7 +164,7 @@ func FuzzDecodeNewClient(f *testing.F) {
 		if nc.Phone != nil && !phonePattern.MatchString(*nc.Phone) {
 			t.Fatalf("phone %q accepted", *nc.Phone)
 		}
-		if a := nc.Address; a != nil && (*a == "" || *a != strings.TrimSpace(*a) || utf8.RuneCountInString(*a) > 500 ||
+		if a := nc.Address; a != nil && (*a == "" || *a != strings.TrimSpace(*a) || utf8.RuneCountInString(*a) > 500 || hasHidden(*a) ||
 			!noControl(strings.NewReplacer("\n", "", "\r", "", "\t", "").Replace(*a))) {
 			t.Fatalf("address %q accepted", *a)
 		}
