@@ -3,7 +3,6 @@ package admin
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -39,37 +38,72 @@ func checkActor(actor string) error {
 
 // recordKey records a change of a key at, its time: its view before (nil
 // for a creation) and after. Views never hold the secret.
-func (s *Service) recordKey(ctx context.Context, actor, action string, at time.Time, before *authz.Key, after authz.Key) {
+func (s *Service) recordKey(ctx context.Context, actor, action string, at time.Time, before *authz.Key, after authz.Key) error {
 	var b any
 	if before != nil {
 		b = s.viewKey(*before)
 	}
-	s.record(ctx, audit.Entry{Time: at, Actor: actor, CompanyID: after.CompanyID, Action: action, KeyID: after.ID}, b, s.viewKey(after))
+	return s.record(ctx, audit.Entry{Time: at, Actor: actor, CompanyID: after.CompanyID, Action: action, KeyID: after.ID}, b, s.viewKey(after))
 }
 
-// record appends e, with before and after as JSON, to the audit log. The
-// change it describes is done: a failure to record it is not the caller's
-// error, so it is logged at error level with the whole event (which holds
-// no secret), for the record to be restored from the logs.
-func (s *Service) record(ctx context.Context, e audit.Entry, before, after any) {
+// record appends e, with before and after as JSON, to the audit log, after
+// the change it describes is made. Text that the log would refuse is
+// refused before any change (text.go); a state recorded before that rule
+// holds it no longer: it is redacted (audit.Redact), so that such a change
+// is recorded all the same. When the log does not take the event (Redis
+// failed between the change and its record), the change is in effect but
+// not audited: the caller answers so (notAudited), and the event's ids,
+// never its text, are logged at error level. An event recorded but not
+// confirmed by Redis's replicas is logged whole (the log took it: it holds
+// nothing secret-shaped) and not an error: the change's own confirmation
+// says what the caller must know.
+func (s *Service) record(ctx context.Context, e audit.Entry, before, after any) error {
 	if before != nil {
-		e.Before, _ = json.Marshal(before) // views: strings, times, slices
+		b, _ := json.Marshal(before) // views: strings, times, slices
+		e.Before = audit.Redact(b)
 	}
-	e.After, _ = json.Marshal(after)
+	a, _ := json.Marshal(after)
+	e.After = audit.Redact(a)
 	if s.audit == nil {
-		return
+		return nil
 	}
-	if _, err := s.audit.Record(context.WithoutCancel(ctx), e); err != nil {
-		// Recorded but not confirmed is a warning: the event is in the log
-		// (and on the master), and the command line, which logs errors
-		// only, says one thing of the change, not two.
-		msg, level := "audit: event not recorded", slog.LevelError
-		if inEffect(err) {
-			msg, level = "audit: event recorded, not confirmed by Redis replicas", slog.LevelWarn
-		}
-		s.logger.Log(ctx, level, msg, "actor", e.Actor, "company", e.CompanyID, "action", e.Action,
-			"keyId", e.KeyID, "before", string(e.Before), "after", string(e.After), "err", err)
+	_, err := s.audit.Record(context.WithoutCancel(ctx), e)
+	if err == nil {
+		return nil
 	}
+	ids := []any{"actor", e.Actor, "company", e.CompanyID, "action", e.Action, "keyId", e.KeyID, "webhookId", e.WebhookID}
+	if inEffect(err) {
+		// Taken by the log, so with nothing it refuses: whole, for the
+		// event to be restored if a failover loses it. A warning: the
+		// event is in the log (and on the master), and the command line,
+		// which logs errors only, says one thing of the change, not two.
+		s.logger.Warn("audit: event recorded, not confirmed by Redis replicas", append(ids, "before", string(e.Before), "after", string(e.After), "err", err)...)
+		return nil
+	}
+	s.logger.Error("audit: event not recorded", append(ids, "err", err)...)
+	return notAudited(e, err)
+}
+
+// notAudited is the answer to a change in effect that the audit log did not
+// record. Repeating the change would make it twice (or, for a revocation,
+// record nothing): the answer says what to do instead. A creation's secret
+// is not shown: what was created is to be revoked or deleted, and made
+// again once the log works.
+func notAudited(e audit.Entry, err error) error {
+	d := "The change was made and is in effect, but the audit log did not record it (Redis did not take the event); " +
+		"the gateway's error log has its ids (\"audit: event not recorded\"). Do not repeat it; check Redis."
+	switch e.Action {
+	case audit.ActionKeyCreated:
+		d = "Key " + e.KeyID + " was created, but the audit log did not record it (Redis did not take the event), so its secret is not shown: " +
+			"revoke it (gateway keys revoke " + e.KeyID + ") once Redis answers, and create another."
+	case audit.ActionWebhookSecretRotated:
+		d = "The signing secret of webhook endpoint " + e.WebhookID + " was rotated, but the audit log did not record it (Redis did not take the event), so the new secret is not shown: " +
+			"rotate it again once Redis answers, and give the receiver the secret that rotation shows."
+	case audit.ActionWebhookCreated:
+		d = "Webhook endpoint " + e.WebhookID + " was created, but the audit log did not record it (Redis did not take the event), so its signing secret is not shown: " +
+			"delete it (gateway webhooks delete " + e.WebhookID + ") once Redis answers, and create another."
+	}
+	return &gateway.Error{Code: "change_not_audited", Detail: d, Err: err}
 }
 
 // AuditView is a page of a company's audit log, oldest first.

@@ -22,4 +22,5 @@ var (
 	// A change's X-Actor header: missing, or not a name the audit log keeps.
 	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Invalid, Code: "missing_actor", Title: "Missing X-Actor header", Message: "admin: no X-Actor"})
 	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Invalid, Code: "invalid_actor", Title: "Invalid X-Actor header", Message: "admin: invalid X-Actor"})
+	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: "change_not_audited", Title: "Change made but not audited", Message: "admin: the change is made but the audit log did not record it"})
 )

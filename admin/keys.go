@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -85,6 +86,9 @@ func (s *Service) CreateKey(ctx context.Context, actor string, spec KeySpec) (Ke
 	if err := checkActor(actor); err != nil {
 		return KeyView{}, err
 	}
+	if err := refuseTexts("The key", textField{"name", spec.Name}); err != nil {
+		return KeyView{}, err
+	}
 	nets, err := authz.ParseCIDRs(spec.AllowedCIDRs)
 	if err != nil {
 		return KeyView{}, err
@@ -98,7 +102,9 @@ func (s *Service) CreateKey(ctx context.Context, actor string, spec KeySpec) (Ke
 	if err != nil {
 		return KeyView{}, err
 	}
-	s.recordKey(ctx, actor, audit.ActionKeyCreated, k.CreatedAt, nil, k)
+	if err := s.recordKey(ctx, actor, audit.ActionKeyCreated, k.CreatedAt, nil, k); err != nil {
+		return KeyView{}, err
+	}
 	v := s.viewKey(k)
 	v.Key = secret
 	return v, nil
@@ -126,8 +132,12 @@ func (s *Service) RollKey(ctx context.Context, actor, keyID string, overlap time
 	if err != nil {
 		return RolledView{}, namedKey(keyID, err)
 	}
-	s.recordKey(ctx, actor, audit.ActionKeyRolled, r.New.CreatedAt, &old, r.Old)
-	s.recordKey(ctx, actor, audit.ActionKeyCreated, r.New.CreatedAt, nil, r.New)
+	// Either event unrecorded fails the roll's answer, and its new secret
+	// is not shown: the successor is to be revoked (notAudited).
+	if err := errors.Join(s.recordKey(ctx, actor, audit.ActionKeyRolled, r.New.CreatedAt, &old, r.Old),
+		s.recordKey(ctx, actor, audit.ActionKeyCreated, r.New.CreatedAt, nil, r.New)); err != nil {
+		return RolledView{}, notAudited(audit.Entry{Action: audit.ActionKeyCreated, KeyID: r.New.ID}, err)
+	}
 	v := RolledView{KeyView: s.viewKey(r.New), Previous: s.viewKey(r.Old)}
 	v.Key = r.Secret
 	return v, nil
@@ -166,7 +176,9 @@ func (s *Service) RevokeKey(ctx context.Context, actor, keyID string) (KeyView, 
 	if revoked && k.RevokedAt != nil {
 		before := k
 		before.State, before.RevokedAt = authz.StateActive, nil
-		s.recordKey(ctx, actor, audit.ActionKeyRevoked, *k.RevokedAt, &before, k)
+		if rerr := s.recordKey(ctx, actor, audit.ActionKeyRevoked, *k.RevokedAt, &before, k); rerr != nil {
+			return KeyView{}, rerr
+		}
 	}
 	if err != nil {
 		return KeyView{}, err
@@ -183,6 +195,7 @@ func (s *Service) adminCreateKey(r *http.Request, _ gateway.Params) (gateway.Ans
 	spec.CompanyID, _ = gateway.StringMember(m, "companyId", &fe)
 	modeS, _ := gateway.StringMember(m, "mode", &fe)
 	spec.Name, _ = gateway.StringMember(m, "name", &fe)
+	fe = append(fe, checkTexts(textField{"name", spec.Name})...)
 	if spec.Mode, err = invoicing.ParseMode(modeS); err != nil {
 		fe = append(fe, gateway.FieldError{Field: "mode", Message: "must be LIVE or TEST"})
 	}

@@ -103,7 +103,9 @@ func (s *Service) limitsChanged(ctx context.Context, actor, action string, befor
 	if err != nil {
 		return LimitsView{}, errors.Join(changeErr, err)
 	}
-	s.record(ctx, audit.Entry{Actor: actor, CompanyID: before.CompanyID, Action: action}, before, after)
+	if err := s.record(ctx, audit.Entry{Actor: actor, CompanyID: before.CompanyID, Action: action}, before, after); err != nil {
+		return LimitsView{}, err
+	}
 	if changeErr != nil {
 		return LimitsView{}, changeErr
 	}

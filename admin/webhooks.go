@@ -56,7 +56,7 @@ func recordOf(e events.Endpoint) webhookRecord {
 
 // recordWebhook records a change of an endpoint (before nil for a creation,
 // after nil for a deletion).
-func (s *Service) recordWebhook(ctx context.Context, actor, action string, at time.Time, before, after *events.Endpoint) {
+func (s *Service) recordWebhook(ctx context.Context, actor, action string, at time.Time, before, after *events.Endpoint) error {
 	e := audit.Entry{Time: at, Actor: actor, Action: action}
 	var b, a any
 	if before != nil {
@@ -65,7 +65,7 @@ func (s *Service) recordWebhook(ctx context.Context, actor, action string, at ti
 	if after != nil {
 		e.CompanyID, e.WebhookID, a = after.CompanyID, after.ID, recordOf(*after)
 	}
-	s.record(ctx, e, b, a)
+	return s.record(ctx, e, b, a)
 }
 
 // named makes an endpoint's "not found" say which endpoint.
@@ -105,6 +105,9 @@ func (s *Service) CreateWebhook(ctx context.Context, actor string, spec WebhookS
 	if err := checkActor(actor); err != nil {
 		return WebhookView{}, err
 	}
+	if err := refuseTexts("The webhook endpoint", textField{"url", spec.URL}, textField{"description", spec.Description}); err != nil {
+		return WebhookView{}, err
+	}
 	company, err := s.knownCompany(ctx, spec.CompanyID)
 	if err != nil {
 		return WebhookView{}, err
@@ -114,7 +117,9 @@ func (s *Service) CreateWebhook(ctx context.Context, actor string, spec WebhookS
 	if err != nil {
 		return WebhookView{}, err
 	}
-	s.recordWebhook(ctx, actor, audit.ActionWebhookCreated, e.CreatedAt, nil, &e)
+	if err := s.recordWebhook(ctx, actor, audit.ActionWebhookCreated, e.CreatedAt, nil, &e); err != nil {
+		return WebhookView{}, err
+	}
 	return WebhookView{Endpoint: e, Secret: secret}, nil
 }
 
@@ -156,6 +161,9 @@ func (s *Service) UpdateWebhook(ctx context.Context, actor, id string, p events.
 	if err := checkActor(actor); err != nil {
 		return WebhookView{}, err
 	}
+	if err := refuseTexts("The change", patchTexts(p)...); err != nil {
+		return WebhookView{}, err
+	}
 	before, err := s.webhooks.Endpoint(ctx, id)
 	if err != nil {
 		return WebhookView{}, named(id, err)
@@ -166,7 +174,9 @@ func (s *Service) UpdateWebhook(ctx context.Context, actor, id string, p events.
 	if err != nil && !(inEffect(err) && after.ID != "") {
 		return WebhookView{}, named(id, err)
 	}
-	s.recordWebhook(ctx, actor, audit.ActionWebhookUpdated, after.UpdatedAt, &before, &after)
+	if rerr := s.recordWebhook(ctx, actor, audit.ActionWebhookUpdated, after.UpdatedAt, &before, &after); rerr != nil {
+		return WebhookView{}, rerr
+	}
 	if err != nil {
 		return WebhookView{}, err
 	}
@@ -191,7 +201,9 @@ func (s *Service) DeleteWebhook(ctx context.Context, actor, id string) (WebhookV
 	// recorded now: deleting again (what its error says to do) records
 	// nothing.
 	if deleted {
-		s.recordWebhook(ctx, actor, audit.ActionWebhookDeleted, s.now(), &e, nil)
+		if rerr := s.recordWebhook(ctx, actor, audit.ActionWebhookDeleted, s.now(), &e, nil); rerr != nil {
+			return WebhookView{}, rerr
+		}
 	}
 	if err != nil {
 		return WebhookView{}, err
@@ -216,7 +228,9 @@ func (s *Service) RotateWebhookSecret(ctx context.Context, actor, id string, ove
 	if err != nil {
 		return WebhookView{}, named(id, err)
 	}
-	s.recordWebhook(ctx, actor, audit.ActionWebhookSecretRotated, after.SecretRotatedAt, &before, &after)
+	if err := s.recordWebhook(ctx, actor, audit.ActionWebhookSecretRotated, after.SecretRotatedAt, &before, &after); err != nil {
+		return WebhookView{}, err
+	}
 	return WebhookView{Endpoint: after, Secret: secret}, nil
 }
 
@@ -261,6 +275,7 @@ func (s *Service) adminCreateWebhook(r *http.Request, p gateway.Params) (gateway
 		fe = append(fe, gateway.FieldError{Field: "url", Message: "is required"})
 	}
 	spec.Description, _ = gateway.StringMember(m, "description", &fe)
+	fe = append(fe, checkTexts(textField{"url", spec.URL}, textField{"description", spec.Description})...)
 	spec.Types = typesMember(m, &fe)
 	if enabled, given := boolMember(m, "enabled", &fe); given {
 		spec.Disabled = !enabled
@@ -306,6 +321,7 @@ func (s *Service) adminUpdateWebhook(r *http.Request, p gateway.Params) (gateway
 	if v, ok := boolMember(m, "enabled", &fe); ok {
 		patch.Enabled = &v
 	}
+	fe = append(fe, checkTexts(patchTexts(patch)...)...)
 	if len(fe) > 0 {
 		return gateway.Answer{}, &gateway.Error{Code: "invalid_body", Detail: "The change is invalid.", Fields: fe}
 	}
@@ -351,12 +367,14 @@ func (s *Service) adminWebhookDeliveries(r *http.Request, p gateway.Params) (gat
 
 // recordSend records a delivery sent again on request (before: the
 // delivery as it was, after: what was queued), against the endpoint.
-func (s *Service) recordSend(ctx context.Context, actor, action, id string, before, after any) {
+func (s *Service) recordSend(ctx context.Context, actor, action, id string, before, after any) error {
 	e, err := s.webhooks.Endpoint(ctx, id)
-	if err != nil {
-		return
+	if err != nil { // the endpoint's company names the log: none, no record
+		ne := audit.Entry{Actor: actor, Action: action, WebhookID: id}
+		s.logger.Error("audit: event not recorded", "actor", actor, "action", action, "webhookId", id, "err", err)
+		return notAudited(ne, err)
 	}
-	s.record(ctx, audit.Entry{Actor: actor, CompanyID: e.CompanyID, Action: action, WebhookID: id}, before, after)
+	return s.record(ctx, audit.Entry{Actor: actor, CompanyID: e.CompanyID, Action: action, WebhookID: id}, before, after)
 }
 
 // ReplayWebhookDelivery sends one event to an endpoint again, now, and
@@ -378,7 +396,9 @@ func (s *Service) ReplayWebhookDelivery(ctx context.Context, actor, id, eventID 
 	if err != nil {
 		return events.Delivery{}, named(id, err)
 	}
-	s.recordSend(ctx, actor, audit.ActionWebhookReplayed, id, nil, map[string]any{"eventId": eventID, "type": before.Type})
+	if err := s.recordSend(ctx, actor, audit.ActionWebhookReplayed, id, nil, map[string]any{"eventId": eventID, "type": before.Type}); err != nil {
+		return events.Delivery{}, err
+	}
 	return before, nil
 }
 
@@ -403,7 +423,9 @@ func (s *Service) RecoverWebhook(ctx context.Context, actor, id string, since ti
 		return RecoveredView{}, named(id, err)
 	}
 	v := RecoveredView{EndpointID: id, Since: since.UTC(), Queued: n}
-	s.recordSend(ctx, actor, audit.ActionWebhookRecovered, id, nil, v)
+	if err := s.recordSend(ctx, actor, audit.ActionWebhookRecovered, id, nil, v); err != nil {
+		return RecoveredView{}, err
+	}
 	return v, nil
 }
 
@@ -427,7 +449,9 @@ func (s *Service) TestWebhook(ctx context.Context, actor, id string) (TestSentVi
 		return TestSentView{}, named(id, err)
 	}
 	v := TestSentView{EndpointID: id, EventID: ev.ID, Type: ev.Type}
-	s.recordSend(ctx, actor, audit.ActionWebhookTested, id, nil, v)
+	if err := s.recordSend(ctx, actor, audit.ActionWebhookTested, id, nil, v); err != nil {
+		return TestSentView{}, err
+	}
 	return v, nil
 }
 
@@ -459,6 +483,18 @@ func (s *Service) adminTestWebhook(r *http.Request, p gateway.Params) (gateway.A
 		return gateway.Answer{}, err
 	}
 	return gateway.Answer{Status: http.StatusAccepted, Body: v}, nil
+}
+
+// patchTexts are the text fields a change of an endpoint sets.
+func patchTexts(p events.Patch) []textField {
+	var out []textField
+	if p.URL != nil {
+		out = append(out, textField{"url", *p.URL})
+	}
+	if p.Description != nil {
+		out = append(out, textField{"description", *p.Description})
+	}
+	return out
 }
 
 // typesMember reads "types": an array of event type names (absent or null:

@@ -186,8 +186,32 @@ return id`)
 
 // secretLike matches an API key's secret (igw_live_ or igw_test_ and its
 // random body) or a webhook signing secret (whsec_ and its base64): the log
-// refuses to keep one, whatever a caller passes.
-var secretLike = regexp.MustCompile(`(?i)igw_(live|test)_[0-9a-z]{20}|whsec_[0-9a-z+/]{20}`)
+// refuses to keep one, whatever a caller passes. Twenty characters make
+// one; a match runs to the string's end, so that Redact leaves nothing of
+// it.
+var secretLike = regexp.MustCompile(`(?i)igw_(live|test)_[0-9a-z]{20,}|whsec_[0-9a-z+/]{20,}=*`)
+
+// HoldsSecret reports whether s holds what looks like an API key's secret
+// or a webhook signing secret: what the log refuses to keep. Text that
+// becomes part of a change (a key's name, an endpoint's URL) is refused with
+// it before the change is made, so that no change happens that the log
+// then refuses.
+func HoldsSecret(s string) bool { return secretLike.MatchString(s) }
+
+// Redacted is what Redact puts in place of a secret-shaped string.
+const Redacted = "[redacted]"
+
+// Redact returns b with every secret-shaped string replaced by Redacted,
+// b itself when there is none. Replacing one in a JSON document keeps it
+// valid: it is made of letters, digits, "_", "+" and "/" only. It is for
+// states recorded before such text was refused at the edge: the log takes
+// their changes, without the secret.
+func Redact(b []byte) []byte {
+	if !secretLike.Match(b) {
+		return b
+	}
+	return secretLike.ReplaceAll(b, []byte(Redacted))
+}
 
 // CheckActor says why s cannot name an actor, if it cannot: it must be 1 to
 // MaxActorLen bytes of printable UTF-8 (no control characters), and not an

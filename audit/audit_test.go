@@ -302,3 +302,34 @@ func TestOnRedisCluster(t *testing.T) {
 		}
 	}
 }
+
+// What the log refuses is what HoldsSecret finds, whatever surrounds it; a
+// state recorded with such text in it (from before it was refused at the
+// edge) is taken once Redact has replaced it, and nothing of the secret is
+// left, the checksum included.
+func TestHoldsSecretAndRedact(t *testing.T) {
+	key := "igw_live_" + strings.Repeat("a1B2", 10) + "xyz" + "0Ab9Zq"
+	whsec := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw+/=="
+	for s, want := range map[string]bool{
+		key: true, "backup " + key + " (old)": true, strings.ToUpper(key): true, "igw_test_" + strings.Repeat("z", 20): true,
+		whsec: true, "https://hooks.example.com/w?s=" + whsec: true,
+		"igw_live_…x9Qa": false, "igw_live_" + strings.Repeat("a", 19): false, "whsec_short": false, "ERP produção": false,
+	} {
+		if got := HoldsSecret(s); got != want {
+			t.Errorf("HoldsSecret(%q) = %v", s, got)
+		}
+	}
+	doc := []byte(`{"name":"backup ` + key + `","url":"https://h.example/w?s=` + whsec + `","hint":"igw_live_…x9Qa"}`)
+	red := Redact(doc)
+	if want := `{"name":"backup [redacted]","url":"https://h.example/w?s=[redacted]","hint":"igw_live_…x9Qa"}`; string(red) != want {
+		t.Errorf("Redact = %s, want %s", red, want)
+	}
+	if clean := []byte(`{"name":"ERP"}`); &Redact(clean)[0] != &clean[0] {
+		t.Error("Redact copied a document without a secret")
+	}
+	e := entry(ActionKeyCreated, "key_aaaaaaaaaaaaaaaaaaaa", nil, nil)
+	e.After = red
+	if err := e.check(); err != nil {
+		t.Errorf("a redacted state is refused: %v", err)
+	}
+}

@@ -99,6 +99,7 @@ const (
 	ProblemCodeAuditUnavailable            ProblemCode = "audit_unavailable"
 	ProblemCodeAuthenticationUnavailable   ProblemCode = "authentication_unavailable"
 	ProblemCodeBodyTooLarge                ProblemCode = "body_too_large"
+	ProblemCodeChangeNotAudited            ProblemCode = "change_not_audited"
 	ProblemCodeChangeNotReplicated         ProblemCode = "change_not_replicated"
 	ProblemCodeCompanyMismatch             ProblemCode = "company_mismatch"
 	ProblemCodeCompanySuspended            ProblemCode = "company_suspended"
@@ -149,6 +150,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeAuthenticationUnavailable:
 		return true
 	case ProblemCodeBodyTooLarge:
+		return true
+	case ProblemCodeChangeNotAudited:
 		return true
 	case ProblemCodeChangeNotReplicated:
 		return true
