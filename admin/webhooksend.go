@@ -1,0 +1,136 @@
+package admin
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/invoicing-ao/gateway/audit"
+	"github.com/invoicing-ao/gateway/events"
+	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/invoicing"
+)
+
+// Deliveries sent again on request: one event replayed, the failed ones
+// since a time recovered, a test delivery; each recorded in the audit log
+// against its endpoint.
+
+// recordSend records a delivery sent again on request (before: the
+// delivery as it was, after: what was queued), against the endpoint.
+func (s *Service) recordSend(ctx context.Context, actor, action, id string, before, after any) error {
+	e, err := s.webhooks.Endpoint(ctx, id)
+	if err != nil { // the endpoint's company names the log: none, no record
+		ne := audit.Entry{Actor: actor, Action: action, WebhookID: id}
+		s.logger.Error("audit: event not recorded", "actor", actor, "action", action, "webhookId", id, "err", err)
+		return notAudited(ne, err)
+	}
+	return s.record(ctx, audit.Entry{Actor: actor, CompanyID: e.CompanyID, Action: action, WebhookID: id}, before, after)
+}
+
+// ReplayWebhookDelivery sends one event to an endpoint again, now, and
+// records who did.
+func (s *Service) ReplayWebhookDelivery(ctx context.Context, actor, id, eventID string) (events.Delivery, error) {
+	if err := s.webhooksReady(); err != nil {
+		return events.Delivery{}, err
+	}
+	if err := checkActor(actor); err != nil {
+		return events.Delivery{}, err
+	}
+	before, err := s.webhooks.Replay(ctx, id, eventID)
+	if invoicing.KindOf(err) == invoicing.NotFound {
+		if _, gerr := s.webhooks.Endpoint(ctx, id); gerr == nil {
+			return events.Delivery{}, &gateway.Error{Code: "not_found", Err: err,
+				Detail: "No event " + invoicing.Clip(eventID) + " was sent to webhook endpoint " + id + " (or it is older than the retention)."}
+		}
+	}
+	if err != nil {
+		return events.Delivery{}, named(id, err)
+	}
+	if err := s.recordSend(ctx, actor, audit.ActionWebhookReplayed, id, nil, map[string]any{"eventId": eventID, "type": before.Type}); err != nil {
+		return events.Delivery{}, err
+	}
+	return before, nil
+}
+
+// RecoveredView is how many failed deliveries a recovery queued again.
+type RecoveredView struct {
+	EndpointID string    `json:"endpointId"`
+	Since      time.Time `json:"since"`
+	Queued     int       `json:"queued"`
+}
+
+// RecoverWebhook sends again every failed delivery of an endpoint queued
+// since a time, and records who did.
+func (s *Service) RecoverWebhook(ctx context.Context, actor, id string, since time.Time) (RecoveredView, error) {
+	if err := s.webhooksReady(); err != nil {
+		return RecoveredView{}, err
+	}
+	if err := checkActor(actor); err != nil {
+		return RecoveredView{}, err
+	}
+	n, err := s.webhooks.Recover(ctx, id, since)
+	if err != nil {
+		return RecoveredView{}, named(id, err)
+	}
+	v := RecoveredView{EndpointID: id, Since: since.UTC(), Queued: n}
+	if err := s.recordSend(ctx, actor, audit.ActionWebhookRecovered, id, nil, v); err != nil {
+		return RecoveredView{}, err
+	}
+	return v, nil
+}
+
+// TestSentView is a test delivery queued.
+type TestSentView struct {
+	EndpointID string      `json:"endpointId"`
+	EventID    string      `json:"eventId"`
+	Type       events.Type `json:"type"`
+}
+
+// TestWebhook queues a test delivery to an endpoint, and records who did.
+func (s *Service) TestWebhook(ctx context.Context, actor, id string) (TestSentView, error) {
+	if err := s.webhooksReady(); err != nil {
+		return TestSentView{}, err
+	}
+	if err := checkActor(actor); err != nil {
+		return TestSentView{}, err
+	}
+	ev, err := s.webhooks.SendTest(ctx, id)
+	if err != nil {
+		return TestSentView{}, named(id, err)
+	}
+	v := TestSentView{EndpointID: id, EventID: ev.ID, Type: ev.Type}
+	if err := s.recordSend(ctx, actor, audit.ActionWebhookTested, id, nil, v); err != nil {
+		return TestSentView{}, err
+	}
+	return v, nil
+}
+
+func (s *Service) adminReplayWebhookDelivery(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+	return result(s.ReplayWebhookDelivery(r.Context(), actor(r), p.ByName("id"), p.ByName("event")))
+}
+
+// adminRecoverWebhook: {"since": RFC 3339}.
+func (s *Service) adminRecoverWebhook(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+	m, fe, err := gateway.ReadJSONBody(r, []string{"since"})
+	if err != nil {
+		return gateway.Answer{}, err
+	}
+	var sinceErr []gateway.FieldError
+	v, ok := gateway.StringMember(m, "since", &sinceErr)
+	since, perr := time.Parse(time.RFC3339Nano, v)
+	if len(sinceErr) > 0 || !ok || perr != nil {
+		fe = append(fe, gateway.FieldError{Field: "since", Message: "must be an RFC 3339 time such as 2026-03-10T00:00:00Z"})
+	}
+	if len(fe) > 0 {
+		return gateway.Answer{}, &gateway.Error{Code: "invalid_body", Detail: "The recovery is invalid.", Fields: fe}
+	}
+	return result(s.RecoverWebhook(r.Context(), actor(r), p.ByName("id"), since))
+}
+
+func (s *Service) adminTestWebhook(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+	v, err := s.TestWebhook(r.Context(), actor(r), p.ByName("id"))
+	if err != nil {
+		return gateway.Answer{}, err
+	}
+	return gateway.Answer{Status: http.StatusAccepted, Body: v}, nil
+}
