@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/invoicing-ao/gateway/admin/console"
@@ -35,10 +36,15 @@ type Config struct {
 	// 503 database_unavailable.
 	Directory Directory
 	// Token protects the admin API; empty disables it (every admin call
-	// answers 503), so a forgotten setting never leaves it open.
-	Token  string
-	Logger *slog.Logger     // nil means slog.Default()
-	Now    func() time.Time // nil means time.Now
+	// answers 503), so a forgotten setting never leaves it open. The binary
+	// accepts only a strong one (CheckToken).
+	Token string
+	// TokenFailures bounds the wrong tokens each source address may present
+	// (throttle.go): a rate per second after a burst; zero means
+	// FailureRate after FailureBurst, a negative Rate no bound.
+	TokenFailures Limit
+	Logger        *slog.Logger     // nil means slog.Default()
+	Now           func() time.Time // nil means time.Now
 }
 
 // Service administers keys, limits, usage and the audit log, for the admin
@@ -52,6 +58,7 @@ type Service struct {
 	directory  Directory
 	webhooks   Webhooks
 	adminToken string
+	failures   *failures
 	logger     *slog.Logger
 	now        func() time.Time
 }
@@ -59,7 +66,7 @@ type Service struct {
 // New builds a Service from cfg.
 func New(cfg Config) *Service {
 	s := &Service{keys: cfg.Keys, limiter: cfg.Limiter, usage: cfg.Usage, audit: cfg.Audit, companies: cfg.Companies, directory: cfg.Directory, webhooks: cfg.Webhooks,
-		adminToken: cfg.Token, logger: cfg.Logger, now: cfg.Now}
+		adminToken: cfg.Token, logger: cfg.Logger, now: cfg.Now, failures: newFailures(cfg.TokenFailures)}
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
@@ -126,12 +133,8 @@ func (s *Service) routes(rt *gateway.Router) {
 // X-Actor, the dashboard user it is made for: the audit log names them.
 func (s *Service) adminRoute(rt *gateway.Router, method, path string, h gateway.RouteFunc) {
 	rt.Handle(method, path, func(r *http.Request, p gateway.Params) (gateway.Answer, error) {
-		if s.adminToken == "" {
-			return gateway.Answer{}, &gateway.Error{Code: "admin_disabled", Detail: "No admin token is configured (GATEWAY_ADMIN_TOKEN)."}
-		}
-		tok, ok := gateway.Bearer(r.Header.Get("Authorization"))
-		if !ok || !tokenEqual(tok, s.adminToken) {
-			return gateway.Answer{}, &gateway.Error{Code: "unauthorized_admin", Detail: "Send Authorization: Bearer <admin token>."}
+		if err := s.authorize(r); err != nil {
+			return gateway.Answer{}, err
 		}
 		if method != http.MethodGet {
 			if len(r.Header.Values("X-Actor")) > 1 {
@@ -144,6 +147,47 @@ func (s *Service) adminRoute(rt *gateway.Router, method, path string, h gateway.
 		}
 		return h(r, p)
 	})
+}
+
+// authorize checks r's admin token, throttling wrong ones per source
+// (throttle.go). A request without one guesses nothing: it is refused
+// without counting.
+func (s *Service) authorize(r *http.Request) error {
+	if s.adminToken == "" {
+		return &gateway.Error{Code: "admin_disabled", Detail: "No admin token is configured (GATEWAY_ADMIN_TOKEN)."}
+	}
+	unauthorized := &gateway.Error{Code: "unauthorized_admin", Detail: "Send Authorization: Bearer <admin token>."}
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return unauthorized
+	}
+	src := peer(r)
+	done, wait, starts := s.failures.take(src, s.now())
+	if done == nil {
+		if starts {
+			s.logger.Warn("admin: wrong admin tokens throttled", "source", src.String(), "retryAfter", wait.Round(time.Millisecond).String())
+		}
+		return &gateway.Error{Code: "admin_token_throttled", RetryAfter: wait,
+			Detail: "Too many wrong admin tokens came from this address: retry with the right one after the Retry-After delay."}
+	}
+	tok, ok := gateway.Bearer(h)
+	right := ok && tokenEqual(tok, s.adminToken)
+	done(right)
+	if !right {
+		s.logger.Warn("admin: wrong admin token", "source", src.String())
+		return unauthorized
+	}
+	return nil
+}
+
+// peer is the address of r's connection (the zero Addr when it is not
+// one: all such requests share one source).
+func peer(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr()
 }
 
 // actor is who an admin API change is made for (checked by adminRoute).

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/invoicing-ao/gateway/invoicing"
 )
@@ -109,6 +110,9 @@ func TestAdminAPIIsolated(t *testing.T) {
 			expectProblem(t, r, 404, "route_not_found")
 		}
 		for _, h := range wrong {
+			// A second apart: past ten, wrong tokens are throttled
+			// (TestWrongAdminTokensThrottled).
+			in.clock.Add(time.Second)
 			q := req{Method: rt[0], Path: path, Header: map[string]string{}}
 			if h != "" {
 				q.Header["Authorization"] = h

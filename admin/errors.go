@@ -18,6 +18,7 @@ import "github.com/invoicing-ao/gateway/invoicing"
 var (
 	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Unauthenticated, Code: "unauthorized_admin", Title: "Admin token required", Message: "admin: missing or wrong admin token"})
 	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: "admin_disabled", Title: "Admin API disabled", Message: "admin: no admin token configured"})
+	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Limited, Code: "admin_token_throttled", Title: "Too many wrong admin tokens", Message: "admin: wrong admin tokens throttled"})
 	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Unprocessable, Code: "unknown_company", Title: "Unknown company", Message: "admin: unknown company"})
 	// A change's X-Actor header: missing, or not a name the audit log keeps.
 	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Invalid, Code: "missing_actor", Title: "Missing X-Actor header", Message: "admin: no X-Actor"})

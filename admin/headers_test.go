@@ -27,8 +27,13 @@ func TestSecurityHeadersOnAdminListener(t *testing.T) {
 		{"GET", "/admin/v1/companies/" + coA + "/limits", "", "", tok, 200},
 		{"GET", "/admin/v1/nothing", "", "", tok, 404},
 		{"GET", "/healthz", "", "", nil, 200},
+		{"GET", "//attacker.example/healthz", "", "", nil, 421}, // DNS rebinding: another site's name
 	} {
-		r := httptest.NewRequest(c.method, c.path, strings.NewReader(c.body))
+		target := "http://127.0.0.1" + c.path
+		if strings.HasPrefix(c.path, "//") { // another host
+			target = "http:" + c.path
+		}
+		r := httptest.NewRequest(c.method, target, strings.NewReader(c.body))
 		if c.ctype != "" {
 			r.Header.Set("Content-Type", c.ctype)
 		}

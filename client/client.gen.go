@@ -96,6 +96,7 @@ func (e InvoiceType) Valid() bool {
 // Defines values for ProblemCode.
 const (
 	ProblemCodeAdminDisabled               ProblemCode = "admin_disabled"
+	ProblemCodeAdminTokenThrottled         ProblemCode = "admin_token_throttled"
 	ProblemCodeAuditUnavailable            ProblemCode = "audit_unavailable"
 	ProblemCodeAuthenticationUnavailable   ProblemCode = "authentication_unavailable"
 	ProblemCodeBodyTooLarge                ProblemCode = "body_too_large"
@@ -110,6 +111,7 @@ const (
 	ProblemCodeEventsUnavailable           ProblemCode = "events_unavailable"
 	ProblemCodeExpiredApiKey               ProblemCode = "expired_api_key"
 	ProblemCodeHeadersTooLarge             ProblemCode = "headers_too_large"
+	ProblemCodeHostNotAllowed              ProblemCode = "host_not_allowed"
 	ProblemCodeIdempotencyInProgress       ProblemCode = "idempotency_in_progress"
 	ProblemCodeIdempotencyKeyReused        ProblemCode = "idempotency_key_reused"
 	ProblemCodeInsufficientScope           ProblemCode = "insufficient_scope"
@@ -145,6 +147,8 @@ func (e ProblemCode) Valid() bool {
 	switch e {
 	case ProblemCodeAdminDisabled:
 		return true
+	case ProblemCodeAdminTokenThrottled:
+		return true
 	case ProblemCodeAuditUnavailable:
 		return true
 	case ProblemCodeAuthenticationUnavailable:
@@ -172,6 +176,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeExpiredApiKey:
 		return true
 	case ProblemCodeHeadersTooLarge:
+		return true
+	case ProblemCodeHostNotAllowed:
 		return true
 	case ProblemCodeIdempotencyInProgress:
 		return true

@@ -40,6 +40,8 @@ const (
 //   - withRecover: inside the writer, so a panic is answered (and logged) as
 //     the 500 it became;
 //   - withSecurityHeaders: on every answer, errors and 404s included;
+//   - withAdminHost (admin): a request for a name that is not the admin
+//     listener's (DNS rebinding) is refused before anything else;
 //   - withHeaderLimit: a head over 16 KiB is refused before any work, in
 //     the API's error format (net/http's own, higher cut-off is plain text);
 //   - withBodyLimit: no body is read past 64 KiB, whoever reads it;
@@ -60,6 +62,7 @@ func (s *Server) chain(l listener, routed func(method string, u *url.URL) bool) 
 		{both, writeAnswers},
 		{both, withRecover},
 		{both, withSecurityHeaders},
+		{admin, s.withAdminHost},
 		{both, withHeaderLimit},
 		{both, withBodyLimit},
 		{public, withCORS(s.cors, routed)},

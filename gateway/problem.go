@@ -89,6 +89,7 @@ var httpCodes = map[string]problemCode{
 	"idempotency_key_reused":  {http.StatusUnprocessableEntity, "Idempotency-Key reused"},
 	"body_too_large":          {http.StatusRequestEntityTooLarge, "Request body too large"},
 	"headers_too_large":       {http.StatusRequestHeaderFieldsTooLarge, "Request headers too large"},
+	"host_not_allowed":        {http.StatusMisdirectedRequest, "Host not served here"},
 	"unsupported_media_type":  {http.StatusUnsupportedMediaType, "Unsupported media type"},
 	"rate_limit_live":         {http.StatusTooManyRequests, "LIVE rate limit exceeded"},
 	"rate_limit_test":         {http.StatusTooManyRequests, "TEST rate limit exceeded"},

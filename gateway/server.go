@@ -85,6 +85,10 @@ type Config struct {
 	// persistence, eviction policy, replicas), as "redisDurability"; nil
 	// says nothing.
 	RedisDurability func() any
+	// AdminHosts are the host names the admin listener answers to besides
+	// its IP addresses and loopback names (ParseAdminHosts, adminhost.go);
+	// empty means none.
+	AdminHosts []string
 }
 
 // Server holds the dependencies of the handlers.
@@ -102,6 +106,7 @@ type Server struct {
 	idem       Idempotency
 	cursorKey  []byte
 	proxies    []netip.Prefix
+	adminHosts []string
 	draining   atomic.Bool
 	durability func() any // Config.RedisDurability
 	logger     *slog.Logger
@@ -134,6 +139,7 @@ func New(cfg Config) *Server {
 		s.cursorKey = []byte(defaultCursorKey)
 	}
 	s.proxies = cfg.TrustedProxies
+	s.adminHosts = cfg.AdminHosts
 	s.metrics = newMetrics(s, cfg.RedisPool)
 	return s
 }

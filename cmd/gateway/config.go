@@ -25,7 +25,11 @@ import (
 type Config struct {
 	Addr       string `yaml:"addr" env:"GATEWAY_ADDR"`              // public listener
 	AdminAddr  string `yaml:"adminAddr" env:"GATEWAY_ADMIN_ADDR"`   // internal listener: admin API
-	AdminToken string `yaml:"adminToken" env:"GATEWAY_ADMIN_TOKEN"` // empty disables the admin API
+	AdminToken string `yaml:"adminToken" env:"GATEWAY_ADMIN_TOKEN"` // empty disables the admin API; else strong (adminconfig.go)
+	// AdminHosts is a comma-separated list of the host names the admin
+	// listener answers to besides its IP addresses and loopback names;
+	// empty means none (adminconfig.go).
+	AdminHosts string `yaml:"adminHosts" env:"GATEWAY_ADMIN_HOSTS"`
 	// CursorSecret keys the lists' cursors (the same on every instance);
 	// empty means a built-in key (gateway.Config.CursorSecret).
 	CursorSecret string `yaml:"cursorSecret" env:"GATEWAY_CURSOR_SECRET"`
@@ -377,5 +381,6 @@ func (c Config) validate(n needs) error {
 	}
 	c.checkEvents(bad)     // eventsconfig.go
 	c.checkSecrets(bad, n) // secretsconfig.go
+	c.checkAdmin(bad)      // adminconfig.go
 	return errors.Join(errs...)
 }

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/invoicing-ao/gateway/gateway"
 )
 
 const deployDir = repoRoot + "/deploy"
@@ -167,7 +169,12 @@ func checkComposePrometheus(t *testing.T, f composeFile) {
 	if m := regexp.MustCompile(`up\{job="([^"]+)"\}`).FindSubmatch(rb); m != nil {
 		jobName = string(m[1])
 	}
-	adminPort := strconv.Itoa(portOf(t, gatewayConfig(t, f).AdminAddr))
+	gwCfg := gatewayConfig(t, f)
+	adminPort := strconv.Itoa(portOf(t, gwCfg.AdminAddr))
+	hosts, err := gateway.ParseAdminHosts(gwCfg.AdminHosts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	scraped := false
 	for _, sc := range pc.ScrapeConfigs {
 		if jobName == "" || sc.JobName != jobName {
@@ -183,9 +190,21 @@ func checkComposePrometheus(t *testing.T, f composeFile) {
 		}
 		servedStatus(t, "/healthz") // builds the probe gateway
 		rec := httptest.NewRecorder()
-		probeDeps.admin.Handler(probeDeps.server).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, sc.MetricsPath, nil))
+		probeDeps.admin.Handler(probeDeps.server).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1"+sc.MetricsPath, nil))
 		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "gateway_http_requests_total") {
 			t.Errorf("job %s scrapes %s: the admin listener answers %d without the gateway's metrics", sc.JobName, sc.MetricsPath, rec.Code)
+		}
+		// ...under the name it scrapes by, which the gateway's adminHosts
+		// must hold (another name is refused: DNS rebinding).
+		named := gateway.New(gateway.Config{AdminHosts: hosts}).AdminHandler(nil)
+		for _, st := range sc.StaticConfigs {
+			for _, target := range st.Targets {
+				rec := httptest.NewRecorder()
+				named.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://"+target+"/healthz", nil))
+				if rec.Code != http.StatusOK {
+					t.Errorf("job %s scrapes %s: the admin listener answers %d to that name (GATEWAY_ADMIN_HOSTS %q)", sc.JobName, target, rec.Code, gwCfg.AdminHosts)
+				}
+			}
 		}
 	}
 	if !scraped {

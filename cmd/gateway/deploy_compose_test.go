@@ -195,8 +195,11 @@ func checkComposeURLs(t *testing.T, name string, cfg Config, f composeFile) {
 // interpolations) stood in for, of the shape the setting needs.
 func fromOperator(name, v string) string {
 	return interpolation.ReplaceAllStringFunc(v, func(string) string {
-		if name == "GATEWAY_WEBHOOK_SECRETS_KEY" {
+		switch name {
+		case "GATEWAY_WEBHOOK_SECRETS_KEY":
 			return testSecretsKey // an age identity, as the operator's must be
+		case "GATEWAY_ADMIN_TOKEN":
+			return testAdminToken // a strong token, as the compose file's comment makes one
 		}
 		return "from-operator"
 	})

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,8 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/invoicing-ao/gateway/gateway"
 )
 
 // rendered is one kustomization's output, each object decoded strictly into
@@ -297,6 +300,19 @@ func checkManifests(t *testing.T, r rendered, production bool) {
 			admin++
 			if len(targets) != 1 || (s.Spec.Type != "" && s.Spec.Type != corev1.ServiceTypeClusterIP) {
 				t.Errorf("admin Service %s: type %s, ports %v; want ClusterIP with the admin port only", s.Name, s.Spec.Type, targets)
+			}
+			// The dashboard calls it by the Service's name: the admin
+			// listener must answer to it (another name is refused), with
+			// its namespace where the overlay sets one.
+			names := []string{s.Name}
+			if s.Namespace != "" {
+				names = append(names, s.Name+"."+s.Namespace+".svc.cluster.local")
+			}
+			hosts, _ := gateway.ParseAdminHosts(cfg.AdminHosts)
+			for _, n := range names {
+				if !slices.Contains(hosts, n) {
+					t.Errorf("admin Service %s: GATEWAY_ADMIN_HOSTS %q lacks %s, the name the dashboard calls", s.Name, cfg.AdminHosts, n)
+				}
 			}
 		case targets[ports["http"]]:
 			public++

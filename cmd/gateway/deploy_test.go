@@ -74,6 +74,8 @@ func placeholder(name string) string {
 		return testSecretsKey
 	case name == "GATEWAY_WEBHOOK_SECRETS_OLD_KEYS":
 		return "" // optional: absent unless the secret has it
+	case name == "GATEWAY_ADMIN_TOKEN":
+		return testAdminToken // as strong as the secret must be
 	}
 	return "secret"
 }

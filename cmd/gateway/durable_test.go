@@ -36,7 +36,7 @@ func TestChangesConfirmedByReplicas(t *testing.T) {
 		"GATEWAY_REDIS_URL":         "redis+sentinel://" + r.Sentinel + "/0?master_name=" + r.Name,
 		"GATEWAY_LIVE_DATABASE_URL": live,
 		"GATEWAY_TEST_DATABASE_URL": test,
-		"GATEWAY_ADMIN_TOKEN":       "durable-test-admin-token",
+		"GATEWAY_ADMIN_TOKEN":       testAdminToken,
 		// Long enough for a replica that keeps up on a busy machine.
 		"GATEWAY_REDIS_REPLICA_TIMEOUT": "3s",
 		// Webhook endpoints on this machine.

@@ -42,7 +42,7 @@ func startGateways(t *testing.T) *gateways {
 	g := &gateways{redis: redis.NewClient(&redis.Options{Addr: srv.Addr()})}
 	t.Cleanup(func() { _ = g.redis.Close() })
 	env := []string{
-		"GATEWAY_ADDR=127.0.0.1:0", "GATEWAY_ADMIN_ADDR=127.0.0.1:0", "GATEWAY_ADMIN_TOKEN=tok",
+		"GATEWAY_ADDR=127.0.0.1:0", "GATEWAY_ADMIN_ADDR=127.0.0.1:0", "GATEWAY_ADMIN_TOKEN=" + testAdminToken,
 		"GATEWAY_REDIS_URL=redis://" + srv.Addr() + "/0",
 		"GATEWAY_LIVE_DATABASE_URL=" + live, "GATEWAY_TEST_DATABASE_URL=" + sandbox,
 		"GATEWAY_LOG_LEVEL=info", "GATEWAY_INFLIGHT_PER_COMPANY=64", "GATEWAY_INFLIGHT_TOTAL=64",

@@ -35,7 +35,7 @@ func TestObservability(t *testing.T) {
 		"OTEL_SERVICE_NAME":              "gw-observed",
 		"GATEWAY_TEST_RATE":              "0.001",
 		"GATEWAY_TEST_BURST":             "1",
-		"GATEWAY_ADMIN_TOKEN":            "adm-token-observe",
+		"GATEWAY_ADMIN_TOKEN":            testAdminToken,
 	})
 	co := gendata.DemoCompanyA
 	live, test := g.key(t, co, invoicing.Live), g.key(t, co, invoicing.Test)

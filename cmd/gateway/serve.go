@@ -89,6 +89,7 @@ func listen(cfg Config) (pub, adm net.Listener, err error) {
 func serveOn(ctx context.Context, cfg Config, d *deps, logger *slog.Logger, pubLn, admLn net.Listener, ready func(pub, adm net.Addr)) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	warnAdminAddr(logger, admLn.Addr())
 	newServer := func(h http.Handler) *http.Server {
 		// The defaults: 5s to send the request head, 16 KiB of headers.
 		return gateway.NewHTTPServer(h, gateway.HTTPConfig{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)})

@@ -88,6 +88,11 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		d.Close()
 		return nil, fmt.Errorf("setting %s: %w", settingName("TrustedProxies"), err)
 	}
+	adminHosts, err := gateway.ParseAdminHosts(cfg.AdminHosts) // validated with the configuration
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("setting %s: %w", settingName("AdminHosts"), err)
+	}
 	// Every administrative change waits for the same replicas: the
 	// guard's target, which follows Redis's topology (redisguard.go).
 	d.guard = newRedisGuard(cfg, logger)
@@ -114,7 +119,7 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		CORSAllowedOrigins: origins,
 		TracerProvider:     o.tp, Usage: d.usage, RedisPool: rdb,
 		Idempotency:    idempotency.New(idempotency.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "idem:"}),
-		TrustedProxies: proxies, RedisDurability: d.guard.readiness,
+		TrustedProxies: proxies, RedisDurability: d.guard.readiness, AdminHosts: adminHosts,
 	})
 	if err := d.guard.watch(ctx, cfg, rdb, d.server.MetricsRegisterer(), o.needs&needRedis != 0); err != nil { // a mistake of ours
 		d.Close()
