@@ -120,6 +120,7 @@ const (
 	ProblemCodeInvalidApiKey               ProblemCode = "invalid_api_key"
 	ProblemCodeInvalidBody                 ProblemCode = "invalid_body"
 	ProblemCodeInvalidCompanyId            ProblemCode = "invalid_company_id"
+	ProblemCodeInvalidFraming              ProblemCode = "invalid_framing"
 	ProblemCodeInvalidParameter            ProblemCode = "invalid_parameter"
 	ProblemCodeKeyLimitReached             ProblemCode = "key_limit_reached"
 	ProblemCodeKeyLookupsLimited           ProblemCode = "key_lookups_limited"
@@ -194,6 +195,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeInvalidBody:
 		return true
 	case ProblemCodeInvalidCompanyId:
+		return true
+	case ProblemCodeInvalidFraming:
 		return true
 	case ProblemCodeInvalidParameter:
 		return true

@@ -40,6 +40,9 @@ const (
 //   - withRecover: inside the writer, so a panic is answered (and logged) as
 //     the 500 it became;
 //   - withSecurityHeaders: on every answer, errors and 404s included;
+//   - withFraming: a request whose length was ambiguous (both
+//     Content-Length and Transfer-Encoding) is refused, its connection
+//     closed, before any other work (framing.go);
 //   - withAdminHost (admin): a request for a name that is not the admin
 //     listener's (DNS rebinding) is refused before anything else;
 //   - withHeaderLimit: a head over 16 KiB is refused before any work, in
@@ -62,6 +65,7 @@ func (s *Server) chain(l listener, routed func(method string, u *url.URL) bool) 
 		{both, writeAnswers},
 		{both, withRecover},
 		{both, withSecurityHeaders},
+		{both, withFraming},
 		{admin, s.withAdminHost},
 		{both, withHeaderLimit},
 		{both, withBodyLimit},

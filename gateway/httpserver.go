@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"log"
+	"net"
 	"net/http"
 	"time"
 )
@@ -24,9 +25,26 @@ type HTTPConfig struct {
 	ErrorLog       *log.Logger // nil means the log package's standard logger
 }
 
+// HTTPServer is an http.Server that watches the framing of the requests it
+// serves (framing.go): its Serve does, on every connection it accepts.
+type HTTPServer struct{ *http.Server }
+
+// Serve serves ln's connections, each watched.
+func (s HTTPServer) Serve(ln net.Listener) error { return s.Server.Serve(framingListener{ln}) }
+
+// ListenAndServe is Serve on a listener of the server's Addr.
+func (s HTTPServer) ListenAndServe() error {
+	ln, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ln)
+}
+
 // NewHTTPServer is how the binary serves both listeners: h behind the
-// connection limits of c.
-func NewHTTPServer(h http.Handler, c HTTPConfig) *http.Server {
+// connection limits of c, each connection's requests watched for an
+// ambiguous length.
+func NewHTTPServer(h http.Handler, c HTTPConfig) HTTPServer {
 	or := func(d, def time.Duration) time.Duration {
 		if d <= 0 {
 			return def
@@ -36,13 +54,14 @@ func NewHTTPServer(h http.Handler, c HTTPConfig) *http.Server {
 	if c.MaxHeaderBytes <= 0 {
 		c.MaxHeaderBytes = 4 * MaxHeaderBytes
 	}
-	return &http.Server{
+	return HTTPServer{&http.Server{
 		Handler:           h,
+		ConnContext:       framingContext,
 		ReadHeaderTimeout: or(c.ReadHeaderTimeout, 5*time.Second),
 		ReadTimeout:       or(c.ReadTimeout, 15*time.Second),
 		WriteTimeout:      or(c.WriteTimeout, 30*time.Second),
 		IdleTimeout:       or(c.IdleTimeout, 120*time.Second),
 		MaxHeaderBytes:    c.MaxHeaderBytes,
 		ErrorLog:          c.ErrorLog,
-	}
+	}}
 }

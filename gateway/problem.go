@@ -90,6 +90,7 @@ var httpCodes = map[string]problemCode{
 	"body_too_large":          {http.StatusRequestEntityTooLarge, "Request body too large"},
 	"headers_too_large":       {http.StatusRequestHeaderFieldsTooLarge, "Request headers too large"},
 	"host_not_allowed":        {http.StatusMisdirectedRequest, "Host not served here"},
+	"invalid_framing":         {http.StatusBadRequest, "Ambiguous request length"},
 	"unsupported_media_type":  {http.StatusUnsupportedMediaType, "Unsupported media type"},
 	"rate_limit_live":         {http.StatusTooManyRequests, "LIVE rate limit exceeded"},
 	"rate_limit_test":         {http.StatusTooManyRequests, "TEST rate limit exceeded"},

@@ -90,7 +90,7 @@ func serveOn(ctx context.Context, cfg Config, d *deps, logger *slog.Logger, pubL
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	warnAdminAddr(logger, admLn.Addr())
-	newServer := func(h http.Handler) *http.Server {
+	newServer := func(h http.Handler) gateway.HTTPServer {
 		// The defaults: 5s to send the request head, 16 KiB of headers.
 		return gateway.NewHTTPServer(h, gateway.HTTPConfig{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)})
 	}
