@@ -32,7 +32,7 @@ var fallbackLine = regexp.MustCompile(`(?m)^gateway_ratelimit_fallback_active(\{
 func fallbackMetric(t *testing.T, s *Server) string {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	s.AdminHandler(nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	s.AdminHandler(nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:8081/metrics", nil))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("/metrics: %d", rec.Code)
 	}

@@ -111,7 +111,7 @@ func scrapeWithWatermarks(t *testing.T) *httptest.ResponseRecorder {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		rec := httptest.NewRecorder()
-		probeDeps.admin.Handler(probeDeps.server).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		probeDeps.admin.Handler(probeDeps.server).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:8081/metrics", nil))
 		if strings.Contains(rec.Body.String(), "gateway_events_detector_lag_seconds{") {
 			return rec
 		}

@@ -85,7 +85,7 @@ func createKeyViaAdmin(t *testing.T, admin, company string) string {
 	t.Helper()
 	body := fmt.Sprintf(`{"companyId":%q,"mode":"LIVE","scopes":["clients:read"],"name":"load"}`, company)
 	req, _ := http.NewRequest("POST", admin+"/admin/v1/keys", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
 	req.Header.Set("X-Actor", "processes-test")
 	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
