@@ -391,9 +391,15 @@ func (e WebhookTestJSONBodyType) Valid() bool {
 }
 
 // ClientInput A client to create. `null` is the same as leaving a field out. The
-// patterns say exactly what is accepted, but for two rules they cannot
-// express: `999999999` is refused as a NIF, and `name` and `address` count
-// their length once trimmed.
+// patterns say exactly what is accepted, but for three rules they cannot
+// express: `999999999` is refused as a NIF, `name` and `address` count
+// their length once trimmed, and they refuse the invisible characters
+// beyond U+FFFF as they refuse those the patterns list: the format
+// characters U+110BD, U+110CD, U+13430 to U+1343F, U+1BCA0 to U+1BCA3
+// and U+1D173 to U+1D17A, the tags and other ignorables U+E0000 to
+// U+E00FF and U+E01F0 to U+E0FFF, and the private-use planes U+F0000 to
+// U+FFFFD and U+100000 to U+10FFFD (a pattern read without Unicode mode
+// cannot name them).
 type ClientInput struct {
 	// Address At most 500 characters; not blank; line breaks allowed, no other control characters and no invisible or direction-changing ones (as `name`).
 	Address *string `json:"address,omitempty"`

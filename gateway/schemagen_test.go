@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // valueGen makes random values that a schema of the OpenAPI document
@@ -89,6 +91,21 @@ func (g valueGen) object(s *openapi3.Schema) map[string]any {
 }
 
 func (g valueGen) str(s *openapi3.Schema) string {
+	return strings.Map(visibleBeyondBMP, g.drawStr(s))
+}
+
+// visibleBeyondBMP keeps r, but for an invisible character beyond U+FFFF,
+// which the document refuses in a description rather than its patterns
+// (see ClientInput): an "x" then, and the schema's check redraws what that
+// makes invalid.
+func visibleBeyondBMP(r rune) rune {
+	if r > 0xFFFF && invoicing.Hidden(r) {
+		return 'x'
+	}
+	return r
+}
+
+func (g valueGen) drawStr(s *openapi3.Schema) string {
 	switch s.Format {
 	case "uuid":
 		return randomUUID(g.r)
