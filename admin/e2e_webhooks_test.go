@@ -195,6 +195,7 @@ func TestWebhooksThroughTheAdminAPI(t *testing.T) {
 		t.Fatalf("deliveries filtered: %d %s", filtered.Status, filtered.Body)
 	}
 	expectProblem(t, do(t, in.admin.URL, req{Path: "/admin/v1/webhooks/" + id + "/deliveries?state=lost", Header: auth}), 400, "invalid_parameter")
+	expectProblem(t, do(t, in.admin.URL, req{Path: "/admin/v1/webhooks/" + id + "/deliveries?cursor=12:nope", Header: auth}), 400, "invalid_parameter")
 
 	// Change, rotate, delete: each recorded with its actor.
 	patched := do(t, in.admin.URL, req{Method: "PATCH", Path: "/admin/v1/webhooks/" + id, Body: `{"enabled":false,"types":null}`, Header: auth})

@@ -337,6 +337,9 @@ func (s *Service) adminWebhookDeliveries(r *http.Request, p gateway.Params) (gat
 	dq.State, _ = q.Get("state")
 	t, _ := q.Get("type")
 	dq.Type = events.Type(t)
+	if dq.Cursor != "" && !events.ValidDeliveryCursor(dq.Cursor) {
+		q.Fail("cursor", "must be a page's next, as answered")
+	}
 	if dq.State != "" && !slices.Contains(events.DeliveryStates, dq.State) {
 		q.Fail("state", "must be one of "+strings.Join(events.DeliveryStates, ", "))
 	}
