@@ -25,7 +25,7 @@ type Webhooks interface {
 	RotateSecret(ctx context.Context, id string, overlap time.Duration) (events.Endpoint, string, error)
 	Deliveries(ctx context.Context, endpointID string, q events.DeliveryQuery) ([]events.Delivery, string, error)
 	Replay(ctx context.Context, endpointID, eventID string) (events.Delivery, error)
-	Recover(ctx context.Context, endpointID string, since time.Time) (int, error)
+	Recover(ctx context.Context, endpointID string, since time.Time) (events.Recovered, error)
 	SendTest(ctx context.Context, endpointID string) (events.Event, error)
 }
 
@@ -385,15 +385,17 @@ func (s *Service) ReplayWebhookDelivery(ctx context.Context, actor, id, eventID 
 	return before, nil
 }
 
-// RecoveredView is how many failed deliveries a recovery queued again.
+// RecoveredView is how many deliveries a recovery queued again: Queued in
+// all, of which Failed (given up) and Waiting (for a retry).
 type RecoveredView struct {
 	EndpointID string    `json:"endpointId"`
 	Since      time.Time `json:"since"`
 	Queued     int       `json:"queued"`
+	events.Recovered
 }
 
-// RecoverWebhook sends again every failed delivery of an endpoint queued
-// since a time, and records who did.
+// RecoverWebhook sends again, now, every delivery of an endpoint queued
+// since a time that failed or waits for a retry, and records who did.
 func (s *Service) RecoverWebhook(ctx context.Context, actor, id string, since time.Time) (RecoveredView, error) {
 	if err := s.webhooksReady(); err != nil {
 		return RecoveredView{}, err
@@ -401,11 +403,11 @@ func (s *Service) RecoverWebhook(ctx context.Context, actor, id string, since ti
 	if err := checkActor(actor); err != nil {
 		return RecoveredView{}, err
 	}
-	n, err := s.webhooks.Recover(ctx, id, since)
+	r, err := s.webhooks.Recover(ctx, id, since)
 	if err != nil {
 		return RecoveredView{}, named(id, err)
 	}
-	v := RecoveredView{EndpointID: id, Since: since.UTC(), Queued: n}
+	v := RecoveredView{EndpointID: id, Since: since.UTC(), Queued: r.Failed + r.Waiting, Recovered: r}
 	s.recordSend(ctx, actor, audit.ActionWebhookRecovered, id, nil, v)
 	return v, nil
 }

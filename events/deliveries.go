@@ -116,8 +116,13 @@ func ValidDeliveryCursor(c string) bool {
 	return err == nil
 }
 
-// logEntry is one entry of an endpoint's log and the cursor just past it.
-type logEntry struct{ id, cursor string }
+// logEntry is one entry of an endpoint's log: its event, when it was
+// queued (ms), and the cursor just past it.
+type logEntry struct {
+	id     string
+	at     int64
+	cursor string
+}
 
 // logPageScript reads up to ARGV[1] entries of a log (KEYS[1]), newest
 // first, after the entry ARGV[3] queued at ARGV[2] (ms; both "" for the
@@ -155,7 +160,7 @@ func (s *Service) logPage(ctx context.Context, endpointID string, n int, cursor 
 	out := make([]logEntry, 0, len(res)/2)
 	for i := 0; i+1 < len(res); i += 2 {
 		ms, _ := strconv.ParseFloat(res[i+1], 64)
-		out = append(out, logEntry{id: res[i], cursor: strconv.FormatInt(int64(ms), 10) + ":" + res[i]})
+		out = append(out, logEntry{id: res[i], at: int64(ms), cursor: strconv.FormatInt(int64(ms), 10) + ":" + res[i]})
 	}
 	next := ""
 	if len(out) > n {

@@ -108,3 +108,52 @@ func decode(t *testing.T, r resp, v any) {
 		t.Fatalf("%v: %s", err, r.Body)
 	}
 }
+
+// A receiver down while a client is created: its delivery fails and waits
+// an hour for its retry. Once the receiver is fixed, one recovery through
+// the admin API sends it now and says it was waiting; it arrives.
+func TestRecoverSendsWaitingDeliveries(t *testing.T) {
+	w := newWorld(t)
+	in := w.start(withRetries(time.Hour))
+	recv := newHookReceiver(t) // answers 503 until it trusts the secret
+	auth := map[string]string{"Authorization": "Bearer " + in.adminToken, "X-Actor": "ana@platform"}
+	created := do(t, in.admin.URL, req{Method: "POST", Path: "/admin/v1/companies/" + coA + "/webhooks",
+		Body: `{"mode":"TEST","url":"` + recv.srv.URL + `/hooks","types":["client.created"]}`, Header: auth})
+	if created.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", created.Status, created.Body)
+	}
+	id, _ := created.json(t)["id"].(string)
+	secret, _ := created.json(t)["secret"].(string)
+	in.runEvents(t)
+	start := time.Now()
+	addClients(t, w.test, 1)
+	var page struct {
+		Data []struct {
+			EventID, State string
+			Attempts       int
+			NextAttemptAt  *time.Time
+		}
+	}
+	for deadline := time.Now().Add(60 * time.Second); len(page.Data) == 0 || page.Data[0].Attempts == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no failed attempt: %+v", page)
+		}
+		time.Sleep(50 * time.Millisecond)
+		decode(t, do(t, in.admin.URL, req{Path: "/admin/v1/webhooks/" + id + "/deliveries", Header: auth}), &page)
+	}
+	if d := page.Data[0]; d.State != "pending" || d.NextAttemptAt == nil || d.NextAttemptAt.Before(time.Now().Add(50*time.Minute)) {
+		t.Fatalf("not waiting for its retry: %+v", d)
+	}
+	recv.trust(t, secret)
+	r := do(t, in.admin.URL, req{Method: "POST", Path: "/admin/v1/webhooks/" + id + "/recover",
+		Body: `{"since":"` + start.Add(-time.Minute).UTC().Format(time.RFC3339) + `"}`, Header: auth})
+	if v := r.json(t); r.Status != http.StatusOK || v["queued"] != 1.0 || v["failed"] != 0.0 || v["waiting"] != 1.0 {
+		t.Fatalf("recover: %d %s", r.Status, r.Body)
+	}
+	for deadline := time.Now().Add(60 * time.Second); recv.count(page.Data[0].EventID) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the recovered delivery never arrived")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
