@@ -65,7 +65,7 @@ func (s *Service) Deliveries(ctx context.Context, endpointID string, q DeliveryQ
 		limit = 20
 	}
 	limit = min(limit, MaxDeliveriesPage)
-	var out []Delivery
+	out := make([]Delivery, 0, limit) // an empty page is [], not null
 	cursor := q.Cursor
 	// Read the log in batches until the page is full, the log ends, or a
 	// bounded number of entries was read (a filter that matches little

@@ -50,6 +50,9 @@ func TestWebhooksCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &ep); err != nil || !strings.HasPrefix(ep.Secret, "whsec_") || ep.Mode != "TEST" || len(ep.Types) != 2 {
 		t.Fatalf("create --json: %v %s", err, out)
 	}
+	if _, out, _ := gw(t, env, "webhooks", "deliveries", ep.ID, "--json"); !strings.Contains(out, `"data":[]`) {
+		t.Fatalf("deliveries of a new endpoint: %s", out)
+	}
 	code, out, _ = gw(t, env, "webhooks", "create", "--company", co, "--mode", "LIVE", "--url", url)
 	if code != 0 || !strings.Contains(out, "every event type") || !strings.Contains(out, "whsec_") {
 		t.Fatalf("create: %d %s", code, out)
