@@ -50,20 +50,16 @@ func TestIntegrators(t *testing.T) {
 			}
 			return string(out)
 		}
-		// The recipe of docs/integrators.md, beside the full program.
-		if err := os.WriteFile(filepath.Join(dir, "snippet.ts"), docsSnippet(t, "ts"), 0o644); err != nil {
-			t.Fatal(err)
-		}
 		run("openapi-typescript", base+"/api/openapi.yaml", "-o", "schema.ts")
 		run("tsc", "--strict", "--noEmit", "-p", "tsconfig.json") // zero errors, or it fails
 		if out := run("tsx", "integrator.ts"); !strings.HasPrefix(out, "ok: ") {
 			t.Fatalf("integrator.ts: %s", out)
 		}
-		if out := run("tsx", "snippet.ts"); !regexp.MustCompile(`^[0-9]+ \[`).MatchString(out) {
-			t.Fatalf("docs/integrators.md's snippet printed %q", out)
-		}
 		typescriptReceiver(t, dir, base, key, company)
 		typescriptReceiverFromGateway(t, dir, printed)
+	})
+	t.Run("TypeScriptAsDocumented", func(t *testing.T) {
+		typescriptAsDocumented(t, base, key, company)
 	})
 }
 
@@ -196,21 +192,6 @@ func goClientAgainst(t *testing.T, base, key, company string) {
 	if _, err := a.GetClient(ctx, uuid.New()); !errors.As(err, &p) || p.Code != client.ProblemCodeNotFound {
 		t.Fatalf("unknown client: %v", err)
 	}
-}
-
-// docsSnippet is the first code block of language lang in the Clients
-// section of docs/integrators.md.
-func docsSnippet(t *testing.T, lang string) []byte {
-	t.Helper()
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "integrators.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile("(?s)## Clients.*?```" + lang + "\n(.*?)```").FindSubmatch(doc)
-	if m == nil {
-		t.Fatalf("no %s block in the Clients section of docs/integrators.md", lang)
-	}
-	return m[1]
 }
 
 // typescriptProject installs client/typescript's pinned npm packages once
