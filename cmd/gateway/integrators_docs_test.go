@@ -23,20 +23,8 @@ func typescriptAsDocumented(t *testing.T, base, key, company string) {
 	tool(t, "npm")
 	tool(t, "node")
 	install, rest, snippet := docsTypeScript(t)
-	dir := t.TempDir()
 	project := npmProject(t, install)
-	for _, f := range []string{"package.json", "package-lock.json"} {
-		b, err := os.ReadFile(filepath.Join(project, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Symlink(filepath.Join(project, "node_modules"), filepath.Join(dir, "node_modules")); err != nil {
-		t.Fatal(err)
-	}
+	dir := npmCopy(t, project, project, "package.json", "package-lock.json")
 	if err := os.WriteFile(filepath.Join(dir, "invoices.ts"), snippet, 0o644); err != nil {
 		t.Fatal(err)
 	}

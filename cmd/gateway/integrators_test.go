@@ -227,8 +227,15 @@ func typescriptProject(t *testing.T) string {
 			t.Skipf("npm install failed (offline?): %v", err)
 		}
 	}
+	return npmCopy(t, src, deps, "package.json", "tsconfig.json", "integrator.ts", "webhook.ts", "receiver.ts")
+}
+
+// npmCopy is a new directory with files copied from src and the
+// node_modules of deps (linked: installed once, shared by every run).
+func npmCopy(t *testing.T, src, deps string, files ...string) string {
+	t.Helper()
 	dir := t.TempDir()
-	for _, f := range []string{"package.json", "tsconfig.json", "integrator.ts", "webhook.ts", "receiver.ts"} {
+	for _, f := range files {
 		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
 			t.Fatal(err)
