@@ -186,7 +186,7 @@ func TestWebhooksThroughTheAdminAPI(t *testing.T) {
 	}
 	expectProblem(t, post("/admin/v1/webhooks/"+id+"/deliveries/evt_aaaaaaaaaaaaaaaaaaaaaaaaaa/replay", ""), 404, "not_found")
 	recovered := post("/admin/v1/webhooks/"+id+"/recover", `{"since":"`+time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)+`"}`)
-	if recovered.Status != 200 || recovered.json(t)["queued"] != float64(0) {
+	if v := recovered.json(t); recovered.Status != 200 || v["queued"] != 0.0 || v["failed"] != 0.0 || v["waiting"] != 0.0 {
 		t.Fatalf("recover: %d %s", recovered.Status, recovered.Body)
 	}
 	expectProblem(t, post("/admin/v1/webhooks/"+id+"/recover", `{"since":"yesterday"}`), 400, "invalid_body")
@@ -195,6 +195,7 @@ func TestWebhooksThroughTheAdminAPI(t *testing.T) {
 		t.Fatalf("deliveries filtered: %d %s", filtered.Status, filtered.Body)
 	}
 	expectProblem(t, do(t, in.admin.URL, req{Path: "/admin/v1/webhooks/" + id + "/deliveries?state=lost", Header: auth}), 400, "invalid_parameter")
+	expectProblem(t, do(t, in.admin.URL, req{Path: "/admin/v1/webhooks/" + id + "/deliveries?cursor=12:nope", Header: auth}), 400, "invalid_parameter")
 
 	// Change, rotate, delete: each recorded with its actor.
 	patched := do(t, in.admin.URL, req{Method: "PATCH", Path: "/admin/v1/webhooks/" + id, Body: `{"enabled":false,"types":null}`, Header: auth})

@@ -25,7 +25,7 @@ type Webhooks interface {
 	RotateSecret(ctx context.Context, id string, overlap time.Duration) (events.Endpoint, string, error)
 	Deliveries(ctx context.Context, endpointID string, q events.DeliveryQuery) ([]events.Delivery, string, error)
 	Replay(ctx context.Context, endpointID, eventID string) (events.Delivery, error)
-	Recover(ctx context.Context, endpointID string, since time.Time) (int, error)
+	Recover(ctx context.Context, endpointID string, since time.Time) (events.Recovered, error)
 	SendTest(ctx context.Context, endpointID string) (events.Event, error)
 }
 
@@ -353,6 +353,9 @@ func (s *Service) adminWebhookDeliveries(r *http.Request, p gateway.Params) (gat
 	dq.State, _ = q.Get("state")
 	t, _ := q.Get("type")
 	dq.Type = events.Type(t)
+	if dq.Cursor != "" && !events.ValidDeliveryCursor(dq.Cursor) {
+		q.Fail("cursor", "must be a page's next, as answered")
+	}
 	if dq.State != "" && !slices.Contains(events.DeliveryStates, dq.State) {
 		q.Fail("state", "must be one of "+strings.Join(events.DeliveryStates, ", "))
 	}

@@ -52,15 +52,17 @@ func (s *Service) ReplayWebhookDelivery(ctx context.Context, actor, id, eventID 
 	return before, nil
 }
 
-// RecoveredView is how many failed deliveries a recovery queued again.
+// RecoveredView is how many deliveries a recovery queued again: Queued in
+// all, of which Failed (given up) and Waiting (for a retry).
 type RecoveredView struct {
 	EndpointID string    `json:"endpointId"`
 	Since      time.Time `json:"since"`
 	Queued     int       `json:"queued"`
+	events.Recovered
 }
 
-// RecoverWebhook sends again every failed delivery of an endpoint queued
-// since a time, and records who did.
+// RecoverWebhook sends again, now, every delivery of an endpoint queued
+// since a time that failed or waits for a retry, and records who did.
 func (s *Service) RecoverWebhook(ctx context.Context, actor, id string, since time.Time) (RecoveredView, error) {
 	if err := s.webhooksReady(); err != nil {
 		return RecoveredView{}, err
@@ -68,11 +70,11 @@ func (s *Service) RecoverWebhook(ctx context.Context, actor, id string, since ti
 	if err := checkActor(actor); err != nil {
 		return RecoveredView{}, err
 	}
-	n, err := s.webhooks.Recover(ctx, id, since)
+	r, err := s.webhooks.Recover(ctx, id, since)
 	if err != nil {
 		return RecoveredView{}, named(id, err)
 	}
-	v := RecoveredView{EndpointID: id, Since: since.UTC(), Queued: n}
+	v := RecoveredView{EndpointID: id, Since: since.UTC(), Queued: r.Failed + r.Waiting, Recovered: r}
 	if err := s.recordSend(ctx, actor, audit.ActionWebhookRecovered, id, nil, v); err != nil {
 		return RecoveredView{}, err
 	}

@@ -57,31 +57,38 @@ func (s *Service) Deliveries(ctx context.Context, endpointID string, q DeliveryQ
 	if _, err := s.Endpoint(ctx, endpointID); err != nil {
 		return nil, "", err
 	}
+	if q.Cursor != "" && !ValidDeliveryCursor(q.Cursor) {
+		return nil, "", invoicing.InvalidField(ErrInvalidEndpoint, "cursor", "must be a page's next, as answered")
+	}
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 20
 	}
 	limit = min(limit, MaxDeliveriesPage)
-	var out []Delivery
+	out := make([]Delivery, 0, limit) // an empty page is [], not null
 	cursor := q.Cursor
 	// Read the log in batches until the page is full, the log ends, or a
 	// bounded number of entries was read (a filter that matches little
 	// returns a short page and a cursor to go on).
+	batchSize := limit
+	if q.State != "" || q.Type != "" {
+		batchSize = 2 * limit
+	}
 	for read := 0; read < 20*MaxDeliveriesPage; {
-		batch, next, err := s.logPage(ctx, endpointID, 2*limit, cursor)
+		batch, next, err := s.logPage(ctx, endpointID, batchSize, cursor)
 		if err != nil {
 			return nil, "", err
 		}
-		for i, id := range batch {
+		ds, err := s.deliveries(ctx, endpointID, batch)
+		if err != nil {
+			return nil, "", err
+		}
+		for i, d := range ds {
 			read++
-			d, ok, err := s.delivery(ctx, endpointID, id.id)
-			if err != nil {
-				return nil, "", err
-			}
-			if !ok || (q.State != "" && d.State != q.State) || (q.Type != "" && d.Type != q.Type) {
+			if d == nil || (q.State != "" && d.State != q.State) || (q.Type != "" && d.Type != q.Type) {
 				continue
 			}
-			out = append(out, d)
+			out = append(out, *d)
 			if len(out) == limit {
 				if i == len(batch)-1 {
 					return out, next, nil
@@ -97,42 +104,68 @@ func (s *Service) Deliveries(ctx context.Context, endpointID string, q DeliveryQ
 	return out, cursor, nil
 }
 
-// logEntry is one entry of an endpoint's log and the cursor just past it.
-type logEntry struct{ id, cursor string }
+// ValidDeliveryCursor tells a cursor of the delivery log (a page's next:
+// the queueing time in ms and the event id of the page's last delivery)
+// from anything else.
+func ValidDeliveryCursor(c string) bool {
+	ms, id, ok := strings.Cut(c, ":")
+	if !ok || !validEventID(id) {
+		return false
+	}
+	_, err := strconv.ParseUint(ms, 10, 63)
+	return err == nil
+}
 
-// logPage reads up to n entries of an endpoint's log before cursor, newest
+// logEntry is one entry of an endpoint's log: its event, when it was
+// queued (ms), and the cursor just past it.
+type logEntry struct {
+	id     string
+	at     int64
+	cursor string
+}
+
+// logPageScript reads up to ARGV[1] entries of a log (KEYS[1]), newest
+// first, after the entry ARGV[3] queued at ARGV[2] (ms; both "" for the
+// start), with their scores. Entries queued in the same millisecond share a
+// score (a detection step queues thousands at once) and Redis orders them by
+// id, so the page starts at the cursor's rank, not at its score: a page
+// after any entry of any run of equal scores. A cursor whose entry is gone
+// (trimmed past the retention, oldest first: the entries after it at its
+// score went before it) goes on below its score.
+var logPageScript = redis.NewScript(`
+local n = tonumber(ARGV[1])
+local start = 0
+if ARGV[3] ~= '' then
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[3])
+  if not score or tonumber(score) ~= tonumber(ARGV[2]) then
+    return redis.call('ZREVRANGEBYSCORE', KEYS[1], '(' .. ARGV[2], '-inf', 'WITHSCORES', 'LIMIT', 0, n)
+  end
+  start = redis.call('ZREVRANK', KEYS[1], ARGV[3]) + 1
+end
+return redis.call('ZREVRANGE', KEYS[1], start, start + n - 1, 'WITHSCORES')`)
+
+// logPage reads up to n entries of an endpoint's log after cursor, newest
 // first, and the cursor after the last ("" when the log ends there).
 func (s *Service) logPage(ctx context.Context, endpointID string, n int, cursor string) ([]logEntry, string, error) {
-	maxScore, skip := "+inf", ""
+	score, after := "", ""
 	if ms, id, ok := strings.Cut(cursor, ":"); ok {
-		maxScore, skip = ms, id
+		if _, err := strconv.ParseInt(ms, 10, 64); err == nil {
+			score, after = ms, id
+		}
 	}
-	// Entries queued in the same millisecond share a score: read past the
-	// cursor's own entry, and enough to skip it.
-	zs, err := s.rdb.ZRevRangeByScoreWithScores(ctx, s.l.log(endpointID), &redis.ZRangeBy{Max: maxScore, Min: "-inf", Count: int64(n + 50)}).Result()
+	res, err := logPageScript.Run(ctx, s.rdb, []string{s.l.log(endpointID)}, n+1, score, after).StringSlice()
 	if err != nil {
 		return nil, "", unavailable(err)
 	}
-	if skip != "" {
-		for i, z := range zs {
-			if z.Member.(string) == skip {
-				zs = zs[i+1:]
-				break
-			}
-		}
-	}
-	more := len(zs) > n
-	if more {
-		zs = zs[:n]
-	}
-	out := make([]logEntry, len(zs))
-	for i, z := range zs {
-		id := z.Member.(string)
-		out[i] = logEntry{id: id, cursor: strconv.FormatInt(int64(z.Score), 10) + ":" + id}
+	out := make([]logEntry, 0, len(res)/2)
+	for i := 0; i+1 < len(res); i += 2 {
+		ms, _ := strconv.ParseFloat(res[i+1], 64)
+		out = append(out, logEntry{id: res[i], at: int64(ms), cursor: strconv.FormatInt(int64(ms), 10) + ":" + res[i]})
 	}
 	next := ""
-	if more && len(out) > 0 {
-		next = out[len(out)-1].cursor
+	if len(out) > n {
+		out = out[:n]
+		next = out[n-1].cursor
 	}
 	return out, next, nil
 }
@@ -147,27 +180,51 @@ func (s *Service) Delivery(ctx context.Context, endpointID, eventID string) (Del
 }
 
 func (s *Service) delivery(ctx context.Context, endpointID, eventID string) (Delivery, bool, error) {
+	ds, err := s.deliveries(ctx, endpointID, []logEntry{{id: eventID}})
+	if err != nil || ds[0] == nil {
+		return Delivery{}, false, err
+	}
+	return *ds[0], true, nil
+}
+
+// deliveries reads the deliveries of log entries in one round trip; nil for
+// one whose record is gone (past the retention).
+func (s *Service) deliveries(ctx context.Context, endpointID string, entries []logEntry) ([]*Delivery, error) {
 	pipe := s.rdb.Pipeline()
-	h := pipe.HGetAll(ctx, s.l.delivery(endpointID, eventID))
-	a := pipe.LRange(ctx, s.l.attempts(endpointID, eventID), 0, -1)
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-		return Delivery{}, false, unavailable(err)
+	hs := make([]*redis.MapStringStringCmd, len(entries))
+	as := make([]*redis.StringSliceCmd, len(entries))
+	for i, e := range entries {
+		hs[i] = pipe.HGetAll(ctx, s.l.delivery(endpointID, e.id))
+		as[i] = pipe.LRange(ctx, s.l.attempts(endpointID, e.id), 0, -1)
 	}
-	f := h.Val()
-	if len(f) == 0 {
-		return Delivery{}, false, nil
+	if len(entries) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+			return nil, unavailable(err)
+		}
 	}
+	out := make([]*Delivery, len(entries))
+	for i, e := range entries {
+		if f := hs[i].Val(); len(f) > 0 {
+			d := deliveryOf(e.id, f, as[i].Val())
+			out[i] = &d
+		}
+	}
+	return out, nil
+}
+
+// deliveryOf is a delivery from its record and its attempts' JSON.
+func deliveryOf(eventID string, f map[string]string, attempts []string) Delivery {
 	n, _ := strconv.Atoi(f["n"])
 	d := Delivery{EventID: eventID, Type: Type(f["ty"]), ResourceID: f["rid"], State: f["st"], Attempts: n,
 		NextAttemptAt: msTime(f["nx"]), DoneAt: msTime(f["done"]), Log: []Attempt{}}
 	if q := msTime(f["at"]); q != nil {
 		d.QueuedAt = *q
 	}
-	for _, raw := range a.Val() {
+	for _, raw := range attempts {
 		var at Attempt
 		if json.Unmarshal([]byte(raw), &at) == nil {
 			d.Log = append(d.Log, at)
 		}
 	}
-	return d, true, nil
+	return d
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,39 +27,44 @@ var (
 )
 
 // requeueScript queues deliveries again (ARGV[2] endpoint, ARGV[3] now, ARGV[4]
-// per-endpoint cap, ARGV[5] "failed" to take only failed ones, then event
-// ids): each as a new delivery, its attempts counted afresh (its earlier
-// attempts stay in its log). It returns, per id, 1 queued, 0 skipped (not
-// failed, with ARGV[5]), -2 gone (past the retention), -3 in flight; or -1
-// alone when the endpoint does not exist.
+// per-endpoint cap, ARGV[5] "recover" to take only failed ones and those
+// waiting for a retry, then event ids): each as a new delivery, due now, its
+// attempts counted afresh (its earlier attempts stay in its log). It
+// returns, per id, 1 queued (2 when it was waiting for a retry), 0 skipped
+// (neither failed nor waiting, with ARGV[5]), -2 gone (past the retention),
+// -3 in flight; or -1 alone when the endpoint does not exist.
 var requeueScript = redis.NewScript(scheduleFn + `
-local ep, now, cap, onlyFailed = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5] == 'failed'
+local ep, now, cap, recovering = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5] == 'recover'
 if redis.call('EXISTS', pfx .. 'ep:' .. ep) == 0 then return {-1} end
 local out = {}
 for i = 6, #ARGV do
   local id = ARGV[i]
   local d = pfx .. 'd:' .. ep .. ':' .. id
-  local st = redis.call('HGET', d, 'st')
+  local f = redis.call('HMGET', d, 'st', 'nx')
+  local st = f[1]
+  -- Waiting: pending, its next attempt later than now (a retry's time; a
+  -- delivery queued or sent again is due at once).
+  local waiting = st == 'pending' and tonumber(f[2] or '0') > now
   if redis.call('EXISTS', pfx .. 'msg:' .. id) == 0 or not st then
     out[#out + 1] = -2
   elseif redis.call('ZSCORE', pfx .. 'lease:' .. ep, id) then
     out[#out + 1] = -3
-  elseif onlyFailed and st ~= 'failed' then
+  elseif recovering and st ~= 'failed' and not waiting then
     out[#out + 1] = 0
   else
     redis.call('HSET', d, 'st', 'pending', 'n', 0, 'nx', now)
     redis.call('HDEL', d, 'done')
     redis.call('ZADD', pfx .. 'q:' .. ep, now, id)
-    out[#out + 1] = 1
+    if waiting then out[#out + 1] = 2 else out[#out + 1] = 1 end
   end
 end
 schedule(ep, now, 0, cap)
 return out`)
 
-func (s *Service) requeue(ctx context.Context, endpointID string, onlyFailed bool, ids []string) ([]int64, error) {
+func (s *Service) requeue(ctx context.Context, endpointID string, recovering bool, ids []string) ([]int64, error) {
 	args := []any{s.l.p, endpointID, s.now().UnixMilli(), s.perEndpoint, ""}
-	if onlyFailed {
-		args[4] = "failed"
+	if recovering {
+		args[4] = "recover"
 	}
 	for _, id := range ids {
 		args = append(args, id)
@@ -98,38 +102,58 @@ func (s *Service) Replay(ctx context.Context, endpointID, eventID string) (Deliv
 	return s.Delivery(ctx, endpointID, eventID)
 }
 
-// Recover sends again every failed delivery of an endpoint queued since
-// since (Svix's "recover"): after fixing a receiver that was down longer
-// than the retry schedule. It returns how many were queued.
-func (s *Service) Recover(ctx context.Context, endpointID string, since time.Time) (int, error) {
+// Recovered is what a recovery queued again, by what the deliveries were.
+type Recovered struct {
+	Failed  int `json:"failed"`  // given up: every attempt of the schedule failed
+	Waiting int `json:"waiting"` // waiting for a retry, minutes to a day away
+}
+
+// Recover sends again, now, every delivery of an endpoint queued since
+// since that failed or waits for a retry (Svix's "recover", with the
+// waiting ones too): after fixing a receiver, one call sends everything it
+// missed. Each is a new delivery with its attempts counted afresh; one
+// being made now is left to finish.
+func (s *Service) Recover(ctx context.Context, endpointID string, since time.Time) (Recovered, error) {
+	var r Recovered
 	if !validEndpointID(endpointID) {
-		return 0, ErrNotFound
+		return r, ErrNotFound
 	}
 	if _, err := s.Endpoint(ctx, endpointID); err != nil {
-		return 0, err
+		return r, err
 	}
-	queued := 0
-	for offset := int64(0); ; offset += 500 {
-		ids, err := s.rdb.ZRangeByScore(ctx, s.l.log(endpointID), &redis.ZRangeBy{Min: fmt.Sprint(since.UnixMilli()), Max: "+inf",
-			Offset: offset, Count: 500}).Result()
+	// Newest first, by the log's cursor: entries queued meanwhile (newer)
+	// or trimmed (older) move no entry of the window out of its turn.
+	for cursor := ""; ; {
+		batch, next, err := s.logPage(ctx, endpointID, 500, cursor)
 		if err != nil {
-			return queued, unavailable(err)
+			return r, err
 		}
-		if len(ids) == 0 {
-			return queued, nil
+		ids := make([]string, 0, len(batch))
+		for _, e := range batch {
+			if e.at < since.UnixMilli() {
+				next = ""
+				break
+			}
+			ids = append(ids, e.id)
 		}
-		res, err := s.requeue(ctx, endpointID, true, ids)
-		if err != nil {
-			return queued, err
-		}
-		for _, r := range res {
-			if r == 1 {
-				queued++
+		if len(ids) > 0 {
+			res, err := s.requeue(ctx, endpointID, true, ids)
+			if err != nil {
+				return r, err
+			}
+			for _, v := range res {
+				switch v {
+				case 1:
+					r.Failed++
+				case 2:
+					r.Waiting++
+				}
 			}
 		}
-		if len(ids) < 500 {
-			return queued, nil
+		if next == "" {
+			return r, nil
 		}
+		cursor = next
 	}
 }
 

@@ -74,15 +74,15 @@ func TestReplayRecoverAndTest(t *testing.T) {
 	// The receiver is fixed: recover everything failed since an hour ago.
 	e.recv.setStatus(http.StatusOK)
 	before := len(e.recv.deliveries())
-	n, err := s.Recover(ctx, ep.ID, time.Now().Add(-time.Hour))
-	if err != nil || n != len(ids) {
-		t.Fatalf("recover: %d, %v", n, err)
+	r, err := s.Recover(ctx, ep.ID, time.Now().Add(-time.Hour))
+	if err != nil || r != (Recovered{Failed: len(ids)}) {
+		t.Fatalf("recover: %+v, %v", r, err)
 	}
 	for _, id := range ids {
 		waitDelivery(t, s, ep.ID, e.recv, key{ClientCreated, id}, "delivered")
 	}
-	if n, _ := s.Recover(ctx, ep.ID, time.Now().Add(-time.Hour)); n != 0 {
-		t.Fatalf("a second recovery queued %d", n)
+	if r, _ := s.Recover(ctx, ep.ID, time.Now().Add(-time.Hour)); r != (Recovered{}) {
+		t.Fatalf("a second recovery queued %+v", r)
 	}
 	// A replay sends a delivered event again, with its id.
 	first := failed[0]
@@ -133,5 +133,53 @@ func TestReplayRecoverAndTest(t *testing.T) {
 	}
 	if test.header.Get("webhook-id") != ev.ID || !strings.Contains(string(test.parsed.Data), ep.ID) {
 		t.Fatalf("test delivery %s %s", test.header.Get("webhook-id"), test.parsed.Data)
+	}
+}
+
+// One recovery sends both the deliveries that failed for good and those
+// waiting for a retry an hour away, says how many of each, and leaves
+// alone what was delivered or queued before its time.
+func TestRecoverFailedAndWaiting(t *testing.T) {
+	e := newEnv(t)
+	e.recv.setStatus(http.StatusServiceUnavailable)
+	cfg, clock := e.clocked()
+	cfg.Schedule = []time.Duration{time.Hour} // two attempts an hour apart, then failed
+	cfg.Retention = 24 * time.Hour
+	s := e.service(cfg)
+	ep, _ := e.endpoint(s)
+	e.run(s)
+	ctx := context.Background()
+	const cli2, cli3 = "11000000-0000-4000-8000-000000000002", "11000000-0000-4000-8000-000000000003"
+	start := clock.Now()
+	e.insertClient(cli1, "Um")
+	e.insertClient(cli2, "Dois")
+	for _, id := range []string{cli1, cli2} {
+		waitAttempts(t, s, ep.ID, e.recv, key{ClientCreated, id}, 1)
+	}
+	clock.Add(2 * time.Hour) // their retries are due, and fail: given up
+	for _, id := range []string{cli1, cli2} {
+		waitDelivery(t, s, ep.ID, e.recv, key{ClientCreated, id}, "failed")
+	}
+	e.insertClient(cli3, "Três")
+	waiting := waitAttempts(t, s, ep.ID, e.recv, key{ClientCreated, cli3}, 1)
+	if waiting.State != "pending" || waiting.NextAttemptAt == nil || !waiting.NextAttemptAt.After(clock.Now().Add(50*time.Minute)) {
+		t.Fatalf("not waiting for its retry: %+v", waiting)
+	}
+	// A recovery from after the first two takes only the waiting one.
+	if r, err := s.Recover(ctx, ep.ID, start.Add(time.Hour)); err != nil || r != (Recovered{Waiting: 1}) {
+		t.Fatalf("recover since the third: %+v, %v", r, err)
+	}
+	e.recv.setStatus(http.StatusOK)
+	waitDelivery(t, s, ep.ID, e.recv, key{ClientCreated, cli3}, "delivered")
+	if r, err := s.Recover(ctx, ep.ID, start.Add(-time.Minute)); err != nil || r != (Recovered{Failed: 2}) {
+		t.Fatalf("recover since the start: %+v, %v", r, err)
+	}
+	for _, id := range []string{cli1, cli2} {
+		if d := waitDelivery(t, s, ep.ID, e.recv, key{ClientCreated, id}, "delivered"); d.Attempts != 1 {
+			t.Errorf("%s: %d attempts after the recovery, want 1 (counted afresh)", id, d.Attempts)
+		}
+	}
+	if r, _ := s.Recover(ctx, ep.ID, start.Add(-time.Minute)); r != (Recovered{}) {
+		t.Fatalf("a recovery with nothing failed or waiting queued %+v", r)
 	}
 }

@@ -137,11 +137,13 @@ type auditSend struct {
 	Type    string    `json:"type"`
 	Since   time.Time `json:"since"`
 	Queued  int       `json:"queued"`
+	Failed  int       `json:"failed"`
+	Waiting int       `json:"waiting"`
 }
 
 // webhookChange sums up a webhook action: the endpoint created or removed,
 // the fields a change changed, the secret's overlap, or what was queued
-// again (the event, or how many failed deliveries).
+// again (the event, or how many deliveries, failed and waiting).
 func webhookChange(ev auditlog.Event) string {
 	var b, a auditEndpoint
 	_ = json.Unmarshal(ev.Before, &b)
@@ -186,7 +188,7 @@ func webhookChange(ev auditlog.Event) string {
 	case auditlog.ActionWebhookReplayed:
 		return sent.EventID + " (" + sent.Type + ") queued again"
 	case auditlog.ActionWebhookRecovered:
-		return plural(sent.Queued, "failed delivery", "failed deliveries") + " since " + sent.Since.UTC().Format(time.RFC3339) + " queued again"
+		return recoveredText(sent.Queued, sent.Failed, sent.Waiting) + " since " + sent.Since.UTC().Format(time.RFC3339) + " queued again"
 	case auditlog.ActionWebhookTested:
 		return "test event " + sent.EventID + " queued"
 	}

@@ -156,7 +156,7 @@ var commands = []*command{
 	},
 	{
 		name: "webhooks recover", synopsis: "WEBHOOK_ID --since TIME [--json]", args: []string{"WEBHOOK_ID"},
-		summary: "Send again every failed delivery of a webhook endpoint since a time (after fixing a receiver).",
+		summary: "Send again, now, every delivery of a webhook endpoint since a time that failed or waits for a retry (after fixing a receiver).",
 		example: "gateway webhooks recover ep_abcdefghijklmnopqrstuvwxyz --since 72h",
 		needs:   needRedis, required: []string{"since"},
 		flags: webhooksRecoverFlags,

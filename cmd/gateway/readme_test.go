@@ -143,3 +143,31 @@ func dropDatabases(t *testing.T, admin string, names ...string) {
 		}
 	}
 }
+
+// The README's demo says how to get the `gateway` binary its other
+// commands use; those lines are the first of the real-services block,
+// which TestReadmeRealServicesPath runs as written (a new terminal included:
+// its PATH holds only what the block exports).
+func TestReadmeDemoInstallsTheBinary(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, demo, _ := strings.Cut(string(b), "\n## Two commands\n")
+	demo, _, _ = strings.Cut(demo, "\n## ")
+	var install []string
+	for _, line := range strings.Split(demo, "\n") {
+		if cmd, ok := strings.CutPrefix(line, "    "); ok && !strings.HasPrefix(cmd, "go run ") && strings.Contains(cmd, "go ") {
+			install = append(install, cmd)
+		}
+	}
+	if len(install) != 2 || !strings.HasPrefix(install[0], "go install ./cmd/gateway") || !strings.Contains(install[1], "PATH=") {
+		t.Fatalf("the demo's section does not say how to install gateway and find it: %q", install)
+	}
+	tested := strings.Split(readmeBlock(t), "\n")
+	for i, line := range install {
+		if cmd, _, _ := strings.Cut(tested[i], "  #"); strings.TrimSpace(cmd) != line {
+			t.Errorf("the demo's line %q is not line %d of the tested block (%q)", line, i+1, tested[i])
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -322,7 +323,7 @@ func webhooksReplay(asJSON *bool) action {
 }
 
 func webhooksRecoverFlags(fs *flag.FlagSet) action {
-	since := fs.String("since", "", "send again the failed deliveries queued since `TIME` (RFC 3339, YYYY-MM-DD, or a duration ago: 24h, 7d)")
+	since := fs.String("since", "", "send again the deliveries queued since `TIME` that failed or wait for a retry (RFC 3339, YYYY-MM-DD, or a duration ago: 24h, 7d)")
 	asJSON := jsonFlag(fs)
 	return func(ctx context.Context, c *invocation) error {
 		from, err := parseSince(*since, time.Now())
@@ -341,9 +342,28 @@ func webhooksRecoverFlags(fs *flag.FlagSet) action {
 		if *asJSON {
 			return json.NewEncoder(c.stdout).Encode(v)
 		}
-		fmt.Fprintf(c.stdout, "Queued %s of %s since %s again.\n", plural(v.Queued, "failed delivery", "failed deliveries"), v.EndpointID, v.Since.Format(time.RFC3339))
+		fmt.Fprintf(c.stdout, "Queued %s of %s since %s again, now.\n", recoveredText(v.Queued, v.Failed, v.Waiting), v.EndpointID, v.Since.Format(time.RFC3339))
 		return nil
 	}
+}
+
+// recoveredText says what a recovery queued: "3 deliveries (2 failed, 1
+// waiting for a retry)".
+func recoveredText(queued, failed, waiting int) string {
+	if failed+waiting != queued { // an audit entry of an earlier version, whose recoveries took failed deliveries only
+		failed = queued
+	}
+	if queued == 1 {
+		if failed == 1 {
+			return "1 delivery (failed)"
+		}
+		return "1 delivery (waiting for a retry)"
+	}
+	s := plural(queued, "delivery", "deliveries")
+	if queued == 0 {
+		return s
+	}
+	return s + " (" + strconv.Itoa(failed) + " failed, " + strconv.Itoa(waiting) + " waiting for a retry)"
 }
 
 func webhooksTest(asJSON *bool) action {

@@ -50,6 +50,9 @@ func TestWebhooksCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &ep); err != nil || !strings.HasPrefix(ep.Secret, "whsec_") || ep.Mode != "TEST" || len(ep.Types) != 2 {
 		t.Fatalf("create --json: %v %s", err, out)
 	}
+	if _, out, _ := gw(t, env, "webhooks", "deliveries", ep.ID, "--json"); !strings.Contains(out, `"data":[]`) {
+		t.Fatalf("deliveries of a new endpoint: %s", out)
+	}
 	code, out, _ = gw(t, env, "webhooks", "create", "--company", co, "--mode", "LIVE", "--url", url)
 	if code != 0 || !strings.Contains(out, "every event type") || !strings.Contains(out, "whsec_") {
 		t.Fatalf("create: %d %s", code, out)
@@ -77,7 +80,7 @@ func TestWebhooksCommands(t *testing.T) {
 	if code, out, _ = gw(t, env, "webhooks", "replay", ep.ID, sent.EventID); code != 0 || !strings.Contains(out, "Queued "+sent.EventID) {
 		t.Fatalf("replay: %d\n%s", code, out)
 	}
-	if code, out, _ = gw(t, env, "webhooks", "recover", ep.ID, "--since", "24h"); code != 0 || !strings.Contains(out, "Queued 0 failed deliveries") {
+	if code, out, _ = gw(t, env, "webhooks", "recover", ep.ID, "--since", "24h"); code != 0 || !strings.Contains(out, "Queued 0 deliveries of "+ep.ID) {
 		t.Fatalf("recover: %d\n%s", code, out)
 	}
 	for _, bad := range []struct {
@@ -121,7 +124,7 @@ func TestWebhooksCommands(t *testing.T) {
 		regexp.MustCompile(`^webhook\.secret_rotated new secret; the old one signs until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`),
 		regexp.MustCompile(`^webhook\.tested test event ` + sent.EventID + ` queued$`),
 		regexp.MustCompile(`^webhook\.replayed ` + sent.EventID + ` \(webhook\.test\) queued again$`),
-		regexp.MustCompile(`^webhook\.recovered 0 failed deliveries since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ queued again$`),
+		regexp.MustCompile(`^webhook\.recovered 0 deliveries since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ queued again$`),
 		regexp.MustCompile(`^webhook\.deleted removed TEST ` + regexp.QuoteMeta(url) + `$`),
 	}
 	if code != 0 || len(lines) != len(want) {

@@ -138,9 +138,9 @@ async function endpointView(id) {
       ev.preventDefault();
       act(async () => {
         const v = await api("POST", "/admin/v1/webhooks/" + enc(id) + "/recover", { since: utcValue(since).toISOString() });
-        return plural(v.queued, "failed delivery", "failed deliveries") + " queued again.";
+        return plural(v.queued, "delivery", "deliveries") + " queued again: " + fmt(v.failed) + " failed, " + fmt(v.waiting) + " waiting for a retry.";
       });
-    } }, h("label", {}, "Send again every failed delivery queued since (UTC)", since), h("button", { type: "submit" }, "Recover")),
+    } }, h("label", {}, "Send again, now, every delivery that failed or waits for a retry, queued since (UTC)", since), h("button", { type: "submit" }, "Recover")),
     typesForm, msg);
   const view = h("div", { id: "webhook", "data-webhook": id },
     h("p", { class: "crumbs" }, companyLink(e.companyId), " › webhook endpoint"),
