@@ -149,27 +149,34 @@ func (r *rig) endpoint(url, description string) made {
 	return e
 }
 
-// keyStates is co's keys, id → state, as `keys list` shows them.
+// keyStates is co's keys, id → state (and "rolled to ID" for a key
+// rolled), as `keys list` shows them.
 func (r *rig) keyStates() map[string]string {
 	r.t.Helper()
-	var keys []struct{ ID, State string }
+	var keys []struct {
+		ID, State  string
+		ReplacedBy *string
+	}
 	r.json(&keys, "keys", "list", "--company", r.co)
 	m := map[string]string{}
 	for _, k := range keys {
 		m[k.ID] = k.State
+		if k.ReplacedBy != nil {
+			m[k.ID] += ", rolled to " + *k.ReplacedBy
+		}
 	}
 	return m
 }
 
-// endpoints is co's endpoints, id → description, as `webhooks list`
-// shows them.
+// endpoints is co's endpoints, id → "description (secret of TIME)", as
+// `webhooks list` shows them.
 func (r *rig) endpoints() map[string]string {
 	r.t.Helper()
-	var eps []struct{ ID, Description string }
+	var eps []struct{ ID, Description, SecretRotatedAt string }
 	r.json(&eps, "webhooks", "list", "--company", r.co)
 	m := map[string]string{}
 	for _, e := range eps {
-		m[e.ID] = e.Description
+		m[e.ID] = e.Description + " (secret of " + e.SecretRotatedAt + ")"
 	}
 	return m
 }
@@ -206,7 +213,13 @@ func (r *rig) trigger(typ string) string {
 // while it is down): 200 means the key works, 401 that it is refused.
 func (r *rig) answer(p *process, secret string) int {
 	r.t.Helper()
-	var status int
+	status, _ := r.ask(p, secret)
+	return status
+}
+
+// ask is answer with the RateLimit-Policy of the answer.
+func (r *rig) ask(p *process, secret string) (status int, policy string) {
+	r.t.Helper()
 	eventually(r.t, 2*time.Minute, func() (bool, string) {
 		req, _ := http.NewRequest(http.MethodGet, p.pub+"/api/v1/v1/clients?pageSize=1", nil)
 		req.Header.Set("Authorization", "Bearer "+secret)
@@ -216,10 +229,10 @@ func (r *rig) answer(p *process, secret string) int {
 			return false, err.Error()
 		}
 		res.Body.Close()
-		status = res.StatusCode
+		status, policy = res.StatusCode, res.Header.Get("RateLimit-Policy")
 		return status != http.StatusServiceUnavailable, res.Status
 	})
-	return status
+	return status, policy
 }
 
 // becomes waits until p answers want to secret, as a change reaches every
@@ -234,6 +247,23 @@ func (r *rig) becomes(p *process, secret string, want int, what string) {
 		}
 		if time.Now().After(deadline) {
 			r.t.Fatalf("%s: answered %d, want %d", what, got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// policyBecomes waits until p's answers to secret carry RateLimit-Policy
+// want: a limit reaches every instance within a second.
+func (r *rig) policyBecomes(p *process, secret, want string) {
+	r.t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		_, got := r.ask(p, secret)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("RateLimit-Policy %q, want %q", got, want)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
