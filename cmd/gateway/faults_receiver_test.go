@@ -159,3 +159,13 @@ func (rc *receiver) duplicates() []string {
 	sort.Strings(d)
 	return d
 }
+
+// waitAccepted waits until the receiver has accepted the event of
+// webhook-id n times.
+func waitAccepted(t *testing.T, rc *receiver, id string, n int) {
+	t.Helper()
+	eventually(t, 3*time.Minute, func() (bool, string) {
+		got := rc.accepted(id)
+		return got >= n, fmt.Sprintf("event %s accepted %d times, want %d", id, got, n)
+	})
+}
