@@ -72,7 +72,7 @@ func (w *failoverWorld) inSync() {
 	if status != http.StatusCreated {
 		r.t.Fatalf("create through the admin API, replica in sync: %d %s", status, body)
 	}
-	w.viaAdmin.Key = regexp.MustCompile(`"key":"([^"]+)"`).FindStringSubmatch(body)[1]
+	w.viaAdmin.Key = secretIn(r.t, body)
 	r.sure("keys", "revoke", w.revoked.ID)
 	if err := json.Unmarshal([]byte(r.sure("keys", "roll", w.rolled.ID, "--json")), &w.successor); err != nil || w.successor.Key == "" {
 		r.t.Fatalf("roll: %v %+v", err, w.successor)
@@ -212,4 +212,14 @@ func adminCall(t *testing.T, p *process, method, path, body string) (int, string
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	return res.StatusCode, string(b)
+}
+
+// secretIn is the secret of the key an admin API creation answered.
+func secretIn(t *testing.T, body string) string {
+	t.Helper()
+	var k struct{ Key string }
+	if err := json.Unmarshal([]byte(body), &k); err != nil || k.Key == "" {
+		t.Fatalf("no key in %s: %v", body, err)
+	}
+	return k.Key
 }
