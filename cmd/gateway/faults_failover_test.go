@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/internal/testenv"
@@ -222,4 +224,46 @@ func secretIn(t *testing.T, body string) string {
 		t.Fatalf("no key in %s: %v", body, err)
 	}
 	return k.Key
+}
+
+// TestReplicaDownWithoutFailover: the replica of a Sentinel deployment goes
+// away (its link cut) and the master stays. The gateway keeps waiting for a
+// replica, so every change is refused as unconfirmed, never answered done
+// without one: a revocation is in effect at once all the same (the master
+// has it), other changes may or may not have applied. Keys keep verifying.
+// Once the replica is back and in sync, each change repeated is done.
+func TestReplicaDownWithoutFailover(t *testing.T) {
+	rr := testenv.RedisReplicated(t)
+	r := newRig(t, "redis+sentinel://"+rr.Sentinel+"/0?master_name="+rr.Name)
+	p := r.serve()
+	kept, revoked := r.key("kept"), r.key("revoked while the replica is down")
+	r.becomes(p, kept.Key, http.StatusOK, "a key, replica up")
+
+	rr.Link.Cut()
+	master := rr.Direct(rr.Master)
+	eventually(t, time.Minute, func() (bool, string) {
+		info := master.Info(context.Background(), "replication").Val()
+		return strings.Contains(info, "connected_slaves:0\r\n"), info
+	})
+	changes := [][]string{
+		{"keys", "revoke", revoked.ID},
+		{"limits", "set", "--company", r.co, "--mode", "LIVE", "--rps", "7", "--burst", "9"},
+		{"webhooks", "create", "--company", r.co, "--mode", "LIVE", "--url", "http://127.0.0.1:9/replica-down"},
+	}
+	for _, args := range changes {
+		r.refused(args...)
+	}
+	r.becomes(p, revoked.Key, http.StatusUnauthorized, "a revocation refused as unconfirmed, in effect on the master")
+	if got := r.answer(p, kept.Key); got != http.StatusOK {
+		t.Errorf("a key, replica down: %d, want 200", got)
+	}
+
+	rr.Link.Resume()
+	rr.Synced()
+	for _, args := range changes {
+		r.sure(args...)
+	}
+	if got := r.limit(); got != "7/9" {
+		t.Errorf("the limit, repeated once the replica is back: %s", got)
+	}
 }
