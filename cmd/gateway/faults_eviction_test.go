@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -74,7 +75,8 @@ func TestEvictionLosesTheControlPlane(t *testing.T) {
 
 // TestFullRedisRefusesChanges: a Redis with noeviction whose memory is
 // full refuses every write: changes fail (exit 1, saying that Redis is
-// full and what to do) and change nothing, while keys keep verifying.
+// full and what to do; 503 from the admin API) and change nothing, while
+// keys keep verifying.
 // Given room, the same commands succeed.
 func TestFullRedisRefusesChanges(t *testing.T) {
 	srv := testenv.StartRedisServerWith(t, 0, "--appendonly", "yes", "--maxmemory", "8mb", "--maxmemory-policy", "noeviction")
@@ -95,6 +97,12 @@ func TestFullRedisRefusesChanges(t *testing.T) {
 	if !strings.HasPrefix(full.Error(), "OOM ") {
 		t.Fatalf("a write to the full Redis: %v", full)
 	}
+	// At the limit, Redis's memory moves (keys expire, the gateway deletes
+	// some of its own) and a small write can fit again: maxmemory is put
+	// well below what is used, so that it stays full whatever the timing.
+	if err := rdb.ConfigSet(context.Background(), "maxmemory", strconv.FormatInt(usedMemory(t, rdb)/2, 10)).Err(); err != nil {
+		t.Fatal(err)
+	}
 	changes := [][]string{
 		{"keys", "revoke", k.ID},
 		{"keys", "create", "--company", r.co, "--mode", "LIVE", "--scopes", "clients:read"},
@@ -106,6 +114,9 @@ func TestFullRedisRefusesChanges(t *testing.T) {
 		if code != 1 || out != "" || !strings.Contains(errs, "Redis is full") || !strings.Contains(errs, "raise maxmemory") {
 			t.Errorf("%v on a full Redis: exit %d, %q %q; want exit 1 saying Redis is full and what to do", args, code, out, errs)
 		}
+	}
+	if status, body := adminCall(t, p, http.MethodDelete, "/admin/v1/keys/"+k.ID, ""); status != http.StatusServiceUnavailable {
+		t.Errorf("revoke through the admin API on a full Redis: %d %s, want 503", status, body)
 	}
 	if got := r.keyStates(); !maps.Equal(got, keys) {
 		t.Errorf("keys after the refused changes: %v, want %v", got, keys)
@@ -147,4 +158,20 @@ func fill(t *testing.T, rdb *redis.Client, done func() bool) {
 		}
 	}
 	t.Fatal("200,000 writes of 1 KiB and still not done")
+}
+
+// usedMemory is Redis's used_memory.
+func usedMemory(t *testing.T, rdb *redis.Client) int64 {
+	t.Helper()
+	info := rdb.Info(context.Background(), "memory").Val()
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	t.Fatalf("no used_memory in INFO memory:\n%s", info)
+	return 0
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
 	"strings"
@@ -250,8 +251,12 @@ func TestReplicaDownWithoutFailover(t *testing.T) {
 		{"limits", "set", "--company", r.co, "--mode", "LIVE", "--rps", "7", "--burst", "9"},
 		{"webhooks", "create", "--company", r.co, "--mode", "LIVE", "--url", "http://127.0.0.1:9/replica-down"},
 	}
+	before := r.endpoints()
 	for _, args := range changes {
 		r.refused(args...)
+	}
+	if got := r.endpoints(); !maps.Equal(got, before) {
+		t.Errorf("an endpoint creation refused as unconfirmed was not taken back: %v, was %v", got, before)
 	}
 	r.becomes(p, revoked.Key, http.StatusUnauthorized, "a revocation refused as unconfirmed, in effect on the master")
 	if got := r.answer(p, kept.Key); got != http.StatusOK {

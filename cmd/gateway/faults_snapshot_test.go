@@ -88,9 +88,12 @@ func TestRedisRestartedFromSnapshot(t *testing.T) {
 
 // TestRedisRestartedWithAOF: a Redis with AOF (appendfsync everysec, as
 // the compose stack runs it) is killed and restarted under a running
-// `gateway serve`: every change answered before the kill is kept, the
-// events pipeline resumes where it was (nothing delivered twice), and the
-// change made while Redis was down is delivered.
+// `gateway serve`. While it is down, a key verified lately keeps working,
+// an unknown one is answered 503 (never 401), and a change fails, saying
+// so, and changes nothing. Once it is back, every change answered before
+// the kill is kept, the events pipeline resumes where it was (nothing
+// delivered twice), and the change made while Redis was down is
+// delivered.
 func TestRedisRestartedWithAOF(t *testing.T) {
 	srv := testenv.StartRedisServerWith(t, 0, "--appendonly", "yes", "--appendfsync", "everysec")
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
@@ -116,7 +119,10 @@ func TestRedisRestartedWithAOF(t *testing.T) {
 		return strings.Contains(info, "aof_buffer_length:0\r\n"), info
 	})
 
+	r.becomes(p, active.Key, http.StatusOK, "an active key, before the kill")
+
 	srv.Kill()
+	r.outage(p, active)
 	down := r.trigger("client.updated")
 	srv.Restart()
 
@@ -134,5 +140,33 @@ func TestRedisRestartedWithAOF(t *testing.T) {
 	rc.waitFor(down)
 	if n := rc.accepted(before); n != 1 {
 		t.Errorf("the event delivered before the kill was accepted %d times", n)
+	}
+}
+
+// outage checks what `gateway serve` answers while its Redis is down: the
+// key verified lately works, an unknown key is 503 (never 401); and that a
+// change fails, saying what did, and changes nothing (the key still works
+// once Redis is back: checked by the caller's states).
+func (r *rig) outage(p *process, verified made) {
+	r.t.Helper()
+	for _, c := range []struct {
+		secret string
+		want   int
+	}{{verified.Key, http.StatusOK}, {"igw_live_" + strings.Repeat("Z", 43), http.StatusServiceUnavailable}} {
+		req, _ := http.NewRequest(http.MethodGet, p.pub+"/api/v1/v1/clients?pageSize=1", nil)
+		req.Header.Set("Authorization", "Bearer "+c.secret)
+		req.Header.Set("X-Company-Id", r.co)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != c.want {
+			r.t.Errorf("Redis down: a key answered %d, want %d", res.StatusCode, c.want)
+		}
+	}
+	code, out, errs := r.gw("keys", "revoke", verified.ID)
+	if code != 1 || out != "" || !strings.Contains(errs, "connection refused") {
+		r.t.Errorf("keys revoke, Redis down: exit %d, %q %q; want exit 1 saying why", code, out, errs)
 	}
 }
