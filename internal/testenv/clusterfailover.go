@@ -2,7 +2,9 @@ package testenv
 
 import (
 	"context"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -88,16 +90,18 @@ func (c *ReplicatedCluster) Failover(master, replica string) {
 	}
 }
 
-// servesNoSlot reports whether node n's slot table gives no slot to the
-// node at addr.
+// servesNoSlot reports whether node n's view of the cluster gives no slot
+// to the node at addr as a master.
 func servesNoSlot(ctx context.Context, n *redis.Client, addr string) bool {
-	slots, err := n.ClusterSlots(ctx).Result()
+	shards, err := n.ClusterShards(ctx).Result()
 	if err != nil {
 		return false
 	}
-	for _, s := range slots {
-		if len(s.Nodes) > 0 && s.Nodes[0].Addr == addr {
-			return false
+	for _, s := range shards {
+		for _, node := range s.Nodes {
+			if node.Role == "master" && len(s.Slots) > 0 && net.JoinHostPort(node.IP, strconv.FormatInt(node.Port, 10)) == addr {
+				return false
+			}
 		}
 	}
 	return true
