@@ -142,6 +142,28 @@ func (w *failoverWorld) confirmedKept() {
 			r.t.Errorf("endpoint %s after the failover: %q, want %q as answered in sync", id, eps[id], w.endpointsDone[id])
 		}
 	}
+	audited := r.audited()
+	for _, want := range []string{"key.revoked " + w.revoked.ID, "key.rolled " + w.rolled.ID, "limits.set ", "webhook.updated " + w.epUpdated.ID,
+		"webhook.secret_rotated " + w.epRotated.ID, "webhook.deleted " + w.epDeleted.ID} {
+		if audited[want] == 0 {
+			r.t.Errorf("the audit log after the failover lacks %s, answered done in sync", want)
+		}
+	}
+}
+
+// audited counts co's audit events by "action id" (the key's or the
+// endpoint's).
+func (r *rig) audited() map[string]int {
+	r.t.Helper()
+	var a struct {
+		Events []struct{ Action, KeyID, WebhookID string } `json:"data"`
+	}
+	r.json(&a, "audit", "--company", r.co)
+	m := map[string]int{}
+	for _, e := range a.Events {
+		m[e.Action+" "+e.KeyID+e.WebhookID]++
+	}
+	return m
 }
 
 // unconfirmedFates says what became of the changes refused while the
