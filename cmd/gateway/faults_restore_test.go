@@ -47,12 +47,7 @@ func TestFlushallThenImport(t *testing.T) {
 	before := r.trigger("client.created")
 	rc.waitFor(before)
 
-	dir := t.TempDir()
-	file, pass := filepath.Join(dir, "control-plane.gwstate"), filepath.Join(dir, "passphrase")
-	if err := os.WriteFile(pass, []byte("correct horse battery staple\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r.ok("state", "export", "--out", file, "--passphrase-file", pass)
+	file, pass := r.export()
 	keys, eps, limit := r.keyStates(), r.endpoints(), r.limit()
 	if len(keys) != 5 || len(eps) != 1 || limit != "7/9" {
 		t.Fatalf("exported: keys %v, endpoints %v, limit %s", keys, eps, limit)
@@ -94,13 +89,8 @@ func TestFlushallThenImport(t *testing.T) {
 	if got := r.limit(); got != limit {
 		t.Errorf("limit after the import: %s, want %s", got, limit)
 	}
-	for _, k := range []struct {
-		name, secret string
-		want         int
-	}{{"active", active.Key, 200}, {"revoked", revoked.Key, 401}, {"rolled, in its overlap", rolled.Key, 200}, {"roll's successor", successor.Key, 200},
-		{"revoked after the export (lost with Redis: works again)", later.Key, 200}} {
-		r.becomes(p, k.secret, k.want, "key "+k.name+" after the import")
-	}
+	r.answers(p, map[string]int{active.Key: 200, revoked.Key: 401, rolled.Key: 200, successor.Key: 200,
+		later.Key: 200}) // revoked after the export: lost with Redis, it works again
 	r.ok("keys", "revoke", later.ID)
 	r.becomes(p, later.Key, 401, "key revoked again after the import")
 
@@ -146,4 +136,25 @@ func waitWatermarkPast(t *testing.T, rdb *redis.Client, wm string, at time.Time)
 		n, err := strconv.ParseInt(us, 10, 64)
 		return err == nil && time.UnixMicro(n).After(at), "watermark " + v
 	})
+}
+
+// export runs `gateway state export` encrypted to a passphrase, as a
+// scheduled export does, and returns the file and the passphrase's file.
+func (r *rig) export() (file, passphrase string) {
+	r.t.Helper()
+	dir := r.t.TempDir()
+	file, passphrase = filepath.Join(dir, "control-plane.gwstate"), filepath.Join(dir, "passphrase")
+	if err := os.WriteFile(passphrase, []byte("correct horse battery staple\n"), 0o600); err != nil {
+		r.t.Fatal(err)
+	}
+	r.ok("state", "export", "--out", file, "--passphrase-file", passphrase)
+	return file, passphrase
+}
+
+// answers waits until p answers each secret with its status.
+func (r *rig) answers(p *process, want map[string]int) {
+	r.t.Helper()
+	for secret, status := range want {
+		r.becomes(p, secret, status, "key …"+secret[len(secret)-4:])
+	}
 }
