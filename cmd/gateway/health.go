@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/redis/go-redis/v9"
 )
 
 // depError is a dependency that failed: what it is, the setting that names
@@ -69,6 +70,11 @@ func hint(err error, target string) string {
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		return "nothing listens there: is the server running, on that host and port?"
+	}
+	var re redis.Error
+	if errors.As(err, &re) && strings.HasPrefix(re.Error(), "OOM ") {
+		return "Redis is full: its memory is at maxmemory, and with maxmemory-policy noeviction it refuses writes rather than delete data; " +
+			"give it room (raise maxmemory, or free memory), then repeat the command"
 	}
 	return ""
 }

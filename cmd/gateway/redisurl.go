@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -54,6 +55,14 @@ func redisTopology(raw string) (topology, plain string, err error) {
 	return "", "", fmt.Errorf("scheme %q: must be redis, rediss, redis+sentinel, redis+cluster (or rediss+...)", scheme)
 }
 
+// clusterStateReload is how old a cluster client's map of slots to masters
+// may get before it is read again. go-redis reads it again at once on a
+// MOVED answer, but not when a master is gone: after a failover it would
+// send that master's slots to the dead node, failing every command of
+// them, until the map is a minute old (its default). Reading the slots
+// costs one CLUSTER SLOTS per instance every 2 s while commands flow.
+const clusterStateReload = 2 * time.Second
+
 // newRedisClient parses raw (see the forms above) and returns a client of the
 // topology it names. Every form enables ContextTimeoutEnabled: without it
 // go-redis ignores context deadlines, and a hung Redis would hold each
@@ -94,6 +103,9 @@ func parseRedisClient(raw string) (redis.UniversalClient, error) {
 			return nil, err
 		}
 		opt.ContextTimeoutEnabled = true
+		if opt.ClusterStateReloadInterval == 0 {
+			opt.ClusterStateReloadInterval = clusterStateReload
+		}
 		return redis.NewClusterClient(opt), nil
 	}
 	opt, err := redis.ParseURL(plain)

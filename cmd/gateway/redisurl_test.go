@@ -49,6 +49,11 @@ func TestRedisURLForms(t *testing.T) {
 			if strings.Join(o.Addrs, ",") != "n1:7000,n2:7001,n3:7002" || o.TLSConfig != nil || !o.ContextTimeoutEnabled {
 				t.Errorf("options %+v", o)
 			}
+			// A failover must not leave a dead master's slots mapped for
+			// go-redis's minute (TestClusterFailoverOnShippedDefaults).
+			if o.ClusterStateReloadInterval != clusterStateReload {
+				t.Errorf("the slots are read again every %v, want %v", o.ClusterStateReloadInterval, clusterStateReload)
+			}
 		}},
 		{"rediss+cluster://n1:7000", "cluster", func(t *testing.T, c redis.UniversalClient) {
 			if c.(*redis.ClusterClient).Options().TLSConfig == nil {
