@@ -1,7 +1,9 @@
 // Package tenants knows each company's request limits: defaults, live
-// overrides kept in Redis, the global admission decision, the local fallback
-// when Redis is unreachable, and a per-instance cap on requests in flight to
-// the database. It knows nothing of HTTP, of API keys or of the database.
+// overrides kept in Redis, the global admission decision (and a count of the
+// requests offered to it per second), the local fallback when Redis is
+// unreachable, a per-instance cap on requests in flight to the database, and
+// what another limit would have refused of recorded traffic. It knows
+// nothing of HTTP, of API keys or of the database.
 package tenants
 
 import (

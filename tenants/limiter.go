@@ -54,6 +54,10 @@ type Config struct {
 	// ReplicaTimeout bounds each wait for those acknowledgements; zero
 	// means 1s.
 	ReplicaTimeout time.Duration
+	// CountOffered counts every request decided, admitted or refused, per
+	// company, mode and second, for TakeOffered (offered.go); false counts
+	// nothing.
+	CountOffered bool
 }
 
 func (c Config) withDefaults() Config {
@@ -149,6 +153,9 @@ type Limiter struct {
 	batch     batcher      // concurrent refreshes share round trips (batch.go)
 	stats     counters
 
+	countsOffered bool
+	offered       offeredList // the states with requests counted (offered.go)
+
 	*states
 }
 
@@ -172,6 +179,8 @@ func New(cfg Config) *Limiter {
 		log:        cfg.Logger,
 		states:     newStates(),
 		tracer:     tracing.Tracer(cfg.TracerProvider, tracerName),
+
+		countsOffered: cfg.CountOffered,
 	}
 	for _, d := range l.defaults {
 		l.defaults4 = append(l.defaults4, strconv.FormatFloat(d.Rate, 'g', -1, 64), strconv.Itoa(d.Burst))
@@ -217,10 +226,18 @@ func (l *Limiter) allow(ctx context.Context, companyID string, m invoicing.Mode)
 	now := l.now()
 	st := l.state(companyID, m, now)
 	if l.fallback.Load() && !l.probeDue(now) {
+		if l.countsOffered {
+			st.mu.Lock()
+			l.countOffered(st, now)
+			st.mu.Unlock()
+		}
 		return l.decideLocal(st, now, m), nil
 	}
 	st.mu.Lock()
 	if d, ok := st.lease.takeLeased(now.UnixNano()); ok {
+		if l.countsOffered {
+			l.countOffered(st, now)
+		}
 		st.mu.Unlock()
 		l.stats.leased(d.Allowed)
 		return d, nil
@@ -228,6 +245,9 @@ func (l *Limiter) allow(ctx context.Context, companyID string, m invoicing.Mode)
 	if err := ctx.Err(); err != nil { // the caller left: no reason to ask Redis
 		st.mu.Unlock()
 		return Decision{}, fmt.Errorf("tenants: rate limit decision: %w", context.Cause(ctx))
+	}
+	if l.countsOffered { // decided by the refresh, or else alone
+		l.countOffered(st, now)
 	}
 	w, schedule := st.lease.join()
 	st.mu.Unlock()

@@ -44,9 +44,10 @@ type state struct {
 	limit atomic.Pointer[Limit] // last limit Redis applied; nil until the first
 	seen  atomic.Int64          // unix ns of the last use, to the second
 
-	mu    sync.Mutex
-	lease lease
-	local *rate.Limiter // created on the first local decision
+	mu      sync.Mutex
+	lease   lease
+	local   *rate.Limiter // created on the first local decision
+	offered offered       // requests counted for TakeOffered (offered.go)
 }
 
 func (s *states) state(company string, m invoicing.Mode, now time.Time) *state {

@@ -21,6 +21,8 @@ type Stats struct {
 	TokensLeased   uint64 // tokens taken beyond the requests waiting: the leases
 	TokensReturned uint64 // unspent tokens given back to Redis
 	TokensDropped  uint64 // unspent tokens never given back (too late, or Redis failed)
+
+	OfferedDropped uint64 // requests not counted for TakeOffered: nobody took the counts for minutes
 }
 
 // Stats returns the limiter's counts so far.
@@ -37,6 +39,7 @@ func (l *Limiter) Stats() Stats {
 		TokensLeased:   c.tokensLeased.Load(),
 		TokensReturned: c.tokensReturned.Load(),
 		TokensDropped:  c.tokensDropped.Load(),
+		OfferedDropped: c.offeredDropped.Load(),
 	}
 }
 
@@ -45,6 +48,7 @@ type counters struct {
 	admittedRedis, rejectedRedis, admittedLeased, rejectedLeased atomic.Uint64
 	fallback                                                     atomic.Uint64
 	tokensLeased, tokensReturned, tokensDropped                  atomic.Uint64
+	offeredDropped                                               atomic.Uint64
 }
 
 func (c *counters) leased(allowed bool) {
