@@ -15,8 +15,8 @@ const module = "github.com/invoicing-ao/gateway/"
 // allowedImports is who may import whom among our packages (README,
 // "Layout"): the vocabulary and the internal helpers import none of ours
 // (apitest, the tests' checker of answers, only the document it checks
-// against); the adapters (authz, tenants, usage, idempotency, audit, backend,
-// events) only those; gateway, the public API, reaches the adapters a request needs;
+// against); the adapters (authz, tenants, usage, shape, idempotency, audit,
+// backend, events) only those; gateway, the public API, reaches the adapters a request needs;
 // admin, the admin API, mounts on gateway's admin listener and reaches the
 // adapters administration needs, and gateway never imports it; the commands
 // may import anything.
@@ -38,6 +38,7 @@ var allowedImports = map[string][]string{
 	"authz":               {"invoicing", "internal/tracing", "internal/durable", "internal/redisscan"},
 	"tenants":             {"invoicing", "internal/tracing", "internal/durable", "internal/redisscan"},
 	"usage":               {"invoicing"},
+	"shape":               {"invoicing"},
 	"idempotency":         {"invoicing"},
 	"audit":               {"invoicing", "internal/durable", "internal/redisscan"},
 	"backend":             {"invoicing", "internal/tracing"},
@@ -45,7 +46,7 @@ var allowedImports = map[string][]string{
 	"events":              {"invoicing", "internal/tracing", "internal/durable"},
 	"gateway":             {"invoicing", "internal/tracing", "authz", "tenants", "idempotency", "backend", "gateway/apidocs", "internal/jsonstr", "internal/jsonlog"},
 	"state":               {"internal/durable"}, // the file and the writes' order; each adapter its own records, wired by cmd/gateway
-	"admin":               {"invoicing", "authz", "tenants", "usage", "audit", "events", "gateway", "gateway/apidocs", "admin/console"},
+	"admin":               {"invoicing", "authz", "tenants", "usage", "shape", "audit", "events", "gateway", "gateway/apidocs", "admin/console"},
 }
 
 // TestImportRules reads every non-test Go file of the module and fails on an
@@ -108,7 +109,7 @@ func contains(list []string, s string) bool {
 // httpPackages speak HTTP; adapterPackages are reached through them.
 var (
 	httpPackages    = []string{"gateway", "admin"}
-	adapterPackages = []string{"authz", "tenants", "usage", "idempotency", "audit", "backend", "events"}
+	adapterPackages = []string{"authz", "tenants", "usage", "shape", "idempotency", "audit", "backend", "events"}
 )
 
 // TestHTTPLayerMapsErrorsByKind holds the HTTP layer (both listeners: the

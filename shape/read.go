@@ -1,0 +1,245 @@
+package shape
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invoicing-ao/gateway/invoicing"
+)
+
+// ErrWindow is a window that cannot be read: empty, longer than MaxWindow,
+// or starting before the oldest summary kept.
+var ErrWindow = invoicing.Define(invoicing.Error{Kind: invoicing.Invalid, Code: "invalid_parameter", Title: "Invalid query parameter",
+	Message: "shape: the window must be within the last 30 days"})
+
+// Series is a company's recorded traffic in one mode: the requests it
+// offered its limit in each second of a window, admitted or refused.
+type Series struct {
+	Start  time.Time // the first second
+	Counts []uint32  // requests offered in each second from Start
+	// Summarized is how many of the seconds were read from the minute
+	// summaries (older than FineWindow): their minutes' requests are
+	// exact, and how they came within each minute estimated (expand).
+	Summarized int
+}
+
+// End is the second after the last.
+func (s Series) End() time.Time { return s.Start.Add(time.Duration(len(s.Counts)) * time.Second) }
+
+// Series reads a company's traffic in mode m from `from` to `to` (both
+// truncated to the second; `to` at most now). The counts of the last
+// FlushEvery of each running instance may not be in yet.
+func (s *Store) Series(ctx context.Context, company string, m invoicing.Mode, from, to time.Time) (Series, error) {
+	now := s.now()
+	if to.After(now) {
+		to = now
+	}
+	from, to = from.Truncate(time.Second), to.Truncate(time.Second)
+	switch {
+	case !m.Valid():
+		return Series{}, fmt.Errorf("shape: %w: %q", invoicing.ErrInvalidMode, m)
+	case company == "" || strings.ContainsAny(company, "{}|"):
+		return Series{}, fmt.Errorf("shape: %w: %q", invoicing.ErrInvalidCompany, invoicing.Clip(company))
+	case !from.Before(to) || from.Before(now.Add(-MaxWindow-time.Minute)):
+		return Series{}, fmt.Errorf("%w: from %s to %s", ErrWindow, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
+	}
+	r := s.newReading(ctx, company, m, from.Unix(), to.Unix(), now.Unix())
+	if err := r.fetch(); err != nil {
+		return Series{}, err
+	}
+	out := Series{Start: from.UTC(), Counts: make([]uint32, to.Sub(from)/time.Second)}
+	for b := r.first; b <= r.last; b++ {
+		secs, summarized, err := r.block(b)
+		if err != nil {
+			s.log.Warn("shape: a recorded block is unreadable; it is left out", "company", company, "mode", string(m), "block", b)
+			continue
+		}
+		if secs == nil {
+			continue
+		}
+		for i, n := range secs {
+			if at := b*blockSeconds + int64(i); at >= r.from && at < r.to {
+				out.Counts[at-r.from] = n
+				if summarized {
+					out.Summarized++
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// reading is one Series read: what it fetches, then the records found.
+type reading struct {
+	s                  *Store
+	ctx                context.Context
+	company            string
+	mode               invoicing.Mode
+	from, to, now      int64
+	first, last        int64
+	raw                map[int64]*redis.StringCmd
+	fine, coarse       map[int64]*redis.StringCmd // by day
+	fineRec, coarseRec map[int64]map[byte][]byte  // by day, then block of the day
+}
+
+func (s *Store) newReading(ctx context.Context, company string, m invoicing.Mode, from, to, now int64) *reading {
+	return &reading{s: s, ctx: ctx, company: company, mode: m, from: from, to: to, now: now,
+		first: blockOf(from), last: blockOf(to - 1),
+		raw: map[int64]*redis.StringCmd{}, fine: map[int64]*redis.StringCmd{}, coarse: map[int64]*redis.StringCmd{},
+		fineRec: map[int64]map[byte][]byte{}, coarseRec: map[int64]map[byte][]byte{}}
+}
+
+// fetch reads, in one pipeline, the raw blocks and the days' 48-hour
+// records where seconds may still be kept, and the minute summaries where
+// they may not.
+func (r *reading) fetch() error {
+	fineFrom := r.now - int64(fineKept/time.Second)
+	coarseUntil := r.now - int64((FineWindow-time.Hour)/time.Second)
+	pipe := r.s.rdb.Pipeline()
+	for b := r.first; b <= r.last; b++ {
+		end, day := (b+1)*blockSeconds, dayOfBlock(b)
+		if end > fineFrom {
+			r.raw[b] = pipe.Get(r.ctx, r.s.rawKey(r.company, r.mode, b))
+			if r.fine[day] == nil {
+				r.fine[day] = pipe.Get(r.ctx, r.s.fineKey(r.company, r.mode, day))
+			}
+		}
+		if b*blockSeconds < coarseUntil && r.coarse[day] == nil {
+			r.coarse[day] = pipe.Get(r.ctx, r.s.coarseKey(r.company, r.mode, day))
+		}
+	}
+	_, _ = pipe.Exec(r.ctx) // each read carries its own error
+	for _, cmds := range []map[int64]*redis.StringCmd{r.raw, r.fine, r.coarse} {
+		for _, cmd := range cmds {
+			if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
+				return unavailable("read", err)
+			}
+		}
+	}
+	for day, cmd := range r.fine {
+		r.fineRec[day] = records(cmd, fineRecord)
+	}
+	for day, cmd := range r.coarse {
+		r.coarseRec[day] = records(cmd, coarseRecord)
+	}
+	return nil
+}
+
+// block is one block's seconds: raw while it is kept, else its 48-hour
+// record, else its minute summaries (summarized), else nil: none recorded.
+func (r *reading) block(b int64) (secs []uint32, summarized bool, err error) {
+	if cmd := r.raw[b]; cmd != nil {
+		if raw, err := cmd.Bytes(); err == nil {
+			c, err := rawCounts(raw)
+			if err != nil {
+				return nil, false, err
+			}
+			return c[:], false, nil
+		}
+	}
+	day, bod := dayOfBlock(b), blockOfDay(b)
+	if rec, ok := r.fineRec[day][bod]; ok {
+		c, err := uncompact(rec)
+		if err != nil {
+			return nil, false, err
+		}
+		return c[:], false, nil
+	}
+	if rec, ok := r.coarseRec[day][bod]; ok {
+		ms, _, err := readMinutes(rec)
+		if err != nil {
+			return nil, false, err
+		}
+		secs = make([]uint32, blockSeconds)
+		for i, m := range ms {
+			expand(m, (*[60]uint32)(secs[60*i:60*i+60]))
+		}
+		return secs, true, nil
+	}
+	return nil, false, nil
+}
+
+// records splits a day's record string into its blocks' records (the last
+// one of a block kept: a block summarized twice wrote the same twice).
+func records(cmd *redis.StringCmd, next func([]byte) (rec, rest []byte, ok bool)) map[byte][]byte {
+	b, err := cmd.Bytes()
+	out := map[byte][]byte{}
+	for err == nil && len(b) > 0 {
+		bod := b[0]
+		rec, rest, ok := next(b[1:])
+		if !ok || bod >= 144 {
+			break // the rest cannot be read; what was read stays
+		}
+		out[bod], b = rec, rest
+	}
+	return out
+}
+
+// fineRecord splits a 48-hour record: a uvarint length, then the compact
+// seconds.
+func fineRecord(b []byte) (rec, rest []byte, ok bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return nil, nil, false
+	}
+	return b[k : k+int(n)], b[k+int(n):], true
+}
+
+// coarseRecord splits a 30-day record: ten minute summaries.
+func coarseRecord(b []byte) (rec, rest []byte, ok bool) {
+	_, rest, err := readMinutes(b)
+	if err != nil {
+		return nil, nil, false
+	}
+	return b[:len(b)-len(rest)], rest, true
+}
+
+// Peak is a company's busiest seconds in one mode: the 99th percentile of
+// the seconds in which it sent requests, today and yesterday (Luanda), the
+// higher of the two (a rate class's top: at most an eighth above).
+type Peak struct {
+	CompanyID string
+	P99       uint32
+}
+
+// Peaks reads every company's Peak in mode m, the highest first, from the
+// blocks summarized so far (up to the one that ended 2 minutes ago).
+func (s *Store) Peaks(ctx context.Context, m invoicing.Mode) ([]Peak, error) {
+	if !m.Valid() {
+		return nil, fmt.Errorf("shape: %w: %q", invoicing.ErrInvalidMode, m)
+	}
+	today := dayOfBlock(blockOf(s.now().Unix()))
+	pipe := s.rdb.Pipeline()
+	days := []*redis.ZSliceCmd{
+		pipe.ZRangeWithScores(ctx, s.p99Key(m, today-1), 0, -1),
+		pipe.ZRangeWithScores(ctx, s.p99Key(m, today), 0, -1),
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, unavailable("peaks", err)
+	}
+	best := map[string]uint32{}
+	for _, d := range days {
+		for _, z := range d.Val() {
+			c, _ := z.Member.(string)
+			best[c] = max(best[c], uint32(z.Score))
+		}
+	}
+	out := make([]Peak, 0, len(best))
+	for c, p := range best {
+		out = append(out, Peak{CompanyID: c, P99: p})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].P99 != out[j].P99 {
+			return out[i].P99 > out[j].P99
+		}
+		return out[i].CompanyID < out[j].CompanyID
+	})
+	return out, nil
+}
