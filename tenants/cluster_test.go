@@ -69,6 +69,9 @@ func TestLimiterOnRedisCluster(t *testing.T) {
 	if pattern != "true true false false " {
 		t.Errorf("TEST decisions under burst 2: %s", pattern)
 	}
+	if many, err := l2.LimitsOf(ctx, []string{"globex", "acme", "initech"}); err != nil || len(many) != 3 || many[1].Test != (Limit{Rate: 0.01, Burst: 2}) || many[0].TestCustom || many[2].TestCustom {
+		t.Fatalf("LimitsOf across slots = %+v, %v", many, err)
+	}
 	if err := l2.ResetLimits(ctx, "acme"); err != nil {
 		t.Fatalf("ResetLimits: %v", err)
 	}

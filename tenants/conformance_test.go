@@ -54,6 +54,14 @@ func TestLimitsSetGetReset(t *testing.T) {
 		if got, err := l.Limits(ctx, "other"); err != nil || got != (Limits{Live: liveDef, Test: testDef}) {
 			t.Errorf("other company: %+v, %v", got, err)
 		}
+		// Many at once, in order.
+		many, err := l.LimitsOf(ctx, []string{"other", "acme", "other"})
+		if err != nil || len(many) != 3 || many[0] != (Limits{Live: liveDef, Test: testDef}) || many[1] != (Limits{Live: Limit{400, 800}, Test: Limit{400, 800}, LiveCustom: true, TestCustom: true}) || many[2] != many[0] {
+			t.Errorf("LimitsOf: %+v, %v", many, err)
+		}
+		if _, err := l.LimitsOf(ctx, []string{"acme", ""}); !errors.Is(err, ErrInvalidCompany) {
+			t.Errorf("LimitsOf with no company: %v, want ErrInvalidCompany", err)
+		}
 
 		if err := l.ResetLimits(ctx, "acme"); err != nil {
 			t.Fatal(err)

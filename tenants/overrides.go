@@ -22,6 +22,36 @@ func (l *Limiter) Limits(ctx context.Context, companyID string) (Limits, error) 
 	if err != nil {
 		return Limits{}, fmt.Errorf("tenants: read limits: %w", err)
 	}
+	return l.limitsFrom(v), nil
+}
+
+// LimitsOf returns the limits of each company of ids, in order, in one
+// round trip (a pipeline: one per node on Redis Cluster).
+func (l *Limiter) LimitsOf(ctx context.Context, ids []string) ([]Limits, error) {
+	pipe := l.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(ids))
+	for i, id := range ids {
+		if id == "" {
+			return nil, ErrInvalidCompany
+		}
+		cmds[i] = pipe.HMGet(ctx, overrideKey(l.prefix, id), rateField[0], burstField[0], rateField[1], burstField[1])
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("tenants: read limits: %w", err)
+	}
+	out := make([]Limits, len(ids))
+	for i, cmd := range cmds {
+		out[i] = l.limitsFrom(cmd.Val())
+	}
+	return out, nil
+}
+
+// limitsFrom reads the override hash's fields (live rate and burst, test
+// rate and burst), defaults where no override is set.
+func (l *Limiter) limitsFrom(v []any) Limits {
 	var ls Limits
 	ls.Live, ls.LiveCustom = parseOverride(v[0], v[1])
 	ls.Test, ls.TestCustom = parseOverride(v[2], v[3])
@@ -31,7 +61,7 @@ func (l *Limiter) Limits(ctx context.Context, companyID string) (Limits, error) 
 	if !ls.TestCustom {
 		ls.Test = l.defaults[1]
 	}
-	return ls, nil
+	return ls
 }
 
 // ErrNotReplicated: the limit change is in effect (on the Redis master,
