@@ -21,6 +21,9 @@ type Config struct {
 	// Usage reads each company's request counts; nil means usage is not
 	// counted (the usage and traffic endpoints answer 503).
 	Usage Usage
+	// Shape reads each company's recorded traffic, per second; nil means it
+	// is not recorded (what-if and shape queries answer 503).
+	Shape Shape
 	// Audit records every change of keys and limits; nil records nothing
 	// (and the audit endpoint answers 503).
 	Audit AuditLog
@@ -53,6 +56,7 @@ type Service struct {
 	keys       Keys
 	limiter    Limiter
 	usage      Usage
+	shape      Shape
 	audit      AuditLog
 	companies  Companies
 	directory  Directory
@@ -65,7 +69,7 @@ type Service struct {
 
 // New builds a Service from cfg.
 func New(cfg Config) *Service {
-	s := &Service{keys: cfg.Keys, limiter: cfg.Limiter, usage: cfg.Usage, audit: cfg.Audit, companies: cfg.Companies, directory: cfg.Directory, webhooks: cfg.Webhooks,
+	s := &Service{keys: cfg.Keys, limiter: cfg.Limiter, usage: cfg.Usage, shape: cfg.Shape, audit: cfg.Audit, companies: cfg.Companies, directory: cfg.Directory, webhooks: cfg.Webhooks,
 		adminToken: cfg.Token, logger: cfg.Logger, now: cfg.Now, failures: newFailures(cfg.TokenFailures)}
 	if s.logger == nil {
 		s.logger = slog.Default()

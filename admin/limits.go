@@ -16,6 +16,7 @@ import (
 // (tenants.Limiter).
 type Limiter interface {
 	Limits(ctx context.Context, companyID string) (tenants.Limits, error)
+	LimitsOf(ctx context.Context, companyIDs []string) ([]tenants.Limits, error)
 	SetLimit(ctx context.Context, companyID string, mode invoicing.Mode, lim tenants.Limit) error
 	ResetLimits(ctx context.Context, companyID string) error
 }

@@ -1,0 +1,174 @@
+package admin
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/shape"
+	"github.com/invoicing-ao/gateway/tenants"
+)
+
+// Tuning limits from evidence: what a limit would have refused of a
+// company's recorded traffic, before it is set (WhatIf), and the shape of
+// that traffic beside the limit in force (TrafficShape, LimitHeadroom).
+
+// Shape reads the traffic recorded per company and mode (shape.Store).
+type Shape interface {
+	Series(ctx context.Context, companyID string, m invoicing.Mode, from, to time.Time) (shape.Series, error)
+	Peaks(ctx context.Context, m invoicing.Mode) ([]shape.Peak, error)
+}
+
+// DefaultMaxRefused is the share of requests the smallest burst WhatIf
+// looks for may refuse, unless told: one in a thousand.
+const DefaultMaxRefused = 0.001
+
+// WhatIfQuery asks what a limit would have refused of a company's recorded
+// traffic in one mode, from Since until now.
+type WhatIfQuery struct {
+	CompanyID string
+	Mode      string  // LIVE or TEST, in any letter case
+	Rate      float64 // requests per second
+	Burst     int
+	Since     time.Time // at most 30 days ago (shape.MaxWindow)
+	// MaxRefused is the share of requests (0 to below 1) that the
+	// smallest burst looked for at Rate may refuse.
+	MaxRefused float64
+}
+
+// WhatIfView is what a proposed limit, and the limit in force, would have
+// refused of a company's recorded traffic.
+type WhatIfView struct {
+	CompanyID string    `json:"companyId"`
+	Mode      string    `json:"mode"`
+	From      time.Time `json:"from"`
+	To        time.Time `json:"to"`
+	Offered   int64     `json:"offered"` // requests offered to the limit, admitted or refused
+	Proposed  Outcome   `json:"proposed"`
+	Current   Outcome   `json:"current"` // the limit in force now, on the same traffic
+	// SmallestBurst is the smallest burst that, at the proposed rate,
+	// would have refused at most MaxRefusedShare of the requests.
+	SmallestBurst BurstFit `json:"smallestBurst"`
+	// SummarizedSeconds are the window's seconds older than 48 hours, read
+	// from per-minute summaries: within each of their minutes, how the
+	// requests came is estimated.
+	SummarizedSeconds int `json:"summarizedSeconds"`
+}
+
+// Outcome is what one limit would have refused.
+type Outcome struct {
+	Rate           float64      `json:"rate"`
+	Burst          int          `json:"burst"`
+	Custom         bool         `json:"custom"` // an override, not the default (the limit in force)
+	Refused        int64        `json:"refused"`
+	RefusedShare   float64      `json:"refusedShare"` // of the offered, 0 to 1
+	RefusedSeconds int          `json:"refusedSeconds"`
+	RefusedMinutes int          `json:"refusedMinutes"`
+	WorstMinute    *WorstMinute `json:"worstMinute"` // null when nothing is refused
+}
+
+// WorstMinute is the minute (of the clock) with the most refusals.
+type WorstMinute struct {
+	Start   time.Time `json:"start"`
+	Refused int64     `json:"refused"`
+	Offered int64     `json:"offered"`
+}
+
+// BurstFit is the smallest burst that keeps refusals at or under a share.
+type BurstFit struct {
+	MaxRefusedShare float64 `json:"maxRefusedShare"`
+	Burst           *int    `json:"burst"` // null: no burst up to 100,000 does, at this rate
+	Refused         int64   `json:"refused"`
+}
+
+// WhatIf replays a company's recorded traffic through a proposed limit and
+// through the limit in force: the limiter's own arithmetic, the requests of
+// each second taken as spread over it (docs/operators.md says where the
+// answer is approximate).
+func (s *Service) WhatIf(ctx context.Context, q WhatIfQuery) (WhatIfView, error) {
+	m, fe := s.shapeFields(q.Mode, q.Since)
+	if err := (tenants.Limit{Rate: q.Rate, Burst: 1}).Validate(); err != nil {
+		fe = append(fe, gateway.FieldError{Field: "rate", Message: "must be " + strconv.FormatFloat(tenants.MinRate, 'g', -1, 64) + " to " + strconv.Itoa(tenants.MaxRate) + " requests per second"})
+	}
+	if err := (tenants.Limit{Rate: 1, Burst: q.Burst}).Validate(); err != nil {
+		fe = append(fe, gateway.FieldError{Field: "burst", Message: "must be 1 to " + strconv.Itoa(tenants.MaxBurst)})
+	}
+	if !(q.MaxRefused >= 0 && q.MaxRefused < 1) {
+		fe = append(fe, gateway.FieldError{Field: "maxRefused", Message: "must be a share from 0 to below 1"})
+	}
+	if len(fe) > 0 {
+		return WhatIfView{}, &gateway.Error{Code: "invalid_parameter", Detail: "The what-if query is invalid.", Fields: fe}
+	}
+	company, series, current, err := s.recorded(ctx, q.CompanyID, m, q.Since)
+	if err != nil {
+		return WhatIfView{}, err
+	}
+	proposed := tenants.Limit{Rate: q.Rate, Burst: q.Burst}.WhatIf(series.Start, series.Counts)
+	v := WhatIfView{CompanyID: company, Mode: string(m), From: series.Start, To: series.End(), SummarizedSeconds: series.Summarized,
+		Offered:       proposed.Offered,
+		Proposed:      outcome(proposed, false),
+		Current:       outcome(current.lim.WhatIf(series.Start, series.Counts), current.custom),
+		SmallestBurst: BurstFit{MaxRefusedShare: q.MaxRefused}}
+	if b, ok := tenants.SmallestBurst(q.Rate, series.Counts, q.MaxRefused); ok {
+		v.SmallestBurst.Burst = &b
+		v.SmallestBurst.Refused = tenants.Limit{Rate: q.Rate, Burst: b}.WhatIf(series.Start, series.Counts).Refused
+	}
+	return v, nil
+}
+
+func outcome(w tenants.WhatIf, custom bool) Outcome {
+	o := Outcome{Rate: w.Limit.Rate, Burst: w.Limit.Burst, Custom: custom, Refused: w.Refused, RefusedShare: w.Share(),
+		RefusedSeconds: w.RefusedSeconds, RefusedMinutes: w.RefusedMinutes}
+	if w.Refused > 0 {
+		o.WorstMinute = &WorstMinute{Start: w.WorstMinute, Refused: w.WorstMinuteRefused, Offered: w.WorstMinuteOffered}
+	}
+	return o
+}
+
+// shapeFields checks a query's mode and window start, and says which is
+// at fault.
+func (s *Service) shapeFields(mode string, since time.Time) (invoicing.Mode, []gateway.FieldError) {
+	var fe []gateway.FieldError
+	m, err := invoicing.ParseMode(mode)
+	if err != nil {
+		fe = append(fe, gateway.FieldError{Field: "mode", Message: "must be LIVE or TEST"})
+	}
+	if now := s.now(); !since.Before(now) || since.Before(now.Add(-shape.MaxWindow)) {
+		fe = append(fe, gateway.FieldError{Field: "since", Message: "must be within the last 30 days"})
+	}
+	return m, fe
+}
+
+// limitInForce is a company's limit in one mode, and whether it is an
+// override.
+type limitInForce struct {
+	lim    tenants.Limit
+	custom bool
+}
+
+// recorded reads a company's traffic in mode m from since until now, and
+// its limit in force.
+func (s *Service) recorded(ctx context.Context, companyID string, m invoicing.Mode, since time.Time) (string, shape.Series, limitInForce, error) {
+	if s.shape == nil {
+		return "", shape.Series{}, limitInForce{}, &gateway.Error{Code: "usage_unavailable", Detail: "Traffic is not recorded (no traffic shape store is configured)."}
+	}
+	company, err := s.knownCompany(ctx, companyID)
+	if err != nil {
+		return "", shape.Series{}, limitInForce{}, err
+	}
+	series, err := s.shape.Series(ctx, company, m, since, s.now())
+	if err != nil {
+		return "", shape.Series{}, limitInForce{}, err
+	}
+	ls, err := s.limiter.Limits(ctx, company)
+	if err != nil {
+		return "", shape.Series{}, limitInForce{}, err
+	}
+	cur := limitInForce{ls.Live, ls.LiveCustom}
+	if m == invoicing.Test {
+		cur = limitInForce{ls.Test, ls.TestCustom}
+	}
+	return company, series, cur, nil
+}
