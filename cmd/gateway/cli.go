@@ -206,12 +206,30 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // plural is n and what it counts, in the singular for 1 ("1 failed
-// delivery", "3 failed deliveries").
+// delivery", "3 failed deliveries", "1,204 seconds").
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
-	return strconv.Itoa(n) + " " + many
+	return group(int64(n)) + " " + many
+}
+
+// group writes n with a comma between groups of three digits.
+func group(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }
 
 // article is "an" before a word said with a vowel first (an invoice.paid

@@ -77,6 +77,33 @@ var commands = []*command{
 		flags: func(fs *flag.FlagSet) action { return limitsReset(companyFlag(fs), jsonFlag(fs)) },
 	},
 	{
+		name: "limits whatif", synopsis: "--company ID --mode LIVE|TEST --rate N --burst N [--since TIME] [--max-refused PERCENT] [--json]",
+		summary: "Say what a limit would have refused of a company's recorded traffic, before setting it.",
+		detail: "Replays the requests the company offered its limit in each second (admitted or refused, summed over every gateway instance; " +
+			"kept 48 hours by the second, 30 days by the minute) through the limiter's own arithmetic, at the proposed limit and at the limit in force: " +
+			"requests refused, in how many seconds and minutes, the worst minute, and the smallest burst that keeps refusals at or under --max-refused at the proposed rate. " +
+			"The requests of a second are taken as spread over it, so traffic that comes in bursts shorter than a second is refused somewhat more than said.",
+		example: "gateway limits whatif --company " + exampleCompany + " --mode LIVE --rate 20 --burst 40 --since 24h",
+		needs:   needRedis, required: []string{"company", "mode", "rate", "burst"},
+		flags: limitsWhatIfFlags,
+	},
+	{
+		name: "limits shape", synopsis: "--company ID --mode LIVE|TEST [--since TIME] [--json]",
+		summary: "Show how fast a company's requests come, hour by hour: the p50, p99 and busiest of its busy seconds, beside its limit.",
+		detail:  "A busy second is one in which the company offered its limit at least one request (admitted or refused), over every gateway instance.",
+		example: "gateway limits shape --company " + exampleCompany + " --mode LIVE --since 24h",
+		needs:   needRedis, required: []string{"company", "mode"},
+		flags: limitsShapeFlags,
+	},
+	{
+		name: "limits headroom", synopsis: "[--mode LIVE|TEST] [--top N] [--json]",
+		summary: "List the companies whose busiest seconds come nearest their limit, and those far below it (limits to lower).",
+		detail:  "Each company's p99 busy second of today and yesterday (Luanda; within an eighth above), over its limit's rate; updated ten minutes at a time, two minutes after each ten.",
+		example: "gateway limits headroom --mode LIVE --top 10",
+		needs:   needRedis,
+		flags:   limitsHeadroomFlags,
+	},
+	{
 		name: "usage", synopsis: "--company ID [--days N] [--json]",
 		summary: "Show a company's requests per day (Luanda), by mode and status class.",
 		detail:  "Counted by every gateway instance; the last second of a running instance may not be in yet.",

@@ -110,6 +110,12 @@ func serveOn(ctx context.Context, cfg Config, d *deps, logger *slog.Logger, pubL
 		close(eventsDone)
 	}
 	defer func() { stopEvents(); <-eventsDone }()
+	// The traffic's shape is recorded beside them too, and written a last
+	// time once they have stopped (the deferred calls run after the
+	// listeners' shutdown).
+	shapeDone := make(chan struct{})
+	go func() { defer close(shapeDone); d.shape.Run(ectx, d.limiter) }()
+	defer func() { stopEvents(); <-shapeDone }()
 	if ready != nil {
 		ready(pubLn.Addr(), admLn.Addr())
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/idempotency"
 	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/shape"
 	"github.com/invoicing-ao/gateway/tenants"
 	usagecounter "github.com/invoicing-ao/gateway/usage"
 )
@@ -34,7 +35,8 @@ type deps struct {
 	events     *events.Service // webhooks: run by serve and demo, managed through admin
 	audit      *audit.Log
 	usage      *usagecounter.Counter
-	guard      *redisGuard // what Redis allows, and the replicas changes wait for
+	guard      *redisGuard  // what Redis allows, and the replicas changes wait for
+	shape      *shape.Store // each company's traffic per second: recorded by serve and demo (serveOn)
 }
 
 // connect opens Redis and both databases and builds the server and the
@@ -110,7 +112,9 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		TracerProvider: o.tp,
 		ReplicaTarget:  target,
 		ReplicaTimeout: replicaTimeout,
+		CountOffered:   true, // taken by d.shape while serving
 	})
+	d.shape = shape.New(shape.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "shape:", Logger: logger})
 	d.usage = usagecounter.New(usagecounter.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "usage:", Logger: logger})
 	d.server = gateway.New(gateway.Config{
 		Live: live, Test: test, Keys: d.keys, Limiter: d.limiter,
@@ -150,7 +154,7 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		dir = d.live
 	}
 	d.audit = audit.New(audit.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "audit:", ReplicaTarget: target, ReplicaTimeout: replicaTimeout})
-	d.admin = admin.New(admin.Config{Keys: d.keys, Limiter: d.limiter, Usage: d.usage, Companies: live, Directory: dir,
+	d.admin = admin.New(admin.Config{Keys: d.keys, Limiter: d.limiter, Usage: d.usage, Shape: d.shape, Companies: live, Directory: dir,
 		Audit:    d.audit,
 		Webhooks: d.events, Token: cfg.AdminToken, Logger: logger})
 	return d, nil

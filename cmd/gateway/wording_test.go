@@ -8,7 +8,7 @@ func TestWording(t *testing.T) {
 	for _, c := range []struct {
 		n    int
 		want string
-	}{{0, "0 failed deliveries"}, {1, "1 failed delivery"}, {2, "2 failed deliveries"}} {
+	}{{0, "0 failed deliveries"}, {1, "1 failed delivery"}, {2, "2 failed deliveries"}, {12345, "12,345 failed deliveries"}} {
 		if got := plural(c.n, "failed delivery", "failed deliveries"); got != c.want {
 			t.Errorf("plural(%d) = %q, want %q", c.n, got, c.want)
 		}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/invoicing-ao/gateway/admin"
+	"github.com/invoicing-ao/gateway/shape"
+)
+
+// limits whatif, shape and headroom: a company's recorded traffic against
+// a limit, before the limit is set.
+
+func limitsWhatIfFlags(fs *flag.FlagSet) action {
+	company := companyFlag(fs)
+	mode := fs.String("mode", "", "`MODE`, LIVE or TEST")
+	rate := fs.Float64("rate", 0, "the proposed sustained requests per second (`N` > 0)")
+	burst := fs.Int("burst", 0, "the proposed requests allowed at once (`N` >= 1)")
+	since := sinceFlag(fs)
+	maxRefused := fs.Float64("max-refused", 100*admin.DefaultMaxRefused, "the `PERCENT` of requests the smallest burst looked for may refuse")
+	asJSON := jsonFlag(fs)
+	return func(ctx context.Context, c *invocation) error {
+		from, err := parseSince(*since, time.Now())
+		if err != nil {
+			return usagef("%v", err)
+		}
+		d, err := c.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		v, err := d.admin.WhatIf(ctx, admin.WhatIfQuery{CompanyID: *company, Mode: *mode, Rate: *rate, Burst: *burst, Since: from, MaxRefused: *maxRefused / 100})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(c.stdout).Encode(v)
+		}
+		printWhatIf(c.stdout, v)
+		return nil
+	}
+}
+
+func sinceFlag(fs *flag.FlagSet) *string {
+	return fs.String("since", "24h", "from this `TIME` until now: a duration ago (24h, 7d), an RFC 3339 time or a date (YYYY-MM-DD, UTC); at most 30 days ago")
+}
+
+func printWhatIf(w io.Writer, v admin.WhatIfView) {
+	fmt.Fprintf(w, "company %s, %s, %s to %s: %s requests offered\n", v.CompanyID, v.Mode, minuteUTC(v.From), minuteUTC(v.To), group(v.Offered))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, o := range []struct {
+		what string
+		o    admin.Outcome
+	}{{"with", v.Proposed}, {"in force", v.Current}} {
+		name := fmt.Sprintf("%s %s rps, burst %d", o.what, strconv.FormatFloat(o.o.Rate, 'f', -1, 64), o.o.Burst)
+		if o.what == "in force" && !o.o.Custom {
+			name += " (default)"
+		}
+		fmt.Fprintf(tw, "%s:\t%s\n", name, refusals(o.o))
+	}
+	_ = tw.Flush()
+	fit := v.SmallestBurst
+	share := strconv.FormatFloat(100*fit.MaxRefusedShare, 'f', -1, 64) + " %"
+	if fit.Burst == nil {
+		fmt.Fprintf(w, "no burst up to 100000 refuses at most %s at %s rps\n", share, strconv.FormatFloat(v.Proposed.Rate, 'f', -1, 64))
+	} else {
+		fmt.Fprintf(w, "smallest burst refusing at most %s at %s rps: %d (%s refused)\n", share, strconv.FormatFloat(v.Proposed.Rate, 'f', -1, 64), *fit.Burst, group(fit.Refused))
+	}
+	if v.SummarizedSeconds > 0 {
+		fmt.Fprintf(w, "the %s seconds older than 48 hours are estimated from per-minute summaries\n", group(int64(v.SummarizedSeconds)))
+	}
+}
+
+// refusals sums up what a limit would have refused.
+func refusals(o admin.Outcome) string {
+	if o.Refused == 0 {
+		return "none refused"
+	}
+	s := fmt.Sprintf("%s refused (%.2f %%) in %s, %s", group(o.Refused), 100*o.RefusedShare, plural(o.RefusedSeconds, "second", "seconds"), plural(o.RefusedMinutes, "minute", "minutes"))
+	if m := o.WorstMinute; m != nil {
+		s += fmt.Sprintf("; worst minute %s, %s refused of %s", minuteUTC(m.Start), group(m.Refused), group(m.Offered))
+	}
+	return s
+}
+
+func limitsShapeFlags(fs *flag.FlagSet) action {
+	company := companyFlag(fs)
+	mode := fs.String("mode", "", "`MODE`, LIVE or TEST")
+	since := sinceFlag(fs)
+	asJSON := jsonFlag(fs)
+	return func(ctx context.Context, c *invocation) error {
+		from, err := parseSince(*since, time.Now())
+		if err != nil {
+			return usagef("%v", err)
+		}
+		d, err := c.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		v, err := d.admin.TrafficShape(ctx, *company, *mode, from)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(c.stdout).Encode(v)
+		}
+		custom := "default"
+		if v.Limit.Custom {
+			custom = "custom"
+		}
+		fmt.Fprintf(c.stdout, "company %s, %s, limit %s rps, burst %d (%s); requests per second of the busy seconds\n",
+			v.CompanyID, v.Mode, strconv.FormatFloat(v.Limit.Rate, 'f', -1, 64), v.Limit.Burst, custom)
+		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "hour (UTC)\trequests\tbusy seconds\tp50\tp99\tmax\t")
+		row := func(name string, h shape.Rates) {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t\n", name, group(h.Requests), h.BusySeconds, h.P50, h.P99, h.Max)
+		}
+		for _, h := range v.Hours {
+			row(h.Start.UTC().Format("2006-01-02 15:04"), h)
+		}
+		row("all", v.Window)
+		_ = tw.Flush()
+		if v.SummarizedSeconds > 0 {
+			fmt.Fprintf(c.stdout, "the %s seconds older than 48 hours are estimated from per-minute summaries\n", group(int64(v.SummarizedSeconds)))
+		}
+		return nil
+	}
+}
+
+func limitsHeadroomFlags(fs *flag.FlagSet) action {
+	mode := fs.String("mode", "LIVE", "`MODE`, LIVE or TEST")
+	top := fs.Int("top", 10, "list `N` companies of each kind (1 to 100)")
+	asJSON := jsonFlag(fs)
+	return func(ctx context.Context, c *invocation) error {
+		d, err := c.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		v, err := d.admin.LimitHeadroom(ctx, *mode, *top)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(c.stdout).Encode(v)
+		}
+		fmt.Fprintf(c.stdout, "%s: %s with traffic today or yesterday (Luanda); each one's p99 busy second against its limit's rate\n", v.Mode, plural(v.Companies, "company", "companies"))
+		for _, part := range []struct {
+			title string
+			list  []admin.Headroom
+		}{{"nearest their limit", v.Nearest}, {fmt.Sprintf("far below it (%g %% or less)", 100*admin.FarBelowShare), v.FarBelow}} {
+			fmt.Fprintf(c.stdout, "%s:\n", part.title)
+			if len(part.list) == 0 {
+				fmt.Fprintln(c.stdout, "  none")
+			}
+			for _, h := range part.list {
+				fmt.Fprintf(c.stdout, "  %s  %d of %s rps, burst %d (%.0f %%)\n", h.CompanyID, h.P99, strconv.FormatFloat(h.Limit.Rate, 'f', -1, 64), h.Limit.Burst, 100*h.Share)
+			}
+		}
+		return nil
+	}
+}
+
+func minuteUTC(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") + " UTC" }
