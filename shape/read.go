@@ -33,15 +33,19 @@ type Series struct {
 // End is the second after the last.
 func (s Series) End() time.Time { return s.Start.Add(time.Duration(len(s.Counts)) * time.Second) }
 
-// Series reads a company's traffic in mode m from `from` to `to` (both
-// truncated to the second; `to` at most now). The counts of the last
-// FlushEvery of each running instance may not be in yet.
+// Series reads a company's traffic in mode m from `from` until `to` (at
+// most now), in whole seconds: from the second `from` is in, until the end
+// of the second `to` is in, the current one included so far. The counts of
+// the last FlushEvery of each running instance may not be in yet.
 func (s *Store) Series(ctx context.Context, company string, m invoicing.Mode, from, to time.Time) (Series, error) {
 	now := s.now()
 	if to.After(now) {
 		to = now
 	}
-	from, to = from.Truncate(time.Second), to.Truncate(time.Second)
+	from = from.Truncate(time.Second)
+	if t := to.Truncate(time.Second); t.Before(to) {
+		to = t.Add(time.Second)
+	}
 	switch {
 	case !m.Valid():
 		return Series{}, fmt.Errorf("shape: %w: %q", invoicing.ErrInvalidMode, m)
