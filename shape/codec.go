@@ -76,45 +76,38 @@ func uncompact(b []byte) (*[blockSeconds]uint32, error) {
 	return &c, nil
 }
 
-// A minute's summary keeps its requests (S), its busiest second (M) and, of
-// its other busy seconds, how many had at most M/16, M/8, M/4, M/2, 3M/4,
-// or less than M requests, and how many had M: where the requests came in
-// bursts and where they trickled. Encoded: uvarint(0) for an idle minute,
-// uvarint(1) for a minute like the one before it in the same block, else
-// uvarint(S+1), uvarint(M), a byte of which classes are not empty, and a
-// byte of count for each of those.
-const classes = 7
+// A minute's summary keeps its requests (S), its busiest second (M) and how
+// many of its busy seconds had at most M/4, at most M/2, less than M, and M
+// requests: where the requests came in bursts and where they trickled (the
+// total being exact, finer classes would change little of what a replay
+// refuses). Encoded: uvarint(0) for an idle minute, uvarint(1) for a minute
+// like the one before it in the same block, else uvarint(S+1), uvarint(M)
+// and the four counts (0 to 60) in six bits each, three bytes.
+const classes = 4
 
 // class is the class of a second of n requests (1 <= n <= m) in a minute
 // whose busiest second had m.
 func class(n, m uint32) int {
 	switch a, b := uint64(n), uint64(m); {
 	case a == b:
-		return 6
-	case 16*a <= b:
-		return 0
-	case 8*a <= b:
-		return 1
-	case 4*a <= b:
-		return 2
-	case 2*a <= b:
 		return 3
-	case 4*a <= 3*b:
-		return 4
+	case 4*a <= b:
+		return 0
+	case 2*a <= b:
+		return 1
 	}
-	return 5
+	return 2
 }
 
 // classRange is the least and most requests a second of class k may have
 // when the busiest had m.
 func classRange(k int, m uint32) (lo, hi uint32) {
-	bounds := [...]uint32{0, m / 16, m / 8, m / 4, m / 2, 3 * m / 4, m - 1, m}
+	bounds := [...]uint32{0, m / 4, m / 2, m - 1, m}
 	lo, hi = bounds[k]+1, bounds[k+1]
-	if k == 6 {
+	if k == 3 {
 		lo = m
 	}
 	return lo, max(hi, lo) // an empty class's range, for unreadable summaries only
-
 }
 
 // minute is one minute's summary.
@@ -151,18 +144,8 @@ func appendMinutes(dst []byte, c *[blockSeconds]uint32) []byte {
 		default:
 			dst = binary.AppendUvarint(dst, s.total+1)
 			dst = binary.AppendUvarint(dst, uint64(s.max))
-			mask := byte(0)
-			for k, n := range s.classes {
-				if n > 0 {
-					mask |= 1 << k
-				}
-			}
-			dst = append(dst, mask)
-			for _, n := range s.classes {
-				if n > 0 {
-					dst = append(dst, n)
-				}
-			}
+			c := s.classes
+			dst = append(dst, c[0]<<2|c[1]>>4, c[1]<<4|c[2]>>2, c[2]<<6|c[3])
 		}
 		prev = s
 	}
@@ -186,23 +169,13 @@ func readMinutes(b []byte) (ms [blockSeconds / 60]minute, rest []byte, err error
 		default:
 			s := minute{total: v - 1}
 			mx, k := binary.Uvarint(b)
-			if k <= 0 || mx == 0 || mx > maxCount || len(b) < k+1 {
+			if k <= 0 || mx == 0 || mx > maxCount || len(b) < k+3 {
 				return ms, nil, errCorrupt
 			}
 			s.max, b = uint32(mx), b[k:]
-			mask := b[0]
-			b = b[1:]
-			busy := 0
-			for c := range classes {
-				if mask&(1<<c) != 0 {
-					if len(b) == 0 {
-						return ms, nil, errCorrupt
-					}
-					s.classes[c], b = b[0], b[1:]
-					busy += int(s.classes[c])
-				}
-			}
-			if busy > 60 {
+			s.classes = [classes]uint8{b[0] >> 2, b[0]&3<<4 | b[1]>>4, b[1]&15<<2 | b[2]>>6, b[2] & 63}
+			b = b[3:]
+			if busy := int(s.classes[0]) + int(s.classes[1]) + int(s.classes[2]) + int(s.classes[3]); busy > 60 || busy == 0 {
 				return ms, nil, errCorrupt
 			}
 			ms[m] = s

@@ -89,7 +89,7 @@ func TestSummaries(t *testing.T) {
 		{"steady", steady, steady},
 		{"polling", sparse, append([]uint32{1, 1}, make([]uint32, 58)...)},
 		// 100 requests for 5 s, 5 a second otherwise: the burst kept
-		// whole, the trickle within its class (at most 100/16).
+		// whole, the trickle within its class (at most 100/4).
 		{"burst", burst, append(slices.Repeat([]uint32{100}, 5), slices.Repeat([]uint32{5}, 55)...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,11 +136,11 @@ func TestMinuteRecords(t *testing.T) {
 		counts *[blockSeconds]uint32
 		size   int
 	}{
-		// S, M, the classes' mask, one class: 4 bytes.
-		{"polling: the first minute, then nine alike", poll, 4 + 9},
-		{"one request at the end", quiet, 9 + 4},
-		// S over 127, M, the mask, seven classes: 11 bytes a minute.
-		{"busy", busy, 10 * 11},
+		// S, M, the classes' counts: 5 bytes.
+		{"polling: the first minute, then nine alike", poll, 5 + 9},
+		{"one request at the end", quiet, 9 + 5},
+		// S over 127, M, the counts: 6 bytes a minute.
+		{"busy", busy, 10 * 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := appendMinutes(nil, tc.counts)

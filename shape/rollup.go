@@ -145,12 +145,9 @@ func (s *Store) queueSummary(ctx context.Context, pipe redis.Pipeliner, d *dueBl
 		return // made, never counted in
 	}
 	rec := binary.AppendUvarint([]byte{bod}, uint64(len(fine)))
-	fk := s.fineKey(d.company, d.mode, day)
-	pipe.Append(ctx, fk, string(append(rec, fine...)))
-	pipe.ExpireAt(ctx, fk, time.Unix(dayEnd(day), 0).Add(fineKept))
-	ck := s.coarseKey(d.company, d.mode, day)
-	pipe.Append(ctx, ck, string(appendMinutes([]byte{bod}, counts)))
-	pipe.ExpireAt(ctx, ck, time.Unix(dayEnd(day), 0).Add(coarseKept))
+	end := time.Unix(dayEnd(day), 0)
+	appendExactly(ctx, pipe, s.fineKey(d.company, d.mode, day), append(rec, fine...), end.Add(fineKept))
+	appendExactly(ctx, pipe, s.coarseKey(d.company, d.mode, day), appendMinutes([]byte{bod}, counts), end.Add(coarseKept))
 	var byClass [128]int64
 	for _, n := range counts {
 		if n > 0 {
@@ -166,6 +163,28 @@ func (s *Store) queueSummary(ctx context.Context, pipe redis.Pipeliner, d *dueBl
 	pipe.ExpireAt(ctx, hk, time.Unix(dayEnd(day), 0).Add(dayStatsKept))
 	d.hist = pipe.HGetAll(ctx, hk)
 	pipe.Expire(ctx, s.rawKey(d.company, d.mode, d.block), rawKept)
+}
+
+// appendScript appends ARGV[1] to the string at KEYS[1], which expires at
+// ARGV[2] (unix seconds), and leaves it exactly as long as its value: APPEND
+// would leave it up to twice as large (Redis allocates ahead, by doubling,
+// for the appends to come), and a day's records are appended to 144 times
+// and then kept for days. Copying a day's record within Redis, 144 times a
+// day per company and mode, costs far less than the memory it saves.
+var appendScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v then v = v .. ARGV[1] else v = ARGV[1] end
+redis.call('SET', KEYS[1], v, 'EXAT', ARGV[2])
+return #v
+`)
+
+// appendExactly queues appendScript. In full (EVAL), not by its digest: a
+// Redis that does not know the script (restarted, failed over) would refuse
+// the digest in a pipeline whose later commands still run, and the block
+// would be taken off the due set unsummarized. The script is short, and
+// sent once per block.
+func appendExactly(ctx context.Context, pipe redis.Pipeliner, key string, rec []byte, expires time.Time) {
+	appendScript.Eval(ctx, pipe, []string{key}, rec, expires.Unix())
 }
 
 // p99 is the 99th percentile of a day's busy seconds, from their
