@@ -76,13 +76,15 @@ func uncompact(b []byte) (*[blockSeconds]uint32, error) {
 	return &c, nil
 }
 
-// A minute's summary keeps its requests (S), its busiest second (M) and how
+// A minute's summary keeps its requests (S), its busiest second (M), how
 // many of its busy seconds had at most M/4, at most M/2, less than M, and M
-// requests: where the requests came in bursts and where they trickled (the
+// requests (where the requests came in bursts and where they trickled: the
 // total being exact, finer classes would change little of what a replay
-// refuses). Encoded: uvarint(0) for an idle minute, uvarint(1) for a minute
-// like the one before it in the same block, else uvarint(S+1), uvarint(M)
-// and the four counts (0 to 60) in six bits each, three bytes.
+// refuses), and in how many runs its high seconds (over M/2) came: one for
+// a sync's burst, many for noise. Encoded: uvarint(0) for an idle minute,
+// uvarint(1) for a minute like the one before it in the same block, else
+// uvarint(S+1), uvarint(M), the four counts (0 to 60) in six bits each,
+// three bytes, and a byte of runs.
 const classes = 4
 
 // class is the class of a second of n requests (1 <= n <= m) in a minute
@@ -115,6 +117,7 @@ type minute struct {
 	total   uint64
 	max     uint32
 	classes [classes]uint8
+	runs    uint8 // of high seconds: classes 2 and 3
 }
 
 func summarizeMinute(secs []uint32) minute {
@@ -123,10 +126,17 @@ func summarizeMinute(secs []uint32) minute {
 		s.total += uint64(n)
 		s.max = max(s.max, n)
 	}
+	high := false
 	for _, n := range secs {
+		c := -1
 		if n > 0 {
-			s.classes[class(n, s.max)]++
+			c = class(n, s.max)
+			s.classes[c]++
 		}
+		if c >= 2 && !high {
+			s.runs++
+		}
+		high = c >= 2
 	}
 	return s
 }
@@ -145,7 +155,7 @@ func appendMinutes(dst []byte, c *[blockSeconds]uint32) []byte {
 			dst = binary.AppendUvarint(dst, s.total+1)
 			dst = binary.AppendUvarint(dst, uint64(s.max))
 			c := s.classes
-			dst = append(dst, c[0]<<2|c[1]>>4, c[1]<<4|c[2]>>2, c[2]<<6|c[3])
+			dst = append(dst, c[0]<<2|c[1]>>4, c[1]<<4|c[2]>>2, c[2]<<6|c[3], s.runs)
 		}
 		prev = s
 	}
@@ -169,13 +179,14 @@ func readMinutes(b []byte) (ms [blockSeconds / 60]minute, rest []byte, err error
 		default:
 			s := minute{total: v - 1}
 			mx, k := binary.Uvarint(b)
-			if k <= 0 || mx == 0 || mx > maxCount || len(b) < k+3 {
+			if k <= 0 || mx == 0 || mx > maxCount || len(b) < k+4 {
 				return ms, nil, errCorrupt
 			}
 			s.max, b = uint32(mx), b[k:]
 			s.classes = [classes]uint8{b[0] >> 2, b[0]&3<<4 | b[1]>>4, b[1]&15<<2 | b[2]>>6, b[2] & 63}
-			b = b[3:]
-			if busy := int(s.classes[0]) + int(s.classes[1]) + int(s.classes[2]) + int(s.classes[3]); busy > 60 || busy == 0 {
+			s.runs, b = b[3], b[4:]
+			busy := int(s.classes[0]) + int(s.classes[1]) + int(s.classes[2]) + int(s.classes[3])
+			if high := int(s.classes[2]) + int(s.classes[3]); busy > 60 || high == 0 || s.runs == 0 || int(s.runs) > high || high+int(s.runs)-1 > 60 {
 				return ms, nil, errCorrupt
 			}
 			ms[m] = s
@@ -185,14 +196,75 @@ func readMinutes(b []byte) (ms [blockSeconds / 60]minute, rest []byte, err error
 }
 
 // expand gives a minute's seconds back from its summary: each busy second
-// within its class's range, the requests shared so that they add up to
-// the minute's, the busiest first (where the busy seconds of a minute
-// were, the summary does not say: together at its start, a replay refuses
-// at least as many of them as if they had been apart, in most cases).
+// within its class's range, the requests shared so that they add up to the
+// minute's, and laid out as its runs say (layout).
 func expand(s minute, dst *[60]uint32) {
+	var vals [60]uint32
+	busy := values(s, &vals)
+	layout(vals[:busy], int(s.classes[2])+int(s.classes[3]), int(s.runs), dst)
+}
+
+// layout places a minute's busy seconds (vals, busiest first, the first
+// high of them in runs) over its sixty: the runs one second apart in the
+// middle of the minute, each with its share of the high seconds (dealt in
+// turn, so that runs are alike); the other busy seconds spread evenly
+// around and between them, idle seconds in what is left. Where the runs
+// were in the minute, the summary does not say: close together, a replay
+// refuses about as many as where they were, or more (over bursty synthetic
+// traffic, TestWhatIfFromMinuteSummaries: about a tenth more).
+func layout(vals []uint32, high, runs int, dst *[60]uint32) {
 	clear(dst[:])
-	if s.total == 0 {
+	if len(vals) == 0 {
 		return
+	}
+	runs = max(1, min(runs, high, 60-high+1))
+	free := 60 - high - (runs - 1) // the seconds around the runs
+	isHigh := [60]bool{}
+	pos := free / 2
+	for r := range runs {
+		if r > 0 {
+			pos++
+		}
+		size := high / runs
+		if r < high%runs {
+			size++
+		}
+		for k := range size {
+			dst[pos+k] = vals[r+k*runs]
+			isHigh[pos+k] = true
+		}
+		pos += size
+	}
+	var others []int
+	for i := range dst {
+		if !isHigh[i] {
+			others = append(others, i)
+		}
+	}
+	// The others' places, evenly spread; which goes where, dealt a golden
+	// step apart, so that the busier and the quieter of them mix.
+	low := vals[high:]
+	step := max(1, int(float64(len(low))*0.618))
+	for gcd(step, len(low)) != 1 {
+		step++
+	}
+	for k := range low {
+		dst[others[(2*k+1)*len(others)/(2*len(low))]] = low[k*step%len(low)]
+	}
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// values gives the busy seconds' requests, busiest first, within their
+// classes' ranges and adding up to the minute's; it returns how many.
+func values(s minute, dst *[60]uint32) int {
+	if s.total == 0 {
+		return 0
 	}
 	i := 0
 	var lo, room uint64
@@ -232,6 +304,7 @@ func expand(s minute, dst *[60]uint32) {
 		}
 	}
 	slices.SortFunc(dst[:busy], func(a, b uint32) int { return int(b) - int(a) })
+	return busy
 }
 
 // classOf is the class of the j-th second expand lays out (the classes

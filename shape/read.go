@@ -25,7 +25,8 @@ type Series struct {
 	Start  time.Time // the first second
 	Counts []uint32  // requests offered in each second from Start
 	// Summarized is how many of the seconds were read from the minute
-	// summaries (older than FineWindow): their minutes' requests are
+	// summaries (the seconds themselves are kept at least FineWindow, until
+	// 49 hours after the end of their day): their minutes' requests are
 	// exact, and how they came within each minute estimated (expand).
 	Summarized int
 }
@@ -100,20 +101,20 @@ func (s *Store) newReading(ctx context.Context, company string, m invoicing.Mode
 		fineRec: map[int64]map[byte][]byte{}, coarseRec: map[int64]map[byte][]byte{}}
 }
 
-// fetch reads, in one pipeline, the raw blocks and the days' 48-hour
-// records where seconds may still be kept, and the minute summaries where
+// fetch reads, in one pipeline, the raw blocks and the days' records by the
+// second wherever they may still be kept, and the minute summaries where
 // they may not.
 func (r *reading) fetch() error {
-	fineFrom := r.now - int64(fineKept/time.Second)
+	kept := r.now - int64(fineKept/time.Second) // a raw block or a day ending before this has expired
 	coarseUntil := r.now - int64((FineWindow-time.Hour)/time.Second)
 	pipe := r.s.rdb.Pipeline()
 	for b := r.first; b <= r.last; b++ {
 		end, day := (b+1)*blockSeconds, dayOfBlock(b)
-		if end > fineFrom {
+		if end > kept {
 			r.raw[b] = pipe.Get(r.ctx, r.s.rawKey(r.company, r.mode, b))
-			if r.fine[day] == nil {
-				r.fine[day] = pipe.Get(r.ctx, r.s.fineKey(r.company, r.mode, day))
-			}
+		}
+		if dayEnd(day) > kept && r.fine[day] == nil {
+			r.fine[day] = pipe.Get(r.ctx, r.s.fineKey(r.company, r.mode, day))
 		}
 		if b*blockSeconds < coarseUntil && r.coarse[day] == nil {
 			r.coarse[day] = pipe.Get(r.ctx, r.s.coarseKey(r.company, r.mode, day))

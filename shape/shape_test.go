@@ -121,8 +121,9 @@ func TestRecordSumsInstances(t *testing.T) {
 }
 
 // A block two minutes past its end is summarized once: its seconds are
-// then read from the day's 48-hour record, and after 48 hours from its
-// minute summaries, which keep each minute's requests and busiest second.
+// then read from the day's record by the second, and once that expires
+// (49 hours after the day) from its minute summaries, which keep each
+// minute's requests, busiest second and busy seconds.
 func TestSummarizedBlocks(t *testing.T) {
 	ctx := context.Background()
 	rdb, prefix := testenv.Redis(t)
@@ -178,10 +179,10 @@ func TestSummarizedBlocks(t *testing.T) {
 	if err != nil || len(peaks) != 1 || peaks[0] != (Peak{companyA, classTop(rateClass(90))}) {
 		t.Errorf("peaks: %+v, %v; want %s at %d", peaks, err, companyA, classTop(rateClass(90)))
 	}
-	clk.Add(FineWindow + 2*time.Hour)
+	clk.Add(4 * 24 * time.Hour) // past 49 hours after the end of its day
 	got := mustSeries(t, s2, companyA, invoicing.Live, t0, blockSeconds)
 	if got.Summarized != blockSeconds {
-		t.Errorf("%d of %d seconds summarized, 48 hours later", got.Summarized, blockSeconds)
+		t.Errorf("%d of %d seconds summarized, four days later", got.Summarized, blockSeconds)
 	}
 	for m := range blockSeconds / 60 {
 		g, w := got.Counts[60*m:60*m+60], want[60*m:60*m+60]
