@@ -114,7 +114,7 @@ func (s *Store) write(ctx context.Context) error {
 type blockWrite struct {
 	g    blockRef
 	made []redis.Cmder // its SET NX and ZADD NX, on its first write by this instance
-	add  *redis.IntSliceCmd
+	add  redis.Cmder
 }
 
 // answered: the command ran (a SET NX that found the key answers nil).
@@ -131,6 +131,14 @@ func (s *Store) queueWrite(ctx context.Context, pipe redis.Pipeliner, g blockRef
 			pipe.ZAddNX(ctx, s.dueKey(), redis.Z{Score: float64(due), Member: dueMember(g.company, g.mode, g.block)}),
 		}
 	}
+	if s.script {
+		args := make([]any, 0, 2*len(ocs))
+		for _, oc := range ocs {
+			args = append(args, oc.offset, oc.n)
+		}
+		c.add = addScript.Eval(ctx, pipe, []string{key}, args...)
+		return c
+	}
 	args := make([]any, 0, 2+4*len(ocs))
 	args = append(args, "OVERFLOW", "SAT")
 	for _, oc := range ocs {
@@ -139,6 +147,21 @@ func (s *Store) queueWrite(ctx context.Context, pipe redis.Pipeliner, g blockRef
 	c.add = pipe.BitField(ctx, key, args...)
 	return c
 }
+
+// addScript is what BITFIELD's OVERFLOW SAT INCRBY u16 does, for a Redis
+// without BITFIELD (Config.AddByScript): ARGV holds pairs of a counter's
+// index and the count to add to it.
+var addScript = redis.NewScript(`
+for i = 1, #ARGV, 2 do
+  local o = 2 * tonumber(ARGV[i])
+  local b = redis.call('GETRANGE', KEYS[1], o, o + 1)
+  local v = 0
+  if #b == 2 then v = string.byte(b, 1) * 256 + string.byte(b, 2) end
+  v = math.min(65535, v + tonumber(ARGV[i + 1]))
+  redis.call('SETRANGE', KEYS[1], o, string.char(math.floor(v / 256), v % 256))
+end
+return 1
+`)
 
 // pruneMade forgets the blocks that take no more counts. Called with
 // flushMu held.

@@ -45,6 +45,10 @@ type Config struct {
 	// while Redis fails; zero means 100,000. Counts past it are dropped,
 	// and the drop is logged.
 	MaxPending int
+	// AddByScript adds the counts with a script instead of BITFIELD, for a
+	// Redis without BITFIELD (miniredis, the demo's); false means BITFIELD,
+	// which costs Redis far less.
+	AddByScript bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger; nil means slog.Default().
@@ -60,6 +64,7 @@ type Store struct {
 	max    int
 	now    func() time.Time
 	log    *slog.Logger
+	script bool // AddByScript
 
 	flushMu sync.Mutex // one flush at a time; guards what follows
 	pending map[cell]uint32
@@ -91,7 +96,7 @@ func New(cfg Config) *Store {
 	if strings.ContainsAny(cfg.Prefix, "{}") {
 		panic("shape: Config.Prefix must not contain braces")
 	}
-	s := &Store{rdb: cfg.Redis, prefix: cfg.Prefix, every: cfg.FlushEvery, max: cfg.MaxPending, now: cfg.Now, log: cfg.Logger,
+	s := &Store{rdb: cfg.Redis, prefix: cfg.Prefix, every: cfg.FlushEvery, max: cfg.MaxPending, now: cfg.Now, log: cfg.Logger, script: cfg.AddByScript,
 		pending: map[cell]uint32{}, made: map[blockRef]bool{}}
 	if s.prefix == "" {
 		s.prefix = "shape:"

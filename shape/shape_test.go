@@ -76,12 +76,22 @@ func mustSeries(t *testing.T, s *Store, company string, m invoicing.Mode, from t
 }
 
 // Two instances count the same seconds: each second reads as their sum, by
-// company and mode, in the second it was offered.
+// company and mode, in the second it was offered. On the real Redis, and on
+// miniredis, which has no BITFIELD (AddByScript).
 func TestRecordSumsInstances(t *testing.T) {
+	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		_, mini := rdb.BitField(context.Background(), prefix+"probe", "GET", "u8", "0").Result()
+		recordSumsInstances(t, rdb, prefix, mini != nil)
+	})
+}
+
+func recordSumsInstances(t *testing.T, rdb *redis.Client, prefix string, byScript bool) {
 	ctx := context.Background()
-	rdb, prefix := testenv.Redis(t)
 	t0 := recent()
 	clk := testenv.NewClock(t0.Add(5 * time.Minute))
+	newStore := func(rdb redis.UniversalClient, prefix string, clk *testenv.Clock) *Store {
+		return New(Config{Redis: rdb, Prefix: prefix, Now: clk.Now, Logger: quiet(), AddByScript: byScript})
+	}
 	s1, s2 := newStore(rdb, prefix, clk), newStore(rdb, prefix, clk)
 	var src1, src2 source
 	at := t0.Add(5 * time.Minute)

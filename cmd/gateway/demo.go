@@ -75,7 +75,7 @@ func demoFlags(fs *flag.FlagSet) action {
 		defer mr.Close()
 		logger := newLogger(c.stderr, cfg.LogLevel)
 		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true})
-		d, err := connectWith(ctx, cfg, logger, rdb, withRedisTimeout(demoRedisTimeout))
+		d, err := connectWith(ctx, cfg, logger, rdb, withRedisTimeout(demoRedisTimeout), withoutBitfield())
 		if err != nil {
 			return err
 		}

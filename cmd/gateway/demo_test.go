@@ -205,4 +205,29 @@ func TestDemoFromAnotherTerminal(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// The demo records its traffic too (its in-process Redis has no
+	// BITFIELD): what a limit would have refused of requests just made.
+	curl := regexp.MustCompile(`(?m)^  curl -sS --fail-with-body -H "Authorization: Bearer (igw_live_\w+)" -H "X-Company-Id: (\S+)" '([^']+)'`).FindStringSubmatch(printed)
+	if curl == nil {
+		t.Fatalf("no LIVE curl line:\n%s", printed)
+	}
+	for range 3 {
+		req, _ := http.NewRequest(http.MethodGet, curl[3], nil)
+		req.Header.Set("Authorization", "Bearer "+curl[1])
+		req.Header.Set("X-Company-Id", curl[2])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %v %v", curl[3], resp, err)
+		}
+		resp.Body.Close()
+	}
+	for deadline = time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		code, out, errs := gw(t, envOf(vars), "limits", "whatif", "--company", curl[2], "--mode", "LIVE", "--rate", "1", "--burst", "1", "--since", "1h")
+		if code == 0 && strings.Contains(out, ": 3 requests offered") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("limits whatif on the demo: %d %s %s", code, out, errs)
+		}
+	}
 }

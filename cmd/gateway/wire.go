@@ -114,7 +114,7 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		ReplicaTimeout: replicaTimeout,
 		CountOffered:   true, // taken by d.shape while serving
 	})
-	d.shape = shape.New(shape.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "shape:", Logger: logger})
+	d.shape = shape.New(shape.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "shape:", Logger: logger, AddByScript: o.noBitfield})
 	d.usage = usagecounter.New(usagecounter.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "usage:", Logger: logger})
 	d.server = gateway.New(gateway.Config{
 		Live: live, Test: test, Keys: d.keys, Limiter: d.limiter,
@@ -190,6 +190,7 @@ type wireOptions struct {
 	needs        needs                // what to open; zero means everything
 	lazy         bool                 // start whatever is down (serve)
 	redisTimeout time.Duration        // the limiter's per-decision Redis deadline; zero: tenants' default
+	noBitfield   bool                 // the Redis has no BITFIELD (the demo's miniredis)
 }
 
 // withTracerProvider makes every component trace with tp instead of the
@@ -214,6 +215,12 @@ func withLazy() wireOption {
 // demo's in-process Redis: demo.go).
 func withRedisTimeout(d time.Duration) wireOption {
 	return func(o *wireOptions) { o.redisTimeout = d }
+}
+
+// withoutBitfield records the traffic's shape with a script instead of
+// BITFIELD, which the demo's in-process Redis lacks.
+func withoutBitfield() wireOption {
+	return func(o *wireOptions) { o.noBitfield = true }
 }
 
 func wireOptionsOf(opts []wireOption) wireOptions {
