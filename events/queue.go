@@ -62,13 +62,14 @@ end
 // ARGV[3] ("" when absent), another detector moved it and nothing is done
 // ({-1}). Else each event that is neither kept (its message: detecting a
 // change twice queues it once) nor remembered (its marker, in one of the
-// generations ARGV[8] to ARGV[9]) is queued for its endpoints and
-// remembered (in generation ARGV[9], kept ARGV[10] ms), and the watermark
+// generations ARGV[8] to ARGV[9]) is queued for those of its endpoints
+// that exist and, if there is one, remembered (in generation ARGV[9],
+// kept ARGV[10] ms), and the watermark
 // becomes ARGV[4]. ARGV[5] now (ms), ARGV[6] retention (ms), ARGV[7]
 // per-endpoint cap, then per event: id, marker shard, marker member,
 // message, type, resource, n, and n endpoint ids. It returns the number of
 // new events, then for each event the deliveries it queued (-1: the event
-// was queued before), which the metrics count.
+// was queued before, or has no endpoint left), which the metrics count.
 var enqueueScript = redis.NewScript(scheduleFn + trimFn + `
 if ARGV[2] ~= '' and (redis.call('GET', ARGV[2]) or '') ~= ARGV[3] then return {-1} end
 local now, ttl, cap = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -87,28 +88,36 @@ while i <= #ARGV do
       if redis.call('SISMEMBER', pfx .. 'seen:' .. g .. ':' .. shard, member) == 1 then seen = true break end
     end
   end
+  local live = {}
   if not seen then
+    for j = 1, n do
+      local ep = ARGV[i + 6 + j]
+      if eps[ep] == nil then eps[ep] = redis.call('EXISTS', pfx .. 'ep:' .. ep) == 1 end
+      if eps[ep] then live[#live + 1] = ep end
+    end
+    -- An event none of whose endpoints exists (they were read before
+    -- Redis lost them) is neither kept nor remembered, nor counted (-1):
+    -- endpoints an import restores must still receive it when detection
+    -- reads it again.
+  end
+  if #live > 0 then
     local m = pfx .. 'seen:' .. gNow .. ':' .. shard
     redis.call('SADD', m, member)
     redis.call('PEXPIRE', m, ARGV[10])
     redis.call('SET', msg, ARGV[i + 3], 'PX', ttl)
     out[1] = out[1] + 1
     queued = 0
-    for j = 1, n do
-      local ep = ARGV[i + 6 + j]
-      if eps[ep] == nil then eps[ep] = redis.call('EXISTS', pfx .. 'ep:' .. ep) == 1 end
-      if eps[ep] then
-        local d = pfx .. 'd:' .. ep .. ':' .. id
-        redis.call('HSET', d, 'st', 'pending', 'n', 0, 'at', now, 'nx', now, 'ty', ARGV[i + 4], 'rid', ARGV[i + 5])
-        redis.call('PEXPIRE', d, ttl)
-        redis.call('ZADD', pfx .. 'q:' .. ep, now, id)
-        redis.call('ZADD', pfx .. 'log:' .. ep, now, id)
-        if not touched[ep] then
-          touched[ep] = true
-          touched[#touched + 1] = ep
-        end
-        queued = queued + 1
+    for _, ep in ipairs(live) do
+      local d = pfx .. 'd:' .. ep .. ':' .. id
+      redis.call('HSET', d, 'st', 'pending', 'n', 0, 'at', now, 'nx', now, 'ty', ARGV[i + 4], 'rid', ARGV[i + 5])
+      redis.call('PEXPIRE', d, ttl)
+      redis.call('ZADD', pfx .. 'q:' .. ep, now, id)
+      redis.call('ZADD', pfx .. 'log:' .. ep, now, id)
+      if not touched[ep] then
+        touched[ep] = true
+        touched[#touched + 1] = ep
       end
+      queued = queued + 1
     end
   end
   out[#out + 1] = queued
