@@ -30,6 +30,9 @@ func TestAdminOwnErrors(t *testing.T) {
 		{"right", "Bearer right", "/admin/v1/companies/not-a-company/limits", 422, "unknown_company", "Unknown company"},
 		{"right", "Bearer right", "/admin/v1/companies/" + co + "/audit", 503, "audit_unavailable", "Audit log unavailable"},
 		{"right", "Bearer right", "/admin/v1/companies/" + co + "/usage", 503, "usage_unavailable", "Usage unavailable"},
+		{"right", "Bearer right", "/admin/v1/companies/" + co + "/limits/whatif?mode=LIVE&rate=1&burst=1", 503, "usage_unavailable", "Usage unavailable"},
+		{"right", "Bearer right", "/admin/v1/companies/" + co + "/limits/shape?mode=LIVE", 503, "usage_unavailable", "Usage unavailable"},
+		{"right", "Bearer right", "/admin/v1/limits/headroom", 503, "usage_unavailable", "Usage unavailable"},
 	} {
 		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 		srv := httptest.NewServer(admin.New(admin.Config{Token: c.token, Logger: quiet}).Handler(gateway.New(gateway.Config{Logger: quiet})))

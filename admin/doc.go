@@ -1,6 +1,7 @@
 // Package admin is the platform team's administration of the gateway: the
-// admin API (keys, limits, usage, traffic, the audit log, webhook endpoints
-// and their delivery logs, the platform's companies by name), its console and
+// admin API (keys, limits and what a limit would have refused, usage,
+// traffic, the audit log, webhook endpoints and their delivery logs, the
+// platform's companies by name), its console and
 // the runtime profiles, on the admin listener behind the admin token, and
 // the same operations for the command line (Service.CreateKey, ListKeys,
 // CompanyLimits, CompanyAudit, ...), with the views both show.

@@ -10,15 +10,17 @@ import (
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
-// nullable are the members the admin API documents as possibly null: a
-// time that has not happened, a cursor on the last page, a rate without
-// attempts, a key's roll. Any other member answered null is a list or an
+// nullable are the members the admin API documents as possibly null (by
+// name, or as parent.name): a time that has not happened, a cursor on the
+// last page, a rate without attempts, a key's roll, a what-if's worst
+// minute and smallest burst. Any other member answered null is a list or an
 // object that should have been empty.
 var nullable = map[string]bool{
 	"next": true, "successRate": true,
 	"lastUsedAt": true, "revokedAt": true, "expiresAt": true, "replaces": true, "replacedBy": true,
 	"lastSuccessAt": true, "failingSince": true, "disabledAt": true, "previousSecretUntil": true,
 	"nextAttemptAt": true, "doneAt": true,
+	"worstMinute": true, "smallestBurst.burst": true, // nothing refused; no burst fits
 }
 
 // Every list of the admin API answers [] when empty, never null: each GET
@@ -46,8 +48,13 @@ func TestAdminListsAnswerEmptyArrays(t *testing.T) {
 			id = key
 		}
 		p := strings.Replace(rt[1], ":id", id, 1)
-		if rt[1] == "/admin/v1/keys" {
+		switch {
+		case rt[1] == "/admin/v1/keys":
 			p += "?companyId=" + coB
+		case strings.HasSuffix(rt[1], "/limits/whatif"): // a limit to try, in a mode
+			p += "?mode=LIVE&rate=1&burst=1"
+		case strings.HasSuffix(rt[1], "/limits/shape"):
+			p += "?mode=LIVE"
 		}
 		paths = append(paths, p)
 	}
@@ -74,8 +81,9 @@ func checkNoNull(t *testing.T, path, at string, v any) {
 	t.Helper()
 	switch v := v.(type) {
 	case map[string]any:
+		parent := at[strings.LastIndex(at, ".")+1:]
 		for k, m := range v {
-			if m == nil && !nullable[k] {
+			if m == nil && !nullable[k] && !nullable[parent+"."+k] {
 				t.Errorf("GET %s: %s.%s is null", path, at, k)
 			}
 			checkNoNull(t, path, at+"."+k, m)

@@ -25,6 +25,7 @@ import (
 	"github.com/invoicing-ao/gateway/internal/apitest"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/shape"
 	"github.com/invoicing-ao/gateway/tenants"
 	"github.com/invoicing-ao/gateway/usage"
 )
@@ -71,7 +72,9 @@ type instance struct {
 	pub, admin *httptest.Server
 	clock      *testenv.Clock
 	logs       *testenv.SyncBuffer
-	usage      *usage.Counter  // flushed only when a test says so
+	usage      *usage.Counter // flushed only when a test says so
+	limiter    *tenants.Limiter
+	shape      *shape.Store    // the traffic's shape: recorded only when a test flushes it
 	events     *events.Service // webhooks; run only when a test says so (runEvents)
 	hold       *holdback       // holds back an answer of the admin listener, on a test's demand
 	adminToken string
@@ -118,8 +121,10 @@ func (w *world) start(opts ...func(*instanceConfig)) *instance {
 	logger := slog.New(slog.NewJSONHandler(in.logs, nil))
 	keys := authz.New(authz.Config{Redis: w.rdb, Prefix: w.prefix + "authz:", Now: in.clock.Now, Logger: logger,
 		MinReplicas: cfg.replicas, ReplicaTimeout: cfg.replicaTimeout})
-	limiter := tenants.New(tenants.Config{Redis: w.rdb, Prefix: w.prefix + "tenants:",
+	limiter := tenants.New(tenants.Config{Redis: w.rdb, Prefix: w.prefix + "tenants:", CountOffered: true,
 		LiveDefault: cfg.liveLimit, TestDefault: cfg.testLimit, Logger: logger, MinReplicas: cfg.replicas, ReplicaTimeout: cfg.replicaTimeout})
+	in.limiter = limiter
+	in.shape = shape.New(shape.Config{Redis: w.rdb, Prefix: w.prefix + "shape:", Now: in.clock.Now, Logger: logger})
 	in.usage = usage.New(usage.Config{Redis: w.rdb, Prefix: w.prefix + "usage:", FlushEvery: time.Hour, Now: in.clock.Now, Logger: logger})
 	// The instance's clock drives keys' expiry and the views of it alike.
 	in.srv = gateway.New(gateway.Config{Live: live, Test: test, Keys: keys, Limiter: limiter,
@@ -136,7 +141,7 @@ func (w *world) start(opts ...func(*instanceConfig)) *instance {
 		t.Fatal(err)
 	}
 	in.events = ev
-	in.adm = admin.New(admin.Config{Keys: keys, Limiter: limiter, Usage: in.usage, Companies: live, Directory: live, Token: in.adminToken, Webhooks: ev,
+	in.adm = admin.New(admin.Config{Keys: keys, Limiter: limiter, Usage: in.usage, Shape: in.shape, Companies: live, Directory: live, Token: in.adminToken, Webhooks: ev,
 		Audit:  audit.New(audit.Config{Redis: w.rdb, Prefix: w.prefix + "audit:", Now: in.clock.Now, MinReplicas: cfg.replicas, ReplicaTimeout: cfg.replicaTimeout}),
 		Logger: logger, Now: in.clock.Now})
 	in.pub = httptest.NewServer(in.srv.Handler())

@@ -88,16 +88,7 @@ type BurstFit struct {
 // each second taken as spread over it (docs/operators.md says where the
 // answer is approximate).
 func (s *Service) WhatIf(ctx context.Context, q WhatIfQuery) (WhatIfView, error) {
-	m, fe := s.shapeFields(q.Mode, q.Since)
-	if err := (tenants.Limit{Rate: q.Rate, Burst: 1}).Validate(); err != nil {
-		fe = append(fe, gateway.FieldError{Field: "rate", Message: "must be " + strconv.FormatFloat(tenants.MinRate, 'g', -1, 64) + " to " + strconv.Itoa(tenants.MaxRate) + " requests per second"})
-	}
-	if err := (tenants.Limit{Rate: 1, Burst: q.Burst}).Validate(); err != nil {
-		fe = append(fe, gateway.FieldError{Field: "burst", Message: "must be 1 to " + strconv.Itoa(tenants.MaxBurst)})
-	}
-	if !(q.MaxRefused >= 0 && q.MaxRefused < 1) {
-		fe = append(fe, gateway.FieldError{Field: "maxRefused", Message: "must be a share from 0 to below 1"})
-	}
+	m, fe := s.whatIfFields(q)
 	if len(fe) > 0 {
 		return WhatIfView{}, &gateway.Error{Code: "invalid_parameter", Detail: "The what-if query is invalid.", Fields: fe}
 	}
@@ -116,6 +107,22 @@ func (s *Service) WhatIf(ctx context.Context, q WhatIfQuery) (WhatIfView, error)
 		v.SmallestBurst.Refused = tenants.Limit{Rate: q.Rate, Burst: b}.WhatIf(series.Start, series.Counts).Refused
 	}
 	return v, nil
+}
+
+// whatIfFields checks a what-if query's mode, window, limit and share,
+// and says which is at fault.
+func (s *Service) whatIfFields(q WhatIfQuery) (invoicing.Mode, []gateway.FieldError) {
+	m, fe := s.shapeFields(q.Mode, q.Since)
+	if err := (tenants.Limit{Rate: q.Rate, Burst: 1}).Validate(); err != nil {
+		fe = append(fe, gateway.FieldError{Field: "rate", Message: "must be " + strconv.FormatFloat(tenants.MinRate, 'g', -1, 64) + " to " + strconv.Itoa(tenants.MaxRate) + " requests per second"})
+	}
+	if err := (tenants.Limit{Rate: 1, Burst: q.Burst}).Validate(); err != nil {
+		fe = append(fe, gateway.FieldError{Field: "burst", Message: "must be 1 to " + strconv.Itoa(tenants.MaxBurst)})
+	}
+	if !(q.MaxRefused >= 0 && q.MaxRefused < 1) {
+		fe = append(fe, gateway.FieldError{Field: "maxRefused", Message: "must be a share from 0 to below 1"})
+	}
+	return m, fe
 }
 
 func outcome(w tenants.WhatIf, custom bool) Outcome {
