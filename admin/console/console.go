@@ -2,9 +2,11 @@
 // app, embedded in the binary and served on the admin listener at /console,
 // that signs in with the admin token (kept in the tab's session storage,
 // sent as a bearer header, never a cookie) and shows every company's
-// traffic, finds companies by name or NIF, and shows one company's keys,
-// limits, usage, webhook endpoints (with their delivery logs) and audit
-// log, through the admin API. It holds the files (one page, its style and
+// traffic and who comes nearest their limit, finds companies by name or
+// NIF, and shows one company's keys, limits (with what a limit being typed
+// would have refused, and its requests per second against the limit),
+// usage, webhook endpoints (with their delivery logs) and audit log,
+// through the admin API. It holds the files (one page, its style and
 // a few plain scripts, no framework); the admin package serves them.
 package console
 
@@ -30,7 +32,7 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 
 // scripts are the page's scripts, in the order it runs them: core.js first
 // (what the others share), app.js last (it renders the page).
-var scripts = []string{"core.js", "overview.js", "company.js", "audit.js", "webhooks.js", "deliveries.js", "app.js"}
+var scripts = []string{"core.js", "limits.js", "overview.js", "company.js", "audit.js", "webhooks.js", "deliveries.js", "app.js"}
 
 // Assets are the console's files: the page at Path, its scripts and style.
 func Assets() []Asset {

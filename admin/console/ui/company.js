@@ -15,13 +15,15 @@ async function companyView(id) {
   const keys = keysPanel(minutes.companyId);
   const hooks = webhooksPanel(minutes.companyId);
   const audit = auditPanel(minutes.companyId);
+  const shape = shapePanel(minutes.companyId);
   const view = h("div", { id: "company", "data-company": minutes.companyId }, title, h("div", { id: "secret-slot" }),
-    limitsPanel(minutes.companyId, minutes), keys.el, hooks.el,
+    limitsPanel(minutes.companyId, minutes), shape.el, keys.el, hooks.el,
     chart(minutes.minutes.map((m) => ({ ...m, label: minuteUTC(m.time) })), "Requests per minute, last hour (UTC)", "No requests in the last hour."),
     chart(days.days.map((d) => ({ ...d, label: d.date.slice(5) })), "Requests per day, last 30 days (Luanda's days: each from 23:00 UTC the day before)", "No requests in the last 30 days."),
     audit.el);
   // What a change touches is read again: a key's list and the audit log.
   view.refresh = { keys: keys.refresh, hooks: hooks.load, audit: audit.load };
+  shape.load(); // a replay of the window: the page does not wait for it
   await Promise.all([keys.load(), hooks.load(), audit.load()]);
   return view;
 }
@@ -53,7 +55,7 @@ function limitsPanel(id, minutes) {
     h("button", { class: "primary", type: "submit" }, "Set limit"),
     h("button", { type: "button", onclick: async () => {
       try { await api("DELETE", "/admin/v1/companies/" + enc(id) + "/limits"); render(); } catch (x) { msg.textContent = problemText(x); }
-    } }, "Reset to defaults")), msg);
+    } }, "Reset to defaults")), msg, whatIfPanel(id, mode, rate, burst));
 }
 
 // roll asks for the overlap, rolls, shows the new secret once and reads

@@ -78,7 +78,8 @@ async function overviewView() {
       h("td", {}, companyLink(n.companyId)),
       h("td", {}, n.rate.live.toFixed(2) + " / " + n.limits.live.rate + " rps"),
       h("td", {}, n.rate.test.toFixed(2) + " / " + n.limits.test.rate + " rps"),
-      h("td", {}, fmt(n.rateLimitedToday))))));
+      h("td", {}, fmt(n.rateLimitedToday))))),
+    headroomPanel());
 }
 
 // companiesView is the search of companies by name or NIF.

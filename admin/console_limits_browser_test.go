@@ -1,0 +1,178 @@
+package admin_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/invoicing-ao/gateway/admin"
+	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/tenants"
+)
+
+// Tuning a limit in a real browser, from recorded traffic: the overview
+// ranks the companies by their busiest seconds against their limits; on a
+// company's page, what the rate and burst being typed would have refused is
+// shown beside the limit form before anything is set (the limit stays as
+// it was), worst minute in UTC, only ever the newest answer drawn; the
+// smallest burst offered is taken with a click; the company's requests per
+// second are drawn against its limit; and once the limit is set, the limit
+// in force refuses what was predicted.
+func TestConsoleWhatIfInBrowser(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	in := w.start()
+	// Three minutes of company A's traffic two blocks ago (bursty: 10 a
+	// second, 100 in one, 60 in three), a little of B's, and the demo's third
+	// company at its own limit; summarized, so that the overview ranks them.
+	t0 := time.Now().Truncate(10 * time.Minute).Add(-20 * time.Minute)
+	in.clock.Set(t0.Add(3 * time.Minute))
+	var src recorder
+	for co, counts := range map[string][]int{coA: bursty(), coB: {2, 2, 1, 0, 2}, coS: {9, 10, 10, 8}} {
+		for i, n := range counts {
+			src.offer(co, invoicing.Live, t0.Add(time.Duration(i)*time.Second), n)
+		}
+	}
+	if err := in.shape.Flush(ctx, &src); err != nil {
+		t.Fatal(err)
+	}
+	for co, lim := range map[string]tenants.Limit{coA: {Rate: 50, Burst: 100}, coS: {Rate: 10, Burst: 10}} {
+		if err := in.limiter.SetLimit(ctx, co, invoicing.Live, lim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in.clock.Set(t0.Add(12*time.Minute + time.Second))
+	if err := in.shape.Flush(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, in)
+	b.signIn(in.adminToken, "ana.silva")
+
+	// The overview: A's p99 busy second (60, counted as up to 63) over its
+	// 50/s, the third company at its limit, B far below its default 1000/s (2/s).
+	const ranked = `(rs => rs.length ? rs.map(r => r.dataset.company + " " + r.querySelector("td.share").textContent).join(", ") : null)([...document.querySelectorAll("%s tr[data-company]")])`
+	if got := b.until("nearest", strings.Replace(ranked, "%s", "#headroom-nearest", 1)); got != coA+" 126 %, "+coS+" 100 %, "+coB+" 0.2 %" {
+		t.Errorf("nearest their limit: %q", got)
+	}
+	if got := b.until("far below", strings.Replace(ranked, "%s", "#headroom-far", 1)); got != coB+" 0.2 %" {
+		t.Errorf("far below their limit: %q", got)
+	}
+	b.shotAt("w1-headroom", "#headroom")
+
+	// Company A's page: the limit in force, predicted for both modes.
+	b.open("#/company/"+coA, "#whatif")
+	const result = `(r => r && !r.textContent.includes("Replaying") && r.textContent.includes(%q) ? r.innerText : null)(document.getElementById("whatif-result"))`
+	until := func(what, has string) string {
+		t.Helper()
+		return b.until(what, strings.Replace(result, "%q", jsString(has), 1))
+	}
+	got := until("the limit in force", "TEST")
+	for _, want := range []string{"LIVE with 50 rps, burst 100: of 2,040 requests, none refused.", "No TEST requests recorded over the last 24 hours: nothing to refuse."} {
+		if !strings.Contains(got, want) {
+			t.Errorf("before typing, the prediction says %q; want %q in it", got, want)
+		}
+	}
+
+	// Typed: LIVE, 20/s, burst 40. Nothing is set.
+	choose(b, "#limit-mode", "LIVE")
+	typeIn(b, "#limit-rate", "20")
+	typeIn(b, "#limit-burst", "40")
+	got = until("20/s burst 40", "burst 40:")
+	worst := t0.Add(2 * time.Minute).UTC().Format("2006-01-02 15:04")
+	fit, err := in.adm.WhatIf(ctx, admin.WhatIfQuery{CompanyID: coA, Mode: "LIVE", Rate: 20, Burst: 40, Since: in.clock.Now().Add(-24 * time.Hour), MaxRefused: admin.DefaultMaxRefused})
+	if err != nil || fit.SmallestBurst.Burst == nil {
+		t.Fatalf("what-if: %+v, %v", fit.SmallestBurst, err)
+	}
+	fitBurst := strconv.Itoa(*fit.SmallestBurst.Burst)
+	for _, want := range []string{
+		"Over the last 24 hours (",
+		"LIVE with 20 rps, burst 40: of 2,040 requests, 122 refused (5.98 %) in 2 minutes (4 seconds); worst minute " + worst + " UTC, 81 refused of 750.",
+		"The limit in force (50 rps, burst 100, custom): none refused.",
+		"Smallest burst refusing at most 0.10 % at 20 rps: " + fitBurst + " (" + strconv.FormatInt(fit.SmallestBurst.Refused, 10) + " refused)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("typed 20/s burst 40, the prediction says %q; want %q in it", got, want)
+		}
+	}
+	if strings.Contains(got, "TEST") {
+		t.Errorf("LIVE chosen, the prediction still speaks of TEST: %q", got)
+	}
+	if l, err := in.adm.CompanyLimits(ctx, coA); err != nil || l.Live.Rate != 50 || l.Live.Burst != 100 {
+		t.Fatalf("the limit changed before it was set: %+v, %v", l, err)
+	}
+	b.shotAt("w2-prediction", "#limits")
+
+	// The smallest burst, taken with a click, is predicted in turn.
+	b.run("use the burst", chromedp.Click("#whatif button.use-burst"))
+	if got := until("the smallest burst", "burst "+fitBurst+":"); !strings.Contains(got, "LIVE with 20 rps, burst "+fitBurst+": of 2,040 requests, ") ||
+		!b.is("burst field", `document.getElementById("limit-burst").value === `+jsString(fitBurst)) {
+		t.Errorf("after Use burst %s: %q", fitBurst, got)
+	}
+
+	// A late answer never draws over a newer one: the answer for rate 30 is
+	// held back while burst 41 is typed and answered. Each is one edit (a
+	// paste), so that exactly one question is asked of each.
+	b.is("watch answers", `(f => { window.answered = [];
+		window.fetch = async (...a) => { const r = await f(...a); const text = r.text.bind(r);
+			r.text = async () => { const s = await text(); if (r.url.includes("/whatif")) setTimeout(() => window.answered.push(r.url), 0); return s; }; return r; };
+		return true; })(window.fetch)`)
+	held, release := in.hold.hold(t, "/admin/v1/companies/"+coA+"/limits/whatif")
+	paste(b, "#limit-rate", "30")
+	select {
+	case <-held:
+	case <-time.After(time.Minute):
+		t.Fatal("no what-if was asked for rate 30")
+	}
+	paste(b, "#limit-burst", "41")
+	until("30/s burst 41", "LIVE with 30 rps, burst 41:")
+	release()
+	b.until("the late answer", `window.answered.some(u => u.includes("&rate=30&burst=`+fitBurst+`&")) ? "yes" : null`)
+	if got := until("after the late answer", "rps"); !strings.Contains(got, "LIVE with 30 rps, burst 41:") {
+		t.Errorf("after the late answer for burst %s, the prediction says %q", fitBurst, got)
+	}
+
+	// The company's requests per second against its limit.
+	summary := b.until("shape", `(e => e ? e.textContent : null)(document.getElementById("shape-summary"))`)
+	if want := "Of 180 busy seconds (2,040 requests): p50 10, p99 60, busiest 100 requests/s; limit 50 rps, burst 100 (custom) (p99 at 120 % of the rate)."; summary != want {
+		t.Errorf("shape: %q, want %q", summary, want)
+	}
+	if n := b.until("hours drawn", `String(document.querySelectorAll("#shape svg g[data-hour]").length) + " " + String(document.querySelectorAll("#shape svg .limit-line").length)`); n != "1 1" {
+		t.Errorf("hours with requests drawn, and limit lines: %s, want 1 1", n)
+	}
+	hour := t0.UTC().Truncate(time.Hour).Format("2006-01-02 15:04")
+	if row := b.until("hours", `[...document.querySelectorAll("#shape-hours tr[data-hour] td")].map(c => c.textContent).join(" | ")`); row != hour+" UTC | 2,040 | 180 | 10 | 60 | 100" {
+		t.Errorf("the hours table: %q", row)
+	}
+	b.shotAt("w3-shape", "#shape")
+
+	// Set 20/s burst 40: the limit in force now refuses what was predicted.
+	typeIn(b, "#limit-rate", "20")
+	typeIn(b, "#limit-burst", "40")
+	b.run("set the limit", chromedp.Click(`#limit-form button[type=submit]`))
+	b.until("set", `[...document.querySelectorAll("#limits td.limit-rate")].map(e => e.textContent).join(",") === "20 rps,1000 rps" ? "yes" : null`)
+	if got := until("in force", "The limit in force (20 rps"); !strings.Contains(got, "The limit in force (20 rps, burst 40, custom): 122 refused (5.98 %) in 2 minutes (4 seconds); worst minute "+worst+" UTC, 81 refused of 750.") {
+		t.Errorf("once set, the limit in force: %q", got)
+	}
+}
+
+// choose picks a select's option by value, as a person would.
+func choose(b *browser, sel, value string) {
+	b.t.Helper()
+	b.is("choose "+value, `(s => { s.value = `+jsString(value)+`; s.dispatchEvent(new Event("change", {bubbles: true})); return true; })(document.querySelector(`+jsString(sel)+`))`)
+}
+
+// typeIn replaces a field's text by typing, key by key.
+func typeIn(b *browser, sel, text string) {
+	b.t.Helper()
+	b.run("type "+text+" in "+sel, chromedp.SetValue(sel, ""), chromedp.SendKeys(sel, text))
+}
+
+// paste replaces a field's text in one edit.
+func paste(b *browser, sel, text string) {
+	b.t.Helper()
+	b.is("paste "+text+" in "+sel, `(e => { e.value = `+jsString(text)+`; e.dispatchEvent(new Event("input", {bubbles: true})); return true; })(document.querySelector(`+jsString(sel)+`))`)
+}
