@@ -19,15 +19,23 @@ import (
 // defaultWindow is how far back a what-if or shape query looks unless told.
 const defaultWindow = 24 * time.Hour
 
-// shapeQuery is a what-if, shape or headroom query string being read: its
-// failures are gateway.Query's, each parameter failed at most once.
+// query is a query string as the HTTP layer reads it (gateway.ParseQuery):
+// unknown and repeated parameters already failed.
+type query interface {
+	Get(name string) (string, bool)
+	Fail(field, msg string)
+	Err() error
+}
+
+// shapeQuery is a what-if, shape or headroom query string being read, each
+// parameter failed at most once.
 type shapeQuery struct {
-	gateway.Query
+	query
 	failed map[string]bool
 }
 
 func readShapeQuery(r *http.Request, known ...string) *shapeQuery {
-	return &shapeQuery{Query: gateway.ParseQuery(r.URL.RawQuery, known...), failed: map[string]bool{}}
+	return &shapeQuery{query: gateway.ParseQuery(r.URL.RawQuery, known...), failed: map[string]bool{}}
 }
 
 func (q *shapeQuery) fail(field, msg string) {
