@@ -22,10 +22,13 @@ const (
 	InvoicesRead Scope = "invoices:read"
 	ClientsRead  Scope = "clients:read"
 	ClientsWrite Scope = "clients:write"
+	// EventsRead reads the company's events feed (GET /events): the
+	// webhooks' events, for receivers without a public address.
+	EventsRead Scope = "events:read"
 )
 
 // canonical is the order List and String use; a scope's bit is 1<<index.
-var canonical = [...]Scope{InvoicesRead, ClientsRead, ClientsWrite}
+var canonical = [...]Scope{InvoicesRead, ClientsRead, ClientsWrite, EventsRead}
 
 const allScopes = ScopeSet(1<<len(canonical) - 1)
 

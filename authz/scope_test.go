@@ -46,8 +46,11 @@ func TestParseScopes(t *testing.T) {
 	}{
 		{"invoices:read", bit(InvoicesRead), false},
 		{"clients:read,clients:write", bit(ClientsRead) | bit(ClientsWrite), false},
-		{"clients:write, invoices:read ,clients:read", all, false},
+		{"clients:write, invoices:read ,clients:read , events:read", all, false},
 		{"INVOICES:READ", bit(InvoicesRead), false},
+		{"events:read", bit(EventsRead), false},
+		{"events:read,clients:read", bit(EventsRead) | bit(ClientsRead), false},
+		{"events:write", 0, true},
 		{"invoices:read,invoices:read", bit(InvoicesRead), false},
 		{"", 0, true},
 		{"  ", 0, true},

@@ -28,7 +28,7 @@ import (
 
 // demoKeySets are the scope sets the demo makes a key for, in each mode.
 var demoKeySets = []struct{ name, scopes string }{
-	{"full access", "invoices:read,clients:read,clients:write"},
+	{"full access", "invoices:read,clients:read,clients:write,events:read"},
 	{"read only", "invoices:read,clients:read"},
 	{"invoices only", "invoices:read"},
 	{"clients only", "clients:read,clients:write"},

@@ -19,7 +19,7 @@ import (
 func keysCreateFlags(fs *flag.FlagSet) action {
 	company := companyFlag(fs)
 	modeS := fs.String("mode", "", "`MODE`, LIVE (live data) or TEST (the sandbox)")
-	scopesS := fs.String("scopes", "", "comma-separated `LIST` of invoices:read, clients:read, clients:write")
+	scopesS := fs.String("scopes", "", "comma-separated `LIST` of invoices:read, clients:read, clients:write, events:read")
 	name := fs.String("name", "", "a name to recognise the key by (`TEXT`)")
 	expiresIn := fs.String("expires-in", "", "the key expires this `DURATION` from now (720h, 30d)")
 	expiresAt := fs.String("expires-at", "", "the key expires at this `RFC3339` time")

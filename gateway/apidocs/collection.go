@@ -188,7 +188,7 @@ func buildCollection(doc map[string]any) ([]byte, error) {
 		}}}},
 		Variable: []pmVariable{
 			{Key: "baseUrl", Value: "http://localhost:8080", Type: "string", Description: "The gateway's address, without a trailing slash."},
-			{Key: "apiKey", Value: "", Type: "string", Description: "An API key (igw_live_… or igw_test_…) with invoices:read, clients:read and clients:write."},
+			{Key: "apiKey", Value: "", Type: "string", Description: "An API key (igw_live_… or igw_test_…) with invoices:read, clients:read, clients:write and events:read."},
 			{Key: "companyId", Value: "", Type: "string", Description: "The key's company id (X-Company-Id)."},
 			{Key: "invoiceId", Value: "", Type: "string", Description: "Set by List invoices."},
 			{Key: "clientId", Value: "", Type: "string", Description: "Set by Create client."},

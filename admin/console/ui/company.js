@@ -107,8 +107,9 @@ function keysPanel(id) {
   const msg = h("p", { class: "error" });
   const mode = h("select", { id: "key-mode" }, h("option", {}, "LIVE"), h("option", {}, "TEST"));
   const name = h("input", { id: "key-name", maxlength: 100 });
-  const scopeNames = ["invoices:read", "clients:read", "clients:write"];
-  const scopes = scopeNames.map((s) => h("input", { type: "checkbox", value: s, checked: s !== "clients:write", class: "key-scope" }));
+  const scopeNames = ["invoices:read", "clients:read", "clients:write", "events:read"];
+  // Reading is granted by default; creating clients and reading the events feed are asked for.
+  const scopes = scopeNames.map((s) => h("input", { type: "checkbox", value: s, checked: s === "invoices:read" || s === "clients:read", class: "key-scope" }));
   const expiry = utcInput("key-expiry");
   const nets = h("input", { id: "key-cidrs", placeholder: "e.g. 203.0.113.0/24, 2001:db8::/32", size: 30 });
   const list = pager({
