@@ -39,26 +39,38 @@ func (s *Store) DatabaseNow(ctx context.Context) (time.Time, error) {
 }
 
 // checkChange validates q: canonical company ids, a page size in range.
-func checkChange(companies []string, limit int) ([]string, error) {
+// Reading every company (all) returns no ids and reads on.
+func checkChange(companies []string, all bool, limit int) ([]string, bool, error) {
 	if limit < 1 || limit > maxChangePage {
-		return nil, fmt.Errorf("%w: a change page holds 1 to %d rows", ErrInvalid, maxChangePage)
+		return nil, false, fmt.Errorf("%w: a change page holds 1 to %d rows", ErrInvalid, maxChangePage)
+	}
+	if all {
+		return nil, true, nil
 	}
 	out := make([]string, 0, len(companies))
 	for _, c := range companies {
 		id, ok := invoicing.CanonicalUUID(c)
 		if !ok {
-			return nil, fmt.Errorf("%w: company id %q", ErrInvalid, invoicing.Clip(c))
+			return nil, false, fmt.Errorf("%w: company id %q", ErrInvalid, invoicing.Clip(c))
 		}
 		out = append(out, id)
 	}
-	return out, nil
+	return out, len(out) > 0, nil
+}
+
+// companiesWhere adds the companies' condition on column col, unless every
+// company is read (companies nil).
+func (s *Store) companiesWhere(w *where, col string, companies []string) {
+	if companies != nil {
+		w.add(s.d.inIDs(col), s.d.idsArg(companies))
+	}
 }
 
 // changeWhere selects the rows of alias t (column col holds the change time)
 // of the query's companies changed in [From, To) after its position.
 func (s *Store) changeWhere(q invoicing.ChangeQuery, companies []string, t, col string) where {
 	var w where
-	w.add(s.d.inIDs(t+".company_id"), s.d.idsArg(companies))
+	s.companiesWhere(&w, t+".company_id", companies)
 	w.add(col+" >= "+s.d.tsP, s.d.tsArg(q.From.UTC()))
 	w.add(col+" < "+s.d.tsP, s.d.tsArg(q.To.UTC()))
 	if q.After != nil && q.After.At != nil {
@@ -73,8 +85,8 @@ func (s *Store) changeWhere(q invoicing.ChangeQuery, companies []string, t, col 
 // in [From, To), after q.After, oldest change first, with items and
 // transmission.
 func (s *Store) ChangedInvoices(ctx context.Context, q invoicing.ChangeQuery) ([]invoicing.Changed[invoicing.Invoice], error) {
-	companies, err := checkChange(q.Companies, q.Limit)
-	if err != nil || len(companies) == 0 {
+	companies, read, err := checkChange(q.Companies, q.All, q.Limit)
+	if err != nil || !read {
 		return nil, err
 	}
 	w := s.changeWhere(q, companies, "d", "d.updated_at")
@@ -89,15 +101,15 @@ func (s *Store) ChangedInvoices(ctx context.Context, q invoicing.ChangeQuery) ([
 // [From, To), by id. Their status is judged on the day To (the day whose
 // start made them overdue).
 func (s *Store) OverdueInvoices(ctx context.Context, q invoicing.OverdueQuery) ([]invoicing.Changed[invoicing.Invoice], error) {
-	companies, err := checkChange(q.Companies, q.Limit)
-	if err != nil || len(companies) == 0 {
+	companies, read, err := checkChange(q.Companies, q.All, q.Limit)
+	if err != nil || !read {
 		return nil, err
 	}
 	if !validDate(q.From) || !validDate(q.To) {
 		return nil, fmt.Errorf("%w: overdue dates must be YYYY-MM-DD", ErrInvalid)
 	}
 	var w where
-	w.add(s.d.inIDs("d.company_id"), s.d.idsArg(companies))
+	s.companiesWhere(&w, "d.company_id", companies)
 	w.add("d.state = 'issued' AND d.doc_type IN (" + overdueTypes + ")")
 	w.add("d.due_date >= ?", q.From)
 	w.add("d.due_date < ?", q.To)
@@ -121,12 +133,12 @@ func validDate(s string) bool {
 // submitted_at and checked_at), after q.After, in that order. A document in
 // two such submissions comes twice.
 func (s *Store) ChangedTransmissions(ctx context.Context, q invoicing.ChangeQuery) ([]invoicing.Changed[invoicing.Invoice], error) {
-	companies, err := checkChange(q.Companies, q.Limit)
-	if err != nil || len(companies) == 0 {
+	companies, read, err := checkChange(q.Companies, q.All, q.Limit)
+	if err != nil || !read {
 		return nil, err
 	}
 	var w where
-	w.add(s.d.inIDs("s.company_id"), s.d.idsArg(companies))
+	s.companiesWhere(&w, "s.company_id", companies)
 	// The coarse condition lets an index on either time narrow the scan.
 	w.add("(s.submitted_at >= "+s.d.tsP+" OR s.checked_at >= "+s.d.tsP+")", s.d.tsArg(q.From.UTC()), s.d.tsArg(q.From.UTC()))
 	inner := "SELECT CASE WHEN s.checked_at IS NOT NULL AND s.checked_at > s.submitted_at THEN s.checked_at ELSE s.submitted_at END AS at,\n" +
@@ -195,8 +207,8 @@ func (s *Store) ChangedTransmissions(ctx context.Context, q invoicing.ChangeQuer
 // ChangedClients reads the live customers of q's companies whose updated_at
 // is in [From, To), after q.After, oldest change first.
 func (s *Store) ChangedClients(ctx context.Context, q invoicing.ChangeQuery) ([]invoicing.Changed[invoicing.Client], error) {
-	companies, err := checkChange(q.Companies, q.Limit)
-	if err != nil || len(companies) == 0 {
+	companies, read, err := checkChange(q.Companies, q.All, q.Limit)
+	if err != nil || !read {
 		return nil, err
 	}
 	w := s.changeWhere(q, companies, "c", "c.updated_at")

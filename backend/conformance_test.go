@@ -111,6 +111,7 @@ func runConformance(t *testing.T, mk newDB) {
 	t.Run("changes since", func(t *testing.T) { testChanges(t, live) })
 	t.Run("invalid arguments", func(t *testing.T) { testInvalid(t, live) })
 	t.Run("changes for events", func(t *testing.T) { testEventChanges(t, live) })
+	t.Run("changes of every company", func(t *testing.T) { testAllCompaniesChanges(t, live) })
 	t.Run("tenancy", func(t *testing.T) { testTenancy(t, live) })
 	t.Run("modes", func(t *testing.T) { testModes(t, live, sandbox) })
 	t.Run("create client", func(t *testing.T) { testCreateClient(t, live) })

@@ -7,7 +7,10 @@ import "time"
 // (nil: from From), in (time, id) order, at most Limit of them. The events'
 // detector reads the database with it.
 type ChangeQuery struct {
-	Companies []string // canonical ids; empty reads nothing
+	Companies []string // canonical ids; empty reads nothing, unless All
+	// All reads every company's rows, Companies ignored: the events feed
+	// records every company's events, whether or not it has endpoints.
+	All      bool
 	From, To  time.Time
 	After     *Position
 	Limit     int
@@ -18,6 +21,7 @@ type ChangeQuery struct {
 // id order after AfterID, at most Limit.
 type OverdueQuery struct {
 	Companies []string
+	All       bool // as ChangeQuery's
 	From, To  string
 	AfterID   string
 	Limit     int

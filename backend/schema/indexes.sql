@@ -71,6 +71,23 @@ CREATE INDEX IF NOT EXISTS gw_agt_submissions_submitted_idx
 CREATE INDEX IF NOT EXISTS gw_agt_submissions_checked_idx
     ON agt_submissions (company_id, checked_at);
 
+-- Events feed: detection reads every company's changes (the feed holds
+-- every company's events, endpoints or not), in (time, id) order across
+-- companies: these serve those reads as the company-first ones above serve
+-- a list of companies.
+CREATE INDEX IF NOT EXISTS gw_documents_changes_idx
+    ON documents (updated_at, id);
+CREATE INDEX IF NOT EXISTS gw_customers_changes_idx
+    ON customers (updated_at, id)
+    WHERE deleted_at IS NULL;
+CREATE INDEX IF NOT EXISTS gw_agt_submissions_submitted_all_idx
+    ON agt_submissions (submitted_at);
+CREATE INDEX IF NOT EXISTS gw_agt_submissions_checked_all_idx
+    ON agt_submissions (checked_at);
+CREATE INDEX IF NOT EXISTS gw_documents_due_idx
+    ON documents (due_date, id)
+    WHERE state = 'issued' AND doc_type IN ('FT', 'ND');
+
 -- Events: the issued invoices that can become overdue, by due date (read
 -- once a day, when the date turns in Luanda). Document changes are read
 -- through gw_documents_company_changes_idx above.
