@@ -11,9 +11,9 @@ type ChangeQuery struct {
 	// All reads every company's rows, Companies ignored: the events feed
 	// records every company's events, whether or not it has endpoints.
 	All      bool
-	From, To  time.Time
-	After     *Position
-	Limit     int
+	From, To time.Time
+	After    *Position
+	Limit    int
 }
 
 // OverdueQuery reads one page of the issued invoices that can be overdue
