@@ -139,8 +139,8 @@ func (s *Service) advance(ctx context.Context, src Source, m invoicing.Mode, st 
 		start := time.Now()
 		var evs []Event
 		var rows []invoicing.Position
-		if len(t.companies) > 0 {
-			q := invoicing.ChangeQuery{Companies: t.companies, From: *pos.At, To: to, Limit: pageSize}
+		if s.reads(t) {
+			q := invoicing.ChangeQuery{Companies: t.companies, All: s.feedOn(), From: *pos.At, To: to, Limit: pageSize}
 			if pos.ID != "" {
 				q.After = &pos
 			}
@@ -152,7 +152,7 @@ func (s *Service) advance(ctx context.Context, src Source, m invoicing.Mode, st 
 		if len(rows) == pageSize {
 			next = rows[len(rows)-1]
 		}
-		routed := t.routeAll(evs)
+		routed := t.routeAll(evs, s.feedOn())
 		pctx, end := s.traceDetect(ctx, m, "changes", st.name, start, len(routed))
 		added, moved, err := s.enqueue(pctx, key, raw, encodeMark(next), routed)
 		end(added, moved, err)
@@ -178,18 +178,18 @@ func (s *Service) recentFrom(from time.Time) time.Time { return from.Add(-s.reco
 // queued yet: a change whose transaction committed later than Settle after
 // its recorded time, which its stream had passed. It moves no watermark.
 func (s *Service) sweepOnce(ctx context.Context, src Source, m invoicing.Mode, t *targets, dbNow, to time.Time) error {
-	if len(t.companies) == 0 {
+	if !s.reads(t) {
 		return nil
 	}
 	for _, st := range streams {
-		q := invoicing.ChangeQuery{Companies: t.companies, From: to.Add(-s.sweep), To: to, Limit: pageSize}
+		q := invoicing.ChangeQuery{Companies: t.companies, All: s.feedOn(), From: to.Add(-s.sweep), To: to, Limit: pageSize}
 		for {
 			start := time.Now()
 			evs, rows, err := st.read(ctx, src, m, q, s.recentFrom(q.From))
 			if err != nil {
 				return fmt.Errorf("events: sweep %s %s: %w", m, st.name, err)
 			}
-			routed := t.routeAll(evs)
+			routed := t.routeAll(evs, s.feedOn())
 			pctx, end := s.traceDetect(ctx, m, "sweep", st.name, start, len(routed))
 			n, _, err := s.enqueue(pctx, "", "", "", routed)
 			end(n, false, err)
@@ -236,8 +236,8 @@ func (s *Service) overdue(ctx context.Context, src Source, m invoicing.Mode, t *
 		start := time.Now()
 		var evs []Event
 		full := false
-		if len(t.companies) > 0 {
-			rows, err := src.OverdueInvoices(ctx, invoicing.OverdueQuery{Companies: t.companies, From: from, To: to, AfterID: after, Limit: pageSize})
+		if s.reads(t) {
+			rows, err := src.OverdueInvoices(ctx, invoicing.OverdueQuery{Companies: t.companies, All: s.feedOn(), From: from, To: to, AfterID: after, Limit: pageSize})
 			if err != nil {
 				return fmt.Errorf("events: %s overdue: %w", m, err)
 			}
@@ -258,7 +258,7 @@ func (s *Service) overdue(ctx context.Context, src Source, m invoicing.Mode, t *
 		if full {
 			next = from + "|" + to + "|" + after
 		}
-		routed := t.routeAll(evs)
+		routed := t.routeAll(evs, s.feedOn())
 		pctx, end := s.traceDetect(ctx, m, "overdue", "overdue", start, len(routed))
 		added, moved, err := s.enqueue(pctx, key, raw, next, routed)
 		end(added, moved, err)

@@ -66,20 +66,26 @@ end
 // that exist and, if there is one, remembered (in generation ARGV[9],
 // kept ARGV[10] ms), and the watermark
 // becomes ARGV[4]. ARGV[5] now (ms), ARGV[6] retention (ms), ARGV[7]
-// per-endpoint cap, then per event: id, marker shard, marker member,
-// message, type, resource, n, and n endpoint ids. It returns the number of
-// new events, then for each event the deliveries it queued (-1: the event
-// was queued before, or has no endpoint left), which the metrics count.
-var enqueueScript = redis.NewScript(scheduleFn + trimFn + `
+// per-endpoint cap, ARGV[11] the feed's window (ms; 0: no feed), then per
+// event: id, marker shard, marker member, message, type, resource, mode,
+// company, body (feed.go: each event not recorded yet is recorded in its
+// company's feed, endpoints or not), n, and n endpoint ids. It returns the
+// number of new events, then for each event the deliveries it queued (-1:
+// the event was queued before, or has no endpoint left), which the metrics
+// count, then how many events the feed recorded.
+var enqueueScript = redis.NewScript(scheduleFn + trimFn + feedTrimFn + feedRecordFn + `
 if ARGV[2] ~= '' and (redis.call('GET', ARGV[2]) or '') ~= ARGV[3] then return {-1} end
 local now, ttl, cap = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local gOld, gNow = tonumber(ARGV[8]), tonumber(ARGV[9])
 -- Endpoints are checked, trimmed and scheduled once a batch, not once an
 -- event: a page of a backlog holds hundreds of events for one endpoint.
-local eps, touched = {}, {}
-local out, i = {0}, 11
+local eps, touched, feeds, fwin, recorded = {}, {}, {}, tonumber(ARGV[11]), 0
+local out, i = {0}, 12
 while i <= #ARGV do
-  local id, shard, member, n, queued = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 6]), -1
+  local id, shard, member, n, queued = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 9]), -1
+  if fwin > 0 then
+    recorded = recorded + feedRecord(id, shard, member, ARGV[i + 4], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], gOld, gNow, ARGV[10], feeds)
+  end
   local msg = pfx .. 'msg:' .. id
   local seen = redis.call('EXISTS', msg) == 1
   if not seen then
@@ -91,7 +97,7 @@ while i <= #ARGV do
   local live = {}
   if not seen then
     for j = 1, n do
-      local ep = ARGV[i + 6 + j]
+      local ep = ARGV[i + 9 + j]
       if eps[ep] == nil then eps[ep] = redis.call('EXISTS', pfx .. 'ep:' .. ep) == 1 end
       if eps[ep] then live[#live + 1] = ep end
     end
@@ -121,13 +127,15 @@ while i <= #ARGV do
     end
   end
   out[#out + 1] = queued
-  i = i + 7 + n
+  i = i + 10 + n
 end
 for _, ep in ipairs(touched) do
   trim(ep, now - ttl)
   schedule(ep, now, 0, cap)
 end
+for _, f in ipairs(feeds) do feedTrim(f[1], f[2], fwin) end
 if ARGV[4] ~= '' then redis.call('SET', ARGV[2], ARGV[4]) end
+out[#out + 1] = recorded
 return out`)
 
 // trimScript trims the queues and logs of endpoints (ARGV[5]...) of what
@@ -248,15 +256,22 @@ type queued struct {
 func (s *Service) enqueue(ctx context.Context, wm, old, next string, evs []queued) (added int, moved bool, err error) {
 	now := s.now()
 	gOld, gNow, keep := s.generations(now)
-	args := []any{s.l.p, wm, old, next, now.UnixMilli(), s.retention.Milliseconds(), s.perEndpoint, gOld, gNow, keep.Milliseconds()}
+	args := []any{s.l.p, wm, old, next, now.UnixMilli(), s.retention.Milliseconds(), s.perEndpoint, gOld, gNow, keep.Milliseconds(),
+		s.FeedWindow().Milliseconds()}
 	cause := causeOf(ctx)
 	for _, q := range evs {
-		msg, err := json.Marshal(storedEvent{Event: &q.ev, Cause: cause})
+		var msg []byte
+		if len(q.eps) > 0 { // only a delivery reads the message
+			if msg, err = json.Marshal(storedEvent{Event: &q.ev, Cause: cause}); err != nil {
+				return 0, false, err
+			}
+		}
+		mode, company, body, err := s.feedArgs(&q.ev)
 		if err != nil {
 			return 0, false, err
 		}
 		shard, member := marker(q.ev.ID)
-		args = append(args, q.ev.ID, shard, member, msg, string(q.ev.Type), q.ev.ResourceID, len(q.eps))
+		args = append(args, q.ev.ID, shard, member, msg, string(q.ev.Type), q.ev.ResourceID, mode, company, body, len(q.eps))
 		for _, ep := range q.eps {
 			args = append(args, ep)
 		}
@@ -265,7 +280,7 @@ func (s *Service) enqueue(ctx context.Context, wm, old, next string, evs []queue
 	if err != nil {
 		return 0, false, unavailable(err)
 	}
-	if len(res) != len(evs)+1 {
+	if len(res) != len(evs)+2 {
 		return 0, len(res) == 1 && res[0] < 0, nil
 	}
 	for i := range evs {

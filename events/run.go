@@ -118,7 +118,7 @@ func (s *Service) sweepLoop(m invoicing.Mode, src Source) func(context.Context) 
 		if err != nil {
 			return err
 		}
-		return errors.Join(s.sweepOnce(ctx, src, m, t, dbNow, dbNow.Add(-s.settle)), s.dropAbandoned(ctx, t), s.trim(ctx, t))
+		return errors.Join(s.sweepOnce(ctx, src, m, t, dbNow, dbNow.Add(-s.settle)), s.dropAbandoned(ctx, t), s.trim(ctx, t), s.trimFeeds(ctx, m))
 	}
 }
 

@@ -78,6 +78,11 @@ type Config struct {
 	// twice Recovery, whichever is longest; less than Retention or than
 	// twice Recovery is refused.
 	Remember time.Duration
+	// FeedWindow is how long the events feed (feed.go) keeps each event,
+	// for every company, whether or not it has endpoints; zero means
+	// Retention, and less than Retention is refused. Negative turns the feed
+	// off: detection then reads only the companies with endpoints.
+	FeedWindow time.Duration
 
 	// Tick is how often the detector reads the databases for changes, and
 	// idle workers look for due deliveries; zero means 1 s.
@@ -146,6 +151,7 @@ type Service struct {
 	disableAfter time.Duration
 	retention    time.Duration
 	remember     time.Duration
+	feedWindow   time.Duration // 0: no feed
 	tick         time.Duration
 	settle       time.Duration
 	sweep        time.Duration
@@ -208,6 +214,13 @@ func New(cfg Config) (*Service, error) {
 	if s.remember < s.retention || s.remember < 2*s.recovery {
 		return nil, fmt.Errorf("events: Config.Remember (%s) must be at least Retention (%s) and twice Recovery (%s)", s.remember, s.retention, 2*s.recovery)
 	}
+	if s.feedWindow = cfg.FeedWindow; s.feedWindow == 0 {
+		s.feedWindow = s.retention
+	}
+	if s.feedWindow > 0 && s.feedWindow < s.retention {
+		return nil, fmt.Errorf("events: Config.FeedWindow (%s) must be at least Retention (%s)", s.feedWindow, s.retention)
+	}
+	s.feedWindow = max(s.feedWindow, 0)
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}

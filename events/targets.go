@@ -34,11 +34,11 @@ func (t *targets) route(ev *Event) []string {
 }
 
 // routeAll pairs each event with its endpoints, leaving out events no
-// endpoint wants.
-func (t *targets) routeAll(evs []Event) []queued {
+// endpoint wants unless all (the feed records every event).
+func (t *targets) routeAll(evs []Event, all bool) []queued {
 	var out []queued
 	for i := range evs {
-		if eps := t.route(&evs[i]); len(eps) > 0 {
+		if eps := t.route(&evs[i]); len(eps) > 0 || all {
 			out = append(out, queued{ev: evs[i], eps: eps})
 		}
 	}
