@@ -20,6 +20,7 @@ import (
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/events"
 	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/idempotency"
 	"github.com/invoicing-ao/gateway/internal/apitest"
@@ -67,6 +68,7 @@ type instance struct {
 	logs       *testenv.SyncBuffer
 	live, test *backend.Store
 	usage      *usage.Counter // flushed only when a test says so
+	events     *events.Service // the feed; detection runs only where a test runs it
 	adminToken string
 }
 
@@ -126,6 +128,11 @@ func (w *world) start(opts ...instanceOpt) *instance {
 	if !cfg.noIdem {
 		gcfg.Idempotency = idempotency.New(idempotency.Config{Redis: cfg.redis, Prefix: w.prefix + "idem:"})
 	}
+	if in.events, err = events.New(events.Config{Redis: cfg.redis, Prefix: w.prefix + "events:", Logger: logger,
+		Sources: map[invoicing.Mode]events.Source{invoicing.Live: in.live, invoicing.Test: in.test}}); err != nil {
+		t.Fatal(err)
+	}
+	gcfg.Feed = in.events
 	in.srv = gateway.New(gcfg)
 	in.adm = admin.New(admin.Config{Keys: in.keys, Limiter: in.limiter, Usage: in.usage, Audit: in.audit, Companies: in.live,
 		Token: cfg.adminToken, Logger: logger, Now: in.clock.Now})
@@ -156,7 +163,7 @@ func (in *instance) key(t *testing.T, company string, mode invoicing.Mode, scope
 	return v
 }
 
-const allScopes = "invoices:read,clients:read,clients:write"
+const allScopes = "invoices:read,clients:read,clients:write,events:read"
 
 // testActor names the tests in the audit log.
 const testActor = "test@gateway-tests"

@@ -24,6 +24,7 @@ func (s *Server) Handler() http.Handler {
 	s.api(rt, http.MethodGet, apiPrefix+"/clients", authz.ClientsRead, s.listClients)
 	s.api(rt, http.MethodGet, apiPrefix+"/clients/:id", authz.ClientsRead, s.getClient)
 	s.api(rt, http.MethodPost, apiPrefix+"/clients", authz.ClientsWrite, s.createClient)
+	s.api(rt, http.MethodGet, apiPrefix+"/events", authz.EventsRead, s.listEvents)
 	rt.handle(http.MethodGet, "/healthz", "GET /healthz", s.healthz)
 	rt.handle(http.MethodGet, "/readyz", "GET /readyz", s.readyz)
 	s.routeDocs(rt) // the developer portal (docs.go): public, no key

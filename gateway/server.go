@@ -89,6 +89,9 @@ type Config struct {
 	// its IP addresses and loopback names (ParseAdminHosts, adminhost.go);
 	// empty means none.
 	AdminHosts []string
+	// Feed serves GET /events, the events feed; nil answers it 404
+	// route_not_found (a gateway run without events).
+	Feed Feed
 }
 
 // Server holds the dependencies of the handlers.
@@ -109,6 +112,7 @@ type Server struct {
 	adminHosts []string
 	draining   atomic.Bool
 	durability func() any // Config.RedisDurability
+	feed       Feed
 	logger     *slog.Logger
 	now        func() time.Time
 }
@@ -117,7 +121,7 @@ type Server struct {
 func New(cfg Config) *Server {
 	s := &Server{
 		live: cfg.Live, test: cfg.Test, keys: cfg.Keys, limiter: cfg.Limiter, guard: cfg.Guard,
-		logger: cfg.Logger, now: cfg.Now, cors: cfg.CORSAllowedOrigins, durability: cfg.RedisDurability,
+		logger: cfg.Logger, now: cfg.Now, cors: cfg.CORSAllowedOrigins, durability: cfg.RedisDurability, feed: cfg.Feed,
 	}
 	if s.logger == nil {
 		s.logger = slog.Default()

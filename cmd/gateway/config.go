@@ -112,6 +112,10 @@ type Config struct {
 	EventsRetention       time.Duration `yaml:"eventsRetention" env:"GATEWAY_EVENTS_RETENTION"`
 	EventsRecovery        time.Duration `yaml:"eventsRecovery" env:"GATEWAY_EVENTS_RECOVERY"`
 	EventsRemember        time.Duration `yaml:"eventsRemember" env:"GATEWAY_EVENTS_REMEMBER"`
+	// EventsFeedWindow is how long the events feed (GET /events) keeps
+	// every company's events; 0 means eventsRetention, negative turns the
+	// feed off.
+	EventsFeedWindow time.Duration `yaml:"eventsFeedWindow" env:"GATEWAY_EVENTS_FEED_WINDOW"`
 
 	// Webhook signing secrets at rest (secretsconfig.go): sealed in Redis
 	// with this age key; older keys still open what they sealed (key

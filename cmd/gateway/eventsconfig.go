@@ -55,6 +55,9 @@ func (c Config) checkEvents(bad func(field, msg string)) {
 	if c.EventsRemember < c.EventsRetention || c.EventsRemember < 2*c.EventsRecovery {
 		bad("EventsRemember", fmt.Sprintf("must be at least eventsRetention (%s) and twice eventsRecovery (%s)", c.EventsRetention, c.EventsRecovery))
 	}
+	if c.EventsFeedWindow > 0 && c.EventsFeedWindow < c.EventsRetention {
+		bad("EventsFeedWindow", fmt.Sprintf("must be at least eventsRetention (%s), 0 for the same, or negative for no feed", c.EventsRetention))
+	}
 }
 
 // eventsConfig is the events' configuration of cfg (without Redis and the
@@ -63,5 +66,5 @@ func eventsConfig(cfg Config) events.Config {
 	nets, _ := parseNetworks(cfg.EventsAllowedNetworks) // checked with the configuration
 	return events.Config{Prefix: cfg.RedisPrefix + "events:", AllowHTTP: cfg.EventsAllowHTTP, AllowedNetworks: nets,
 		Timeout: cfg.EventsTimeout, Concurrency: cfg.EventsConcurrency, Retention: cfg.EventsRetention, Recovery: cfg.EventsRecovery,
-		Remember: cfg.EventsRemember}
+		Remember: cfg.EventsRemember, FeedWindow: cfg.EventsFeedWindow}
 }

@@ -124,6 +124,7 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		TracerProvider:     o.tp, Usage: d.usage, RedisPool: rdb,
 		Idempotency:    idempotency.New(idempotency.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "idem:"}),
 		TrustedProxies: proxies, RedisDurability: d.guard.readiness, AdminHosts: adminHosts,
+		Feed: eventsFeed{d},
 	})
 	if err := d.guard.watch(ctx, cfg, rdb, d.server.MetricsRegisterer(), o.needs&needRedis != 0); err != nil { // a mistake of ours
 		d.Close()

@@ -92,11 +92,11 @@ func TestOperationsDocumentScopesAndSamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ops) != 5 {
-		t.Fatalf("%d operations, want the API's five", len(ops))
+	if len(ops) != 6 {
+		t.Fatalf("%d operations, want the API's six", len(ops))
 	}
 	scopes := map[string]string{"listInvoices": "invoices:read", "getInvoice": "invoices:read",
-		"listClients": "clients:read", "getClient": "clients:read", "createClient": "clients:write"}
+		"listClients": "clients:read", "getClient": "clients:read", "createClient": "clients:write", "listEvents": "events:read"}
 	for _, op := range ops {
 		o := dig(p.Document(), "paths", op.Path, strings.ToLower(op.Method)).(map[string]any)
 		want, ok := scopes[op.ID]

@@ -133,6 +133,13 @@ var opScripts = map[string]struct{ pre, test []string }{
 	"getClient": {test: []string{
 		`pm.test("the client created before", () => pm.expect(pm.response.json().id).to.eql(pm.collectionVariables.get("clientId")));`,
 	}},
+	"listEvents": {test: []string{
+		`const page = pm.response.json();`,
+		`pm.test("a page of events, with a cursor to poll from", () => {`,
+		`  pm.expect(page.data.length).to.be.at.most(page.pageSize);`,
+		`  pm.expect(page.nextCursor).to.be.a("string");`,
+		`});`,
+	}},
 }
 
 // errorCase is a request of the Errors folder.

@@ -1,0 +1,141 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/invoicing-ao/gateway/invoicing"
+)
+
+// Feed is the events feed (events.Service): the events webhooks carry, for
+// every company, read by cursor.
+type Feed interface {
+	// EventTypes names the event types the type filter takes.
+	EventTypes() []string
+	ReadFeed(ctx context.Context, q invoicing.FeedQuery) (invoicing.FeedPage, error)
+}
+
+// maxFeedTypes bounds the type filter's list: there are fewer types.
+const maxFeedTypes = 20
+
+// listEvents answers GET /events: a page of the key's company's feed in
+// the key's mode. It reads Redis only, so the database's in-flight cap does
+// not apply.
+func (s *Server) listEvents(r *http.Request, st *reqState, _ httprouter.Params) (answer, error) {
+	if s.feed == nil {
+		return answer{}, &Error{Code: "route_not_found", Detail: "The events feed is not served by this gateway."}
+	}
+	sc := cursorScope{company: st.Key.CompanyID, mode: st.Key.Mode, list: st.Route}
+	q, err := s.feedQuery(r.URL.RawQuery, &sc)
+	if err != nil {
+		return answer{}, err
+	}
+	q.CompanyID, q.Mode = st.Key.CompanyID, st.Key.Mode
+	p, err := s.feed.ReadFeed(r.Context(), q)
+	if err != nil {
+		return answer{}, err
+	}
+	body := &eventsPage{Events: p.Events, PageSize: q.Limit, HasMore: p.HasMore, NextCursor: s.encodeFeedCursor(p.Next, sc)}
+	// A poller that sends the ETag it has is answered 304 while nothing new
+	// was recorded after its cursor.
+	return answer{body: body, conditional: true}, nil
+}
+
+// feedQuery reads the query of GET /events. The order and the filters,
+// in their canonical form, are what the cursor is bound to (sc.filter).
+func (s *Server) feedQuery(raw string, sc *cursorScope) (invoicing.FeedQuery, error) {
+	qs := parseQuery(raw, "pageSize", "cursor", "order", "type", "since", "until")
+	var q invoicing.FeedQuery
+	q.Limit = qs.intParam("pageSize", defaultPageSize, 1, maxPageSize)
+	q.Newest = qs.enumParam("order", "oldest", "newest") == "newest"
+	if v, ok := qs.get("type"); ok {
+		q.Types = s.feedTypes(qs, v)
+	}
+	q.Since, q.Until = qs.instant("since"), qs.instant("until")
+	if q.Since != nil && q.Until != nil && !q.Since.Before(*q.Until) {
+		qs.fail("until", "must be after since")
+	}
+	sc.filter = feedFilterKey(q)
+	if c, ok := qs.get("cursor"); ok {
+		if q.After, ok = s.decodeFeedCursor(c, *sc); !ok {
+			qs.fail("cursor", "is not a cursor of this feed: use nextCursor as returned, with the same order, filters, company and key mode")
+		}
+	}
+	return q, qs.err()
+}
+
+// feedTypes reads the type filter: event types, comma-separated, each once.
+func (s *Server) feedTypes(qs *query, v string) []string {
+	known := s.feed.EventTypes()
+	names := strings.Split(v, ",")
+	if len(names) > maxFeedTypes {
+		qs.fail("type", "must name at most "+strconv.Itoa(maxFeedTypes)+" event types")
+		return nil
+	}
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		switch {
+		case !slices.Contains(known, n):
+			qs.fail("type", "must be event types, comma-separated, among "+strings.Join(known, ", "))
+			return nil
+		case slices.Contains(out, n):
+			qs.fail("type", "must name each event type once")
+			return nil
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// instant parses an optional RFC 3339 instant.
+func (q *query) instant(name string) *time.Time {
+	v, ok := q.get(name)
+	if !ok {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		q.fail(name, "must be an RFC 3339 date and time, e.g. 2026-03-01T09:00:00Z")
+		return nil
+	}
+	return &t
+}
+
+// feedFilterKey is a feed walk's canonical form: its order and filters
+// (the types in their canonical order, the range to the millisecond, as
+// the feed reads it).
+func feedFilterKey(q invoicing.FeedQuery) string {
+	types := slices.Clone(q.Types)
+	slices.Sort(types)
+	k := "order=oldest"
+	if q.Newest {
+		k = "order=newest"
+	}
+	k += "&type=" + strings.Join(types, ",")
+	for _, b := range []struct {
+		name string
+		t    *time.Time
+	}{{"since", q.Since}, {"until", q.Until}} {
+		if b.t != nil {
+			k += "&" + b.name + "=" + strconv.FormatInt(b.t.UnixMilli(), 10)
+		}
+	}
+	return k
+}
+
+// eventsPage is GET /events's answer. Each event is written as the feed
+// made it (the webhook body's members, with its id and recording time).
+type eventsPage struct {
+	Events     []json.RawMessage `json:"data"`
+	PageSize   int               `json:"pageSize"`
+	HasMore    bool              `json:"hasMore"`
+	NextCursor *string           `json:"nextCursor"`
+}
