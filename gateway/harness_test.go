@@ -67,7 +67,7 @@ type instance struct {
 	clock      *testenv.Clock
 	logs       *testenv.SyncBuffer
 	live, test *backend.Store
-	usage      *usage.Counter // flushed only when a test says so
+	usage      *usage.Counter  // flushed only when a test says so
 	events     *events.Service // the feed; detection runs only where a test runs it
 	adminToken string
 }
