@@ -270,6 +270,24 @@ func (e TransmissionStatus) Valid() bool {
 	}
 }
 
+// Defines values for ListEventsParamsOrder.
+const (
+	Newest ListEventsParamsOrder = "newest"
+	Oldest ListEventsParamsOrder = "oldest"
+)
+
+// Valid indicates whether the value is a known member of the ListEventsParamsOrder enum.
+func (e ListEventsParamsOrder) Valid() bool {
+	switch e {
+	case Newest:
+		return true
+	case Oldest:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ClientCreatedJSONBodyType.
 const (
 	ClientCreated ClientCreatedJSONBodyType = "client.created"
@@ -491,6 +509,60 @@ type ClientRecord struct {
 
 // ClientType `COMPANY` (legal entity) or `INDIVIDUAL` (natural person).
 type ClientType string
+
+// EventsPage A page of the events feed.
+type EventsPage struct {
+	// Data This page's events, in the order asked for; may be shorter than `pageSize` (with a `type` filter, empty) while `hasMore` is `true`.
+	Data []FeedEvent `json:"data"`
+
+	// HasMore `true` when the read stopped before the end of the feed (as it was):
+	// ask for the next page at once. `false`: oldest first, you are caught
+	// up (poll again from `nextCursor` later); newest first, the oldest
+	// event kept was reached.
+	HasMore bool `json:"hasMore"`
+
+	// NextCursor The `cursor` of the next page. Oldest first it is never `null`: the
+	// place to poll from. Newest first, `null` once the oldest event kept
+	// was reached.
+	NextCursor *string `json:"nextCursor"`
+
+	// PageSize The page size used.
+	PageSize int `json:"pageSize"`
+}
+
+// FeedEvent An event: its id (the `webhook-id` of its deliveries), when it was
+// recorded, and the members of the webhook's body (see *Webhooks*), the
+// same as its deliveries carry.
+type FeedEvent struct {
+	// Data The resource as the API's GET answers it, as it was when the event
+	// was found: an `InvoiceDetail` for `invoice.*` events, a
+	// `ClientRecord` for `client.*` events.
+	Data map[string]interface{} `json:"data"`
+
+	// Id The event's id, as `webhook-id` on its deliveries; drop one you have processed.
+	//
+	// Examples: evt_tpq676v2wyuzrl3tacitgepsv3
+	Id string `json:"id"`
+
+	// RecordedAt When the event was recorded in the feed (its order, and what `since` and `until` bound).
+	//
+	// Examples: 2026-03-01T09:15:02.120Z
+	RecordedAt Timestamp `json:"recordedAt"`
+
+	// Timestamp When the change happened.
+	//
+	// Examples: 2026-03-01T09:15:02.120Z
+	Timestamp Timestamp `json:"timestamp"`
+
+	// Type What happened: `invoice.issued`, `invoice.paid`, `invoice.cancelled`,
+	// `invoice.overdue`, `invoice.transmission.updated`, `client.created`
+	// or `client.updated` (see *Webhooks*). Types may be added: skip one
+	// you do not know.
+	//
+	//
+	// Examples: invoice.paid
+	Type string `json:"type"`
+}
 
 // Invoice A fiscal document or proforma, as List invoices returns it. Every field is
 // always present; nullable ones are `null` when they have no value. Get
@@ -869,6 +941,9 @@ type BadRequestBody = Problem
 // Conflict An error (RFC 9457 problem details, `application/problem+json`).
 type Conflict = Problem
 
+// EventsUnavailable An error (RFC 9457 problem details, `application/problem+json`).
+type EventsUnavailable = Problem
+
 // Forbidden An error (RFC 9457 problem details, `application/problem+json`).
 type Forbidden = Problem
 
@@ -942,6 +1017,38 @@ type GetClientParams struct {
 	// `304` without a body (still counted and rate limited).
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
+
+// ListEventsParams defines parameters for ListEvents.
+type ListEventsParams struct {
+	// PageSize Results per page, 1 to 100. Default 20. Over 100 is `400 invalid_parameter` (not clamped).
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// Cursor Where the page starts: the `nextCursor` of the previous page, as
+	// given (opaque), with the same `order`, `type`, `since` and `until`
+	// (`pageSize` may change). Any other use, or an altered cursor, is
+	// `400 invalid_parameter`, and so is an oldest-first cursor older
+	// than the events kept.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Order `oldest` (the default) or `newest` first, by when events were recorded.
+	Order *ListEventsParamsOrder `form:"order,omitempty" json:"order,omitempty"`
+
+	// Type Only events of these types, comma-separated (each once).
+	Type *string `form:"type,omitempty" json:"type,omitempty"`
+
+	// Since Only events recorded at or after this instant (RFC 3339; to the millisecond).
+	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
+
+	// Until Only events recorded before this instant (RFC 3339; to the millisecond); after `since`.
+	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
+
+	// IfNoneMatch The `ETag` of a copy you have: when the resource is unchanged the answer is
+	// `304` without a body (still counted and rate limited).
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// ListEventsParamsOrder defines parameters for ListEvents.
+type ListEventsParamsOrder string
 
 // ListInvoicesParams defines parameters for ListInvoices.
 type ListInvoicesParams struct {
@@ -1454,6 +1561,46 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/v1/clients/{id} (the `GetClient` operationId).
 	GetClient(ctx context.Context, id Id, params *GetClientParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListEvents List events
+	//
+	// The company's events feed in the key's mode: the events webhooks carry,
+	// with the same ids and bodies, whether or not the company has a webhook
+	// endpoint. For a receiver without a public address (an ERP behind NAT),
+	// and to fill a gap after your receiver's own outage.
+	//
+	// **Order.** Events come in the order they were **recorded**
+	// (`recordedAt`, then the order within a millisecond), oldest first by
+	// default, or newest first with `order=newest`; not in the order of
+	// their `timestamp` (when the change happened), since a change found
+	// late (committed late, or while detection was stopped) is recorded
+	// after others that happened later. An event is never recorded behind
+	// one already visible, so a walk oldest first by cursor never misses one
+	// nor sees one twice, also while events arrive.
+	//
+	// **Polling.** Oldest first, `nextCursor` is never null: keep it (with
+	// the effects of the events you processed) and ask again from it, with
+	// the same filters; while `hasMore` is `true` ask at once, else after a
+	// pause (every few seconds at most). A poller that does so sees every
+	// event once, in order. Send the last answer's `ETag` as
+	// `If-None-Match`: `304` while nothing new was recorded.
+	//
+	// **Window.** Events are kept 7 days (at least as long as webhook
+	// deliveries). A cursor of an oldest-first walk that is older than the
+	// events still kept (events after it were dropped) is `400
+	// invalid_parameter` naming `cursor`: start again without one, and sync
+	// what changed meanwhile with `updatedSince` on the lists.
+	//
+	// **Filters.** `type` takes one or more event types, comma-separated;
+	// `since` and `until` bound `recordedAt` (at or after `since`, before
+	// `until`; to the millisecond). A page with a `type` filter reads at
+	// most 2,000 events: it may hold fewer than `pageSize` events (none,
+	// even) with `hasMore` `true`: follow `nextCursor`.
+	//
+	// Scope: `events:read`.
+	//
+	// Corresponds with GET /api/v1/v1/events (the `ListEvents` operationId).
+	ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListInvoices List invoices
 	//
 	// A page of the company's invoices, drafts first, then newest `issuedAt` first,
@@ -1588,6 +1735,56 @@ func (c *Client) CreateClient(ctx context.Context, params *CreateClientParams, b
 // Corresponds with GET /api/v1/v1/clients/{id} (the `GetClient` operationId).
 func (c *Client) GetClient(ctx context.Context, id Id, params *GetClientParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetClientRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListEvents List events
+//
+// The company's events feed in the key's mode: the events webhooks carry,
+// with the same ids and bodies, whether or not the company has a webhook
+// endpoint. For a receiver without a public address (an ERP behind NAT),
+// and to fill a gap after your receiver's own outage.
+//
+// **Order.** Events come in the order they were **recorded**
+// (`recordedAt`, then the order within a millisecond), oldest first by
+// default, or newest first with `order=newest`; not in the order of
+// their `timestamp` (when the change happened), since a change found
+// late (committed late, or while detection was stopped) is recorded
+// after others that happened later. An event is never recorded behind
+// one already visible, so a walk oldest first by cursor never misses one
+// nor sees one twice, also while events arrive.
+//
+// **Polling.** Oldest first, `nextCursor` is never null: keep it (with
+// the effects of the events you processed) and ask again from it, with
+// the same filters; while `hasMore` is `true` ask at once, else after a
+// pause (every few seconds at most). A poller that does so sees every
+// event once, in order. Send the last answer's `ETag` as
+// `If-None-Match`: `304` while nothing new was recorded.
+//
+// **Window.** Events are kept 7 days (at least as long as webhook
+// deliveries). A cursor of an oldest-first walk that is older than the
+// events still kept (events after it were dropped) is `400
+// invalid_parameter` naming `cursor`: start again without one, and sync
+// what changed meanwhile with `updatedSince` on the lists.
+//
+// **Filters.** `type` takes one or more event types, comma-separated;
+// `since` and `until` bound `recordedAt` (at or after `since`, before
+// `until`; to the millisecond). A page with a `type` filter reads at
+// most 2,000 events: it may hold fewer than `pageSize` events (none,
+// even) with `hasMore` `true`: follow `nextCursor`.
+//
+// Scope: `events:read`.
+//
+// Corresponds with GET /api/v1/v1/events (the `ListEvents` operationId).
+func (c *Client) ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListEventsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1825,6 +2022,135 @@ func NewGetClientRequest(server string, id Id, params *GetClientParams) (*http.R
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListEventsRequest constructs an http.Request for the ListEvents method
+func NewListEventsRequest(server string, params *ListEventsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/v1/events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.PageSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pageSize", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Order != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order", *params.Order, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Type != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "type", *params.Type, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Until != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "until", *params.Until, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -2161,6 +2487,48 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/v1/clients/{id} (the `GetClient` operationId).
 	GetClientWithResponse(ctx context.Context, id Id, params *GetClientParams, reqEditors ...RequestEditorFn) (*GetClientResponse, error)
+
+	// ListEventsWithResponse List events
+	//
+	// The company's events feed in the key's mode: the events webhooks carry,
+	// with the same ids and bodies, whether or not the company has a webhook
+	// endpoint. For a receiver without a public address (an ERP behind NAT),
+	// and to fill a gap after your receiver's own outage.
+	//
+	// **Order.** Events come in the order they were **recorded**
+	// (`recordedAt`, then the order within a millisecond), oldest first by
+	// default, or newest first with `order=newest`; not in the order of
+	// their `timestamp` (when the change happened), since a change found
+	// late (committed late, or while detection was stopped) is recorded
+	// after others that happened later. An event is never recorded behind
+	// one already visible, so a walk oldest first by cursor never misses one
+	// nor sees one twice, also while events arrive.
+	//
+	// **Polling.** Oldest first, `nextCursor` is never null: keep it (with
+	// the effects of the events you processed) and ask again from it, with
+	// the same filters; while `hasMore` is `true` ask at once, else after a
+	// pause (every few seconds at most). A poller that does so sees every
+	// event once, in order. Send the last answer's `ETag` as
+	// `If-None-Match`: `304` while nothing new was recorded.
+	//
+	// **Window.** Events are kept 7 days (at least as long as webhook
+	// deliveries). A cursor of an oldest-first walk that is older than the
+	// events still kept (events after it were dropped) is `400
+	// invalid_parameter` naming `cursor`: start again without one, and sync
+	// what changed meanwhile with `updatedSince` on the lists.
+	//
+	// **Filters.** `type` takes one or more event types, comma-separated;
+	// `since` and `until` bound `recordedAt` (at or after `since`, before
+	// `until`; to the millisecond). A page with a `type` filter reads at
+	// most 2,000 events: it may hold fewer than `pageSize` events (none,
+	// even) with `hasMore` `true`: follow `nextCursor`.
+	//
+	// Scope: `events:read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/v1/events (the `ListEvents` operationId).
+	ListEventsWithResponse(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*ListEventsResponse, error)
 
 	// ListInvoicesWithResponse List invoices
 	//
@@ -2753,6 +3121,172 @@ func (r GetClientResponse) ContentType() string {
 	return ""
 }
 
+// ListEventsResponse200Headers the declared response headers of an HTTP 200 response for ListEvents
+type ListEventsResponse200Headers struct {
+	ETag            string
+	RateLimit       string
+	RateLimitPolicy string
+	XRequestId      string
+}
+
+// ListEventsResponse304Headers the declared response headers of an HTTP 304 response for ListEvents
+type ListEventsResponse304Headers struct {
+	ETag            string
+	RateLimit       string
+	RateLimitPolicy string
+	XRequestId      string
+}
+
+// ListEventsResponse400Headers the declared response headers of an HTTP 400 response for ListEvents
+type ListEventsResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ListEventsResponse401Headers the declared response headers of an HTTP 401 response for ListEvents
+type ListEventsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ListEventsResponse403Headers the declared response headers of an HTTP 403 response for ListEvents
+type ListEventsResponse403Headers struct {
+	XRequestId string
+}
+
+// ListEventsResponse429Headers the declared response headers of an HTTP 429 response for ListEvents
+type ListEventsResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
+	XRequestId      string
+}
+
+// ListEventsResponse431Headers the declared response headers of an HTTP 431 response for ListEvents
+type ListEventsResponse431Headers struct {
+	XRequestId string
+}
+
+// ListEventsResponse500Headers the declared response headers of an HTTP 500 response for ListEvents
+type ListEventsResponse500Headers struct {
+	XRequestId string
+}
+
+// ListEventsResponse503Headers the declared response headers of an HTTP 503 response for ListEvents
+type ListEventsResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+type ListEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EventsPage
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON431 the response for an HTTP 431 `application/problem+json` response
+	ApplicationproblemJSON431 *HeadersTooLarge
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *EventsUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListEventsResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ListEventsResponse304Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListEventsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListEventsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListEventsResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListEventsResponse429Headers
+	// Headers431 the parsed response headers for an HTTP 431 response
+	Headers431 *ListEventsResponse431Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListEventsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListEventsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListEventsResponse) GetJSON200() *EventsPage {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListEventsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListEventsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListEventsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListEventsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON431 returns the response for an HTTP 431 `application/problem+json` response
+func (r ListEventsResponse) GetApplicationproblemJSON431() *HeadersTooLarge {
+	return r.ApplicationproblemJSON431
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListEventsResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListEventsResponse) GetApplicationproblemJSON503() *EventsUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListInvoicesResponse200Headers the declared response headers of an HTTP 200 response for ListInvoices
 type ListInvoicesResponse200Headers struct {
 	RateLimit       string
@@ -3193,6 +3727,54 @@ func (c *ClientWithResponses) GetClientWithResponse(ctx context.Context, id Id, 
 		return nil, err
 	}
 	return ParseGetClientResponse(rsp)
+}
+
+// ListEventsWithResponse List events
+//
+// The company's events feed in the key's mode: the events webhooks carry,
+// with the same ids and bodies, whether or not the company has a webhook
+// endpoint. For a receiver without a public address (an ERP behind NAT),
+// and to fill a gap after your receiver's own outage.
+//
+// **Order.** Events come in the order they were **recorded**
+// (`recordedAt`, then the order within a millisecond), oldest first by
+// default, or newest first with `order=newest`; not in the order of
+// their `timestamp` (when the change happened), since a change found
+// late (committed late, or while detection was stopped) is recorded
+// after others that happened later. An event is never recorded behind
+// one already visible, so a walk oldest first by cursor never misses one
+// nor sees one twice, also while events arrive.
+//
+// **Polling.** Oldest first, `nextCursor` is never null: keep it (with
+// the effects of the events you processed) and ask again from it, with
+// the same filters; while `hasMore` is `true` ask at once, else after a
+// pause (every few seconds at most). A poller that does so sees every
+// event once, in order. Send the last answer's `ETag` as
+// `If-None-Match`: `304` while nothing new was recorded.
+//
+// **Window.** Events are kept 7 days (at least as long as webhook
+// deliveries). A cursor of an oldest-first walk that is older than the
+// events still kept (events after it were dropped) is `400
+// invalid_parameter` naming `cursor`: start again without one, and sync
+// what changed meanwhile with `updatedSince` on the lists.
+//
+// **Filters.** `type` takes one or more event types, comma-separated;
+// `since` and `until` bound `recordedAt` (at or after `since`, before
+// `until`; to the millisecond). A page with a `type` filter reads at
+// most 2,000 events: it may hold fewer than `pageSize` events (none,
+// even) with `hasMore` `true`: follow `nextCursor`.
+//
+// Scope: `events:read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/v1/events (the `ListEvents` operationId).
+func (c *ClientWithResponses) ListEventsWithResponse(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*ListEventsResponse, error) {
+	rsp, err := c.ListEvents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListEventsResponse(rsp)
 }
 
 // ListInvoicesWithResponse List invoices
@@ -4104,6 +4686,268 @@ func ParseGetClientResponse(rsp *http.Response) (*GetClientResponse, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetClientResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListEventsResponse parses an HTTP response from a ListEventsWithResponse call
+func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EventsPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest HeadersTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest EventsUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListEventsResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers ListEventsResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListEventsResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListEventsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListEventsResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListEventsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 431:
+		var headers ListEventsResponse431Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers431 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListEventsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListEventsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/client"
+	"github.com/invoicing-ao/gateway/events"
 	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/idempotency"
 	"github.com/invoicing-ao/gateway/internal/testenv"
@@ -27,6 +28,7 @@ import (
 type testGateway struct {
 	URL     string
 	srv     *gateway.Server
+	events  *events.Service // the feed; detection runs where a test runs it
 	admin   *admin.Service // makes the tests' keys
 	live    string         // the live database's URL
 	liveVia *testenv.FaultProxy
@@ -74,8 +76,12 @@ func startGateway(t *testing.T) *testGateway {
 	keys := authz.New(authz.Config{Redis: rdb, Prefix: prefix + "authz:", Logger: logger})
 	limits := tenants.New(tenants.Config{Redis: rdb, Prefix: prefix + "tenants:", Logger: logger,
 		LiveDefault: tenants.Limit{Rate: 1000, Burst: 1000}, TestDefault: tenants.Limit{Rate: 1000, Burst: 1000}})
+	if g.events, err = events.New(events.Config{Redis: rdb, Prefix: prefix + "events:", Logger: logger,
+		Sources: map[invoicing.Mode]events.Source{invoicing.Live: live, invoicing.Test: sandbox}}); err != nil {
+		t.Fatal(err)
+	}
 	g.srv = gateway.New(gateway.Config{Live: live, Test: sandbox, Keys: keys, Limiter: limits, Logger: logger,
-		Idempotency: idempotency.New(idempotency.Config{Redis: rdb, Prefix: prefix + "idem:"})})
+		Idempotency: idempotency.New(idempotency.Config{Redis: rdb, Prefix: prefix + "idem:"}), Feed: g.events})
 	g.admin = admin.New(admin.Config{Keys: keys, Limiter: limits, Companies: live, Logger: logger})
 	h := g.srv.Handler()
 	pub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -99,7 +105,7 @@ func startGateway(t *testing.T) *testGateway {
 // LIVE key of every scope, and cfg's other settings.
 func (g *testGateway) api(t *testing.T, cfg client.Config) *client.API {
 	t.Helper()
-	scopes, err := authz.ParseScopes("invoices:read,clients:read,clients:write")
+	scopes, err := authz.ParseScopes("invoices:read,clients:read,clients:write,events:read")
 	if err != nil {
 		t.Fatal(err)
 	}
