@@ -29,8 +29,8 @@ type testGateway struct {
 	URL     string
 	srv     *gateway.Server
 	events  *events.Service // the feed; detection runs where a test runs it
-	admin   *admin.Service // makes the tests' keys
-	live    string         // the live database's URL
+	admin   *admin.Service  // makes the tests' keys
+	live    string          // the live database's URL
 	liveVia *testenv.FaultProxy
 
 	mu   sync.Mutex
