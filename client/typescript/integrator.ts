@@ -1,4 +1,4 @@
-// An integrator's program: the five operations of the invoicing API through
+// An integrator's program: the six operations of the invoicing API through
 // openapi-fetch, typed by what openapi-typescript generates from the
 // gateway's OpenAPI document (schema.ts), with default settings. CI
 // type-checks it with `tsc --strict` and runs it against the demo
@@ -12,6 +12,7 @@ import type { components, paths } from "./schema.js";
 
 type Invoice = components["schemas"]["Invoice"];
 type Problem = components["schemas"]["Problem"];
+type FeedEvent = components["schemas"]["FeedEvent"];
 
 function env(name: string): string {
   const v = process.env[name];
@@ -43,6 +44,19 @@ async function* allInvoices(query: { status?: Invoice["status"]; type?: Invoice[
     yield* data.data;
     cursor = data.nextCursor ?? undefined;
   } while (cursor !== undefined);
+}
+
+// The events feed's walker: oldest first by cursor until caught up
+// (hasMore false), each event once; it returns the cursor to poll from next
+// time (keep it with what you processed). A cursor is bound to its filters.
+async function pollEvents(cursor: string | undefined, type: string, handle: (e: FeedEvent) => void): Promise<string> {
+  for (;;) {
+    const { data, error } = await api.GET("/api/v1/v1/events", { params: { query: { pageSize: 100, type, cursor } } });
+    if (error) fail("list events", error);
+    data.data.forEach(handle);
+    cursor = data.nextCursor ?? cursor;
+    if (!data.hasMore && cursor !== undefined) return cursor;
+  }
 }
 
 // 1. List invoices: typed items, the status filter, money as numbers.
@@ -78,6 +92,9 @@ const { data: clients, error: clientsError } = await api.GET("/api/v1/v1/clients
 if (clientsError) fail("list clients", clientsError);
 check(clients.data.every((c) => c.name.toLowerCase().includes("a") || (c.nif ?? "").includes("A")), "search matches");
 
+// Where the events feed is now: the next polls see what comes after.
+let feedCursor = await pollEvents(undefined, "client.created", () => {});
+
 // 4. Create client: a new Idempotency-Key for this client (resent unchanged
 // on a retry of the same create).
 const nif = String(5_000_000_000 + Math.floor(Math.random() * 999_999_999));
@@ -96,6 +113,17 @@ check(again?.code === "nif_conflict" && again.existingClientId === created.id, "
 const { data: fetched, error: fetchError } = await api.GET("/api/v1/v1/clients/{id}", { params: { path: { id: created.id } } });
 if (fetchError) fail("get client", fetchError);
 check(fetched.id === created.id && fetched.type === "COMPANY", "the created client");
+
+// 6. List events: the client just created comes in the feed as
+// client.created, once (the feed records changes a few seconds after them).
+let createdEvents = 0;
+for (let i = 0; i < 60 && createdEvents === 0; i++) {
+  if (i > 0) await new Promise((r) => setTimeout(r, 500));
+  feedCursor = await pollEvents(feedCursor, "client.created", (e) => {
+    if (e.type === "client.created" && e.data["id"] === created.id) createdEvents++;
+  });
+}
+check(createdEvents === 1, "the created client's client.created, once, in the feed");
 
 // What the types refuse (tsc fails if any of these compiles).
 // @ts-expect-error: status is an enum
