@@ -5,9 +5,10 @@
 // operation), and a small layer that every integrator would otherwise write
 // (this file, pages.go, retry.go, problem.go, webhook.go):
 //
-//   - API: the five operations with the key and company sent on every call,
+//   - API: the operations with the key and company sent on every call,
 //     errors as *Problem (usable with errors.As), money exact (json.Number);
 //   - Invoices and Clients: every item of a list, by cursor (iter.Seq2);
+//   - Events and PollEvents: the events feed, walked and polled by cursor;
 //   - retries of 429 and 503 after Retry-After, bounded;
 //   - an Idempotency-Key on every create, the same on its own retries;
 //   - WebhookVerifier: the deliveries of the API's events checked (Standard

@@ -1033,7 +1033,7 @@ type ListEventsParams struct {
 	// Order `oldest` (the default) or `newest` first, by when events were recorded.
 	Order *ListEventsParamsOrder `form:"order,omitempty" json:"order,omitempty"`
 
-	// Type Only events of these types, comma-separated (each once).
+	// Type Only events of these types, comma-separated.
 	Type *string `form:"type,omitempty" json:"type,omitempty"`
 
 	// Since Only events recorded at or after this instant (RFC 3339; to the millisecond).

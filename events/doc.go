@@ -4,6 +4,8 @@
 // the change, queues one delivery per subscribed endpoint in Redis, and
 // delivers them from every gateway instance, signed to the Standard Webhooks
 // 1.0 specification, at least once, retried on a schedule of about three days.
+// It also records every company's events, endpoints or not, in a feed per
+// company and mode that the API's GET /events reads by cursor (feed.go).
 //
 // It knows nothing of HTTP requests made to the gateway, of keys or of the
 // other adapters; it speaks invoicing's vocabulary at its edge. What it keeps

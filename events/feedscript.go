@@ -110,12 +110,12 @@ while true do
   for _, e in ipairs(batch) do
     read = read + 1
     next = e[1]
-    local f = {}
-    for j = 1, #e[2], 2 do f[e[2][j]] = e[2][j + 1] end
-    if any or wanted[f['t']] then
+    -- The fields, in the order the enqueue script writes them: i, t, b.
+    local f = e[2]
+    if any or wanted[f[4]] then
       out[#out + 1] = e[1]
-      out[#out + 1] = f['i']
-      out[#out + 1] = f['b']
+      out[#out + 1] = f[2]
+      out[#out + 1] = f[6]
     end
     if #out / 3 >= limit then full = true break end
   end

@@ -30,10 +30,22 @@ func (c *conformance) mutations() []mutation {
 	for _, ref := range c.op.Parameters {
 		query[ref.Value.Name] = ref.Value.In == "query"
 	}
-	if !query["page"] {
+	if !query["page"] && !query["pageSize"] {
 		ms = append(ms, mutation{"a query string where none is accepted", bad, false, func(g valueGen, p *probe) {
 			p.query = append(p.query, [2]string{pick(g, "x", "page", "pageSize"), "1"})
 		}})
+	}
+	if query["pageSize"] && !query["page"] { // the events feed: by cursor only
+		ms = append(ms,
+			mutation{"an unknown parameter", bad, false, func(g valueGen, p *probe) {
+				setQuery(&p.query, pick(g, "x", "page", "updatedSince"), "1")
+			}},
+			mutation{"pageSize out of range or not an integer", bad, true, func(g valueGen, p *probe) {
+				setQuery(&p.query, "pageSize", pick(g, "0", "101", "1000", "x", "20.0"))
+			}},
+			mutation{"an unknown event type", bad, true, func(g valueGen, p *probe) {
+				setQuery(&p.query, "type", pick(g, "invoice.lost", "invoice.paid,", "INVOICE.PAID", "client"))
+			}})
 	}
 	if query["page"] {
 		ms = append(ms,

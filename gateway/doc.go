@@ -1,6 +1,6 @@
 // Package gateway is the HTTP front of the public invoicing API: routing,
 // the middleware chain (request id, recovery, access log, authentication,
-// rate limiting), the five API handlers, the developer portal, and the one
+// rate limiting), the API handlers, the developer portal, and the one
 // table that maps every error to an HTTP status and a problem+json body.
 // authz, tenants, usage, idempotency and backend are reached through the
 // small interfaces declared here, where they are used, and only for what a

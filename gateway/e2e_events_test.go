@@ -181,13 +181,13 @@ func TestEventsFeedRefusals(t *testing.T) {
 		"cursor=AgAAAZyqz0ZeAAAAAAAAAAMx8vbF4yGhLg0zTQ2nWCP5":        "cursor",
 		"type=invoice.paid&cursor=" + url.QueryEscape(*p.NextCursor): "cursor", // another filter's
 		"order=newest&cursor=" + url.QueryEscape(*p.NextCursor):      "cursor", // another order's
-		"type=invoice.lost":              "type",
-		"type=invoice.paid,invoice.paid": "type",
-		"since=yesterday":                "since",
+		"type=invoice.lost":                                     "type",
+		"type=invoice.paid,,invoice.paid":                       "type",
+		"since=yesterday":                                       "since",
 		"since=2026-03-02T00:00:00Z&until=2026-03-01T00:00:00Z": "until",
-		"order=sideways":                    "order",
-		"pageSize=101":                      "pageSize",
-		"updatedSince=2026-03-01T00:00:00Z": "updatedSince",
+		"order=sideways":                                        "order",
+		"pageSize=101":                                          "pageSize",
+		"updatedSince=2026-03-01T00:00:00Z":                     "updatedSince",
 	} {
 		r := do(t, in.pub.URL, req{Path: "/api/v1/v1/events?" + query, Key: key, Company: coA})
 		m := expectProblem(t, r, 400, "invalid_parameter")

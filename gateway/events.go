@@ -71,7 +71,8 @@ func (s *Server) feedQuery(raw string, sc *cursorScope) (invoicing.FeedQuery, er
 	return q, qs.err()
 }
 
-// feedTypes reads the type filter: event types, comma-separated, each once.
+// feedTypes reads the type filter: event types, comma-separated (a type
+// named twice counts once).
 func (s *Server) feedTypes(qs *query, v string) []string {
 	known := s.feed.EventTypes()
 	names := strings.Split(v, ",")
@@ -82,15 +83,13 @@ func (s *Server) feedTypes(qs *query, v string) []string {
 	out := make([]string, 0, len(names))
 	for _, n := range names {
 		n = strings.TrimSpace(n)
-		switch {
-		case !slices.Contains(known, n):
+		if !slices.Contains(known, n) {
 			qs.fail("type", "must be event types, comma-separated, among "+strings.Join(known, ", "))
 			return nil
-		case slices.Contains(out, n):
-			qs.fail("type", "must name each event type once")
-			return nil
 		}
-		out = append(out, n)
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
 	}
 	return out
 }

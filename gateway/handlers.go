@@ -10,7 +10,8 @@ import (
 	"github.com/invoicing-ao/gateway/tenants"
 )
 
-// The five operations of the public API. Each reads and validates its input,
+// The operations of the public API on its resources (the events feed is in
+// events.go). Each reads and validates its input,
 // makes one store call for the caller's company in the key's mode, and
 // returns the resource: writeAnswers writes it, or the error.
 

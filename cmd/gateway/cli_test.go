@@ -70,7 +70,7 @@ func TestKeysCommands(t *testing.T) {
 		want string
 	}{
 		{[]string{"keys", "create", "--company", "00000000-0000-4000-8000-0000000000aa", "--mode", "LIVE", "--scopes", "clients:read"}, "No company"},
-		{[]string{"keys", "create", "--company", gendata.DemoCompanyA, "--mode", "LIVE", "--scopes", "clients:delete"}, `--scopes "clients:delete": must be among invoices:read, clients:read, clients:write: "clients:delete" is not a scope`},
+		{[]string{"keys", "create", "--company", gendata.DemoCompanyA, "--mode", "LIVE", "--scopes", "clients:delete"}, `--scopes "clients:delete": must be among invoices:read, clients:read, clients:write, events:read: "clients:delete" is not a scope`},
 		{[]string{"keys", "create", "--company", gendata.DemoCompanyA, "--mode", "LIVE", "--scopes", "clients:read", "--allow-cidr", "300.1.1.1/8"}, `--allow-cidr: must be CIDRs or addresses: "300.1.1.1/8" is not a CIDR`},
 		{[]string{"keys", "create", "--company", gendata.DemoCompanyA, "--mode", "PROD", "--scopes", "clients:read"}, "LIVE or TEST"},
 		{[]string{"keys", "create", "--company", gendata.DemoCompanyA}, "--mode"},

@@ -20,7 +20,7 @@ import (
 // The developer portal's checks that need tools from outside Go, all against
 // one demo gateway: the document lints clean (Spectral), the Postman
 // collection runs green (Newman), a headless Chromium renders the explorer
-// with the five operations and the webhooks, and the code samples of the
+// with the six operations and the webhooks, and the code samples of the
 // document, the Webhooks guide's included, work as written. Each tool is skipped when missing, except under CI=true, where
 // .ci/test has installed them and a missing one fails.
 
@@ -84,7 +84,7 @@ func TestPortal(t *testing.T) {
 		}
 		for _, op := range []string{
 			"GET /api/v1/v1/invoices List invoices", "GET /api/v1/v1/invoices/{id} Get invoice", "GET /api/v1/v1/clients List clients",
-			"GET /api/v1/v1/clients/{id} Get client", "POST /api/v1/v1/clients Create client",
+			"GET /api/v1/v1/clients/{id} Get client", "POST /api/v1/v1/clients Create client", "GET /api/v1/v1/events List events",
 		} {
 			if !found[op] {
 				t.Errorf("the explorer does not show %q; it shows %v", op, found)
