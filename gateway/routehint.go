@@ -5,7 +5,7 @@ import "strings"
 // apiPaths are the API operations' paths below apiPrefix, as the router
 // writes them, the longer first: a 404 on the public listener names the one
 // a wrong path was meant to be (routeHint).
-var apiPaths = [][]string{{"invoices", ":id"}, {"clients", ":id"}, {"invoices"}, {"clients"}}
+var apiPaths = [][]string{{"invoices", ":id"}, {"clients", ":id"}, {"invoices"}, {"clients"}, {"events"}}
 
 // routeHint is the detail of the public listener's 404 route_not_found.
 // A path whose end is one of the operations' paths (the "/api/v1/invoices"
