@@ -21,7 +21,7 @@ func TestRefusalsNameTheField(t *testing.T) {
 		{"POST", "/admin/v1/companies/" + coA + "/webhooks", `{"mode":"LIVE","url":"https://10.1.2.3/hooks"}`, "url", "must point to a public address: 10.1.2.3 is a private address"},
 		{"POST", "/admin/v1/companies/" + coA + "/webhooks", `{"mode":"LIVE","url":"ftp://10.1.2.3/hooks"}`, "url", `must use https, not "ftp"`},
 		{"POST", "/admin/v1/companies/" + coA + "/webhooks", `{"mode":"LIVE","url":"https://hooks.example.com/w","types":["invoice.refunded"]}`, "types", `"invoice.refunded" is not an event type`},
-		{"POST", "/admin/v1/keys", `{"companyId":"` + coA + `","mode":"LIVE","scopes":["invoices:write"]}`, "scopes", `must be among invoices:read, clients:read, clients:write: "invoices:write" is not a scope`},
+		{"POST", "/admin/v1/keys", `{"companyId":"` + coA + `","mode":"LIVE","scopes":["invoices:write"]}`, "scopes", `must be among invoices:read, clients:read, clients:write, events:read: "invoices:write" is not a scope`},
 		{"POST", "/admin/v1/keys", `{"companyId":"` + coA + `","mode":"LIVE","scopes":["invoices:read"],"allowedCidrs":["300.1.1.1/8"]}`, "allowedCidrs", `"300.1.1.1/8" is not a CIDR`},
 		{"POST", "/admin/v1/keys", `{"companyId":"` + coA + `","mode":"LIVE","scopes":["invoices:read"],"name":"` + long + `"}`, "name", "must be at most 100 bytes of printable text"},
 	} {
@@ -41,7 +41,9 @@ func TestRefusalsNameTheField(t *testing.T) {
 		if len(p.Errors) == 1 && !strings.Contains(said, p.Errors[0].Field+" "+p.Errors[0].Message) {
 			said += " " + p.Errors[0].Field + ": " + p.Errors[0].Message // as the console and the CLI show it
 		}
-		for _, internal := range []string{"tenants:", "authz:", "events:", "audit:", "invalid webhook endpoint", "invalid limit", "url's host", "lookup "} {
+		// A package's prefix is its name, a colon and a space ("events: …");
+		// a scope's name ("events:read") is the user's word.
+		for _, internal := range []string{"tenants: ", "authz: ", "events: ", "audit: ", "invalid webhook endpoint", "invalid limit", "url's host", "lookup "} {
 			if strings.Contains(said, internal) {
 				t.Errorf("%s %s: %q shows %q", c.method, c.body, said, internal)
 			}
