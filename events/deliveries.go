@@ -19,6 +19,11 @@ type Delivery struct {
 	EventID    string `json:"eventId"`
 	Type       Type   `json:"type"`
 	ResourceID string `json:"resourceId"`
+	// CompanyID and Mode say whose the event is, as its body does: the
+	// endpoint's, since an endpoint receives only its company's events of
+	// its mode.
+	CompanyID string         `json:"companyId"`
+	Mode      invoicing.Mode `json:"mode"`
 	// State is pending (waiting for its next attempt, or being made),
 	// delivered, failed (every attempt of the schedule failed) or expired
 	// (older than the retention before it could be made).
@@ -54,7 +59,8 @@ func (s *Service) Deliveries(ctx context.Context, endpointID string, q DeliveryQ
 	if q.Type != "" && q.Type != TestType && !slices.Contains(Types, q.Type) {
 		return nil, "", invoicing.InvalidField(ErrInvalidEndpoint, "type", "must be an event type such as invoice.paid: %q is not one", invoicing.Clip(string(q.Type)))
 	}
-	if _, err := s.Endpoint(ctx, endpointID); err != nil {
+	ep, err := s.Endpoint(ctx, endpointID)
+	if err != nil {
 		return nil, "", err
 	}
 	if q.Cursor != "" && !ValidDeliveryCursor(q.Cursor) {
@@ -88,6 +94,7 @@ func (s *Service) Deliveries(ctx context.Context, endpointID string, q DeliveryQ
 			if d == nil || (q.State != "" && d.State != q.State) || (q.Type != "" && d.Type != q.Type) {
 				continue
 			}
+			d.CompanyID, d.Mode = ep.CompanyID, ep.Mode
 			out = append(out, *d)
 			if len(out) == limit {
 				if i == len(batch)-1 {
@@ -172,11 +179,19 @@ func (s *Service) logPage(ctx context.Context, endpointID string, n int, cursor 
 
 // Delivery reads one delivery of the log.
 func (s *Service) Delivery(ctx context.Context, endpointID, eventID string) (Delivery, error) {
+	ep, err := s.Endpoint(ctx, endpointID)
+	if err != nil {
+		return Delivery{}, err
+	}
 	d, ok, err := s.delivery(ctx, endpointID, eventID)
 	if err == nil && !ok {
 		err = ErrNotFound
 	}
-	return d, err
+	if err != nil {
+		return Delivery{}, err
+	}
+	d.CompanyID, d.Mode = ep.CompanyID, ep.Mode
+	return d, nil
 }
 
 func (s *Service) delivery(ctx context.Context, endpointID, eventID string) (Delivery, bool, error) {

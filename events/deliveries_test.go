@@ -67,6 +67,9 @@ func walk(t *testing.T, s *Service, endpointID string, q DeliveryQuery, between 
 			if seen[d.EventID] {
 				t.Fatalf("limit %d: %s listed twice (page %d)", q.Limit, d.EventID, pages)
 			}
+			if d.CompanyID != testCompany || d.Mode != invoicing.Test {
+				t.Fatalf("%s: listed as of %q in mode %q", d.EventID, d.CompanyID, d.Mode)
+			}
 			if !last.IsZero() && d.QueuedAt.After(last) {
 				t.Fatalf("limit %d: %s queued at %s after one listed before it", q.Limit, d.EventID, d.QueuedAt)
 			}

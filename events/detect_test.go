@@ -118,11 +118,14 @@ func testEventsFromRealChanges(t *testing.T, rdb *redis.Client, prefix string) {
 		t.Errorf("invoice.overdue carries status %q", overdue.Status)
 	}
 	// Each event's timestamp is when its change happened: not before the
-	// endpoint, not in the future.
+	// endpoint, not in the future; and each says whose it is.
 	for _, d := range got {
 		ts, err := time.Parse(time.RFC3339Nano, d.parsed.Timestamp)
 		if err != nil || ts.After(time.Now().Add(time.Second)) {
 			t.Errorf("%s: timestamp %q", d.parsed.Type, d.parsed.Timestamp)
+		}
+		if d.parsed.CompanyID != e.company || d.parsed.Mode != invoicing.Test {
+			t.Errorf("%s %s: of company %q in mode %q, want %s TEST", d.parsed.Type, d.id, d.parsed.CompanyID, d.parsed.Mode, e.company)
 		}
 	}
 }

@@ -165,6 +165,8 @@ type delivery struct {
 	parsed struct {
 		Type      Type            `json:"type"`
 		Timestamp string          `json:"timestamp"`
+		CompanyID string          `json:"companyId"`
+		Mode      invoicing.Mode  `json:"mode"`
 		Data      json.RawMessage `json:"data"`
 	}
 	id     string // the data's id

@@ -88,6 +88,14 @@ func TestEventID(t *testing.T) {
 	if len(base) != 30 || !strings.HasPrefix(base, "evt_") || strings.Trim(base[4:], "abcdefghijklmnopqrstuvwxyz234567") != "" {
 		t.Fatalf("form: %q", base)
 	}
+	// Ids never change: a receiver drops a redelivery by its id, whatever
+	// the body says beside the resource (its company and mode among it).
+	if got := eventID("LIVE", testCompany, InvoicePaid, docA, ""); got != "evt_u4jp2a6arifz472wsej7diwt7m" {
+		t.Errorf("the id of an invoice.paid is now %s", got)
+	}
+	if got := eventID("TEST", testCompany, InvoiceOverdue, docA, "2026-03-31"); got != "evt_ebm6xv6habc3stmxyp547dgssy" {
+		t.Errorf("the id of an invoice.overdue is now %s", got)
+	}
 	seen := map[string]bool{base: true}
 	for _, id := range []string{
 		eventID("TEST", "co", InvoicePaid, "r", ""), eventID("LIVE", "co2", InvoicePaid, "r", ""),

@@ -71,13 +71,22 @@ type Event struct {
 }
 
 // body is the webhook's JSON body: type, timestamp and data, as Standard
-// Webhooks' payload structure has them.
+// Webhooks' payload structure has them, and whose the event is, companyId
+// and mode, beside them at the top level (where the specification allows
+// metadata): data is the resource exactly as the API's GET answers it, so
+// it cannot carry them, and a header would not be signed. A receiver that
+// serves several companies from one URL routes by them. The body is built
+// at each attempt from the event as queued, which has always held its
+// company and mode, so events queued before these fields existed carry them
+// too.
 func (e *Event) body() ([]byte, error) {
 	return json.Marshal(struct {
 		Type      Type                `json:"type"`
 		Timestamp invoicing.Timestamp `json:"timestamp"`
+		CompanyID string              `json:"companyId"`
+		Mode      invoicing.Mode      `json:"mode"`
 		Data      json.RawMessage     `json:"data"`
-	}{e.Type, invoicing.Timestamp{Time: e.Time}, e.Data})
+	}{e.Type, invoicing.Timestamp{Time: e.Time}, e.CompanyID, e.Mode, e.Data})
 }
 
 var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
