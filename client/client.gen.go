@@ -36,6 +36,24 @@ func (e ClientType) Valid() bool {
 	}
 }
 
+// Defines values for FeedEventMode.
+const (
+	FeedEventModeLIVE FeedEventMode = "LIVE"
+	FeedEventModeTEST FeedEventMode = "TEST"
+)
+
+// Valid indicates whether the value is a known member of the FeedEventMode enum.
+func (e FeedEventMode) Valid() bool {
+	switch e {
+	case FeedEventModeLIVE:
+		return true
+	case FeedEventModeTEST:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for InvoiceStatus.
 const (
 	CANCELLED InvoiceStatus = "CANCELLED"
@@ -288,6 +306,24 @@ func (e ListEventsParamsOrder) Valid() bool {
 	}
 }
 
+// Defines values for ClientCreatedJSONBodyMode.
+const (
+	ClientCreatedJSONBodyModeLIVE ClientCreatedJSONBodyMode = "LIVE"
+	ClientCreatedJSONBodyModeTEST ClientCreatedJSONBodyMode = "TEST"
+)
+
+// Valid indicates whether the value is a known member of the ClientCreatedJSONBodyMode enum.
+func (e ClientCreatedJSONBodyMode) Valid() bool {
+	switch e {
+	case ClientCreatedJSONBodyModeLIVE:
+		return true
+	case ClientCreatedJSONBodyModeTEST:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ClientCreatedJSONBodyType.
 const (
 	ClientCreated ClientCreatedJSONBodyType = "client.created"
@@ -297,6 +333,24 @@ const (
 func (e ClientCreatedJSONBodyType) Valid() bool {
 	switch e {
 	case ClientCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClientUpdatedJSONBodyMode.
+const (
+	ClientUpdatedJSONBodyModeLIVE ClientUpdatedJSONBodyMode = "LIVE"
+	ClientUpdatedJSONBodyModeTEST ClientUpdatedJSONBodyMode = "TEST"
+)
+
+// Valid indicates whether the value is a known member of the ClientUpdatedJSONBodyMode enum.
+func (e ClientUpdatedJSONBodyMode) Valid() bool {
+	switch e {
+	case ClientUpdatedJSONBodyModeLIVE:
+		return true
+	case ClientUpdatedJSONBodyModeTEST:
 		return true
 	default:
 		return false
@@ -318,6 +372,24 @@ func (e ClientUpdatedJSONBodyType) Valid() bool {
 	}
 }
 
+// Defines values for InvoiceCancelledJSONBodyMode.
+const (
+	InvoiceCancelledJSONBodyModeLIVE InvoiceCancelledJSONBodyMode = "LIVE"
+	InvoiceCancelledJSONBodyModeTEST InvoiceCancelledJSONBodyMode = "TEST"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceCancelledJSONBodyMode enum.
+func (e InvoiceCancelledJSONBodyMode) Valid() bool {
+	switch e {
+	case InvoiceCancelledJSONBodyModeLIVE:
+		return true
+	case InvoiceCancelledJSONBodyModeTEST:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for InvoiceCancelledJSONBodyType.
 const (
 	InvoiceCancelled InvoiceCancelledJSONBodyType = "invoice.cancelled"
@@ -327,6 +399,24 @@ const (
 func (e InvoiceCancelledJSONBodyType) Valid() bool {
 	switch e {
 	case InvoiceCancelled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceIssuedJSONBodyMode.
+const (
+	InvoiceIssuedJSONBodyModeLIVE InvoiceIssuedJSONBodyMode = "LIVE"
+	InvoiceIssuedJSONBodyModeTEST InvoiceIssuedJSONBodyMode = "TEST"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceIssuedJSONBodyMode enum.
+func (e InvoiceIssuedJSONBodyMode) Valid() bool {
+	switch e {
+	case InvoiceIssuedJSONBodyModeLIVE:
+		return true
+	case InvoiceIssuedJSONBodyModeTEST:
 		return true
 	default:
 		return false
@@ -348,6 +438,24 @@ func (e InvoiceIssuedJSONBodyType) Valid() bool {
 	}
 }
 
+// Defines values for InvoiceOverdueJSONBodyMode.
+const (
+	InvoiceOverdueJSONBodyModeLIVE InvoiceOverdueJSONBodyMode = "LIVE"
+	InvoiceOverdueJSONBodyModeTEST InvoiceOverdueJSONBodyMode = "TEST"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceOverdueJSONBodyMode enum.
+func (e InvoiceOverdueJSONBodyMode) Valid() bool {
+	switch e {
+	case InvoiceOverdueJSONBodyModeLIVE:
+		return true
+	case InvoiceOverdueJSONBodyModeTEST:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for InvoiceOverdueJSONBodyType.
 const (
 	InvoiceOverdue InvoiceOverdueJSONBodyType = "invoice.overdue"
@@ -357,6 +465,24 @@ const (
 func (e InvoiceOverdueJSONBodyType) Valid() bool {
 	switch e {
 	case InvoiceOverdue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoicePaidJSONBodyMode.
+const (
+	InvoicePaidJSONBodyModeLIVE InvoicePaidJSONBodyMode = "LIVE"
+	InvoicePaidJSONBodyModeTEST InvoicePaidJSONBodyMode = "TEST"
+)
+
+// Valid indicates whether the value is a known member of the InvoicePaidJSONBodyMode enum.
+func (e InvoicePaidJSONBodyMode) Valid() bool {
+	switch e {
+	case InvoicePaidJSONBodyModeLIVE:
+		return true
+	case InvoicePaidJSONBodyModeTEST:
 		return true
 	default:
 		return false
@@ -378,6 +504,24 @@ func (e InvoicePaidJSONBodyType) Valid() bool {
 	}
 }
 
+// Defines values for InvoiceTransmissionUpdatedJSONBodyMode.
+const (
+	InvoiceTransmissionUpdatedJSONBodyModeLIVE InvoiceTransmissionUpdatedJSONBodyMode = "LIVE"
+	InvoiceTransmissionUpdatedJSONBodyModeTEST InvoiceTransmissionUpdatedJSONBodyMode = "TEST"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceTransmissionUpdatedJSONBodyMode enum.
+func (e InvoiceTransmissionUpdatedJSONBodyMode) Valid() bool {
+	switch e {
+	case InvoiceTransmissionUpdatedJSONBodyModeLIVE:
+		return true
+	case InvoiceTransmissionUpdatedJSONBodyModeTEST:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for InvoiceTransmissionUpdatedJSONBodyType.
 const (
 	InvoiceTransmissionUpdated InvoiceTransmissionUpdatedJSONBodyType = "invoice.transmission.updated"
@@ -387,6 +531,24 @@ const (
 func (e InvoiceTransmissionUpdatedJSONBodyType) Valid() bool {
 	switch e {
 	case InvoiceTransmissionUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookTestJSONBodyMode.
+const (
+	WebhookTestJSONBodyModeLIVE WebhookTestJSONBodyMode = "LIVE"
+	WebhookTestJSONBodyModeTEST WebhookTestJSONBodyMode = "TEST"
+)
+
+// Valid indicates whether the value is a known member of the WebhookTestJSONBodyMode enum.
+func (e WebhookTestJSONBodyMode) Valid() bool {
+	switch e {
+	case WebhookTestJSONBodyModeLIVE:
+		return true
+	case WebhookTestJSONBodyModeTEST:
 		return true
 	default:
 		return false
@@ -534,6 +696,11 @@ type EventsPage struct {
 // recorded, and the members of the webhook's body (see *Webhooks*), the
 // same as its deliveries carry.
 type FeedEvent struct {
+	// CompanyId The company whose event it is: the id its requests send as
+	// `X-Company-Id`. With `mode`, it tells apart the events of
+	// the companies and modes a receiver serves from one URL.
+	CompanyId openapi_types.UUID `json:"companyId"`
+
 	// Data The resource as the API's GET answers it, as it was when the event
 	// was found: an `InvoiceDetail` for `invoice.*` events, a
 	// `ClientRecord` for `client.*` events.
@@ -543,6 +710,11 @@ type FeedEvent struct {
 	//
 	// Examples: evt_tpq676v2wyuzrl3tacitgepsv3
 	Id string `json:"id"`
+
+	// Mode Which of the company's data the event is of: `LIVE`, its
+	// real data, or `TEST`, its sandbox (the mode of the endpoint
+	// it is sent to, or of the key that reads the events feed).
+	Mode FeedEventMode `json:"mode"`
 
 	// RecordedAt When the event was recorded in the feed (its order, and what `since` and `until` bound).
 	//
@@ -563,6 +735,11 @@ type FeedEvent struct {
 	// Examples: invoice.paid
 	Type string `json:"type"`
 }
+
+// FeedEventMode Which of the company's data the event is of: `LIVE`, its
+// real data, or `TEST`, its sandbox (the mode of the endpoint
+// it is sent to, or of the key that reads the events feed).
+type FeedEventMode string
 
 // Invoice A fiscal document or proforma, as List invoices returns it. Every field is
 // always present; nullable ones are `null` when they have no value. Get
@@ -1096,8 +1273,18 @@ type GetInvoiceParams struct {
 
 // ClientCreatedJSONBody defines parameters for ClientCreated.
 type ClientCreatedJSONBody struct {
+	// CompanyId The company whose event it is: the id its requests send as
+	// `X-Company-Id`. With `mode`, it tells apart the events of
+	// the companies and modes a receiver serves from one URL.
+	CompanyId openapi_types.UUID `json:"companyId"`
+
 	// Data A client of the company. Every field is always present; optional ones are `null` when unknown.
 	Data ClientRecord `json:"data"`
+
+	// Mode Which of the company's data the event is of: `LIVE`, its
+	// real data, or `TEST`, its sandbox (the mode of the endpoint
+	// it is sent to, or of the key that reads the events feed).
+	Mode ClientCreatedJSONBodyMode `json:"mode"`
 
 	// Timestamp When it was created (its `createdAt`).
 	//
@@ -1126,13 +1313,26 @@ type ClientCreatedParams struct {
 	WebhookSignature string `json:"webhook-signature"`
 }
 
+// ClientCreatedJSONBodyMode defines parameters for ClientCreated.
+type ClientCreatedJSONBodyMode string
+
 // ClientCreatedJSONBodyType defines parameters for ClientCreated.
 type ClientCreatedJSONBodyType string
 
 // ClientUpdatedJSONBody defines parameters for ClientUpdated.
 type ClientUpdatedJSONBody struct {
+	// CompanyId The company whose event it is: the id its requests send as
+	// `X-Company-Id`. With `mode`, it tells apart the events of
+	// the companies and modes a receiver serves from one URL.
+	CompanyId openapi_types.UUID `json:"companyId"`
+
 	// Data A client of the company. Every field is always present; optional ones are `null` when unknown.
 	Data ClientRecord `json:"data"`
+
+	// Mode Which of the company's data the event is of: `LIVE`, its
+	// real data, or `TEST`, its sandbox (the mode of the endpoint
+	// it is sent to, or of the key that reads the events feed).
+	Mode ClientUpdatedJSONBodyMode `json:"mode"`
 
 	// Timestamp When it changed (its `updatedAt`).
 	//
@@ -1161,14 +1361,27 @@ type ClientUpdatedParams struct {
 	WebhookSignature string `json:"webhook-signature"`
 }
 
+// ClientUpdatedJSONBodyMode defines parameters for ClientUpdated.
+type ClientUpdatedJSONBodyMode string
+
 // ClientUpdatedJSONBodyType defines parameters for ClientUpdated.
 type ClientUpdatedJSONBodyType string
 
 // InvoiceCancelledJSONBody defines parameters for InvoiceCancelled.
 type InvoiceCancelledJSONBody struct {
+	// CompanyId The company whose event it is: the id its requests send as
+	// `X-Company-Id`. With `mode`, it tells apart the events of
+	// the companies and modes a receiver serves from one URL.
+	CompanyId openapi_types.UUID `json:"companyId"`
+
 	// Data An invoice as Get invoice returns it: the fields of `Invoice` (the same
 	// definitions) and `transmission`.
 	Data InvoiceDetail `json:"data"`
+
+	// Mode Which of the company's data the event is of: `LIVE`, its
+	// real data, or `TEST`, its sandbox (the mode of the endpoint
+	// it is sent to, or of the key that reads the events feed).
+	Mode InvoiceCancelledJSONBodyMode `json:"mode"`
 
 	// Timestamp When it was cancelled (its `updatedAt` then).
 	//
@@ -1197,14 +1410,27 @@ type InvoiceCancelledParams struct {
 	WebhookSignature string `json:"webhook-signature"`
 }
 
+// InvoiceCancelledJSONBodyMode defines parameters for InvoiceCancelled.
+type InvoiceCancelledJSONBodyMode string
+
 // InvoiceCancelledJSONBodyType defines parameters for InvoiceCancelled.
 type InvoiceCancelledJSONBodyType string
 
 // InvoiceIssuedJSONBody defines parameters for InvoiceIssued.
 type InvoiceIssuedJSONBody struct {
+	// CompanyId The company whose event it is: the id its requests send as
+	// `X-Company-Id`. With `mode`, it tells apart the events of
+	// the companies and modes a receiver serves from one URL.
+	CompanyId openapi_types.UUID `json:"companyId"`
+
 	// Data An invoice as Get invoice returns it: the fields of `Invoice` (the same
 	// definitions) and `transmission`.
 	Data InvoiceDetail `json:"data"`
+
+	// Mode Which of the company's data the event is of: `LIVE`, its
+	// real data, or `TEST`, its sandbox (the mode of the endpoint
+	// it is sent to, or of the key that reads the events feed).
+	Mode InvoiceIssuedJSONBodyMode `json:"mode"`
 
 	// Timestamp When it was issued (its `issuedAt`).
 	//
@@ -1233,14 +1459,27 @@ type InvoiceIssuedParams struct {
 	WebhookSignature string `json:"webhook-signature"`
 }
 
+// InvoiceIssuedJSONBodyMode defines parameters for InvoiceIssued.
+type InvoiceIssuedJSONBodyMode string
+
 // InvoiceIssuedJSONBodyType defines parameters for InvoiceIssued.
 type InvoiceIssuedJSONBodyType string
 
 // InvoiceOverdueJSONBody defines parameters for InvoiceOverdue.
 type InvoiceOverdueJSONBody struct {
+	// CompanyId The company whose event it is: the id its requests send as
+	// `X-Company-Id`. With `mode`, it tells apart the events of
+	// the companies and modes a receiver serves from one URL.
+	CompanyId openapi_types.UUID `json:"companyId"`
+
 	// Data An invoice as Get invoice returns it: the fields of `Invoice` (the same
 	// definitions) and `transmission`.
 	Data InvoiceDetail `json:"data"`
+
+	// Mode Which of the company's data the event is of: `LIVE`, its
+	// real data, or `TEST`, its sandbox (the mode of the endpoint
+	// it is sent to, or of the key that reads the events feed).
+	Mode InvoiceOverdueJSONBodyMode `json:"mode"`
 
 	// Timestamp The midnight in Luanda that began the first day after the due date (or the
 	// later change that moved the due date into the past).
@@ -1270,14 +1509,27 @@ type InvoiceOverdueParams struct {
 	WebhookSignature string `json:"webhook-signature"`
 }
 
+// InvoiceOverdueJSONBodyMode defines parameters for InvoiceOverdue.
+type InvoiceOverdueJSONBodyMode string
+
 // InvoiceOverdueJSONBodyType defines parameters for InvoiceOverdue.
 type InvoiceOverdueJSONBodyType string
 
 // InvoicePaidJSONBody defines parameters for InvoicePaid.
 type InvoicePaidJSONBody struct {
+	// CompanyId The company whose event it is: the id its requests send as
+	// `X-Company-Id`. With `mode`, it tells apart the events of
+	// the companies and modes a receiver serves from one URL.
+	CompanyId openapi_types.UUID `json:"companyId"`
+
 	// Data An invoice as Get invoice returns it: the fields of `Invoice` (the same
 	// definitions) and `transmission`.
 	Data InvoiceDetail `json:"data"`
+
+	// Mode Which of the company's data the event is of: `LIVE`, its
+	// real data, or `TEST`, its sandbox (the mode of the endpoint
+	// it is sent to, or of the key that reads the events feed).
+	Mode InvoicePaidJSONBodyMode `json:"mode"`
 
 	// Timestamp When it was paid (its `updatedAt` then).
 	//
@@ -1306,14 +1558,27 @@ type InvoicePaidParams struct {
 	WebhookSignature string `json:"webhook-signature"`
 }
 
+// InvoicePaidJSONBodyMode defines parameters for InvoicePaid.
+type InvoicePaidJSONBodyMode string
+
 // InvoicePaidJSONBodyType defines parameters for InvoicePaid.
 type InvoicePaidJSONBodyType string
 
 // InvoiceTransmissionUpdatedJSONBody defines parameters for InvoiceTransmissionUpdated.
 type InvoiceTransmissionUpdatedJSONBody struct {
+	// CompanyId The company whose event it is: the id its requests send as
+	// `X-Company-Id`. With `mode`, it tells apart the events of
+	// the companies and modes a receiver serves from one URL.
+	CompanyId openapi_types.UUID `json:"companyId"`
+
 	// Data An invoice as Get invoice returns it: the fields of `Invoice` (the same
 	// definitions) and `transmission`.
 	Data InvoiceDetail `json:"data"`
+
+	// Mode Which of the company's data the event is of: `LIVE`, its
+	// real data, or `TEST`, its sandbox (the mode of the endpoint
+	// it is sent to, or of the key that reads the events feed).
+	Mode InvoiceTransmissionUpdatedJSONBodyMode `json:"mode"`
 
 	// Timestamp When AGT's verdict was fetched, or the document submitted.
 	//
@@ -1342,16 +1607,28 @@ type InvoiceTransmissionUpdatedParams struct {
 	WebhookSignature string `json:"webhook-signature"`
 }
 
+// InvoiceTransmissionUpdatedJSONBodyMode defines parameters for InvoiceTransmissionUpdated.
+type InvoiceTransmissionUpdatedJSONBodyMode string
+
 // InvoiceTransmissionUpdatedJSONBodyType defines parameters for InvoiceTransmissionUpdated.
 type InvoiceTransmissionUpdatedJSONBodyType string
 
 // WebhookTestJSONBody defines parameters for WebhookTest.
 type WebhookTestJSONBody struct {
-	Data struct {
+	// CompanyId The company whose event it is: the id its requests send as
+	// `X-Company-Id`. With `mode`, it tells apart the events of
+	// the companies and modes a receiver serves from one URL.
+	CompanyId openapi_types.UUID `json:"companyId"`
+	Data      struct {
 		// EndpointId The endpoint the test was sent to.
 		EndpointId string `json:"endpointId"`
 		Message    string `json:"message"`
 	} `json:"data"`
+
+	// Mode Which of the company's data the event is of: `LIVE`, its
+	// real data, or `TEST`, its sandbox (the mode of the endpoint
+	// it is sent to, or of the key that reads the events feed).
+	Mode WebhookTestJSONBodyMode `json:"mode"`
 
 	// Timestamp When the test was asked for.
 	//
@@ -1379,6 +1656,9 @@ type WebhookTestParams struct {
 	// than `v1`.
 	WebhookSignature string `json:"webhook-signature"`
 }
+
+// WebhookTestJSONBodyMode defines parameters for WebhookTest.
+type WebhookTestJSONBodyMode string
 
 // WebhookTestJSONBodyType defines parameters for WebhookTest.
 type WebhookTestJSONBodyType string

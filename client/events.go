@@ -10,8 +10,8 @@ import (
 )
 
 // Event is an event of the events feed: the WebhookEvent its webhook
-// deliveries carry (the same ID, type, timestamp and data: one handler for
-// both), and when it was recorded in the feed.
+// deliveries carry (the same ID, type, timestamp, company, mode and data:
+// one handler for both), and when it was recorded in the feed.
 type Event struct {
 	WebhookEvent
 	RecordedAt time.Time
@@ -42,6 +42,8 @@ func (a *API) ListEvents(ctx context.Context, params ListEventsParams) (*EventPa
 			RecordedAt time.Time       `json:"recordedAt"`
 			Type       string          `json:"type"`
 			Timestamp  time.Time       `json:"timestamp"`
+			CompanyID  string          `json:"companyId"`
+			Mode       string          `json:"mode"`
 			Data       json.RawMessage `json:"data"`
 		} `json:"data"`
 		HasMore    bool    `json:"hasMore"`
@@ -54,7 +56,8 @@ func (a *API) ListEvents(ctx context.Context, params ListEventsParams) (*EventPa
 	}
 	p := &EventPage{Events: make([]Event, len(raw.Data)), HasMore: raw.HasMore, NextCursor: raw.NextCursor}
 	for i, e := range raw.Data {
-		p.Events[i] = Event{WebhookEvent: WebhookEvent{ID: e.ID, Type: e.Type, Timestamp: e.Timestamp, Data: e.Data}, RecordedAt: e.RecordedAt}
+		p.Events[i] = Event{WebhookEvent: WebhookEvent{ID: e.ID, Type: e.Type, Timestamp: e.Timestamp, CompanyID: e.CompanyID, Mode: e.Mode, Data: e.Data},
+			RecordedAt: e.RecordedAt}
 	}
 	return p, nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/client"
 )
 
@@ -63,6 +64,10 @@ func TestEventsWalkers(t *testing.T) {
 		}
 		if e.RecordedAt.IsZero() || e.ID == "" {
 			t.Fatalf("an event without its id or recording: %+v", e)
+		}
+		// Whose it is, as its deliveries say: the key's company and mode.
+		if e.CompanyID != gendata.DemoCompanyA || e.Mode != "LIVE" {
+			t.Fatalf("an event of %q in mode %q, read with company A's LIVE key", e.CompanyID, e.Mode)
 		}
 		n++
 	}

@@ -26,7 +26,8 @@ var (
 	// ErrWebhookTimestamp: the signature matches, but webhook-timestamp is
 	// further from the clock than the tolerance: a replay, or a clock off.
 	ErrWebhookTimestamp = errors.New("client: webhook timestamp out of tolerance")
-	// ErrWebhookBody: the signed body is not an event (type, timestamp, data).
+	// ErrWebhookBody: the signed body is not an event (type, timestamp,
+	// data), or, for WebhookOwner, names no company and mode.
 	ErrWebhookBody = errors.New("client: webhook body is not an event")
 )
 
@@ -98,6 +99,13 @@ type WebhookEvent struct {
 	// it, and the resource's UpdatedAt, with what you hold, as deliveries
 	// may arrive out of order.
 	Timestamp time.Time
+	// CompanyID and Mode say whose the event is: the company (the id that
+	// X-Company-Id sends) and LIVE (its live data) or TEST (its sandbox).
+	// A receiver that serves several companies, or both modes, from one
+	// URL files the event under them (see WebhookOwner). Both are empty
+	// only in a delivery of a gateway older than API 1.6.0.
+	CompanyID string
+	Mode      string
 	// Data is the resource, as the API's GET answers it.
 	Data json.RawMessage
 }
@@ -124,12 +132,34 @@ func (v *WebhookVerifier) Verify(h http.Header, body []byte) (*WebhookEvent, err
 	var e struct {
 		Type      string          `json:"type"`
 		Timestamp time.Time       `json:"timestamp"`
+		CompanyID string          `json:"companyId"`
+		Mode      string          `json:"mode"`
 		Data      json.RawMessage `json:"data"`
 	}
 	if err := json.Unmarshal(body, &e); err != nil || e.Type == "" || e.Timestamp.IsZero() || len(e.Data) == 0 || string(e.Data) == "null" {
 		return nil, ErrWebhookBody
 	}
-	return &WebhookEvent{ID: id, Type: e.Type, Timestamp: e.Timestamp, Data: e.Data}, nil
+	return &WebhookEvent{ID: id, Type: e.Type, Timestamp: e.Timestamp, CompanyID: e.CompanyID, Mode: e.Mode, Data: e.Data}, nil
+}
+
+// WebhookOwner reads whose a delivery says its event is, its companyId and
+// mode, before anything is verified, so that a receiver serving several
+// companies (or both modes) from one URL can choose the verifier of that
+// company's endpoint for that mode: each endpoint has its own secret. That
+// verifier's Verify then proves them: the signature covers the body, so a
+// delivery altered to name another company, or signed for another
+// endpoint, does not verify with the named one's secret. Until then they
+// are a claim: route nothing by them. A body without both is
+// ErrWebhookBody (answer 400; the delivery is sent again).
+func WebhookOwner(body []byte) (companyID, mode string, err error) {
+	var o struct {
+		CompanyID string `json:"companyId"`
+		Mode      string `json:"mode"`
+	}
+	if json.Unmarshal(body, &o) != nil || o.CompanyID == "" || (o.Mode != "LIVE" && o.Mode != "TEST") {
+		return "", "", ErrWebhookBody
+	}
+	return o.CompanyID, o.Mode, nil
 }
 
 // signed reports whether one v1 signature of the list matches one key;

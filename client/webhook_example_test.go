@@ -64,8 +64,8 @@ func ExampleWebhookVerifier_Verify() {
 	h := http.Header{}
 	h.Set("webhook-id", "evt_tpq676v2wyuzrl3tacitgepsv3")
 	h.Set("webhook-timestamp", "1772356503")
-	h.Set("webhook-signature", "v1,5WO3O9Nlt/iGkxPxa6YiNss4/fw9LK5I6eGVTm2Dg6k=")
-	body := `{"type":"client.created","timestamp":"2026-03-01T09:15:02.120Z","data":{"id":"3b9a8f51-2c4d-4e6f-8a1b-2c3d4e5f6a7b","name":"Kianda Comércio Lda","nif":"5417000001","email":"contas@kianda.co.ao","phone":"+244923456789","address":"Rua Amílcar Cabral 35, Luanda","type":"COMPANY","createdAt":"2026-03-01T09:15:02.120Z","updatedAt":"2026-03-01T09:15:02.120Z"}}`
+	h.Set("webhook-signature", "v1,vPX9g3MT7Aetp2nTnjqQ4CYFG9c3dvzuAioKcO1/nfE=")
+	body := `{"type":"client.created","timestamp":"2026-03-01T09:15:02.120Z","companyId":"0a5e7c1e-0000-4000-8000-00000000000a","mode":"LIVE","data":{"id":"3b9a8f51-2c4d-4e6f-8a1b-2c3d4e5f6a7b","name":"Kianda Comércio Lda","nif":"5417000001","email":"contas@kianda.co.ao","phone":"+244923456789","address":"Rua Amílcar Cabral 35, Luanda","type":"COMPANY","createdAt":"2026-03-01T09:15:02.120Z","updatedAt":"2026-03-01T09:15:02.120Z"}}`
 	event, err := verifier.Verify(h, []byte(body))
 	if err != nil {
 		log.Fatal(err)
@@ -74,6 +74,6 @@ func ExampleWebhookVerifier_Verify() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(event.ID, event.Type, event.Timestamp.Format(time.RFC3339Nano), c.Name, *c.Nif)
-	// Output: evt_tpq676v2wyuzrl3tacitgepsv3 client.created 2026-03-01T09:15:02.12Z Kianda Comércio Lda 5417000001
+	fmt.Println(event.ID, event.Type, event.Timestamp.Format(time.RFC3339Nano), event.CompanyID, event.Mode, c.Name, *c.Nif)
+	// Output: evt_tpq676v2wyuzrl3tacitgepsv3 client.created 2026-03-01T09:15:02.12Z 0a5e7c1e-0000-4000-8000-00000000000a LIVE Kianda Comércio Lda 5417000001
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -26,7 +27,7 @@ const eventID = "evt_tpq676v2wyuzrl3tacitgepsv3"
 
 // invoiceBody is an invoice event's body as the gateway sends it: compact,
 // UTF-8, money as JSON numbers with their decimals.
-const invoiceBody = `{"type":"invoice.paid","timestamp":"2026-03-20T14:02:11.530Z","data":{"id":"7c0e5a3d-1b2f-4c6d-8e9f-0a1b2c3d4e5f","number":"FT 2026/137","type":"FT","status":"PAID","totalAmount":12345678901234.56,"currency":"AOA","issuedAt":"2026-03-01T09:15:02.120Z","dueDate":"2026-03-31","customer":{"id":"3b9a8f51-2c4d-4e6f-8a1b-2c3d4e5f6a7b","name":"Kianda Comércio Lda","nif":"5417000001"},"items":[{"description":"Consultoria (horas)","quantity":1.5,"unitPrice":1000.00,"total":1500.00}],"updatedAt":"2026-03-20T14:02:11.530Z","transmission":{"status":"VALID","requestId":"AGT-20260301-000123","submittedAt":"2026-03-01T09:20:00.000Z","checkedAt":"2026-03-01T09:35:12.004Z","errors":[]}}}`
+const invoiceBody = `{"type":"invoice.paid","timestamp":"2026-03-20T14:02:11.530Z","companyId":"0a5e7c1e-0000-4000-8000-00000000000a","mode":"LIVE","data":{"id":"7c0e5a3d-1b2f-4c6d-8e9f-0a1b2c3d4e5f","number":"FT 2026/137","type":"FT","status":"PAID","totalAmount":12345678901234.56,"currency":"AOA","issuedAt":"2026-03-01T09:15:02.120Z","dueDate":"2026-03-31","customer":{"id":"3b9a8f51-2c4d-4e6f-8a1b-2c3d4e5f6a7b","name":"Kianda Comércio Lda","nif":"5417000001"},"items":[{"description":"Consultoria (horas)","quantity":1.5,"unitPrice":1000.00,"total":1500.00}],"updatedAt":"2026-03-20T14:02:11.530Z","transmission":{"status":"VALID","requestId":"AGT-20260301-000123","submittedAt":"2026-03-01T09:20:00.000Z","checkedAt":"2026-03-01T09:35:12.004Z","errors":[]}}}`
 
 func newSecret(t *testing.T) string {
 	t.Helper()
@@ -78,8 +79,9 @@ func TestWebhookVerifierAcceptsLibrarySignatures(t *testing.T) {
 		if err != nil {
 			t.Fatalf("clock %v from the timestamp: %v", skew, err)
 		}
-		if ev.ID != eventID || ev.Type != string(client.InvoicePaid) || !ev.Timestamp.Equal(time.Date(2026, 3, 20, 14, 2, 11, 530e6, time.UTC)) {
-			t.Fatalf("event %s %s %v", ev.ID, ev.Type, ev.Timestamp)
+		if ev.ID != eventID || ev.Type != string(client.InvoicePaid) || !ev.Timestamp.Equal(time.Date(2026, 3, 20, 14, 2, 11, 530e6, time.UTC)) ||
+			ev.CompanyID != "0a5e7c1e-0000-4000-8000-00000000000a" || ev.Mode != "LIVE" {
+			t.Fatalf("event %s %s %v %s %s", ev.ID, ev.Type, ev.Timestamp, ev.CompanyID, ev.Mode)
 		}
 	}
 	ev, _ := verifierAt(t, sent, 0, secret).Verify(h, []byte(invoiceBody))
@@ -242,7 +244,7 @@ func TestNewWebhookVerifierChecksSecrets(t *testing.T) {
 func TestWebhookEventClient(t *testing.T) {
 	secret := newSecret(t)
 	sent := time.Now()
-	body := `{"type":"client.updated","timestamp":"2026-03-12T08:30:45.310Z","data":{"id":"3b9a8f51-2c4d-4e6f-8a1b-2c3d4e5f6a7b","name":"Kianda Comércio Lda","nif":null,"email":"financeiro@kianda.co.ao","phone":null,"address":null,"type":null,"createdAt":"2026-03-01T09:15:02.120Z","updatedAt":"2026-03-12T08:30:45.310Z"}}`
+	body := `{"type":"client.updated","timestamp":"2026-03-12T08:30:45.310Z","companyId":"0a5e7c1e-0000-4000-8000-00000000000a","mode":"TEST","data":{"id":"3b9a8f51-2c4d-4e6f-8a1b-2c3d4e5f6a7b","name":"Kianda Comércio Lda","nif":null,"email":"financeiro@kianda.co.ao","phone":null,"address":null,"type":null,"createdAt":"2026-03-01T09:15:02.120Z","updatedAt":"2026-03-12T08:30:45.310Z"}}`
 	// The default clock (time.Now) and tolerance.
 	v, err := client.NewWebhookVerifier(client.WebhookConfig{Secrets: []string{secret}})
 	if err != nil {
@@ -253,6 +255,9 @@ func TestWebhookEventClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := ev.Client()
+	if ev.Mode != "TEST" || ev.CompanyID != "0a5e7c1e-0000-4000-8000-00000000000a" {
+		t.Errorf("event of %q in mode %q", ev.CompanyID, ev.Mode)
+	}
 	if err != nil || c.Name != "Kianda Comércio Lda" || c.Nif != nil || c.Type != nil || !c.UpdatedAt.Equal(ev.Timestamp) {
 		t.Fatalf("client %+v, %v", c, err)
 	}
@@ -262,5 +267,89 @@ func TestWebhookEventClient(t *testing.T) {
 	old := deliveryHeaders(eventID, sent.Add(-6*time.Minute), librarySignature(t, secret, eventID, sent.Add(-6*time.Minute), body))
 	if _, err := v.Verify(old, []byte(body)); !errors.Is(err, client.ErrWebhookTimestamp) {
 		t.Errorf("a delivery sent 6 minutes ago, by the default clock and tolerance: %v", err)
+	}
+}
+
+// A receiver serving several companies in both modes from one URL, each
+// endpoint with its own secret: WebhookOwner names the endpoint whose
+// verifier to use, and only that verifier's secret verifies the delivery,
+// so a body altered to name another company or mode is refused.
+func TestWebhookOwnerChoosesTheVerifier(t *testing.T) {
+	const a, b = "0a5e7c1e-0000-4000-8000-00000000000a", "0b5e7c1e-0000-4000-8000-00000000000b"
+	sent := time.Date(2026, 3, 20, 14, 2, 12, 0, time.UTC)
+	type owner struct{ company, mode string }
+	secrets := map[owner]string{}
+	verifiers := map[owner]*client.WebhookVerifier{}
+	for _, o := range []owner{{a, "LIVE"}, {a, "TEST"}, {b, "LIVE"}, {b, "TEST"}} {
+		secrets[o] = newSecret(t)
+		verifiers[o] = verifierAt(t, sent, 0, secrets[o])
+	}
+	receive := func(h http.Header, body string) (owner, error) {
+		company, mode, err := client.WebhookOwner([]byte(body))
+		if err != nil {
+			return owner{}, err
+		}
+		v := verifiers[owner{company, mode}]
+		if v == nil {
+			return owner{}, errors.New("no endpoint of that company and mode")
+		}
+		ev, err := v.Verify(h, []byte(body))
+		if err != nil {
+			return owner{}, err
+		}
+		return owner{ev.CompanyID, ev.Mode}, nil
+	}
+	bodyOf := func(o owner) string {
+		return strings.Replace(strings.Replace(invoiceBody, a, o.company, 1), `"mode":"LIVE"`, `"mode":"`+o.mode+`"`, 1)
+	}
+	for o := range secrets {
+		body := bodyOf(o)
+		h := deliveryHeaders(eventID, sent, librarySignature(t, secrets[o], eventID, sent, body))
+		if got, err := receive(h, body); err != nil || got != o {
+			t.Errorf("a delivery of %v: routed to %v, %v", o, got, err)
+		}
+		for other := range secrets {
+			if other == o {
+				continue
+			}
+			// Signed for o's endpoint, altered to name another company or mode.
+			if got, err := receive(h, bodyOf(other)); !errors.Is(err, client.ErrWebhookSignature) {
+				t.Errorf("%v's delivery altered to name %v: routed to %v, %v", o, other, got, err)
+			}
+		}
+	}
+	for _, body := range []string{
+		`{"type":"invoice.paid","timestamp":"2026-03-20T14:02:11.530Z","data":{"id":"x"}}`,
+		`{"type":"invoice.paid","companyId":"` + a + `","mode":"live","data":{"id":"x"}}`,
+		`{"type":"invoice.paid","companyId":"","mode":"LIVE","data":{"id":"x"}}`,
+		`not json`,
+	} {
+		if c, m, err := client.WebhookOwner([]byte(body)); !errors.Is(err, client.ErrWebhookBody) {
+			t.Errorf("WebhookOwner(%s) = %q, %q, %v; want ErrWebhookBody", body, c, m, err)
+		}
+	}
+}
+
+// A body without companyId and mode (sent by a gateway before API 1.6.0)
+// still verifies, its event's CompanyID and Mode empty: only a receiver
+// that routes by them (WebhookOwner) refuses it.
+func TestWebhookVerifierReadsABodyWithoutOwner(t *testing.T) {
+	secret := newSecret(t)
+	sent := time.Date(2026, 3, 20, 14, 2, 12, 0, time.UTC)
+	body := strings.Replace(invoiceBody, `"companyId":"0a5e7c1e-0000-4000-8000-00000000000a","mode":"LIVE",`, "", 1)
+	ev, err := verifierAt(t, sent, 0, secret).Verify(deliveryHeaders(eventID, sent, librarySignature(t, secret, eventID, sent, body)), []byte(body))
+	if err != nil || ev.CompanyID != "" || ev.Mode != "" {
+		t.Fatalf("%+v, %v", ev, err)
+	}
+}
+
+// The generated body types read whose an event is, typed.
+func TestGeneratedWebhookBodies(t *testing.T) {
+	var b client.InvoicePaidJSONBody
+	if err := json.Unmarshal([]byte(invoiceBody), &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.CompanyId.String() != "0a5e7c1e-0000-4000-8000-00000000000a" || b.Mode != client.InvoicePaidJSONBodyModeLIVE || !b.Mode.Valid() || b.Type != client.InvoicePaid {
+		t.Errorf("body %+v", b)
 	}
 }

@@ -18,8 +18,9 @@ var eventTypes = map[string]string{
 
 // The document describes every event's delivery as the gateway makes it:
 // no API key, the three Standard Webhooks headers, a body of type (that
-// event's), timestamp and data, an example of that event, and the answers
-// that deliver or retry; the guide is listed with the others.
+// event's), timestamp, companyId and mode (whose the event is: a UUID, LIVE
+// or TEST) and data, an example of that event, and the answers that deliver
+// or retry; the guide is listed with the others.
 func TestWebhooksDescribeEveryEvent(t *testing.T) {
 	p, err := New(Config{})
 	if err != nil {
@@ -60,15 +61,19 @@ func TestWebhooksDescribeEveryEvent(t *testing.T) {
 			dataOK = dig(body, "schema", "properties", "data", "type") == "object"
 		}
 		if dig(body, "schema", "properties", "type", "const") != name || !dataOK ||
-			!slices.Equal(toStrings(dig(body, "schema", "required").([]any)), []string{"type", "timestamp", "data"}) {
+			!slices.Equal(toStrings(dig(body, "schema", "required").([]any)), []string{"type", "timestamp", "companyId", "mode", "data"}) {
 			t.Errorf("%s: body schema %v", name, dig(body, "schema"))
+		}
+		if dig(body, "schema", "properties", "companyId", "format") != "uuid" ||
+			!slices.Equal(toStrings(dig(body, "schema", "properties", "mode", "enum").([]any)), []string{"LIVE", "TEST"}) {
+			t.Errorf("%s: companyId %v, mode %v", name, dig(body, "schema", "properties", "companyId"), dig(body, "schema", "properties", "mode"))
 		}
 		exs, _ := dig(body, "examples").(map[string]any)
 		for _, ex := range exs {
 			ref, _ := dig(ex, "$ref").(string)
 			v := dig(doc, strings.Split(strings.TrimPrefix(ref, "#/"), "/")...)
-			if dig(v, "value", "type") != name {
-				t.Errorf("%s: example %s is of type %v", name, ref, dig(v, "value", "type"))
+			if dig(v, "value", "type") != name || dig(v, "value", "companyId") == nil || dig(v, "value", "mode") == nil {
+				t.Errorf("%s: example %s is of type %v, company %v, mode %v", name, ref, dig(v, "value", "type"), dig(v, "value", "companyId"), dig(v, "value", "mode"))
 			}
 		}
 		if len(exs) == 0 {
