@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -162,8 +161,9 @@ func demoKeys(ctx context.Context, d *deps) ([]demoKey, error) {
 }
 
 // demoWebhooks starts the demo's webhook receiver on 127.0.0.1 and gives
-// company A an endpoint to it in each mode: every event of A is printed on
-// w as it arrives, verified. It returns the receiver's address.
+// company A an endpoint to it in each mode, both at one URL (each event's
+// body says its mode): every event of A is printed on w as it arrives,
+// verified. It returns the receiver's address.
 func demoWebhooks(ctx context.Context, d *deps, w io.Writer) (string, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -177,7 +177,7 @@ func demoWebhooks(ctx context.Context, d *deps, w io.Writer) (string, func(), er
 	var secrets []string
 	for _, m := range invoicing.Modes {
 		v, err := d.admin.CreateWebhook(ctx, commandActor(), admin.WebhookSpec{CompanyID: gendata.DemoCompanyA, Mode: m,
-			URL: base + "/" + strings.ToLower(string(m)), Description: "the demo's receiver"})
+			URL: base, Description: "the demo's receiver"})
 		if err != nil {
 			stop()
 			return "", nil, fmt.Errorf("demo webhook endpoint: %w", err)

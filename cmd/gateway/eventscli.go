@@ -154,7 +154,9 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if verr != nil {
 		line = fmt.Sprintf("%s  %s  NOT VERIFIED: %v", at, r.Header.Get("webhook-id"), verr)
 	} else {
-		line = fmt.Sprintf("%s  %-28s %s  %s  verified", at, ev.Type, ev.ID, describeData(ev.Data))
+		// Whose the event is, as its body says: what a receiver serving
+		// several companies or both modes from one URL routes by.
+		line = fmt.Sprintf("%s  %-28s %s  %s %s  %s  verified", at, ev.Type, ev.ID, ev.Mode, ev.CompanyID, describeData(ev.Data))
 	}
 	status := http.StatusNoContent
 	if verr != nil {

@@ -123,10 +123,11 @@ func TestEventsListenAndTrigger(t *testing.T) {
 	for _, typ := range gendata.Triggers {
 		changed[typ] = trigger(t, env, typ, co)
 	}
+	// Each line says whose the event is, as its body does: TEST, and the company.
 	for _, typ := range gendata.Triggers {
-		waitFor(t, &out, regexp.MustCompile(regexp.QuoteMeta(typ)+` +evt_[a-z2-7]{26}  [^\n]*`+changed[typ]+`  verified  → `+regexp.QuoteMeta(handler.URL)+`/webhooks: 204\n`), listened, &errs)
+		waitFor(t, &out, regexp.MustCompile(regexp.QuoteMeta(typ)+` +evt_[a-z2-7]{26}  TEST `+co+`  [^\n]*`+changed[typ]+`  verified  → `+regexp.QuoteMeta(handler.URL)+`/webhooks: 204\n`), listened, &errs)
 	}
-	waitFor(t, &out, regexp.MustCompile(`client\.created +evt_[a-z2-7]{26}  client "Cliente de teste [0-9a-f]{8}" `+changed["client.created"]+`  verified`), listened, &errs)
+	waitFor(t, &out, regexp.MustCompile(`client\.created +evt_[a-z2-7]{26}  TEST `+co+`  client "Cliente de teste [0-9a-f]{8}" `+changed["client.created"]+`  verified`), listened, &errs)
 	mu.Lock()
 	for _, typ := range gendata.Triggers {
 		if handled[typ+" "+changed[typ]] == 0 {
@@ -163,13 +164,13 @@ func TestEventsListenAndTrigger(t *testing.T) {
 		t.Errorf("listen without --forward-to says it forwards:\n%s", out2.String())
 	}
 	made := trigger(t, env, "client.created", co)
-	waitFor(t, &out2, regexp.MustCompile(`(?m)client\.created +evt_[a-z2-7]{26}  client "Cliente de teste [0-9a-f]{8}" `+made+`  verified$`), listened, &errs2)
+	waitFor(t, &out2, regexp.MustCompile(`(?m)client\.created +evt_[a-z2-7]{26}  TEST `+co+`  client "Cliente de teste [0-9a-f]{8}" `+made+`  verified$`), listened, &errs2)
 	if code, rout, rerrs := gw(t, env, "webhooks", "rotate-secret", ep, "--overlap", "0"); code != 0 {
 		t.Fatalf("rotate-secret: %d %s %s", code, rout, rerrs)
 	}
 	updated := trigger(t, env, "client.updated", co)
 	refused := waitFor(t, &out2, regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d  (evt_[a-z2-7]{26})  NOT VERIFIED: \S.*$`), listened, &errs2)
-	if strings.Contains(out2.String(), refused[1]+"  client") {
+	if strings.Contains(out2.String(), refused[1]+"  TEST") {
 		t.Errorf("%s is printed as verified too:\n%s", refused[1], out2.String())
 	}
 	// The refused delivery is the change's event, answered 400 by the

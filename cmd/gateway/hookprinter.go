@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 
 	"github.com/invoicing-ao/gateway/client"
@@ -13,8 +12,9 @@ import (
 
 // hookPrinter is a webhook receiver that prints each delivery it gets on
 // one line, after verifying its signature as an integrator's receiver
-// would (the Go client's verifier): the demo's receiver. Deliveries to
-// /webhooks/<mode> are printed with that mode.
+// would (the Go client's verifier): the demo's receiver. Both of company
+// A's endpoints, LIVE and TEST, point at it, at one URL: each event is
+// printed with the mode its body names.
 type hookPrinter struct {
 	mu       sync.Mutex
 	w        io.Writer
@@ -39,7 +39,6 @@ func (h *hookPrinter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	mode := strings.ToUpper(strings.TrimPrefix(r.URL.Path, "/webhooks/"))
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.verifier == nil {
@@ -48,11 +47,11 @@ func (h *hookPrinter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ev, err := h.verifier.Verify(r.Header, body)
 	if err != nil {
-		fmt.Fprintf(h.w, "webhook %s refused: %v\n", mode, err)
+		fmt.Fprintf(h.w, "webhook refused: %v\n", err)
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	fmt.Fprintf(h.w, "webhook %s %-28s %s  %s  (signature verified)\n", mode, ev.Type, ev.ID, describeData(ev.Data))
+	fmt.Fprintf(h.w, "webhook %s %-28s %s  %s  (signature verified)\n", ev.Mode, ev.Type, ev.ID, describeData(ev.Data))
 	w.WriteHeader(http.StatusNoContent)
 }
 
