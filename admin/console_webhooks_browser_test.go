@@ -147,12 +147,14 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 		t.Error("the secret is shown again on the endpoint's page")
 	}
 	// logged polls the delivery log, refreshing it, until it lists an event
-	// of type typ about resource; it answers the event's id.
+	// of type typ about resource, of company A in TEST (as its body says);
+	// it answers the event's id.
 	logged := func(typ, resource string) string {
 		t.Helper()
 		return b.until(typ+" of "+resource+" logged", `(r => r ? r.dataset.event : (document.getElementById("deliveries-refresh").click(), null))`+
-			`([...document.querySelectorAll("#deliveries tbody[data-event]")].find(r => (d => d.length === 3 && d[1].textContent === `+jsString(typ)+
-			` && d[2].textContent === `+jsString(resource)+`)(r.querySelectorAll("tr.delivery > td:first-child > div"))))`)
+			`([...document.querySelectorAll("#deliveries tbody[data-event]")].find(r => (d => d.length === 4 && d[1].textContent === `+jsString(typ)+
+			` && d[2].dataset.mode === "TEST" && d[2].dataset.company === `+jsString(coA)+` && d[2].textContent.startsWith("TEST · ")`+
+			` && d[3].textContent === `+jsString(resource)+`)(r.querySelectorAll("tr.delivery > td:first-child > div"))))`)
 	}
 	// state polls the delivery log, refreshing it, until the event's row is
 	// in the state; it answers the row's text.

@@ -1,4 +1,5 @@
-// An endpoint's delivery log: each event with its attempts (time, status,
+// An endpoint's delivery log: each event, whose it is (its mode and
+// company, as its body says), with its attempts (time, status,
 // latency, the answer's first bytes, the error) and its next attempt,
 // newest first, filtered by state and type, a page at a time; and a replay
 // of any one event.
@@ -19,6 +20,15 @@ function attemptsTable(d) {
       h("td", {}, String(i + 1)), h("td", {}, when(a.at)),
       h("td", { class: "status" }, a.status ? String(a.status) : "—"), h("td", {}, a.latencyMs.toFixed(1) + " ms"),
       h("td", { class: "attempt-error" }, a.error || "delivered"), h("td", { class: "response" }, answerOf(a))))));
+}
+
+// ownerOf says whose an event is, as its body does: its mode and company
+// (by name when known), what a receiver serving several companies from one
+// URL routes it by.
+function ownerOf(d) {
+  const c = companies.get(d.companyId);
+  return h("div", { class: "owner small", "data-company": d.companyId, "data-mode": d.mode, title: d.companyId },
+    d.mode + " · " + (c ? c.name : d.companyId));
 }
 
 // lastFailure says why a delivery's last attempt failed, under its state.
@@ -57,7 +67,7 @@ function deliveryLog(id, say, refreshed) {
   // Each delivery is a group of two rows: the event, then its attempts.
   const group = (d) => h("tbody", { "data-event": d.eventId, "data-state": d.state },
     h("tr", { class: "delivery" },
-      h("td", {}, h("div", { class: "mono" }, d.eventId), h("div", {}, d.type), d.resourceId ? h("div", { class: "mono muted small" }, d.resourceId) : null),
+      h("td", {}, h("div", { class: "mono" }, d.eventId), h("div", {}, d.type), ownerOf(d), d.resourceId ? h("div", { class: "mono muted small" }, d.resourceId) : null),
       h("td", {}, tag(d.state), d.doneAt ? h("div", { class: "small muted" }, when(d.doneAt)) : null, d.state !== "delivered" ? lastFailure(d) : null),
       h("td", {}, whenCell(d.queuedAt)),
       // A replay or a recovery counts attempts afresh; the log keeps the earlier ones.
