@@ -51,6 +51,37 @@ func ExampleWebhookVerifier() {
 	log.Fatal(http.ListenAndServe(":8000", nil))
 }
 
+// A receiver serving several companies, LIVE and TEST, from one URL: each
+// company's endpoint of each mode has its own secret, so the delivery's
+// body says whose verifier to use, and only once that verifier has
+// verified it are its company and mode trusted.
+func ExampleWebhookOwner() {
+	type owner struct{ company, mode string }
+	verifiers := map[owner]*client.WebhookVerifier{} // one per endpoint, made with its secret at start
+	http.HandleFunc("POST /webhooks/invoicing", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 10<<20))
+		if err != nil {
+			http.Error(w, "unreadable body", http.StatusBadRequest)
+			return
+		}
+		company, mode, err := client.WebhookOwner(body) // a claim until verified
+		v := verifiers[owner{company, mode}]
+		if err != nil || v == nil {
+			http.Error(w, "no such endpoint", http.StatusBadRequest) // the gateway retries it
+			return
+		}
+		event, err := v.Verify(r.Header, body)
+		if err != nil {
+			http.Error(w, "invalid delivery", http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+		// Verified: file it under its company's books, live or sandbox.
+		log.Printf("%s %s: %s %s", event.CompanyID, event.Mode, event.Type, event.ID)
+	})
+	log.Fatal(http.ListenAndServe(":8000", nil))
+}
+
 // The Webhooks guide's example delivery, verified with its secret at the
 // time it was sent.
 func ExampleWebhookVerifier_Verify() {

@@ -1,7 +1,9 @@
 // An integrator's webhook receiver: each delivery verified on its raw body
 // (webhook.ts), answered 204 at once (400 when it does not verify, and the
 // gateway retries it), then processed once: a repeated webhook-id is a
-// duplicate. It prints one line per event it processes. CI runs it and
+// duplicate. It prints one line per event it processes, with whose it is
+// (its mode and company, as the body says: a receiver serving several
+// companies from one URL files it under them). CI runs it and
 // POSTs deliveries signed as the gateway signs them
 // (cmd/gateway/integrators_test.go).
 //
@@ -15,6 +17,10 @@ if (!secret) throw new Error("set WEBHOOK_SECRET");
 const seen = new Set<string>(); // in production, a unique key in your database
 
 function describe(event: WebhookEvent): string {
+  return `${event.type} ${event.mode} ${event.companyId} ${resource(event)}`;
+}
+
+function resource(event: WebhookEvent): string {
   switch (event.type) {
     case "invoice.issued":
     case "invoice.paid":
@@ -22,13 +28,13 @@ function describe(event: WebhookEvent): string {
     case "invoice.overdue":
     case "invoice.transmission.updated": {
       const inv = event.data; // InvoiceDetail, transmission included
-      return `${event.type} ${inv.id} ${inv.number} ${inv.status} ${inv.totalAmount.toFixed(2)} ${inv.transmission.status}`;
+      return `${inv.id} ${inv.number} ${inv.status} ${inv.totalAmount.toFixed(2)} ${inv.transmission.status}`;
     }
     case "client.created":
     case "client.updated":
-      return `${event.type} ${event.data.id} ${event.data.name}`;
-    default: // a type added since schema.ts was generated
-      return `ignored ${(event as { type: string }).type}`;
+      return `${event.data.id} ${event.data.name}`;
+    default: // webhook.test, or a type added since schema.ts was generated
+      return "ignored";
   }
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/client"
 )
 
@@ -83,9 +84,10 @@ func typescriptReceiver(t *testing.T, dir, base, key, company string) {
 		t.Fatalf("the demo's invoice or client: %s %s", invJSON, clJSON)
 	}
 	got := deliverToReceiver(t, port, out, secret, invJSON, clJSON)
+	// Whose each event is, read through the generated types as well.
 	want := []string{
-		fmt.Sprintf("invoice.paid %s %s %s %s %s", inv.ID, inv.Number, inv.Status, inv.TotalAmount, inv.Transmission.Status),
-		fmt.Sprintf("client.updated %s %s", cl.ID, cl.Name),
+		fmt.Sprintf("invoice.paid LIVE %s %s %s %s %s %s", gendata.DemoCompanyA, inv.ID, inv.Number, inv.Status, inv.TotalAmount, inv.Transmission.Status),
+		fmt.Sprintf("client.updated LIVE %s %s %s", gendata.DemoCompanyA, cl.ID, cl.Name),
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("receiver.ts printed\n%s\nwant\n%s\n(all output:\n%s)", strings.Join(got, "\n"), strings.Join(want, "\n"), out.String())
@@ -136,7 +138,7 @@ func typescriptReceiverFromGateway(t *testing.T, dir, printed string) {
 	if err != nil || res.StatusCode != http.StatusCreated {
 		t.Fatalf("create a client: %d %v", res.StatusCode, err)
 	}
-	want := "client.created " + cl.ID + " Integrador TS Lda"
+	want := "client.created LIVE " + company + " " + cl.ID + " Integrador TS Lda"
 	deadline := time.Now().Add(60 * time.Second)
 	for !strings.Contains(out.String(), want) {
 		if time.Now().After(deadline) {

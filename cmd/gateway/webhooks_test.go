@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
@@ -68,14 +69,16 @@ func webhookSignature(t *testing.T, id string, at time.Time, body []byte, secret
 }
 
 // webhookBody is an event's body as the gateway writes it: compact JSON of
-// type, timestamp and the resource.
+// type, timestamp, whose it is (the demo's company A, LIVE) and the
+// resource.
 func webhookBody(t *testing.T, typ string, at time.Time, data []byte) []byte {
 	t.Helper()
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, data); err != nil {
 		t.Fatal(err)
 	}
-	return []byte(`{"type":"` + typ + `","timestamp":"` + at.UTC().Format("2006-01-02T15:04:05.000Z") + `","data":` + compact.String() + `}`)
+	return []byte(`{"type":"` + typ + `","timestamp":"` + at.UTC().Format("2006-01-02T15:04:05.000Z") +
+		`","companyId":"` + gendata.DemoCompanyA + `","mode":"LIVE","data":` + compact.String() + `}`)
 }
 
 // freePort is a loopback port free a moment ago, for a receiver that takes
