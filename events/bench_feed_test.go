@@ -53,8 +53,8 @@ func loadFeed(b *testing.B, s *Service, rdb *redis.Client, company string, n int
 	for i := 0; i < n; i += 1000 {
 		pipe := rdb.Pipeline()
 		for j := i; j < min(i+1000, n); j++ {
-			ev := Event{ID: eventID(invoicing.Live, company, InvoicePaid, strconv.Itoa(j), ""), Type: InvoicePaid,
-				Time: time.UnixMilli(start + int64(j)), Data: []byte(fmt.Sprintf(sampleInvoice, j, j))}
+			ev := Event{ID: eventID(invoicing.Live, company, InvoicePaid, strconv.Itoa(j), ""), Type: InvoicePaid, Mode: invoicing.Live,
+				CompanyID: company, Time: time.UnixMilli(start + int64(j)), Data: []byte(fmt.Sprintf(sampleInvoice, j, j))}
 			body, err := ev.body()
 			if err != nil {
 				b.Fatal(err)
