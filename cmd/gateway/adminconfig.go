@@ -5,23 +5,8 @@ import (
 	"net"
 	"net/netip"
 
-	"github.com/invoicing-ao/gateway/admin"
-	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 )
-
-// checkAdmin checks the admin listener's settings: a token, when set, must
-// be strong (admin.CheckToken: the admin API can create keys of every
-// company), and the host names must be names.
-func (c Config) checkAdmin(bad func(field, msg string)) {
-	if c.AdminToken != "" {
-		if err := admin.CheckToken(c.AdminToken); err != nil {
-			bad("AdminToken", "is too weak: it "+err.Error()+"; make one with: "+admin.MakeToken)
-		}
-	}
-	if _, err := gateway.ParseAdminHosts(c.AdminHosts); err != nil {
-		bad("AdminHosts", err.Error())
-	}
-}
 
 // warnAdminAddr warns when the admin listener is bound to an address other
 // than loopback (all interfaces, a private or a public address): then only
@@ -32,5 +17,5 @@ func warnAdminAddr(logger *slog.Logger, addr net.Addr) {
 		return
 	}
 	logger.Warn("the admin listener is not on loopback: only the network keeps others from it; keep it private (a firewall, a NetworkPolicy)",
-		"admin", addr.String(), "setting", settingName("AdminAddr"))
+		"admin", addr.String(), "setting", config.SettingName("AdminAddr"))
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 )
 
 // command is one command of the command line, as the table in commands.go
@@ -18,14 +20,14 @@ import (
 // codes are the same for all (runCommand), so a new command or flag is one
 // entry or one line of an entry.
 type command struct {
-	name     string   // the words after "gateway": "keys create"
-	synopsis string   // the usage line after the name: "--company ID [--json]"
-	summary  string   // what it does, one sentence
-	detail   string   // more, for its help; may be empty
-	example  string   // a command line that works as written
-	args     []string // names of its positional arguments, all required
-	required []string // flags it cannot run without
-	needs    needs    // what it connects to: which settings it requires
+	name     string       // the words after "gateway": "keys create"
+	synopsis string       // the usage line after the name: "--company ID [--json]"
+	summary  string       // what it does, one sentence
+	detail   string       // more, for its help; may be empty
+	example  string       // a command line that works as written
+	args     []string     // names of its positional arguments, all required
+	required []string     // flags it cannot run without
+	needs    config.Needs // what it connects to: which settings it requires
 	// flags registers the command's own flags and returns what runs once
 	// they are parsed; the action reads them through the closure.
 	flags func(fs *flag.FlagSet) action
@@ -33,22 +35,6 @@ type command struct {
 
 // action runs a parsed command.
 type action func(ctx context.Context, c *invocation) error
-
-// needs says which dependencies a command talks to, so that only their
-// settings are required: `keys list` runs without a database setting.
-type needs uint8
-
-const (
-	needRedis   needs = 1 << iota
-	needLive          // the live database
-	needTest          // the sandbox database
-	needSecrets       // writes or uses webhook signing secrets: their key (secretsconfig.go)
-
-	needDatabases = needLive | needTest
-	needAll       = needRedis | needDatabases | needSecrets
-)
-
-func (n needs) config() bool { return n != 0 }
 
 // invocation is one run of a command: where it writes, its environment, its
 // positional arguments and where its configuration comes from.
@@ -74,7 +60,7 @@ func (c *command) usageLine() string {
 	if c.synopsis != "" {
 		parts = append(parts, c.synopsis)
 	}
-	if c.needs.config() {
+	if c.needs != 0 {
 		parts = append(parts, "[--config FILE]")
 	}
 	return strings.Join(parts, " ")
@@ -90,8 +76,8 @@ func (c *command) newFlagSet() (*flag.FlagSet, action, *string) {
 		act = c.flags(fs)
 	}
 	var cfg *string
-	if c.needs.config() {
-		cfg = fs.String("config", "", "read the configuration from `FILE` (default: $"+configEnv+", else ./"+defaultConfigFile+")")
+	if c.needs != 0 {
+		cfg = fs.String("config", "", "read the configuration from `FILE` (default: $"+config.EnvVar+", else ./"+config.File+")")
 	}
 	return fs, act, cfg
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/invoicing-ao/gateway/admin"
 	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 )
 
 // exampleCompany is the demo data's first company, in the examples: they
@@ -20,7 +21,7 @@ var commands = []*command{
 		name: "serve", summary: "Run the gateway on real Redis and PostgreSQL (or SQLite).",
 		detail:  "Starts whatever is down: a database or Redis that does not answer is logged with the cause and served as unavailable (503) until it answers.",
 		example: "gateway serve --config configs/gateway.yaml",
-		needs:   needAll,
+		needs:   config.NeedAll,
 		flags:   func(*flag.FlagSet) action { return cmdServe },
 	},
 	{
@@ -33,13 +34,13 @@ var commands = []*command{
 		name: "keys create", synopsis: "--company ID --mode LIVE|TEST --scopes LIST [--name TEXT] [--expires-in DURATION | --expires-at RFC3339] [--allow-cidr CIDR]... [--json|--quiet]",
 		summary: "Create an API key for a company; its secret is shown this once.",
 		example: "gateway keys create --company " + exampleCompany + " --mode TEST --scopes invoices:read,clients:read",
-		needs:   needRedis | needLive, required: []string{"company", "mode", "scopes"},
+		needs:   config.NeedRedis | config.NeedLive, required: []string{"company", "mode", "scopes"},
 		flags: keysCreateFlags,
 	},
 	{
 		name: "keys list", synopsis: "--company ID [--json]", summary: "List a company's keys (a hint of each, never the secret).",
 		example: "gateway keys list --company " + exampleCompany,
-		needs:   needRedis, required: []string{"company"},
+		needs:   config.NeedRedis, required: []string{"company"},
 		flags: func(fs *flag.FlagSet) action { return keysList(companyFlag(fs), jsonFlag(fs)) },
 	},
 	{
@@ -47,33 +48,33 @@ var commands = []*command{
 		summary: "Make a new key in a key's place; the old one keeps working for the overlap (24h by default), then expires.",
 		detail:  "The new key has the same company, mode, scopes, name, networks and expiry. Works at 10 active keys; a key can be rolled once.",
 		example: "gateway keys roll key_0123456789abcdef --overlap 48h",
-		needs:   needRedis,
+		needs:   config.NeedRedis,
 		flags:   keysRollFlags,
 	},
 	{
 		name: "keys revoke", synopsis: "KEY_ID [--json]", args: []string{"KEY_ID"},
 		summary: "Revoke a key: every gateway refuses it within a second.",
 		example: "gateway keys revoke key_0123456789abcdef",
-		needs:   needRedis,
+		needs:   config.NeedRedis,
 		flags:   func(fs *flag.FlagSet) action { return keysRevoke(jsonFlag(fs)) },
 	},
 	{
 		name: "limits get", synopsis: "--company ID [--json]", summary: "Show a company's LIVE and TEST rate limits.",
 		example: "gateway limits get --company " + exampleCompany,
-		needs:   needRedis, required: []string{"company"},
+		needs:   config.NeedRedis, required: []string{"company"},
 		flags: func(fs *flag.FlagSet) action { return limitsGet(companyFlag(fs), jsonFlag(fs)) },
 	},
 	{
 		name: "limits set", synopsis: "--company ID [--mode LIVE|TEST] --rps N --burst N [--json]",
 		summary: "Override a company's rate limit, live on every gateway.",
 		example: "gateway limits set --company " + exampleCompany + " --mode LIVE --rps 100 --burst 200",
-		needs:   needRedis, required: []string{"company", "rps", "burst"},
+		needs:   config.NeedRedis, required: []string{"company", "rps", "burst"},
 		flags: limitsSetFlags,
 	},
 	{
 		name: "limits reset", synopsis: "--company ID [--json]", summary: "Put a company back on the default rate limits.",
 		example: "gateway limits reset --company " + exampleCompany,
-		needs:   needRedis, required: []string{"company"},
+		needs:   config.NeedRedis, required: []string{"company"},
 		flags: func(fs *flag.FlagSet) action { return limitsReset(companyFlag(fs), jsonFlag(fs)) },
 	},
 	{
@@ -84,7 +85,7 @@ var commands = []*command{
 			"requests refused, in how many seconds and minutes, the worst minute, and the smallest burst that keeps refusals at or under --max-refused at the proposed rate. " +
 			"The requests of a second are taken as spread over it, so traffic that comes in bursts shorter than a second is refused somewhat more than said.",
 		example: "gateway limits whatif --company " + exampleCompany + " --mode LIVE --rate 20 --burst 40 --since 24h",
-		needs:   needRedis, required: []string{"company", "mode", "rate", "burst"},
+		needs:   config.NeedRedis, required: []string{"company", "mode", "rate", "burst"},
 		flags: limitsWhatIfFlags,
 	},
 	{
@@ -92,7 +93,7 @@ var commands = []*command{
 		summary: "Show how fast a company's requests come, hour by hour: the p50, p99 and busiest of its busy seconds, beside its limit.",
 		detail:  "A busy second is one in which the company offered its limit at least one request (admitted or refused), over every gateway instance.",
 		example: "gateway limits shape --company " + exampleCompany + " --mode LIVE --since 24h",
-		needs:   needRedis, required: []string{"company", "mode"},
+		needs:   config.NeedRedis, required: []string{"company", "mode"},
 		flags: limitsShapeFlags,
 	},
 	{
@@ -100,7 +101,7 @@ var commands = []*command{
 		summary: "List the companies whose busiest seconds come nearest their limit, and those far below it (limits to lower).",
 		detail:  "Each company's p99 busy second of today and yesterday (Luanda; within an eighth above), over its limit's rate; updated ten minutes at a time, two minutes after each ten.",
 		example: "gateway limits headroom --mode LIVE --top 10",
-		needs:   needRedis,
+		needs:   config.NeedRedis,
 		flags:   limitsHeadroomFlags,
 	},
 	{
@@ -108,7 +109,7 @@ var commands = []*command{
 		summary: "Show a company's requests per day (Luanda), by mode and status class.",
 		detail:  "Counted by every gateway instance; the last second of a running instance may not be in yet.",
 		example: "gateway usage --company " + exampleCompany + " --days 30",
-		needs:   needRedis, required: []string{"company"},
+		needs:   config.NeedRedis, required: []string{"company"},
 		flags: func(fs *flag.FlagSet) action {
 			return usageShow(companyFlag(fs), fs.Int("days", admin.DefaultUsageDays, "show `N` days, today included"), jsonFlag(fs))
 		},
@@ -120,7 +121,7 @@ var commands = []*command{
 			"and deliveries sent again (replays, recoveries, test events). Each line names the key or endpoint and sums up the change; --json has the full before and after. " +
 			"Kept 400 days. The actor is the admin API's X-Actor, or user@host for this command line.",
 		example: "gateway audit --company " + exampleCompany + " --since 7d",
-		needs:   needRedis, required: []string{"company"},
+		needs:   config.NeedRedis, required: []string{"company"},
 		flags: auditFlags,
 	},
 	{
@@ -128,34 +129,34 @@ var commands = []*command{
 		summary: "Add a webhook endpoint to a company; its signing secret is shown this once.",
 		detail:  "TEST endpoints get the sandbox's events, LIVE ones the live data's; at most 10 per company and mode. The URL must be https and resolve to public addresses (eventsAllowHTTP, eventsAllowedNetworks).",
 		example: "gateway webhooks create --company " + exampleCompany + " --mode TEST --url https://erp.example.ao/webhooks --types invoice.paid,invoice.overdue",
-		needs:   needRedis | needLive | needSecrets, required: []string{"company", "mode", "url"},
+		needs:   config.NeedRedis | config.NeedLive | config.NeedSecrets, required: []string{"company", "mode", "url"},
 		flags: webhooksCreateFlags,
 	},
 	{
 		name: "webhooks list", synopsis: "--company ID [--json]", summary: "List a company's webhook endpoints and their health.",
 		example: "gateway webhooks list --company " + exampleCompany,
-		needs:   needRedis, required: []string{"company"},
+		needs:   config.NeedRedis, required: []string{"company"},
 		flags: func(fs *flag.FlagSet) action { return webhooksList(companyFlag(fs), jsonFlag(fs)) },
 	},
 	{
 		name: "webhooks update", synopsis: "WEBHOOK_ID [--url URL] [--types LIST] [--description TEXT] [--enable|--disable] [--json]", args: []string{"WEBHOOK_ID"},
 		summary: "Change a webhook endpoint; enabling a disabled one delivers what waited.",
 		example: "gateway webhooks update ep_abcdefghijklmnopqrstuvwxyz --enable",
-		needs:   needRedis,
+		needs:   config.NeedRedis,
 		flags:   webhooksUpdateFlags,
 	},
 	{
 		name: "webhooks rotate-secret", synopsis: "WEBHOOK_ID [--overlap DURATION] [--json|--quiet]", args: []string{"WEBHOOK_ID"},
 		summary: "Give a webhook endpoint a new signing secret; the old one signs beside it for the overlap (24h by default).",
 		example: "gateway webhooks rotate-secret ep_abcdefghijklmnopqrstuvwxyz --overlap 2h",
-		needs:   needRedis | needSecrets,
+		needs:   config.NeedRedis | config.NeedSecrets,
 		flags:   webhooksRotateFlags,
 	},
 	{
 		name: "webhooks delete", synopsis: "WEBHOOK_ID [--json]", args: []string{"WEBHOOK_ID"},
 		summary: "Delete a webhook endpoint, what waits for it and its delivery log.",
 		example: "gateway webhooks delete ep_abcdefghijklmnopqrstuvwxyz",
-		needs:   needRedis,
+		needs:   config.NeedRedis,
 		flags:   func(fs *flag.FlagSet) action { return webhooksDelete(jsonFlag(fs)) },
 	},
 	{
@@ -164,35 +165,35 @@ var commands = []*command{
 		detail: "Every instance does this when it starts; run it after a key rotation to know when the old keys (webhookSecretsOldKeys) can go: " +
 			"when it reports no endpoint left unopened. The secrets themselves do not change.",
 		example: "gateway webhooks reseal",
-		needs:   needRedis | needSecrets,
+		needs:   config.NeedRedis | config.NeedSecrets,
 		flags:   func(fs *flag.FlagSet) action { return webhooksReseal(jsonFlag(fs)) },
 	},
 	{
 		name: "webhooks deliveries", synopsis: "WEBHOOK_ID [--limit N] [--state STATE] [--type TYPE] [--json]", args: []string{"WEBHOOK_ID"},
 		summary: "Show a webhook endpoint's newest deliveries: state, attempts, last answer.",
 		example: "gateway webhooks deliveries ep_abcdefghijklmnopqrstuvwxyz --state failed",
-		needs:   needRedis,
+		needs:   config.NeedRedis,
 		flags:   webhooksDeliveriesFlags,
 	},
 	{
 		name: "webhooks replay", synopsis: "WEBHOOK_ID EVENT_ID [--json]", args: []string{"WEBHOOK_ID", "EVENT_ID"},
 		summary: "Send one event to a webhook endpoint again, now, with its id.",
 		example: "gateway webhooks replay ep_abcdefghijklmnopqrstuvwxyz evt_abcdefghijklmnopqrstuvwxyz",
-		needs:   needRedis,
+		needs:   config.NeedRedis,
 		flags:   func(fs *flag.FlagSet) action { return webhooksReplay(jsonFlag(fs)) },
 	},
 	{
 		name: "webhooks recover", synopsis: "WEBHOOK_ID --since TIME [--json]", args: []string{"WEBHOOK_ID"},
 		summary: "Send again, now, every delivery of a webhook endpoint since a time that failed or waits for a retry (after fixing a receiver).",
 		example: "gateway webhooks recover ep_abcdefghijklmnopqrstuvwxyz --since 72h",
-		needs:   needRedis, required: []string{"since"},
+		needs:   config.NeedRedis, required: []string{"since"},
 		flags: webhooksRecoverFlags,
 	},
 	{
 		name: "webhooks test", synopsis: "WEBHOOK_ID [--json]", args: []string{"WEBHOOK_ID"},
 		summary: "Send a test delivery (webhook.test) to a webhook endpoint.",
 		example: "gateway webhooks test ep_abcdefghijklmnopqrstuvwxyz",
-		needs:   needRedis,
+		needs:   config.NeedRedis,
 		flags:   func(fs *flag.FlagSet) action { return webhooksTest(jsonFlag(fs)) },
 	},
 	{
@@ -200,7 +201,7 @@ var commands = []*command{
 		summary: "Receive a company's TEST events here: print and verify each, and forward it to your handler.",
 		detail:  "Registers a temporary TEST endpoint pointing at this command, removed when it stops (Ctrl+C) and expiring if abandoned. The gateway must be allowed to deliver to it (eventsAllowHTTP and eventsAllowedNetworks: the demo allows this machine).",
 		example: "gateway events listen --company " + exampleCompany + " --forward-to http://localhost:3000/webhooks",
-		needs:   needRedis | needLive | needSecrets, required: []string{"company"},
+		needs:   config.NeedRedis | config.NeedLive | config.NeedSecrets, required: []string{"company"},
 		flags: eventsListenFlags,
 	},
 	{
@@ -208,7 +209,7 @@ var commands = []*command{
 		summary: "Make a real change in the sandbox so that an event of TYPE flows: issue, pay, cancel or make overdue an invoice, submit one to AGT, create or change a client.",
 		detail:  "TYPE: " + strings.Join(gendata.Triggers, ", ") + ". Only the sandbox (testDatabaseURL) is changed.",
 		example: "gateway events trigger invoice.paid --company " + exampleCompany,
-		needs:   needTest, required: []string{"company"},
+		needs:   config.NeedTest, required: []string{"company"},
 		flags: eventsTriggerFlags,
 	},
 	{
@@ -217,7 +218,7 @@ var commands = []*command{
 		detail: "The file is created mode 0600 and replaced whole. With --recipient (from gateway state keygen; its identity kept offline) or --passphrase-file it is encrypted " +
 			"and authenticated (age); without, it holds the signing secrets in plain text, and the command says so. Restore with gateway state import.",
 		example: "gateway state export --out control-plane.gwstate --recipient age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p",
-		needs:   needRedis | needSecrets, required: []string{"out"},
+		needs:   config.NeedRedis | config.NeedSecrets, required: []string{"out"},
 		flags: stateExportFlags,
 	},
 	{
@@ -226,7 +227,7 @@ var commands = []*command{
 		detail: "Ids, creation times and states are kept. The whole file is checked before the first write: a truncated, altered, foreign or wrongly opened file changes nothing. " +
 			"Importing twice changes nothing the second time. Restored webhook endpoints get the events of the last eventsRecovery again (docs/operators.md).",
 		example: "gateway state import control-plane.gwstate --identity control-plane.key",
-		needs:   needRedis | needSecrets,
+		needs:   config.NeedRedis | config.NeedSecrets,
 		flags:   stateImportFlags,
 	},
 	{
@@ -238,7 +239,7 @@ var commands = []*command{
 	{
 		name: "data schema", synopsis: "[--database URL]", summary: "Load the platform schema into the configured live and sandbox databases (new databases only).",
 		example: "gateway data schema",
-		needs:   needDatabases,
+		needs:   config.NeedDatabases,
 		flags:   func(fs *flag.FlagSet) action { return dataSchema(databaseFlag(fs)) },
 	},
 	{
@@ -246,7 +247,7 @@ var commands = []*command{
 		summary: "Load generated data: the demo's small set into both databases, or the platform-scale set into one.",
 		detail:  "small: three companies (A, B active; S suspended) with clients and invoices, in the live and the sandbox database. large: one PostgreSQL database (--database) with 1,000,000 documents of one company and 1,000 smaller companies.",
 		example: "gateway data load --size small",
-		needs:   needDatabases,
+		needs:   config.NeedDatabases,
 		flags:   dataLoadFlags,
 	},
 	{

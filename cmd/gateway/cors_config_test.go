@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
@@ -21,7 +22,7 @@ func TestCORSSetting(t *testing.T) {
 		"GATEWAY_TEST_DATABASE_URL":    "sqlite:" + filepath.Join(dir, "test.db"),
 		"GATEWAY_CORS_ALLOWED_ORIGINS": "https://app.example.ao, http://localhost:3000",
 	}
-	cfg, err := loadConfig("", envOf(env))
+	cfg, err := config.Load("", envOf(env), config.NeedAll)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func TestCORSSetting(t *testing.T) {
 	}
 	for _, bad := range []string{"*", "https://app.example.ao/path", "app.example.ao"} {
 		env["GATEWAY_CORS_ALLOWED_ORIGINS"] = bad
-		if _, err := loadConfig("", envOf(env)); err == nil || !strings.Contains(err.Error(), "GATEWAY_CORS_ALLOWED_ORIGINS (corsAllowedOrigins)") {
+		if _, err := config.Load("", envOf(env), config.NeedAll); err == nil || !strings.Contains(err.Error(), "GATEWAY_CORS_ALLOWED_ORIGINS (corsAllowedOrigins)") {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 )
 
 // The data commands load the platform schema and generated data: the demo's
@@ -39,7 +40,7 @@ func dataSchema(db *string) action {
 			if err := backend.ApplySchema(ctx, u); err != nil {
 				return dataError(*db, i, u, err)
 			}
-			fmt.Fprintf(c.stdout, "schema loaded into %s\n", redactURL(u))
+			fmt.Fprintf(c.stdout, "schema loaded into %s\n", config.RedactURL(u))
 		}
 		if *db == "" {
 			fmt.Fprintln(c.stdout, "\nNext, demo data into both: gateway data load --size small")
@@ -131,9 +132,9 @@ func dataError(db string, i int, url string, err error) error {
 		field = "TestDatabaseURL"
 	}
 	what := "the " + databaseName(field) + " database"
-	setting := settingName(field)
+	setting := config.SettingName(field)
 	if db != "" {
 		what, setting = "the database", "--database"
 	}
-	return &depError{what: what, setting: setting, target: redactURL(url), err: err}
+	return &depError{what: what, setting: setting, target: config.RedactURL(url), err: err}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/invoicing-ao/gateway/admin/console"
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 	"github.com/invoicing-ao/gateway/gateway/apidocs"
 	"github.com/invoicing-ao/gateway/internal/seal"
 	"github.com/invoicing-ao/gateway/invoicing"
@@ -97,14 +98,14 @@ func demoFlags(fs *flag.FlagSet) action {
 
 // demoConfig is the demo's configuration: defaults, SQLite databases in dir
 // (made and filled when new), a random admin token, then the environment.
-func demoConfig(ctx context.Context, dir string, env func(string) string) (Config, error) {
-	cfg := defaultConfig()
+func demoConfig(ctx context.Context, dir string, env func(string) string) (config.Config, error) {
+	cfg := config.Default()
 	cfg.LiveDatabaseURL = "sqlite:" + filepath.Join(dir, "live.db")
 	cfg.TestDatabaseURL = "sqlite:" + filepath.Join(dir, "sandbox.db")
 	cfg.LogLevel = "warn"
 	// The demo's webhook receiver is on this machine, in plain http.
 	cfg.EventsAllowHTTP, cfg.EventsAllowedNetworks = true, "127.0.0.0/8,::1"
-	if err := applyEnv(&cfg, env); err != nil {
+	if err := cfg.ApplyEnv(env); err != nil {
 		return cfg, err
 	}
 	if cfg.AdminToken == "" {
@@ -118,7 +119,7 @@ func demoConfig(ctx context.Context, dir string, env func(string) string) (Confi
 			return cfg, err
 		}
 	}
-	if err := cfg.validate(needAll); err != nil {
+	if err := cfg.Validate(config.NeedAll); err != nil {
 		return cfg, err
 	}
 	if _, err := os.Stat(filepath.Join(dir, "live.db")); err == nil {
@@ -196,7 +197,7 @@ func demoWebhooks(ctx context.Context, d *deps, w io.Writer) (string, func(), er
 // problem printed; -S: network errors shown), so that a newcomer's script
 // that copies one notices an error instead of carrying on with a problem
 // document as data.
-func printDemo(w io.Writer, cfg Config, keys []demoKey, hooks string, pub, adm net.Addr) {
+func printDemo(w io.Writer, cfg config.Config, keys []demoKey, hooks string, pub, adm net.Addr) {
 	base, admin := "http://"+hostPort(pub), "http://"+hostPort(adm)
 	fmt.Fprintf(w, "Demo gateway ready on %s (admin API on %s, token %s)\n", base, hostPort(adm), cfg.AdminToken)
 	fmt.Fprintf(w, "Data: %s (LIVE) and %s (TEST)\n\n", cfg.LiveDatabaseURL, cfg.TestDatabaseURL)
@@ -228,7 +229,7 @@ func printDemo(w io.Writer, cfg Config, keys []demoKey, hooks string, pub, adm n
 // printOtherTerminals says how to run the other commands against this demo
 // (its Redis and databases) from another terminal, with the webhook
 // listener and triggers as the example.
-func printOtherTerminals(w io.Writer, cfg Config, redisURL string) {
+func printOtherTerminals(w io.Writer, cfg config.Config, redisURL string) {
 	fmt.Fprintln(w, "\nOther commands against this demo, from another terminal in this directory: first")
 	fmt.Fprintf(w, "  export GATEWAY_REDIS_URL=%s GATEWAY_LIVE_DATABASE_URL=%s GATEWAY_TEST_DATABASE_URL=%s GATEWAY_EVENTS_ALLOW_HTTP=true GATEWAY_EVENTS_ALLOWED_NETWORKS=127.0.0.0/8 %s\n",
 		redisURL, cfg.LiveDatabaseURL, cfg.TestDatabaseURL, demoSecretsEnv(cfg))
@@ -269,7 +270,7 @@ func randomToken() string {
 // demoSecretsEnv is the setting that lets another terminal's commands make
 // and read the demo's webhook signing secrets: its key (or its choice of
 // plain text).
-func demoSecretsEnv(cfg Config) string {
+func demoSecretsEnv(cfg config.Config) string {
 	if cfg.WebhookSecretsPlaintext {
 		return "GATEWAY_WEBHOOK_SECRETS_PLAINTEXT=true"
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 	"github.com/invoicing-ao/gateway/gateway"
 )
 
@@ -120,8 +121,8 @@ func gatewayEnv(t *testing.T, f composeFile) map[string]string {
 }
 
 // gatewayConfig is the configuration the gateway service runs with.
-func gatewayConfig(t *testing.T, f composeFile) Config {
-	cfg, err := loadConfig(shippedCfg, envOf(gatewayEnv(t, f)))
+func gatewayConfig(t *testing.T, f composeFile) config.Config {
+	cfg, err := config.Load(shippedCfg, envOf(gatewayEnv(t, f)), config.NeedAll)
 	if err != nil {
 		t.Fatalf("gateway configuration: %v", err)
 	}

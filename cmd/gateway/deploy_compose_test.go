@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 )
 
 // composeFile is the part of the compose specification the checks read;
@@ -79,7 +81,7 @@ func TestComposeMatchesConfiguration(t *testing.T) {
 				t.Errorf("service %s runs %v %v: not a gateway command", name, s.Entrypoint, s.Command)
 			}
 		}
-		cfg, err := loadConfig(shippedCfg, envOf(env))
+		cfg, err := config.Load(shippedCfg, envOf(env), config.NeedAll)
 		if err != nil {
 			t.Errorf("service %s: configuration does not load: %v", name, err)
 			continue
@@ -143,7 +145,7 @@ func TestComposeMatchesConfiguration(t *testing.T) {
 // checkComposeURLs checks that the databases and Redis a service uses are
 // the stack's: PostgreSQL URLs to the postgres service, its user, and a
 // database its init script creates; Redis to the redis service.
-func checkComposeURLs(t *testing.T, name string, cfg Config, f composeFile) {
+func checkComposeURLs(t *testing.T, name string, cfg config.Config, f composeFile) {
 	t.Helper()
 	pg, ok := f.Services["postgres"]
 	if !ok {
@@ -167,7 +169,7 @@ func checkComposeURLs(t *testing.T, name string, cfg Config, f composeFile) {
 		u, err := url.Parse(db)
 		if err != nil || u.Scheme != "postgres" || u.Hostname() != "postgres" ||
 			u.User.Username() != pg.Env["POSTGRES_USER"] || !created[strings.TrimPrefix(u.Path, "/")] {
-			t.Errorf("service %s: database URL %s is not one of the postgres service's databases %v", name, redactURL(db), created)
+			t.Errorf("service %s: database URL %s is not one of the postgres service's databases %v", name, config.RedactURL(db), created)
 		}
 		if p, _ := u.User.Password(); p != pg.Env["POSTGRES_PASSWORD"] {
 			t.Errorf("service %s: database password differs from the postgres service's", name)
@@ -186,7 +188,7 @@ func checkComposeURLs(t *testing.T, name string, cfg Config, f composeFile) {
 	if !strings.Contains(cmd, "--appendonly yes") || !strings.Contains(cmd, "--maxmemory-policy noeviction") || !slices.ContainsFunc(rs.Volumes, func(v string) bool { return strings.HasSuffix(v, ":/data") }) {
 		t.Errorf("the redis service runs %q with volumes %v: want AOF on a volume at /data and maxmemory-policy noeviction", cmd, rs.Volumes)
 	}
-	if n, auto, err := parseMinReplicas(cfg.RedisMinReplicas); err != nil || !auto && n == 0 {
+	if n, auto, err := config.ParseMinReplicas(cfg.RedisMinReplicas); err != nil || !auto && n == 0 {
 		t.Errorf("service %s: redisMinReplicas %q opts out of replicas' confirmations", name, cfg.RedisMinReplicas)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 	"github.com/invoicing-ao/gateway/gateway"
 )
 
@@ -202,7 +203,7 @@ func checkManifests(t *testing.T, r rendered, production bool) {
 	if err := os.WriteFile(tmp, []byte(cm.Data["gateway.yaml"]), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadConfig(tmp, envOf(env))
+	cfg, err := config.Load(tmp, envOf(env), config.NeedAll)
 	if err != nil {
 		t.Fatalf("the container's configuration does not load: %v", err)
 	}
@@ -377,12 +378,12 @@ func checkManifests(t *testing.T, r rendered, production bool) {
 		}
 		// Every change confirmed by a Redis replica, whatever Redis
 		// reports at start.
-		if n, auto, err := parseMinReplicas(cfg.RedisMinReplicas); err != nil || auto || n < 1 {
+		if n, auto, err := config.ParseMinReplicas(cfg.RedisMinReplicas); err != nil || auto || n < 1 {
 			t.Errorf("production: redisMinReplicas %q; want at least one replica, set", cfg.RedisMinReplicas)
 		}
 	}
 	// Never an opt-out, nor eviction allowed.
-	if n, auto, _ := parseMinReplicas(cfg.RedisMinReplicas); !auto && n == 0 || cfg.RedisAllowEviction {
+	if n, auto, _ := config.ParseMinReplicas(cfg.RedisMinReplicas); !auto && n == 0 || cfg.RedisAllowEviction {
 		t.Errorf("redisMinReplicas %q, redisAllowEviction %v: the shipped manifests must keep the durable choice", cfg.RedisMinReplicas, cfg.RedisAllowEviction)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 	"github.com/invoicing-ao/gateway/internal/seal"
 )
 
@@ -85,7 +86,7 @@ func TestKubernetesStateExport(t *testing.T) {
 		if *cfgFlag != "/configs/gateway.yaml" || mounted["config"] != "/configs" {
 			t.Errorf("%s: --config %s, config mounted at %s", dir, *cfgFlag, mounted["config"])
 		}
-		if _, err := loadConfigFor(tmp, envOf(env), cmd.needs); err != nil {
+		if _, err := config.Load(tmp, envOf(env), cmd.needs); err != nil {
 			t.Errorf("%s: the export's configuration does not load: %v", dir, err)
 		}
 		sc, psc := c.SecurityContext, pod.SecurityContext

@@ -2,7 +2,7 @@ package main
 
 // Offline checks of deploy/: no container engine or cluster runs here, so the
 // manifests are rendered and compared with what the gateway really reads and
-// serves. They live in package main to use Config's env tags, loadConfig and
+// serves. They live in package main to use config.Config's env tags, loadConfig and
 // the real handler rather than copies of them.
 
 import (
@@ -25,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 )
 
 const (
@@ -35,7 +36,7 @@ const (
 // settingEnvNames is every GATEWAY_* variable the gateway reads.
 func settingEnvNames() map[string]bool {
 	names := map[string]bool{}
-	t := reflect.TypeOf(Config{})
+	t := reflect.TypeOf(config.Config{})
 	for i := 0; i < t.NumField(); i++ {
 		if e := t.Field(i).Tag.Get("env"); e != "" {
 			names[e] = true
@@ -113,7 +114,7 @@ func servedStatus(t *testing.T, path string) int {
 			probeErr = err
 			return
 		}
-		cfg := defaultConfig()
+		cfg := config.Default()
 		cfg.LiveDatabaseURL = "sqlite:" + filepath.Join(dir, "live.db")
 		cfg.TestDatabaseURL = "sqlite:" + filepath.Join(dir, "sandbox.db")
 		if _, probeErr = gendata.SetUpSmall(ctx, cfg.LiveDatabaseURL, cfg.TestDatabaseURL, 1); probeErr != nil {
@@ -196,9 +197,9 @@ func TestDockerfile(t *testing.T) {
 		}
 		return false
 	}
-	cfg := defaultConfig()
+	cfg := config.Default()
 	for _, want := range []string{
-		"COPY configs/gateway.yaml /" + defaultConfigFile,
+		"COPY configs/gateway.yaml /" + config.File,
 		"WORKDIR /",
 		"USER nonroot:nonroot",
 		fmt.Sprintf("EXPOSE %d %d", portOf(t, cfg.Addr), portOf(t, cfg.AdminAddr)),

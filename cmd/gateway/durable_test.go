@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
@@ -255,9 +256,9 @@ func expectKeys(t *testing.T, env func(string) string, co string, want map[strin
 }
 
 // mustConfig is the configuration of env and the shipped file.
-func mustConfig(t *testing.T, env func(string) string) Config {
+func mustConfig(t *testing.T, env func(string) string) config.Config {
 	t.Helper()
-	cfg, err := loadConfig("../../configs/gateway.yaml", env)
+	cfg, err := config.Load("../../configs/gateway.yaml", env, config.NeedAll)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +284,7 @@ func TestChangesConfirmedOnRedisCluster(t *testing.T) {
 		"GATEWAY_TEST_DATABASE_URL":     test,
 		"GATEWAY_REDIS_REPLICA_TIMEOUT": "3s",
 	})
-	d, err := connect(ctx, mustConfig(t, env), slog.New(slog.NewTextHandler(io.Discard, nil)), only(needRedis))
+	d, err := connect(ctx, mustConfig(t, env), slog.New(slog.NewTextHandler(io.Discard, nil)), only(config.NeedRedis))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/invoicing-ao/gateway/admin"
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/client"
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 	"github.com/invoicing-ao/gateway/events"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
@@ -230,7 +231,7 @@ func eventsTriggerFlags(fs *flag.FlagSet) action {
 		defer d.Close()
 		if _, err := d.test.Company(ctx, companyID); err != nil {
 			if invoicing.KindOf(err) == invoicing.NotFound {
-				return fmt.Errorf("no company %s in the sandbox (%s)", companyID, redactURL(cfg.TestDatabaseURL))
+				return fmt.Errorf("no company %s in the sandbox (%s)", companyID, config.RedactURL(cfg.TestDatabaseURL))
 			}
 			return err
 		}
@@ -242,7 +243,7 @@ func eventsTriggerFlags(fs *flag.FlagSet) action {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "Made %s %s change in the sandbox (%s): %s. Its event reaches company %s's TEST endpoints within seconds.\n",
-			article(typ), typ, redactURL(cfg.TestDatabaseURL), id, companyID)
+			article(typ), typ, config.RedactURL(cfg.TestDatabaseURL), id, companyID)
 		return nil
 	}
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 )
 
 // depError is a dependency that failed: what it is, the setting that names
@@ -113,14 +115,14 @@ type dependency struct {
 }
 
 // dependencies are the ones d talks to.
-func (d *deps) dependencies(cfg Config) []dependency {
+func (d *deps) dependencies(cfg config.Config) []dependency {
 	return []dependency{
-		{"Redis", settingName("RedisURL"), redactURL(cfg.RedisURL),
+		{"Redis", config.SettingName("RedisURL"), config.RedactURL(cfg.RedisURL),
 			"keys not verified in the last " + cfg.KeyStaleTTL.String() + " get 503 authentication_unavailable; rate limits are decided per instance",
 			d.keys.Ping},
-		{"live database", settingName("LiveDatabaseURL"), redactURL(cfg.LiveDatabaseURL),
+		{"live database", config.SettingName("LiveDatabaseURL"), config.RedactURL(cfg.LiveDatabaseURL),
 			"LIVE keys get 503 database_unavailable; TEST keys are served", d.live.Ping},
-		{"sandbox database", settingName("TestDatabaseURL"), redactURL(cfg.TestDatabaseURL),
+		{"sandbox database", config.SettingName("TestDatabaseURL"), config.RedactURL(cfg.TestDatabaseURL),
 			"TEST keys get 503 database_unavailable; LIVE keys are served", d.test.Ping},
 	}
 }

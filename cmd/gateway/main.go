@@ -29,6 +29,7 @@ import (
 
 	"github.com/invoicing-ao/gateway/internal/jsonlog"
 
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
@@ -127,9 +128,9 @@ func cmdVersion(_ context.Context, c *invocation) error {
 	return err
 }
 
-// config loads the configuration the command needs (config.go).
-func (c *invocation) config() (Config, error) {
-	return configFor(c.configFlag, c.env, c.cmd.needs)
+// config loads the configuration the command needs (internal/config).
+func (c *invocation) config() (config.Config, error) {
+	return config.ForCommand(c.configFlag, c.env, c.cmd.needs)
 }
 
 // open connects what the command needs, quietly; a dependency that does not
@@ -195,15 +196,7 @@ func versionString() string {
 	return v
 }
 
-func parseLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(strings.ToUpper(s))); err != nil {
-		return 0, fmt.Errorf("%q is not one of debug, info, warn, error", s)
-	}
-	return l, nil
-}
-
 func newLogger(w io.Writer, level string) *slog.Logger {
-	l, _ := parseLevel(level)
+	l, _ := config.ParseLevel(level)
 	return slog.New(jsonlog.New(w, &slog.HandlerOptions{Level: l})) // slog's JSON lines, faster
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/invoicing-ao/gateway/admin"
 	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
@@ -144,7 +145,7 @@ type observedGateway struct {
 	pub, admin *httptest.Server
 	logs       *testenv.SyncBuffer
 	token      string
-	cfg        Config
+	cfg        config.Config
 }
 
 // jsonLines are the log lines written to logs so far that parse as JSON.
@@ -171,7 +172,7 @@ func startObserved(t *testing.T, extra map[string]string) *observedGateway {
 		return base(k)
 	}
 	g := &observedGateway{env: env, logs: &testenv.SyncBuffer{}, token: extra["GATEWAY_ADMIN_TOKEN"]}
-	cfg, err := loadConfig("../../configs/gateway.yaml", env)
+	cfg, err := config.Load("../../configs/gateway.yaml", env, config.NeedAll)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/invoicing-ao/gateway/admin"
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
@@ -30,7 +31,7 @@ func TestTrustedProxiesSetting(t *testing.T) {
 		"GATEWAY_LIVE_DATABASE_URL": live, "GATEWAY_TEST_DATABASE_URL": test,
 		"GATEWAY_TRUSTED_PROXIES": "10.0.0.0/8, 2001:db8:ffff::/48",
 	}
-	cfg, err := loadConfig("../../configs/gateway.yaml", envOf(env))
+	cfg, err := config.Load("../../configs/gateway.yaml", envOf(env), config.NeedAll)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestTrustedProxiesSetting(t *testing.T) {
 	}
 	for _, bad := range []string{"10.0.0.0/33", "lb.internal", "10.0.0.0/8 10.1.0.0/16"} {
 		env["GATEWAY_TRUSTED_PROXIES"] = bad
-		if _, err := loadConfig("", envOf(env)); err == nil || !strings.Contains(err.Error(), "GATEWAY_TRUSTED_PROXIES (trustedProxies)") {
+		if _, err := config.Load("", envOf(env), config.NeedAll); err == nil || !strings.Contains(err.Error(), "GATEWAY_TRUSTED_PROXIES (trustedProxies)") {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}

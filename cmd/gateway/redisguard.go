@@ -12,27 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 	"github.com/invoicing-ao/gateway/internal/durable"
 	"github.com/invoicing-ao/gateway/internal/redisstate"
 )
-
-// autoReplicas is redisMinReplicas's default: as many replicas as Redis's
-// topology calls for, one where it is replicated and none where it is not.
-const autoReplicas = "auto"
-
-// parseMinReplicas reads redisMinReplicas: "auto" (or empty, as unset) or
-// a number of replicas, "0" included.
-func parseMinReplicas(s string) (n int, auto bool, err error) {
-	s = strings.TrimSpace(s)
-	if s == "" || strings.EqualFold(s, autoReplicas) {
-		return 0, true, nil
-	}
-	n, err = strconv.Atoi(s)
-	if err != nil || n < 0 {
-		return 0, false, fmt.Errorf("%q is not auto or a number of replicas (0 opts out: no replica confirms a change)", s)
-	}
-	return n, false, nil
-}
 
 // redisGuard is what the binary knows and does about the Redis the control
 // plane lives in: how many replicas each change waits for (target, which
@@ -63,8 +46,8 @@ type redisGuard struct {
 
 // newRedisGuard makes the guard's target from cfg; watch must follow
 // before Redis is read.
-func newRedisGuard(cfg Config, logger *slog.Logger) *redisGuard {
-	n, auto, _ := parseMinReplicas(cfg.RedisMinReplicas) // validated with the configuration
+func newRedisGuard(cfg config.Config, logger *slog.Logger) *redisGuard {
+	n, auto, _ := config.ParseMinReplicas(cfg.RedisMinReplicas) // validated with the configuration
 	g := &redisGuard{fixed: n, auto: auto, logger: logger}
 	if auto {
 		n = 1 // until Redis has been read
@@ -76,9 +59,9 @@ func newRedisGuard(cfg Config, logger *slog.Logger) *redisGuard {
 // watch makes the watcher of rdb, registering its metrics with reg (nil:
 // none), and reads Redis at once when read is set: the target is then
 // Redis's for a command, and start-up has a reading to judge.
-func (g *redisGuard) watch(ctx context.Context, cfg Config, rdb redis.UniversalClient, reg prometheus.Registerer, read bool) error {
-	topology, _, _ := redisTopology(cfg.RedisURL) // validated with the configuration
-	label := redactURL(cfg.RedisURL)
+func (g *redisGuard) watch(ctx context.Context, cfg config.Config, rdb redis.UniversalClient, reg prometheus.Registerer, read bool) error {
+	topology, _, _ := config.RedisTopology(cfg.RedisURL) // validated with the configuration
+	label := config.RedactURL(cfg.RedisURL)
 	if _, rest, ok := strings.Cut(label, "@"); ok {
 		label = rest
 	} else if _, rest, ok := strings.Cut(label, "://"); ok {
@@ -86,7 +69,7 @@ func (g *redisGuard) watch(ctx context.Context, cfg Config, rdb redis.UniversalC
 	}
 	src := redisstate.Source{Redis: rdb, Topology: redisstate.Topology(topology), Label: label}
 	if topology == "sentinel" {
-		_, plain, _ := redisTopology(cfg.RedisURL)
+		_, plain, _ := config.RedisTopology(cfg.RedisURL)
 		src.Sentinel, _ = redis.ParseFailoverURL(plain) // validated with the configuration
 	}
 	w, err := redisstate.NewWatcher(redisstate.Config{Source: src, OnReport: g.onReport, Metrics: reg, WaitFor: g.target.Replicas})
@@ -143,10 +126,10 @@ var errEviction = errors.New("the control plane's records may be evicted")
 // eviction policy may delete the control plane's records, unless
 // redisAllowEviction. A Redis that could not be read is not judged here:
 // the dependency watcher says it is down, and the readings go on.
-func (g *redisGuard) startup(cfg Config) error { return g.startupOn(cfg, g.watcher.Last()) }
+func (g *redisGuard) startup(cfg config.Config) error { return g.startupOn(cfg, g.watcher.Last()) }
 
 // startupOn is startup on reading r.
-func (g *redisGuard) startupOn(cfg Config, r redisstate.Report) error {
+func (g *redisGuard) startupOn(cfg config.Config, r redisstate.Report) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.started = true
@@ -159,7 +142,7 @@ func (g *redisGuard) startupOn(cfg Config, r redisstate.Report) error {
 		case c.Name == redisstate.Eviction && c.State == redisstate.AtRisk && !cfg.RedisAllowEviction:
 			return fmt.Errorf("%w: %s; or start anyway with redisAllowEviction: true (GATEWAY_REDIS_ALLOW_EVICTION=true)", errEviction, c.Why)
 		case c.Name == redisstate.Eviction && c.State == redisstate.AtRisk:
-			g.logger.Warn("Redis may evict the control plane's records; started anyway ("+settingName("RedisAllowEviction")+")", "server", c.Server, "why", c.Why)
+			g.logger.Warn("Redis may evict the control plane's records; started anyway ("+config.SettingName("RedisAllowEviction")+")", "server", c.Server, "why", c.Why)
 		case c.State == redisstate.AtRisk:
 			g.logger.Warn("Redis may lose the control plane's state", "check", c.Name, "server", c.Server, "why", c.Why)
 		case c.State == redisstate.Unknown:
@@ -181,10 +164,10 @@ func (g *redisGuard) logReplicas(r redisstate.Report) {
 	have, _ := strconv.Atoi(online.Value)
 	switch {
 	case !g.auto && g.fixed == 0:
-		g.logger.Warn(settingName("RedisMinReplicas")+" is 0: no change waits for a Redis replica, and a Redis failover may lose the last changes (a revocation included)",
+		g.logger.Warn(config.SettingName("RedisMinReplicas")+" is 0: no change waits for a Redis replica, and a Redis failover may lose the last changes (a revocation included)",
 			"replicas", online.Value)
 	case want == 0 && online.State == redisstate.Unknown:
-		g.logger.Warn("Redis does not say whether it has replicas (INFO refused): no change waits for one; set " + settingName("RedisMinReplicas") + " to the number it has")
+		g.logger.Warn("Redis does not say whether it has replicas (INFO refused): no change waits for one; set " + config.SettingName("RedisMinReplicas") + " to the number it has")
 	case want == 0:
 		g.logger.Warn("Redis has no replica: a change is reported done once the Redis master has it, and is lost with it")
 	case online.State != redisstate.Unknown && have < want:

@@ -5,63 +5,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 	"github.com/invoicing-ao/gateway/internal/redisstate"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 )
-
-// redisMinReplicas: auto unless set, in YAML (a number or auto) and in the
-// environment alike; an explicit 0 is kept apart from unset; anything else
-// is refused naming the setting.
-func TestMinReplicasSetting(t *testing.T) {
-	dir := t.TempDir()
-	file := func(body string) string {
-		p := filepath.Join(dir, "c.yaml")
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	for _, c := range []struct {
-		name, yaml, env string
-		n               int
-		auto            bool
-		bad             bool
-	}{
-		{name: "unset", n: 0, auto: true},
-		{name: "yaml auto", yaml: "redisMinReplicas: auto\n", auto: true},
-		{name: "yaml number", yaml: "redisMinReplicas: 2\n", n: 2},
-		{name: "yaml explicit 0", yaml: "redisMinReplicas: 0\n", n: 0},
-		{name: "yaml quoted 0", yaml: "redisMinReplicas: \"0\"\n", n: 0},
-		{name: "env 0 over yaml auto", yaml: "redisMinReplicas: auto\n", env: "0", n: 0},
-		{name: "env auto over yaml 1", yaml: "redisMinReplicas: 1\n", env: "AUTO", auto: true},
-		{name: "negative", env: "-1", bad: true},
-		{name: "word", yaml: "redisMinReplicas: two\n", bad: true},
-	} {
-		path := ""
-		if c.yaml != "" {
-			path = file(c.yaml)
-		}
-		cfg, err := loadConfigFor(path, envOf(map[string]string{"GATEWAY_REDIS_MIN_REPLICAS": c.env}), needRedis)
-		if c.bad {
-			if err == nil || !strings.Contains(err.Error(), "GATEWAY_REDIS_MIN_REPLICAS (redisMinReplicas)") || !strings.Contains(err.Error(), "auto") {
-				t.Errorf("%s: %v, want a refusal naming the setting and auto", c.name, err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		n, auto, err := parseMinReplicas(cfg.RedisMinReplicas)
-		if err != nil || n != c.n || auto != c.auto {
-			t.Errorf("%s: %q = %d, auto %v, %v; want %d, auto %v", c.name, cfg.RedisMinReplicas, n, auto, err, c.n, c.auto)
-		}
-	}
-}
 
 // The target auto follows, reading after reading: one until Redis has been
 // read, none on a Redis without replicas, one once replicas appear, and
@@ -87,7 +37,7 @@ func TestAutoTargetFollowsReadings(t *testing.T) {
 		{"explicit 2", "2", []redisstate.Report{alone, withReplica}, []int{2, 2}, "fewer replicas online than changes wait for"},
 	} {
 		var logs bytes.Buffer
-		g := newRedisGuard(Config{RedisMinReplicas: c.setting}, slog.New(slog.NewTextHandler(&logs, nil)))
+		g := newRedisGuard(config.Config{RedisMinReplicas: c.setting}, slog.New(slog.NewTextHandler(&logs, nil)))
 		g.started = true // log as serve does after start-up
 		before := redisstate.Report{}
 		for i, r := range c.reports {
@@ -123,11 +73,11 @@ func TestAutoReplicasOnRealRedis(t *testing.T) {
 	} {
 		var logs bytes.Buffer
 		env := envOf(map[string]string{"GATEWAY_REDIS_URL": c.url, "GATEWAY_REDIS_MIN_REPLICAS": c.setting})
-		cfg, err := loadConfigFor("", env, needRedis)
+		cfg, err := config.Load("", env, config.NeedRedis)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := connect(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)), only(needRedis))
+		d, err := connect(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)), only(config.NeedRedis))
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -155,7 +105,7 @@ func TestStartupRefusesEviction(t *testing.T) {
 		Policy: "volatile-lru", ReplicasKnown: true, Replicas: 1, Configured: 1}}}
 	for _, allow := range []bool{false, true} {
 		var logs bytes.Buffer
-		cfg := Config{RedisMinReplicas: "auto", RedisAllowEviction: allow}
+		cfg := config.Config{RedisMinReplicas: "auto", RedisAllowEviction: allow}
 		g := newRedisGuard(cfg, slog.New(slog.NewTextHandler(&logs, nil)))
 		g.onReport(redisstate.Report{}, lru)
 		err := g.startupOn(cfg, lru)

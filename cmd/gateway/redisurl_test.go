@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -15,90 +14,10 @@ import (
 	"github.com/invoicing-ao/gateway/admin"
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
-
-func TestRedisURLForms(t *testing.T) {
-	for _, tc := range []struct {
-		url      string
-		topology string // "" when refused
-		check    func(t *testing.T, c redis.UniversalClient)
-	}{
-		{"redis://127.0.0.1:6379/2", "single", func(t *testing.T, c redis.UniversalClient) {
-			o := c.(*redis.Client).Options()
-			if o.Addr != "127.0.0.1:6379" || o.DB != 2 || o.TLSConfig != nil || !o.ContextTimeoutEnabled {
-				t.Errorf("options %+v", o)
-			}
-		}},
-		{"rediss://u:pw@cache.internal:6380/0", "single", func(t *testing.T, c redis.UniversalClient) {
-			o := c.(*redis.Client).Options()
-			if o.TLSConfig == nil || o.Username != "u" || o.Password != "pw" || !o.ContextTimeoutEnabled {
-				t.Errorf("options %+v", o)
-			}
-		}},
-		{"redis+sentinel://s1:26379/0?master_name=gw&addr=s2:26379&addr=s3:26379&password=pw", "sentinel", func(t *testing.T, c redis.UniversalClient) {
-			// A failover client is a *redis.Client whose dialer asks the sentinels.
-			o := c.(*redis.Client).Options()
-			if o.Password != "pw" || !o.ContextTimeoutEnabled {
-				t.Errorf("options %+v", o)
-			}
-		}},
-		{"redis+cluster://n1:7000?addr=n2:7001&addr=n3:7002", "cluster", func(t *testing.T, c redis.UniversalClient) {
-			o := c.(*redis.ClusterClient).Options()
-			if strings.Join(o.Addrs, ",") != "n1:7000,n2:7001,n3:7002" || o.TLSConfig != nil || !o.ContextTimeoutEnabled {
-				t.Errorf("options %+v", o)
-			}
-			// A failover must not leave a dead master's slots mapped for
-			// go-redis's minute (TestClusterFailoverOnShippedDefaults).
-			if o.ClusterStateReloadInterval != clusterStateReload {
-				t.Errorf("the slots are read again every %v, want %v", o.ClusterStateReloadInterval, clusterStateReload)
-			}
-		}},
-		{"rediss+cluster://n1:7000", "cluster", func(t *testing.T, c redis.UniversalClient) {
-			if c.(*redis.ClusterClient).Options().TLSConfig == nil {
-				t.Error("no TLS")
-			}
-		}},
-		{"redis+sentinel://s1:26379", "", nil},        // no master name
-		{"redis+cluster://n1:7000/3", "", nil},        // a cluster has db 0 only
-		{"redis+ring://n1:7000", "", nil},             // unknown topology
-		{"http://n1:7000", "", nil},                   // not Redis
-		{"redis://u:secret@h:port/0", "", nil},        // bad port; the message must not quote the password
-		{"127.0.0.1:6379", "", nil},                   // no scheme
-		{"redis://127.0.0.1:6379/0?bogus=1", "", nil}, // unknown option
-	} {
-		t.Run(tc.url, func(t *testing.T) {
-			c, err := newRedisClient(tc.url)
-			if tc.topology == "" {
-				if err == nil {
-					_ = c.Close()
-					t.Fatal("accepted")
-				}
-				if strings.Contains(err.Error(), "secret") {
-					t.Errorf("error shows the password: %v", err)
-				}
-				if cerr := checkRedisURL(tc.url); cerr == nil {
-					t.Error("checkRedisURL accepted it")
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			if top, _, _ := redisTopology(tc.url); top != tc.topology {
-				t.Errorf("topology %q, want %q", top, tc.topology)
-			}
-			tc.check(t, c)
-		})
-	}
-	_, err := loadConfig("", envOf(map[string]string{"GATEWAY_REDIS_URL": "redis+ring://x:1",
-		"GATEWAY_LIVE_DATABASE_URL": "sqlite:a", "GATEWAY_TEST_DATABASE_URL": "sqlite:b"}))
-	if err == nil || !strings.Contains(err.Error(), "GATEWAY_REDIS_URL (redisURL)") {
-		t.Errorf("config error %v does not name the setting", err)
-	}
-}
 
 // TestGatewayOnRedisCluster runs the binary's own wiring (configuration,
 // connect, the public handler) on a real Redis Cluster given as a
@@ -130,11 +49,11 @@ func smokeGateway(t *testing.T, redisURL string) *deps {
 	if _, err := gendata.SetUpSmall(ctx, live, test, 3); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadConfig("../../configs/gateway.yaml", envOf(map[string]string{
+	cfg, err := config.Load("../../configs/gateway.yaml", envOf(map[string]string{
 		"GATEWAY_REDIS_URL":         redisURL,
 		"GATEWAY_LIVE_DATABASE_URL": live,
 		"GATEWAY_TEST_DATABASE_URL": test,
-	}))
+	}), config.NeedAll)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,39 +104,4 @@ func smokeGateway(t *testing.T, redisURL string) *deps {
 		t.Fatalf("unknown key: %d %v", code, body)
 	}
 	return d
-}
-
-func TestReplicaSettings(t *testing.T) {
-	base := map[string]string{
-		"GATEWAY_LIVE_DATABASE_URL": "postgres://db/live", "GATEWAY_TEST_DATABASE_URL": "postgres://db/sandbox",
-	}
-	for _, tc := range []struct {
-		env  map[string]string
-		want string // "" = valid, else the setting named in the error
-	}{
-		{map[string]string{}, ""},
-		{map[string]string{"GATEWAY_LIVE_REPLICA_URL": "postgres://replica/live", "GATEWAY_TEST_REPLICA_URL": "postgres://replica/sandbox"}, ""},
-		{map[string]string{"GATEWAY_LIVE_REPLICA_URL": "mysql://replica/live"}, "GATEWAY_LIVE_REPLICA_URL"},
-		{map[string]string{"GATEWAY_TEST_REPLICA_URL": "sqlite:/tmp/x.db"}, "GATEWAY_TEST_REPLICA_URL"},
-		{map[string]string{"GATEWAY_TEST_REPLICA_URL": "postgres://db/live"}, "GATEWAY_TEST_REPLICA_URL"},
-		{map[string]string{"GATEWAY_LIVE_REPLICA_URL": "postgres://r/x", "GATEWAY_TEST_REPLICA_URL": "postgres://r/x"}, "GATEWAY_TEST_REPLICA_URL"},
-		{map[string]string{"GATEWAY_READ_YOUR_WRITES_WINDOW": "-1s"}, "GATEWAY_READ_YOUR_WRITES_WINDOW"},
-	} {
-		env := map[string]string{}
-		for k, v := range base {
-			env[k] = v
-		}
-		for k, v := range tc.env {
-			env[k] = v
-		}
-		cfg, err := loadConfig("", envOf(env))
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%v: %v", tc.env, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("%v: error %v does not name %s", tc.env, err, tc.want)
-		case tc.want == "" && (replicaOf(cfg, "LiveDatabaseURL") != tc.env["GATEWAY_LIVE_REPLICA_URL"] || replicaOf(cfg, "TestDatabaseURL") != tc.env["GATEWAY_TEST_REPLICA_URL"]):
-			t.Errorf("%v: replicas %q %q", tc.env, cfg.LiveReplicaURL, cfg.TestReplicaURL)
-		}
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/internal/logbuf"
 )
@@ -70,13 +71,13 @@ func cmdServe(ctx context.Context, c *invocation) error {
 }
 
 // listen binds the public and the admin listener.
-func listen(cfg Config) (pub, adm net.Listener, err error) {
+func listen(cfg config.Config) (pub, adm net.Listener, err error) {
 	if pub, err = net.Listen("tcp", cfg.Addr); err != nil {
-		return nil, nil, fmt.Errorf("setting %s: %w", settingName("Addr"), err)
+		return nil, nil, fmt.Errorf("setting %s: %w", config.SettingName("Addr"), err)
 	}
 	if adm, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
 		pub.Close()
-		return nil, nil, fmt.Errorf("setting %s: %w", settingName("AdminAddr"), err)
+		return nil, nil, fmt.Errorf("setting %s: %w", config.SettingName("AdminAddr"), err)
 	}
 	return pub, adm, nil
 }
@@ -86,7 +87,7 @@ func listen(cfg Config) (pub, adm net.Listener, err error) {
 // serving for DrainDelay (so load balancers notice and stop sending), then
 // they stop accepting and requests in flight finish within ShutdownTimeout.
 // A second signal ends the process at once.
-func serveOn(ctx context.Context, cfg Config, d *deps, logger *slog.Logger, pubLn, admLn net.Listener, ready func(pub, adm net.Addr)) error {
+func serveOn(ctx context.Context, cfg config.Config, d *deps, logger *slog.Logger, pubLn, admLn net.Listener, ready func(pub, adm net.Addr)) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	warnAdminAddr(logger, admLn.Addr())

@@ -13,6 +13,7 @@ import (
 	"github.com/invoicing-ao/gateway/admin"
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
@@ -70,7 +71,7 @@ func TestGracefulShutdown(t *testing.T) {
 	for _, k := range []string{"GATEWAY_REDIS_URL", "GATEWAY_REDIS_PREFIX", "GATEWAY_LIVE_DATABASE_URL", "GATEWAY_TEST_DATABASE_URL"} {
 		vars[k] = env(k)
 	}
-	cfg, err := loadConfig("", envOf(vars))
+	cfg, err := config.Load("", envOf(vars), config.NeedAll)
 	if err != nil {
 		t.Fatal(err)
 	}

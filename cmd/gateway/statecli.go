@@ -13,6 +13,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 	"github.com/invoicing-ao/gateway/internal/durable"
 	"github.com/invoicing-ao/gateway/internal/seal"
 	"github.com/invoicing-ao/gateway/state"
@@ -23,7 +24,7 @@ import (
 
 // stateParts are the control plane's parts, each exported and imported by
 // the adapter that owns it.
-func stateConfig(d *deps, cfg Config) state.Config {
+func stateConfig(d *deps, cfg config.Config) state.Config {
 	return state.Config{
 		Redis:   d.rdb,
 		Durable: durable.Policy{Target: d.guard.target, Timeout: cfg.RedisReplicaTimeout}, // as every change (redisguard.go)
@@ -203,7 +204,7 @@ func stateImportFlags(fs *flag.FlagSet) action {
 	}
 }
 
-func printImport(c *invocation, doc state.Document, counts map[string]state.Counts, cfg Config) {
+func printImport(c *invocation, doc state.Document, counts map[string]state.Counts, cfg config.Config) {
 	fmt.Fprintf(c.stdout, "Imported the export of %s (gateway %s):\n", doc.CreatedAt.Format(time.RFC3339), doc.Gateway)
 	for _, name := range []string{"keys", "limits", "webhooks", "audit"} {
 		n := counts[name]
@@ -246,7 +247,7 @@ func stateKeygenFlags(fs *flag.FlagSet) action {
 }
 
 // openWithConfig is open, with the configuration it read.
-func (c *invocation) openWithConfig(ctx context.Context) (*deps, Config, error) {
+func (c *invocation) openWithConfig(ctx context.Context) (*deps, config.Config, error) {
 	cfg, err := c.config()
 	if err != nil {
 		return nil, cfg, err

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 	"github.com/invoicing-ao/gateway/internal/seal"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 )
@@ -117,7 +118,7 @@ func TestWebhookSecretsKeySetting(t *testing.T) {
 		{with("GATEWAY_WEBHOOK_SECRETS_KEY", "AGE-SECRET-KEY-1NOTAKEYATALL"), "GATEWAY_WEBHOOK_SECRETS_KEY"},
 		{with("GATEWAY_WEBHOOK_SECRETS_OLD_KEYS", testSecretsKey), "needs webhookSecretsKey"},
 	} {
-		_, err := loadConfig("", c.env)
+		_, err := config.Load("", c.env, config.NeedAll)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("refused: %v", err)
@@ -128,7 +129,7 @@ func TestWebhookSecretsKeySetting(t *testing.T) {
 		}
 	}
 	// A command that neither makes nor uses secrets needs no key.
-	if _, err := loadConfigFor("", with(), needRedis); err != nil {
+	if _, err := config.Load("", with(), config.NeedRedis); err != nil {
 		t.Errorf("keys list's configuration: %v", err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,6 +14,7 @@ import (
 	"github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 	"github.com/invoicing-ao/gateway/events"
 	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/idempotency"
@@ -41,12 +41,12 @@ type deps struct {
 
 // connect opens Redis and both databases and builds the server and the
 // administration on them.
-func connect(ctx context.Context, cfg Config, logger *slog.Logger, opts ...wireOption) (*deps, error) {
+func connect(ctx context.Context, cfg config.Config, logger *slog.Logger, opts ...wireOption) (*deps, error) {
 	// A single Redis, Sentinel or Cluster by the URL's scheme; every form
-	// keeps ContextTimeoutEnabled (redisurl.go).
-	rdb, err := newRedisClient(cfg.RedisURL)
+	// keeps ContextTimeoutEnabled (internal/config/redisurl.go).
+	rdb, err := config.NewRedisClient(cfg.RedisURL)
 	if err != nil {
-		return nil, fmt.Errorf("setting %s: %w", settingName("RedisURL"), err)
+		return nil, fmt.Errorf("setting %s: %w", config.SettingName("RedisURL"), err)
 	}
 	return connectWith(ctx, cfg, logger, rdb, opts...)
 }
@@ -54,22 +54,22 @@ func connect(ctx context.Context, cfg Config, logger *slog.Logger, opts ...wireO
 // connectWith builds the dependencies on an existing Redis client (the demo's
 // in-process Redis, or a real one). Unless withLazy, each dependency it opens
 // must answer now, or it fails naming the one that does not and why.
-func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis.UniversalClient, opts ...wireOption) (*deps, error) {
+func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rdb redis.UniversalClient, opts ...wireOption) (*deps, error) {
 	o := wireOptionsOf(opts)
 	d := &deps{rdb: rdb}
-	if o.needs&needRedis != 0 && !o.lazy {
+	if o.needs&config.NeedRedis != 0 && !o.lazy {
 		if err := pingRedis(ctx, rdb); err != nil {
 			d.Close()
-			return nil, &depError{what: "Redis", setting: settingName("RedisURL"), target: redactURL(cfg.RedisURL), err: err}
+			return nil, &depError{what: "Redis", setting: config.SettingName("RedisURL"), target: config.RedactURL(cfg.RedisURL), err: err}
 		}
 	}
 	var live, test gateway.Store // nil interfaces for the databases not needed
 	for _, db := range []struct {
 		field string
-		need  needs
+		need  config.Needs
 		st    **backend.Store
 		as    *gateway.Store
-	}{{"LiveDatabaseURL", needLive, &d.live, &live}, {"TestDatabaseURL", needTest, &d.test, &test}} {
+	}{{"LiveDatabaseURL", config.NeedLive, &d.live, &live}, {"TestDatabaseURL", config.NeedTest, &d.test, &test}} {
 		if o.needs&db.need == 0 {
 			continue
 		}
@@ -83,17 +83,17 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 	origins, err := gateway.ParseOrigins(cfg.CORSAllowedOrigins) // validated with the configuration
 	if err != nil {
 		d.Close()
-		return nil, fmt.Errorf("setting %s: %w", settingName("CORSAllowedOrigins"), err)
+		return nil, fmt.Errorf("setting %s: %w", config.SettingName("CORSAllowedOrigins"), err)
 	}
 	proxies, err := gateway.ParseTrustedProxies(cfg.TrustedProxies) // validated with the configuration
 	if err != nil {
 		d.Close()
-		return nil, fmt.Errorf("setting %s: %w", settingName("TrustedProxies"), err)
+		return nil, fmt.Errorf("setting %s: %w", config.SettingName("TrustedProxies"), err)
 	}
 	adminHosts, err := gateway.ParseAdminHosts(cfg.AdminHosts) // validated with the configuration
 	if err != nil {
 		d.Close()
-		return nil, fmt.Errorf("setting %s: %w", settingName("AdminHosts"), err)
+		return nil, fmt.Errorf("setting %s: %w", config.SettingName("AdminHosts"), err)
 	}
 	// Every administrative change waits for the same replicas: the
 	// guard's target, which follows Redis's topology (redisguard.go).
@@ -126,7 +126,7 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 		TrustedProxies: proxies, RedisDurability: d.guard.readiness, AdminHosts: adminHosts,
 		Feed: eventsFeed{d},
 	})
-	if err := d.guard.watch(ctx, cfg, rdb, d.server.MetricsRegisterer(), o.needs&needRedis != 0); err != nil { // a mistake of ours
+	if err := d.guard.watch(ctx, cfg, rdb, d.server.MetricsRegisterer(), o.needs&config.NeedRedis != 0); err != nil { // a mistake of ours
 		d.Close()
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 	ec := eventsConfig(cfg)
 	ec.Redis, ec.Logger, ec.Sources = rdb, logger, map[invoicing.Mode]events.Source{}
 	ec.Metrics, ec.TracerProvider = d.server.MetricsRegisterer(), o.tp
-	if ec.Secrets, err = secretsKeyring(cfg); err != nil { // checked with the configuration
+	if ec.Secrets, err = cfg.SecretsKeyring(); err != nil { // checked with the configuration
 		d.Close()
 		return nil, err
 	}
@@ -162,16 +162,16 @@ func connectWith(ctx context.Context, cfg Config, logger *slog.Logger, rdb redis
 }
 
 // openStore opens the database of a database setting; see connectWith.
-func openStore(ctx context.Context, cfg Config, field string, logger *slog.Logger, o wireOptions) (*backend.Store, error) {
+func openStore(ctx context.Context, cfg config.Config, field string, logger *slog.Logger, o wireOptions) (*backend.Store, error) {
 	url := reflect.ValueOf(cfg).FieldByName(field).String()
 	st, err := backend.Open(ctx, backend.Config{URL: url, MaxConns: cfg.DatabaseMaxConns, QueryTimeout: cfg.QueryTimeout, TracerProvider: o.tp,
-		ReplicaURL: replicaOf(cfg, field), ReadYourWritesWindow: cfg.ReadYourWritesWindow,
+		ReplicaURL: cfg.ReplicaOf(field), ReadYourWritesWindow: cfg.ReadYourWritesWindow,
 		BreakerFailures: cfg.BreakerFailures, BreakerOpenFor: cfg.BreakerOpenFor, Lazy: o.lazy,
 		OnBreakerChange: func(from, to string) {
 			logger.Warn("database circuit breaker", "database", databaseName(field), "from", from, "to", to)
 		}})
 	if err != nil {
-		return nil, &depError{what: "the " + databaseName(field) + " database", setting: settingName(field), target: redactURL(url), err: err}
+		return nil, &depError{what: "the " + databaseName(field) + " database", setting: config.SettingName(field), target: config.RedactURL(url), err: err}
 	}
 	return st, nil
 }
@@ -188,7 +188,7 @@ type wireOption func(*wireOptions)
 
 type wireOptions struct {
 	tp           trace.TracerProvider // nil: otel's global provider
-	needs        needs                // what to open; zero means everything
+	needs        config.Needs         // what to open; zero means everything
 	lazy         bool                 // start whatever is down (serve)
 	redisTimeout time.Duration        // the limiter's per-decision Redis deadline; zero: tenants' default
 	noBitfield   bool                 // the Redis has no BITFIELD (the demo's miniredis)
@@ -202,7 +202,7 @@ func withTracerProvider(tp trace.TracerProvider) wireOption {
 
 // only opens what n needs: a command that needs Redis only opens no
 // database.
-func only(n needs) wireOption {
+func only(n config.Needs) wireOption {
 	return func(o *wireOptions) { o.needs = n }
 }
 
@@ -225,7 +225,7 @@ func withoutBitfield() wireOption {
 }
 
 func wireOptionsOf(opts []wireOption) wireOptions {
-	o := wireOptions{needs: needAll}
+	o := wireOptions{needs: config.NeedAll}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -259,18 +259,4 @@ func (d *deps) Close() {
 	if d.rdb != nil {
 		_ = d.rdb.Close()
 	}
-}
-
-// redactURL hides a password in a database URL before it reaches a message.
-func redactURL(u string) string {
-	at := strings.LastIndex(u, "@")
-	scheme := strings.Index(u, "://")
-	if at < 0 || scheme < 0 || at < scheme {
-		return u
-	}
-	creds := u[scheme+3 : at]
-	if i := strings.IndexByte(creds, ':'); i >= 0 {
-		return u[:scheme+3] + creds[:i] + ":***" + u[at:]
-	}
-	return u
 }

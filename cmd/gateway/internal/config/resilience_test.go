@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"strings"
@@ -10,14 +10,14 @@ import (
 // that name the setting.
 func TestResilienceSettings(t *testing.T) {
 	base := map[string]string{"GATEWAY_LIVE_DATABASE_URL": "postgres://db/live", "GATEWAY_TEST_DATABASE_URL": "postgres://db/test"}
-	cfg, err := loadConfig("", envOf(base))
+	cfg, err := Load("", envOf(base), NeedAll)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.BreakerFailures != 5 || cfg.BreakerOpenFor != 5*time.Second || cfg.DrainDelay != 0 {
 		t.Errorf("defaults: failures %d, open for %v, drain delay %v", cfg.BreakerFailures, cfg.BreakerOpenFor, cfg.DrainDelay)
 	}
-	shipped, err := loadConfig("../../configs/gateway.yaml", envOf(nil))
+	shipped, err := Load("../../../../configs/gateway.yaml", envOf(nil), NeedAll)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestResilienceSettings(t *testing.T) {
 		for bk, bv := range base {
 			env[bk] = bv
 		}
-		if _, err := loadConfig("", envOf(env)); err == nil || !strings.Contains(err.Error(), k) {
+		if _, err := Load("", envOf(env), NeedAll); err == nil || !strings.Contains(err.Error(), k) {
 			t.Errorf("%s=%s: %v, want an error naming it", k, v, err)
 		}
 	}

@@ -1,9 +1,10 @@
-package main
+package config
 
 import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,9 +30,9 @@ const (
 	redisSchemeCluster  = "+cluster"
 )
 
-// redisTopology splits raw into its topology ("single", "sentinel",
+// RedisTopology splits raw into its topology ("single", "sentinel",
 // "cluster") and the URL go-redis expects (scheme redis or rediss).
-func redisTopology(raw string) (topology, plain string, err error) {
+func RedisTopology(raw string) (topology, plain string, err error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return "", "", errors.New("is not a URL (redis://host:port/db)")
@@ -63,11 +64,11 @@ func redisTopology(raw string) (topology, plain string, err error) {
 // costs one CLUSTER SLOTS per instance every 2 s while commands flow.
 const clusterStateReload = 2 * time.Second
 
-// newRedisClient parses raw (see the forms above) and returns a client of the
+// NewRedisClient parses raw (see the forms above) and returns a client of the
 // topology it names. Every form enables ContextTimeoutEnabled: without it
 // go-redis ignores context deadlines, and a hung Redis would hold each
 // request for the client's read timeout.
-func newRedisClient(raw string) (redis.UniversalClient, error) {
+func NewRedisClient(raw string) (redis.UniversalClient, error) {
 	c, err := parseRedisClient(raw)
 	var ue *url.Error
 	if errors.As(err, &ue) { // its message quotes the URL, password included
@@ -77,7 +78,7 @@ func newRedisClient(raw string) (redis.UniversalClient, error) {
 }
 
 func parseRedisClient(raw string) (redis.UniversalClient, error) {
-	topology, plain, err := redisTopology(raw)
+	topology, plain, err := RedisTopology(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -118,9 +119,27 @@ func parseRedisClient(raw string) (redis.UniversalClient, error) {
 
 // checkRedisURL validates raw without connecting (no client is kept).
 func checkRedisURL(raw string) error {
-	c, err := newRedisClient(raw)
+	c, err := NewRedisClient(raw)
 	if err != nil {
 		return err
 	}
 	return c.Close()
+}
+
+// AutoReplicas is redisMinReplicas's default: as many replicas as Redis's
+// topology calls for, one where it is replicated and none where it is not.
+const AutoReplicas = "auto"
+
+// ParseMinReplicas reads redisMinReplicas: "auto" (or empty, as unset) or
+// a number of replicas, "0" included.
+func ParseMinReplicas(s string) (n int, auto bool, err error) {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.EqualFold(s, AutoReplicas) {
+		return 0, true, nil
+	}
+	n, err = strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, false, fmt.Errorf("%q is not auto or a number of replicas (0 opts out: no replica confirms a change)", s)
+	}
+	return n, false, nil
 }

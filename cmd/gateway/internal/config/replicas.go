@@ -1,13 +1,14 @@
-package main
+package config
 
 import "strings"
 
-// replicaOf is the read replica URL of a database setting ("" for none).
-func replicaOf(cfg Config, databaseField string) string {
+// ReplicaOf is the read replica URL of a database setting (LiveDatabaseURL
+// or TestDatabaseURL; "" for none).
+func (c Config) ReplicaOf(databaseField string) string {
 	if databaseField == "LiveDatabaseURL" {
-		return cfg.LiveReplicaURL
+		return c.LiveReplicaURL
 	}
-	return cfg.TestReplicaURL
+	return c.TestReplicaURL
 }
 
 // checkReplicas validates the optional read replicas: each of its primary's

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"os"
@@ -6,11 +6,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/invoicing-ao/gateway/internal/seal"
 )
 
-// envOf is an environment of m's variables. The tests' gateways seal
-// webhook signing secrets with testSecretsKey unless m sets
-// GATEWAY_WEBHOOK_SECRETS_KEY (to "" for none).
+// envOf is an environment of m's variables, with a webhook secrets key
+// unless m sets GATEWAY_WEBHOOK_SECRETS_KEY (to "" for none): serve, which
+// Load checks for unless a test says otherwise, requires one.
 func envOf(m map[string]string) func(string) string {
 	return func(k string) string {
 		if v, ok := m[k]; ok || k != "GATEWAY_WEBHOOK_SECRETS_KEY" {
@@ -20,6 +22,15 @@ func envOf(m map[string]string) func(string) string {
 	}
 }
 
+// testSecretsKey is an age identity made for this test binary.
+var testSecretsKey = func() string {
+	id, _, err := seal.Generate()
+	if err != nil {
+		panic(err)
+	}
+	return id
+}()
+
 func TestConfigLayers(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "gateway.yaml")
@@ -27,7 +38,7 @@ func TestConfigLayers(t *testing.T) {
 	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadConfig(file, envOf(map[string]string{"GATEWAY_ADDR": ":9100", "GATEWAY_LIVE_BURST": "7"}))
+	cfg, err := Load(file, envOf(map[string]string{"GATEWAY_ADDR": ":9100", "GATEWAY_LIVE_BURST": "7"}), NeedAll)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +82,7 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 				delete(env, k)
 			}
 		}
-		_, err := loadConfig("", envOf(env))
+		_, err := Load("", envOf(env), NeedAll)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one naming %s", c.set, err, c.want)
 		}
@@ -79,20 +90,20 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 	// Unknown keys in the file are refused, not ignored.
 	file := filepath.Join(t.TempDir(), "g.yaml")
 	_ = os.WriteFile(file, []byte("adress: \":1\"\n"), 0o600)
-	if _, err := loadConfig(file, envOf(base)); err == nil || !strings.Contains(err.Error(), "adress") {
+	if _, err := Load(file, envOf(base), NeedAll); err == nil || !strings.Contains(err.Error(), "adress") {
 		t.Errorf("unknown YAML key: %v", err)
 	}
-	if _, err := loadConfig("", envOf(base)); err != nil {
+	if _, err := Load("", envOf(base), NeedAll); err != nil {
 		t.Errorf("valid configuration refused: %v", err)
 	}
 }
 
 func TestShippedConfigLoads(t *testing.T) {
-	cfg, err := loadConfig("../../configs/gateway.yaml", envOf(nil))
+	cfg, err := Load("../../../../configs/gateway.yaml", envOf(nil), NeedAll)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Addr != defaultConfig().Addr {
+	if cfg.Addr != Default().Addr {
 		t.Errorf("shipped config addr %q", cfg.Addr)
 	}
 }
@@ -103,8 +114,8 @@ func TestRedactURL(t *testing.T) {
 		"postgres://u@h/db":        "postgres://u@h/db",
 		"sqlite:/tmp/x.db":         "sqlite:/tmp/x.db",
 	} {
-		if got := redactURL(in); got != want {
-			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

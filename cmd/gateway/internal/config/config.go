@@ -1,11 +1,15 @@
-package main
+// Package config is the gateway's configuration: its settings, their
+// defaults, the YAML file and the GATEWAY_* environment variables that set
+// them, and the checks that name a wrong one by both its names before
+// anything connects. The gateway command loads it; the checks of the deploy
+// files read it too, so that a manifest cannot set what the gateway does
+// not read.
+package config
 
 import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,9 +18,6 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/invoicing-ao/gateway/gateway"
-	"github.com/invoicing-ao/gateway/tenants"
 )
 
 // Config is the gateway's configuration: defaults, then the YAML file, then
@@ -25,10 +26,10 @@ import (
 type Config struct {
 	Addr       string `yaml:"addr" env:"GATEWAY_ADDR"`              // public listener
 	AdminAddr  string `yaml:"adminAddr" env:"GATEWAY_ADMIN_ADDR"`   // internal listener: admin API
-	AdminToken string `yaml:"adminToken" env:"GATEWAY_ADMIN_TOKEN"` // empty disables the admin API; else strong (adminconfig.go)
+	AdminToken string `yaml:"adminToken" env:"GATEWAY_ADMIN_TOKEN"` // empty disables the admin API; else strong (admin.go)
 	// AdminHosts is a comma-separated list of the host names the admin
 	// listener answers to besides its IP addresses and loopback names;
-	// empty means none (adminconfig.go).
+	// empty means none (admin.go).
 	AdminHosts string `yaml:"adminHosts" env:"GATEWAY_ADMIN_HOSTS"`
 	// CursorSecret keys the lists' cursors (the same on every instance);
 	// empty means a built-in key (gateway.Config.CursorSecret).
@@ -44,7 +45,7 @@ type Config struct {
 	// endpoints, audit events) before it is reported done: "auto" (unset,
 	// or empty) one when Redis is replicated and none when it is not, an
 	// integer that number, and "0" none at all, named at start as an
-	// opt-out (redisguard.go). RedisReplicaTimeout bounds each wait for
+	// opt-out (cmd/gateway/redisguard.go). RedisReplicaTimeout bounds each wait for
 	// them, zero meaning 1s (internal/durable). RedisAllowEviction lets
 	// serve start on a Redis whose maxmemory-policy may evict the control
 	// plane's records.
@@ -101,7 +102,7 @@ type Config struct {
 	ShutdownTimeout time.Duration `yaml:"shutdownTimeout" env:"GATEWAY_SHUTDOWN_TIMEOUT"`
 	LogLevel        string        `yaml:"logLevel" env:"GATEWAY_LOG_LEVEL"`
 
-	// Events (webhooks; eventsconfig.go, docs/operators.md): whether this
+	// Events (webhooks; events.go, docs/operators.md): whether this
 	// instance detects changes and delivers events (the admin API manages
 	// endpoints either way), where endpoints may point, and how deliveries go.
 	EventsRun             bool          `yaml:"eventsRun" env:"GATEWAY_EVENTS_RUN"`
@@ -117,7 +118,7 @@ type Config struct {
 	// feed off.
 	EventsFeedWindow time.Duration `yaml:"eventsFeedWindow" env:"GATEWAY_EVENTS_FEED_WINDOW"`
 
-	// Webhook signing secrets at rest (secretsconfig.go): sealed in Redis
+	// Webhook signing secrets at rest (secrets.go): sealed in Redis
 	// with this age key; older keys still open what they sealed (key
 	// rotation). Required where secrets are made or used, unless
 	// WebhookSecretsPlaintext keeps them in plain text.
@@ -126,13 +127,13 @@ type Config struct {
 	WebhookSecretsPlaintext bool   `yaml:"webhookSecretsPlaintext" env:"GATEWAY_WEBHOOK_SECRETS_PLAINTEXT"`
 }
 
-// defaultConfig is the configuration with nothing set.
-func defaultConfig() Config {
+// Default is the configuration with nothing set.
+func Default() Config {
 	return Config{
 		Addr:               ":8080",
 		AdminAddr:          "127.0.0.1:8081",
 		RedisURL:           "redis://127.0.0.1:6379/0",
-		RedisMinReplicas:   autoReplicas,
+		RedisMinReplicas:   AutoReplicas,
 		DatabaseMaxConns:   10,
 		QueryTimeout:       2 * time.Second,
 		BreakerFailures:    5,
@@ -156,17 +157,26 @@ func defaultConfig() Config {
 	}
 }
 
-// loadConfig reads path (when not empty) over the defaults, then the
-// environment, and validates the result for a command that needs
-// everything (serve).
-func loadConfig(path string, env func(string) string) (Config, error) {
-	return loadConfigFor(path, env, needAll)
-}
+// Needs says which dependencies a command talks to, so that only their
+// settings are required: `keys list` runs without a database setting. The
+// zero value needs nothing, and reads no configuration.
+type Needs uint8
 
-// loadConfigFor is loadConfig for a command that needs only what n says:
-// the settings of other dependencies are checked when set, not required.
-func loadConfigFor(path string, env func(string) string, n needs) (Config, error) {
-	cfg := defaultConfig()
+const (
+	NeedRedis   Needs = 1 << iota
+	NeedLive          // the live database
+	NeedTest          // the sandbox database
+	NeedSecrets       // writes or uses webhook signing secrets: their key (secrets.go)
+
+	NeedDatabases = NeedLive | NeedTest
+	NeedAll       = NeedRedis | NeedDatabases | NeedSecrets // serve
+)
+
+// Load reads path (when not empty) over the defaults, then the environment,
+// and validates the result for a command that needs what n says: the
+// settings of other dependencies are checked when set, not required.
+func Load(path string, env func(string) string, n Needs) (Config, error) {
+	cfg := Default()
 	if path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -178,53 +188,55 @@ func loadConfigFor(path string, env func(string) string, n needs) (Config, error
 			return cfg, fmt.Errorf("config file %s: %w", path, err)
 		}
 	}
-	if err := applyEnv(&cfg, env); err != nil {
+	if err := cfg.ApplyEnv(env); err != nil {
 		return cfg, err
 	}
-	return cfg, cfg.validate(n)
+	return cfg, cfg.Validate(n)
 }
 
 // The configuration file: --config, else $GATEWAY_CONFIG, else
 // ./configs/gateway.yaml when it exists (the repository's and the image's
 // layout), else none: defaults and the environment only.
 const (
-	defaultConfigFile = "configs/gateway.yaml"
-	configEnv         = "GATEWAY_CONFIG"
+	File   = "configs/gateway.yaml"
+	EnvVar = "GATEWAY_CONFIG"
 )
 
-// findConfig returns the configuration file to read ("" for none) and, when
+// find returns the configuration file to read ("" for none) and, when
 // there is none, where it looked, for the message of a missing setting.
-func findConfig(flagPath string, env func(string) string) (path, looked string) {
+func find(flagPath string, env func(string) string) (path, looked string) {
 	switch {
 	case flagPath != "":
 		return flagPath, ""
-	case env(configEnv) != "":
-		return env(configEnv), ""
+	case env(EnvVar) != "":
+		return env(EnvVar), ""
 	}
-	if _, err := os.Stat(defaultConfigFile); err == nil {
-		return defaultConfigFile, ""
+	if _, err := os.Stat(File); err == nil {
+		return File, ""
 	}
-	where := "./" + defaultConfigFile
+	where := "./" + File
 	if wd, err := os.Getwd(); err == nil {
-		where = filepath.Join(wd, defaultConfigFile)
+		where = filepath.Join(wd, File)
 	}
-	return "", "no configuration file was read: no --config, " + configEnv + " is not set, and " + where + " does not exist"
+	return "", "no configuration file was read: no --config, " + EnvVar + " is not set, and " + where + " does not exist"
 }
 
-// configFor loads the configuration a command needs, from the file
-// findConfig picks and the environment.
-func configFor(flagPath string, env func(string) string, n needs) (Config, error) {
-	path, looked := findConfig(flagPath, env)
-	cfg, err := loadConfigFor(path, env, n)
+// ForCommand loads the configuration a command needs, from the file its
+// --config flag names (flagPath, "" when not given), else the one the
+// environment or the working directory has (File, EnvVar), and the
+// environment.
+func ForCommand(flagPath string, env func(string) string, n Needs) (Config, error) {
+	path, looked := find(flagPath, env)
+	cfg, err := Load(path, env, n)
 	if errors.Is(err, errRequired) && looked != "" {
 		err = fmt.Errorf("%w\n(%s)", err, looked)
 	}
 	return cfg, err
 }
 
-// applyEnv overrides each field whose environment variable is set.
-func applyEnv(cfg *Config, env func(string) string) error {
-	v := reflect.ValueOf(cfg).Elem()
+// ApplyEnv overrides each field whose environment variable is set.
+func (c *Config) ApplyEnv(env func(string) string) error {
+	v := reflect.ValueOf(c).Elem()
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
@@ -233,158 +245,65 @@ func applyEnv(cfg *Config, env func(string) string) error {
 		if raw == "" {
 			continue
 		}
-		fv := v.Field(i)
-		bad := func(want string) error {
-			return fmt.Errorf("setting %s (%s): %q is not %s", name, f.Tag.Get("yaml"), raw, want)
-		}
-		switch fv.Interface().(type) {
-		case string:
-			fv.SetString(raw)
-		case time.Duration:
-			d, err := time.ParseDuration(raw)
-			if err != nil {
-				return bad("a duration such as 2s or 500ms")
-			}
-			fv.SetInt(int64(d))
-		case int:
-			n, err := strconv.Atoi(raw)
-			if err != nil {
-				return bad("an integer")
-			}
-			fv.SetInt(int64(n))
-		case float64:
-			x, err := strconv.ParseFloat(raw, 64)
-			if err != nil {
-				return bad("a number")
-			}
-			fv.SetFloat(x)
-		case bool:
-			b, err := strconv.ParseBool(raw)
-			if err != nil {
-				return bad("true or false")
-			}
-			fv.SetBool(b)
+		if err := setField(v.Field(i), raw); err != nil {
+			return fmt.Errorf("setting %s (%s): %q is not %s", name, f.Tag.Get("yaml"), raw, err.Error())
 		}
 	}
 	return nil
 }
 
-// settingName names a field as both its YAML key and environment variable.
-func settingName(field string) string {
+// setField sets a field from its variable's text; the error says what the
+// text should have been.
+func setField(fv reflect.Value, raw string) error {
+	switch fv.Interface().(type) {
+	case string:
+		fv.SetString(raw)
+	case time.Duration:
+		d, err := time.ParseDuration(raw)
+		if err != nil {
+			return errors.New("a duration such as 2s or 500ms")
+		}
+		fv.SetInt(int64(d))
+	case int:
+		n, err := strconv.Atoi(raw)
+		if err != nil {
+			return errors.New("an integer")
+		}
+		fv.SetInt(int64(n))
+	case float64:
+		x, err := strconv.ParseFloat(raw, 64)
+		if err != nil {
+			return errors.New("a number")
+		}
+		fv.SetFloat(x)
+	case bool:
+		b, err := strconv.ParseBool(raw)
+		if err != nil {
+			return errors.New("true or false")
+		}
+		fv.SetBool(b)
+	}
+	return nil
+}
+
+// SettingName names a field as both its environment variable and its YAML
+// key: "GATEWAY_REDIS_URL (redisURL)".
+func SettingName(field string) string {
 	f, _ := reflect.TypeOf(Config{}).FieldByName(field)
 	return f.Tag.Get("env") + " (" + f.Tag.Get("yaml") + ")"
 }
 
-// checkAddrs checks the two listeners' addresses.
-func (c Config) checkAddrs(bad func(field, msg string)) {
-	for field, addr := range map[string]string{"Addr": c.Addr, "AdminAddr": c.AdminAddr} {
-		if _, port, err := net.SplitHostPort(addr); err != nil {
-			bad(field, fmt.Sprintf("%q is not host:port", addr))
-		} else if _, err := net.LookupPort("tcp", port); err != nil {
-			bad(field, fmt.Sprintf("%q: port %q is not a port number (0-65535)", addr, port))
-		}
+// RedactURL hides the password of a URL setting (a database's, Redis's)
+// before it reaches a message.
+func RedactURL(u string) string {
+	at := strings.LastIndex(u, "@")
+	scheme := strings.Index(u, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return u
 	}
-	if c.Addr == c.AdminAddr && !strings.HasSuffix(c.Addr, ":0") {
-		bad("AdminAddr", "must differ from the public address: the admin API never shares the public listener")
+	creds := u[scheme+3 : at]
+	if i := strings.IndexByte(creds, ':'); i >= 0 {
+		return u[:scheme+3] + creds[:i] + ":***" + u[at:]
 	}
-}
-
-// maxReplicaTimeout bounds RedisReplicaTimeout.
-const maxReplicaTimeout = 3 * time.Second
-
-// errRequired marks a required setting that is not set.
-var errRequired = errors.New("is required")
-
-// validate checks every setting that is set, and requires those the
-// command's needs call for, before anything connects.
-func (c Config) validate(n needs) error {
-	var errs []error
-	bad := func(field, msg string) { errs = append(errs, fmt.Errorf("setting %s: %s", settingName(field), msg)) }
-	c.checkAddrs(bad)
-	if err := checkRedisURL(c.RedisURL); err != nil { // the forms: redisurl.go
-		bad("RedisURL", err.Error())
-	}
-	if _, _, err := parseMinReplicas(c.RedisMinReplicas); err != nil { // redisguard.go
-		bad("RedisMinReplicas", err.Error())
-	}
-	if c.RedisReplicaTimeout < 0 || c.RedisReplicaTimeout > maxReplicaTimeout {
-		// A key creation waits up to three times, within the 10 s bound
-		// of a management call.
-		bad("RedisReplicaTimeout", "must be between 0 (1s) and "+maxReplicaTimeout.String()+": a key creation waits up to three times")
-	}
-	for _, d := range []struct {
-		field, db string
-		need      needs
-	}{{"LiveDatabaseURL", c.LiveDatabaseURL, needLive}, {"TestDatabaseURL", c.TestDatabaseURL, needTest}} {
-		field, db := d.field, d.db
-		switch {
-		case db == "" && n&d.need == 0: // not this command's
-		case db == "":
-			errs = append(errs, fmt.Errorf("setting %s: %w (postgres://... or sqlite:PATH)", settingName(field), errRequired))
-		case strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
-			if _, err := url.Parse(db); err != nil {
-				bad(field, "is not a valid URL")
-			}
-		case strings.HasPrefix(db, "sqlite:") && len(db) > len("sqlite:"):
-		default:
-			bad(field, "must start with postgres:// or sqlite:")
-		}
-	}
-	if c.LiveDatabaseURL != "" && c.LiveDatabaseURL == c.TestDatabaseURL {
-		bad("TestDatabaseURL", "must differ from the live database: TEST keys must never reach live data")
-	}
-	c.checkReplicas(bad) // replicas.go
-	if c.DatabaseMaxConns < 1 {
-		bad("DatabaseMaxConns", "must be at least 1")
-	}
-	if c.QueryTimeout <= 0 {
-		bad("QueryTimeout", "must be positive")
-	}
-	if c.BreakerFailures < 1 {
-		bad("BreakerFailures", "must be at least 1")
-	}
-	if c.BreakerOpenFor <= 0 {
-		bad("BreakerOpenFor", "must be positive")
-	}
-	// The limiter's own check, here so that a setting out of its bounds is
-	// named, not found by the limiter when the gateway starts: the rate and
-	// the burst each beside a valid other half.
-	checkLimit := func(rate, burst string, l tenants.Limit) {
-		if err := (tenants.Limit{Rate: l.Rate, Burst: 1}).Validate(); err != nil {
-			bad(rate, refusal(err))
-		}
-		if err := (tenants.Limit{Rate: 1, Burst: l.Burst}).Validate(); err != nil {
-			bad(burst, refusal(err))
-		}
-	}
-	checkLimit("LiveRate", "LiveBurst", tenants.Limit{Rate: c.LiveRate, Burst: c.LiveBurst})
-	checkLimit("TestRate", "TestBurst", tenants.Limit{Rate: c.TestRate, Burst: c.TestBurst})
-	if c.InflightPerCompany < 1 || c.InflightTotal < c.InflightPerCompany {
-		bad("InflightPerCompany", "per-company cap must be at least 1 and not above the total cap")
-	}
-	if c.KeyCacheTTL <= 0 || c.KeyCacheTTL > time.Second {
-		bad("KeyCacheTTL", "must be between 1ns and 1s (revocations must be seen within a second)")
-	}
-	if c.KeyStaleTTL < 0 {
-		bad("KeyStaleTTL", "must not be negative")
-	}
-	if c.ShutdownTimeout <= 0 {
-		bad("ShutdownTimeout", "must be positive")
-	}
-	if c.DrainDelay < 0 {
-		bad("DrainDelay", "must not be negative")
-	}
-	if _, err := gateway.ParseOrigins(c.CORSAllowedOrigins); err != nil {
-		bad("CORSAllowedOrigins", err.Error())
-	}
-	if _, err := gateway.ParseTrustedProxies(c.TrustedProxies); err != nil {
-		bad("TrustedProxies", err.Error())
-	}
-	if _, err := parseLevel(c.LogLevel); err != nil {
-		bad("LogLevel", err.Error())
-	}
-	c.checkEvents(bad)     // eventsconfig.go
-	c.checkSecrets(bad, n) // secretsconfig.go
-	c.checkAdmin(bad)      // adminconfig.go
-	return errors.Join(errs...)
+	return u
 }

@@ -1,0 +1,20 @@
+package config
+
+import (
+	"github.com/invoicing-ao/gateway/admin"
+	"github.com/invoicing-ao/gateway/gateway"
+)
+
+// checkAdmin checks the admin listener's settings: a token, when set, must
+// be strong (admin.CheckToken: the admin API can create keys of every
+// company), and the host names must be names.
+func (c Config) checkAdmin(bad func(field, msg string)) {
+	if c.AdminToken != "" {
+		if err := admin.CheckToken(c.AdminToken); err != nil {
+			bad("AdminToken", "is too weak: it "+err.Error()+"; make one with: "+admin.MakeToken)
+		}
+	}
+	if _, err := gateway.ParseAdminHosts(c.AdminHosts); err != nil {
+		bad("AdminHosts", err.Error())
+	}
+}

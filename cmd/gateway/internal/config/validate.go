@@ -1,0 +1,168 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/tenants"
+)
+
+// maxReplicaTimeout bounds RedisReplicaTimeout.
+const maxReplicaTimeout = 3 * time.Second
+
+// errRequired marks a required setting that is not set.
+var errRequired = errors.New("is required")
+
+// Validate checks every setting that is set, and requires those the
+// command's needs call for, before anything connects. Each error names the
+// setting by both its names (SettingName).
+func (c Config) Validate(n Needs) error {
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
+	bad := func(field, msg string) { add(fmt.Errorf("setting %s: %s", SettingName(field), msg)) }
+	c.checkAddrs(bad)
+	c.checkRedis(bad)
+	c.checkDatabases(bad, add, n)
+	c.checkReplicas(bad) // replicas.go
+	c.checkRequests(bad)
+	if _, err := ParseLevel(c.LogLevel); err != nil {
+		bad("LogLevel", err.Error())
+	}
+	c.checkEvents(bad)     // events.go
+	c.checkSecrets(bad, n) // secrets.go
+	c.checkAdmin(bad)      // admin.go
+	return errors.Join(errs...)
+}
+
+// checkAddrs checks the two listeners' addresses.
+func (c Config) checkAddrs(bad func(field, msg string)) {
+	for field, addr := range map[string]string{"Addr": c.Addr, "AdminAddr": c.AdminAddr} {
+		if _, port, err := net.SplitHostPort(addr); err != nil {
+			bad(field, fmt.Sprintf("%q is not host:port", addr))
+		} else if _, err := net.LookupPort("tcp", port); err != nil {
+			bad(field, fmt.Sprintf("%q: port %q is not a port number (0-65535)", addr, port))
+		}
+	}
+	if c.Addr == c.AdminAddr && !strings.HasSuffix(c.Addr, ":0") {
+		bad("AdminAddr", "must differ from the public address: the admin API never shares the public listener")
+	}
+}
+
+// checkRedis checks Redis's URL and what each change waits for.
+func (c Config) checkRedis(bad func(field, msg string)) {
+	if err := checkRedisURL(c.RedisURL); err != nil { // the forms: redisurl.go
+		bad("RedisURL", err.Error())
+	}
+	if _, _, err := ParseMinReplicas(c.RedisMinReplicas); err != nil {
+		bad("RedisMinReplicas", err.Error())
+	}
+	if c.RedisReplicaTimeout < 0 || c.RedisReplicaTimeout > maxReplicaTimeout {
+		// A key creation waits up to three times, within the 10 s bound
+		// of a management call.
+		bad("RedisReplicaTimeout", "must be between 0 (1s) and "+maxReplicaTimeout.String()+": a key creation waits up to three times")
+	}
+}
+
+// checkDatabases checks the two databases' URLs, and adds an errRequired
+// for each the command needs and has not.
+func (c Config) checkDatabases(bad func(field, msg string), add func(error), n Needs) {
+	for _, d := range []struct {
+		field, db string
+		need      Needs
+	}{{"LiveDatabaseURL", c.LiveDatabaseURL, NeedLive}, {"TestDatabaseURL", c.TestDatabaseURL, NeedTest}} {
+		field, db := d.field, d.db
+		switch {
+		case db == "" && n&d.need == 0: // not this command's
+		case db == "":
+			add(fmt.Errorf("setting %s: %w (postgres://... or sqlite:PATH)", SettingName(field), errRequired))
+		case strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
+			if _, err := url.Parse(db); err != nil {
+				bad(field, "is not a valid URL")
+			}
+		case strings.HasPrefix(db, "sqlite:") && len(db) > len("sqlite:"):
+		default:
+			bad(field, "must start with postgres:// or sqlite:")
+		}
+	}
+	if c.LiveDatabaseURL != "" && c.LiveDatabaseURL == c.TestDatabaseURL {
+		bad("TestDatabaseURL", "must differ from the live database: TEST keys must never reach live data")
+	}
+}
+
+// checkRequests checks what bounds the requests: the databases' pools and
+// breakers, the default limits, the caps in flight, the keys' caches, the
+// shutdown, the origins and proxies.
+func (c Config) checkRequests(bad func(field, msg string)) {
+	if c.DatabaseMaxConns < 1 {
+		bad("DatabaseMaxConns", "must be at least 1")
+	}
+	if c.QueryTimeout <= 0 {
+		bad("QueryTimeout", "must be positive")
+	}
+	if c.BreakerFailures < 1 {
+		bad("BreakerFailures", "must be at least 1")
+	}
+	if c.BreakerOpenFor <= 0 {
+		bad("BreakerOpenFor", "must be positive")
+	}
+	// The limiter's own check, here so that a setting out of its bounds is
+	// named, not found by the limiter when the gateway starts: the rate and
+	// the burst each beside a valid other half.
+	checkLimit := func(rate, burst string, l tenants.Limit) {
+		if err := (tenants.Limit{Rate: l.Rate, Burst: 1}).Validate(); err != nil {
+			bad(rate, fieldMessage(err))
+		}
+		if err := (tenants.Limit{Rate: 1, Burst: l.Burst}).Validate(); err != nil {
+			bad(burst, fieldMessage(err))
+		}
+	}
+	checkLimit("LiveRate", "LiveBurst", tenants.Limit{Rate: c.LiveRate, Burst: c.LiveBurst})
+	checkLimit("TestRate", "TestBurst", tenants.Limit{Rate: c.TestRate, Burst: c.TestBurst})
+	if c.InflightPerCompany < 1 || c.InflightTotal < c.InflightPerCompany {
+		bad("InflightPerCompany", "per-company cap must be at least 1 and not above the total cap")
+	}
+	if c.KeyCacheTTL <= 0 || c.KeyCacheTTL > time.Second {
+		bad("KeyCacheTTL", "must be between 1ns and 1s (revocations must be seen within a second)")
+	}
+	if c.KeyStaleTTL < 0 {
+		bad("KeyStaleTTL", "must not be negative")
+	}
+	if c.ShutdownTimeout <= 0 {
+		bad("ShutdownTimeout", "must be positive")
+	}
+	if c.DrainDelay < 0 {
+		bad("DrainDelay", "must not be negative")
+	}
+	if _, err := gateway.ParseOrigins(c.CORSAllowedOrigins); err != nil {
+		bad("CORSAllowedOrigins", err.Error())
+	}
+	if _, err := gateway.ParseTrustedProxies(c.TrustedProxies); err != nil {
+		bad("TrustedProxies", err.Error())
+	}
+}
+
+// fieldMessage is what a value refused must be ("must be from 1 to
+// 100000"): the message of an invoicing.FieldError, else the error's text.
+func fieldMessage(err error) string {
+	var fe *invoicing.FieldError
+	if errors.As(err, &fe) {
+		return fe.Message
+	}
+	return err.Error()
+}
+
+// ParseLevel reads a log level: debug, info, warn or error.
+func ParseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(s))); err != nil {
+		return 0, fmt.Errorf("%q is not one of debug, info, warn, error", s)
+	}
+	return l, nil
+}
