@@ -1,4 +1,4 @@
-package main
+package doctest
 
 // The Prometheus rules of deploy/observability: read only what the gateway
 // exports, documented, and unit-tested by promtool.

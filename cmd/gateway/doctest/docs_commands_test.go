@@ -1,4 +1,4 @@
-package main
+package doctest
 
 import (
 	"flag"
@@ -52,84 +52,31 @@ func docFiles(t *testing.T) []string {
 // pages cannot drift from the command table or gateway-bench's flags: a
 // synopsis (a line with [ or |) is its command's usage line, with or without
 // [--config FILE]; any other line parses with its command's own flags and
-// arguments (gateway-bench's: its flags, their values' types, and --mix one
-// of its operations). Lines are read from indented code and from ```sh
-// blocks; commands joined by && are read one by one, a trailing comment (two
-// spaces, #) or & is not part of a command, and `go run ./cmd/X` is X.
+// arguments (gateway's: as the binary parses them, with the flags it
+// requires and as many arguments as it takes; gateway-bench's: its flags,
+// their values' types, and --mix one of its operations). Lines are read from
+// indented code and from ```sh blocks; commands joined by && are read one by
+// one, a trailing comment (two spaces, #) or & is not part of a command, and
+// `go run ./cmd/X` is X.
 func TestDocsShowRealCommands(t *testing.T) {
 	files := docFiles(t)
 	bench := benchCLIOf(t)
-	benchChecked := 0
-	byName := map[string]*command{}
-	for _, c := range commands {
-		byName[c.name] = c
-	}
-	checked := 0
+	gw := gatewayCLIOf(t)
+	checked, benchChecked := 0, 0
 	for _, file := range files {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := strings.TrimPrefix(file, repoRoot+"/")
-		var fence string // the open ``` block's language
-		for i, raw := range strings.Split(string(b), "\n") {
-			if lang, ok := strings.CutPrefix(raw, "```"); ok {
-				if fence == "" {
-					fence = "(" + lang + ")"
-				} else {
-					fence = ""
-				}
-				continue
-			}
-			code, ok := strings.CutPrefix(raw, "    ")
-			if fence != "" {
-				code, ok = raw, fence == "(sh)"
-			}
-			if !ok {
-				continue
-			}
-			if at := strings.Index(code, "  #"); at >= 0 {
-				code = code[:at]
-			}
-			for _, code := range strings.Split(code, " && ") {
-				code = strings.TrimSuffix(strings.TrimSpace(code), " &")
-				code = goRun.ReplaceAllString(code, "$1 ")
-				where := name + ":" + strconv.Itoa(i+1)
-				if m := benchCommand.FindStringSubmatch(code); m != nil {
-					checked++
-					benchChecked++
-					if err := bench.check(m[1]); err != nil {
-						t.Errorf("%s: %q: %v", where, m[1], err)
-					}
-					continue
-				}
-				m := docCommand.FindStringSubmatch(code)
-				if m == nil {
-					continue
-				}
+		for _, l := range docCodeLines(t, file) {
+			if m := benchCommand.FindStringSubmatch(l.code); m != nil {
 				checked++
-				words := strings.Fields(m[1])[1:]
-				var c *command
-				for n := min(2, len(words)); n > 0 && c == nil; n-- {
-					c = byName[strings.Join(words[:n], " ")]
+				benchChecked++
+				if err := bench.check(m[1]); err != nil {
+					t.Errorf("%s: %q: %v", l.where, m[1], err)
 				}
-				if c == nil {
-					t.Errorf("%s: %q: no such command", where, m[1])
-					continue
-				}
-				if strings.ContainsAny(m[1], "[|") {
-					if want := c.usageLine(); m[1] != want && m[1] != strings.TrimSuffix(want, " [--config FILE]") {
-						t.Errorf("%s: synopsis\n\t%s\nis not the command's usage line\n\t%s", where, m[1], want)
-					}
-					continue
-				}
-				fs, _, _ := c.newFlagSet()
-				pos, err := parseFlags(fs, words[len(strings.Fields(c.name)):])
-				if err == nil {
-					err = c.check(fs, pos)
-				}
-				if err != nil {
-					t.Errorf("%s: %q does not parse: %v", where, m[1], err)
+				continue
+			}
+			if m := docCommand.FindStringSubmatch(l.code); m != nil {
+				checked++
+				if err := gw.check(t, m[1]); err != nil {
+					t.Errorf("%s: %q: %v", l.where, m[1], err)
 				}
 			}
 		}
@@ -137,6 +84,49 @@ func TestDocsShowRealCommands(t *testing.T) {
 	if checked < 15 || benchChecked == 0 {
 		t.Errorf("only %d command lines found in the docs (%d of gateway-bench): is the pattern still right?", checked, benchChecked)
 	}
+}
+
+// codeLine is a command of a document's code: where it is (file:line) and
+// its text.
+type codeLine struct{ where, code string }
+
+// docCodeLines are the commands of file's indented code and ```sh blocks:
+// commands joined by && one by one, without a trailing comment (two
+// spaces, #) or &, and `go run ./cmd/X` as X.
+func docCodeLines(t *testing.T, file string) []codeLine {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimPrefix(file, repoRoot+"/")
+	var out []codeLine
+	var fence string // the open ``` block's language
+	for i, raw := range strings.Split(string(b), "\n") {
+		if lang, ok := strings.CutPrefix(raw, "```"); ok {
+			if fence == "" {
+				fence = "(" + lang + ")"
+			} else {
+				fence = ""
+			}
+			continue
+		}
+		code, ok := strings.CutPrefix(raw, "    ")
+		if fence != "" {
+			code, ok = raw, fence == "(sh)"
+		}
+		if !ok {
+			continue
+		}
+		if at := strings.Index(code, "  #"); at >= 0 {
+			code = code[:at]
+		}
+		for _, code := range strings.Split(code, " && ") {
+			code = strings.TrimSuffix(strings.TrimSpace(code), " &")
+			out = append(out, codeLine{name + ":" + strconv.Itoa(i+1), goRun.ReplaceAllString(code, "$1 ")})
+		}
+	}
+	return out
 }
 
 // benchCLI is what gateway-bench's --help says of its command line.
@@ -151,8 +141,8 @@ type benchCLI struct {
 func benchCLIOf(t *testing.T) benchCLI {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "gateway-bench")
-	if out, err := exec.Command("go", "build", "-o", bin, "../gateway-bench").CombinedOutput(); err != nil {
-		t.Fatalf("go build ../gateway-bench: %v\n%s", err, out)
+	if out, err := exec.Command("go", "build", "-o", bin, "../../gateway-bench").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/gateway-bench: %v\n%s", err, out)
 	}
 	out, err := exec.Command(bin, "--help").CombinedOutput()
 	if err != nil {

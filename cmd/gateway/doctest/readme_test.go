@@ -1,4 +1,4 @@
-package main
+package doctest
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 )
 
 // readmeMarker precedes the README's block of real-services commands.
-const readmeMarker = "<!-- cmd/gateway/readme_test.go runs the block below as written -->"
+const readmeMarker = "<!-- cmd/gateway/doctest/readme_test.go runs the block below as written -->"
 
 // readmeBlock is the shell block after the marker in README.md.
 func readmeBlock(t *testing.T) string {
@@ -114,18 +114,6 @@ func TestReadmeRealServicesPath(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &page); err != nil || len(page.Data) != 2 {
 		t.Errorf("the call did not answer two invoices (%v):\n%s\nstderr:\n%s", err, printed, stderr.String())
 	}
-}
-
-// withoutGatewayVars drops GATEWAY_* settings of the test's environment:
-// the README's steps run on configs/gateway.yaml alone.
-func withoutGatewayVars(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "GATEWAY_") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 func dropDatabases(t *testing.T, admin string, names ...string) {

@@ -1,36 +1,20 @@
-package main
+package doctest
 
 // Offline checks of deploy/: no container engine or cluster runs here, so the
-// manifests are rendered and compared with what the gateway really reads and
-// serves. They live in package main to use config.Config's env tags, loadConfig and
-// the real handler rather than copies of them.
+// manifests are rendered and compared with what the gateway really reads
+// (config.Config's env tags, config.Load) and serves (the demo of the built
+// binary), rather than copies of them.
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
-	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
-)
-
-const (
-	repoRoot   = "../.."
-	shippedCfg = repoRoot + "/configs/gateway.yaml"
 )
 
 // settingEnvNames is every GATEWAY_* variable the gateway reads.
@@ -93,82 +77,6 @@ func portOf(t *testing.T, addr string) int {
 		t.Fatalf("%q: port is not a number", addr)
 	}
 	return n
-}
-
-var (
-	probeOnce    sync.Once
-	probeHandler http.Handler
-	probeDeps    *deps // the same gateway's dependencies (deploy_observability_test.go scrapes it)
-	probeErr     error
-)
-
-// servedStatus is the status the real public handler gives a GET of path,
-// built once on an in-process Redis and SQLite databases with the schema
-// (the demo's wiring): health paths need no key.
-func servedStatus(t *testing.T, path string) int {
-	t.Helper()
-	probeOnce.Do(func() {
-		ctx := context.Background()
-		dir, err := os.MkdirTemp("", "gwprobe")
-		if err != nil {
-			probeErr = err
-			return
-		}
-		cfg := config.Default()
-		cfg.LiveDatabaseURL = "sqlite:" + filepath.Join(dir, "live.db")
-		cfg.TestDatabaseURL = "sqlite:" + filepath.Join(dir, "sandbox.db")
-		if _, probeErr = gendata.SetUpSmall(ctx, cfg.LiveDatabaseURL, cfg.TestDatabaseURL, 1); probeErr != nil {
-			return
-		}
-		mr, err := miniredis.Run()
-		if err != nil {
-			probeErr = err
-			return
-		}
-		// Kept for the whole test binary: it is shared by the tests below.
-		d, err := connectWith(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)),
-			redis.NewClient(&redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true}))
-		if err != nil {
-			probeErr = err
-			return
-		}
-		probeDeps, probeHandler = d, d.server.Handler()
-	})
-	if probeErr != nil {
-		t.Fatalf("real handler: %v", probeErr)
-	}
-	rec := httptest.NewRecorder()
-	probeHandler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
-	return rec.Code
-}
-
-// TestProbePathsAreServed keeps servedStatus honest: health paths answer
-// 200, a misspelt one does not.
-func TestProbePathsAreServed(t *testing.T) {
-	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/ready": 404, "/health": 404} {
-		if got := servedStatus(t, path); got != want {
-			t.Errorf("GET %s = %d, want %d", path, got, want)
-		}
-	}
-}
-
-func TestProbeCommand(t *testing.T) {
-	status := http.StatusOK
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(status) }))
-	defer srv.Close()
-	probe := func(args ...string) int {
-		return run(context.Background(), append([]string{"probe"}, args...), io.Discard, io.Discard, envOf(nil))
-	}
-	if code := probe(srv.URL + "/readyz"); code != 0 {
-		t.Fatalf("probe of a 200: exit %d", code)
-	}
-	status = http.StatusServiceUnavailable
-	if code := probe(srv.URL + "/readyz"); code != 1 {
-		t.Fatalf("probe of a 503: exit %d, want 1", code)
-	}
-	if code := probe("/readyz"); code != 2 {
-		t.Fatalf("probe without a host: exit %d, want 2", code)
-	}
 }
 
 // TestDockerfile checks the image against the binary: the configuration

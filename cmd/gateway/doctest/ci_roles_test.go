@@ -1,4 +1,4 @@
-package main
+package doctest
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // database: make databases of its own, put the platform's schema (with its
 // pg_trgm extension) and the demo data in them, and drop them with FORCE.
 func TestTestRoleIsNoSuperuser(t *testing.T) {
-	for _, f := range []string{"../../.ci/test", "../../README.md"} {
+	for _, f := range []string{repoRoot + "/.ci/test", repoRoot + "/README.md"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package main
+package doctest
 
 // The Grafana dashboard and its provisioning.
 

@@ -1,12 +1,12 @@
-package main
+package doctest
 
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 	"github.com/invoicing-ao/gateway/internal/seal"
 )
 
@@ -14,12 +14,14 @@ import (
 // time, the gateway's image and configuration, a command line the binary
 // accepts as `gateway state export` with its file on the job's volume and
 // encrypted to a recipient from the Secret, the settings it needs from
-// Secret references, and the pod as locked down as the gateway's.
+// Secret references (with which its configuration loads: the binary gets
+// past its settings), and the pod as locked down as the gateway's.
 func TestKubernetesStateExport(t *testing.T) {
 	_, rcpt, err := seal.Generate()
 	if err != nil {
 		t.Fatal(err)
 	}
+	cli := gatewayCLIOf(t)
 	for _, dir := range []string{"deploy/k8s/base", "deploy/k8s/overlays/production"} {
 		r := render(t, filepath.Join(repoRoot, dir))
 		cj := r.export
@@ -54,20 +56,19 @@ func TestKubernetesStateExport(t *testing.T) {
 		}
 		args = strings.ReplaceAll(args, "$(STATE_EXPORT_RECIPIENT)", rcpt)
 		words := strings.Fields(args)
-		cmd := lookup(words)
-		if len(c.Command) != 1 || c.Command[0] != "/gateway" || cmd == nil || cmd.name != "state export" {
+		cmd, ok := cli.lookup(words)
+		if len(c.Command) != 1 || c.Command[0] != "/gateway" || !ok || cmd.name != "state export" {
 			t.Fatalf("%s: %v %v is not gateway state export", dir, c.Command, c.Args)
 		}
-		fs, _, cfgFlag := cmd.newFlagSet()
-		if _, err := parseFlags(fs, words[2:]); err != nil {
+		if err := cli.check(t, "gateway "+args); err != nil {
 			t.Fatalf("%s: %s: %v", dir, args, err)
 		}
-		out := fs.Lookup("out").Value.String()
+		set, _, _ := cmd.parse(words[2:])
 		mounted := map[string]string{}
 		for _, m := range c.VolumeMounts {
 			mounted[m.Name] = m.MountPath
 		}
-		if !strings.HasPrefix(out, mounted["exports"]+"/") || mounted["exports"] == "" {
+		if out := set["out"]; !strings.HasPrefix(out, mounted["exports"]+"/") || mounted["exports"] == "" {
 			t.Errorf("%s: --out %s is not on the exports volume (%v)", dir, out, mounted)
 		}
 		for _, v := range pod.Volumes {
@@ -78,21 +79,43 @@ func TestKubernetesStateExport(t *testing.T) {
 				t.Errorf("%s: the export does not read the gateway's ConfigMap", dir)
 			}
 		}
-		// The configuration the job would load, with its Secret's values.
-		tmp := filepath.Join(t.TempDir(), "gateway.yaml")
-		if err := os.WriteFile(tmp, []byte(r.configMaps[0].Data["gateway.yaml"]), 0o600); err != nil {
-			t.Fatal(err)
+		if set["config"] != "/configs/gateway.yaml" || mounted["config"] != "/configs" {
+			t.Errorf("%s: --config %s, config mounted at %s", dir, set["config"], mounted["config"])
 		}
-		if *cfgFlag != "/configs/gateway.yaml" || mounted["config"] != "/configs" {
-			t.Errorf("%s: --config %s, config mounted at %s", dir, *cfgFlag, mounted["config"])
-		}
-		if _, err := config.Load(tmp, envOf(env), cmd.needs); err != nil {
-			t.Errorf("%s: the export's configuration does not load: %v", dir, err)
-		}
+		checkExportLoads(t, dir, words, r.configMaps[0].Data["gateway.yaml"], env)
 		sc, psc := c.SecurityContext, pod.SecurityContext
 		if sc == nil || psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
 			sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || psc.FSGroup == nil {
 			t.Errorf("%s: the export's pod is not locked down as the gateway's (and fsGroup for its volume)", dir)
 		}
+	}
+}
+
+// checkExportLoads runs the export's command line, with its configuration
+// file and its Secret's values, and sees it get past its settings to Redis:
+// the one setting changed is Redis's URL, to a port nothing listens on, so
+// the run stops there, having written nothing.
+func checkExportLoads(t *testing.T, dir string, words []string, cfgFile string, env map[string]string) {
+	t.Helper()
+	tmp := filepath.Join(t.TempDir(), "gateway.yaml")
+	if err := os.WriteFile(tmp, []byte(cfgFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := slices.Clone(words)
+	for i, w := range args {
+		if w == "--config" && i+1 < len(args) {
+			args[i+1] = tmp
+		}
+	}
+	redisURL := "redis://127.0.0.1:" + closedPort(t) + "/0"
+	vars := []string{"GATEWAY_REDIS_URL=" + redisURL}
+	for k, v := range env {
+		if k != "GATEWAY_REDIS_URL" {
+			vars = append(vars, k+"="+v)
+		}
+	}
+	code, _, errs := runGateway(t, vars, args...)
+	if want := "gateway: Redis (setting GATEWAY_REDIS_URL (redisURL) = " + redisURL + ")"; code != 1 || !strings.Contains(errs, want) {
+		t.Errorf("%s: the export's configuration does not load: exit %d, want 1 with %q:\n%s", dir, code, want, errs)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package doctest
 
 import (
 	"os"
@@ -39,7 +39,7 @@ func declaredAt(name string) *regexp.Regexp {
 // ("What survives what") and the tests together: every fault promised has
 // a row, each row says what is kept, what is lost, what to do and which
 // tests back it; each test a row names is declared in the file named before
-// it; and every test of this package's fault suite (faults_*_test.go) is
+// it; and every test of cmd/gateway's fault suite (faults_*_test.go) is
 // named in a row, so that a test renamed, moved or added cannot leave the
 // table behind.
 func TestFaultTableNamesItsTests(t *testing.T) {
@@ -71,17 +71,18 @@ func TestFaultTableNamesItsTests(t *testing.T) {
 			t.Errorf("no row for %q", want)
 		}
 	}
-	suite, err := filepath.Glob("faults_*_test.go")
+	suite, err := filepath.Glob(filepath.Join(repoRoot, "cmd/gateway/faults_*_test.go"))
 	if err != nil || len(suite) == 0 {
 		t.Fatalf("no fault tests found: %v", err)
 	}
-	for _, file := range suite {
-		src, err := os.ReadFile(file)
+	for _, path := range suite {
+		src, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
+		file := "cmd/gateway/" + filepath.Base(path)
 		for _, m := range regexp.MustCompile(`(?m)^func (Test\w+)\(`).FindAllStringSubmatch(string(src), -1) {
-			if !named["cmd/gateway/"+file+" "+m[1]] {
+			if !named[file+" "+m[1]] {
 				t.Errorf("%s's %s is in no row of the table", file, m[1])
 			}
 		}

@@ -1,4 +1,4 @@
-package main
+package doctest
 
 // The compose stack's observability services, offline: each mounts the file
 // the other checks test, and each talks to what another really serves.
@@ -189,11 +189,8 @@ func checkComposePrometheus(t *testing.T, f composeFile) {
 		if sc.MetricsPath == "" {
 			sc.MetricsPath = "/metrics"
 		}
-		servedStatus(t, "/healthz") // builds the probe gateway
-		rec := httptest.NewRecorder()
-		probeDeps.admin.Handler(probeDeps.server).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1"+sc.MetricsPath, nil))
-		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "gateway_http_requests_total") {
-			t.Errorf("job %s scrapes %s: the admin listener answers %d without the gateway's metrics", sc.JobName, sc.MetricsPath, rec.Code)
+		if code, body := runningDemo(t).scrape(t, sc.MetricsPath); code != http.StatusOK || !strings.Contains(body, "gateway_http_requests_total") {
+			t.Errorf("job %s scrapes %s: the admin listener answers %d without the gateway's metrics", sc.JobName, sc.MetricsPath, code)
 		}
 		// ...under the name it scrapes by, which the gateway's adminHosts
 		// must hold (another name is refused: DNS rebinding).

@@ -1,4 +1,4 @@
-package main
+package doctest
 
 // Offline checks of deploy/observability: the dashboard and the rules read
 // only metrics the real gateway exports, with labels it really sets; promtool
@@ -6,9 +6,7 @@ package main
 // deploy_compose_observability_test.go.
 
 import (
-	"context"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -20,11 +18,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"gopkg.in/yaml.v3"
-
-	"github.com/invoicing-ao/gateway/admin"
-	"github.com/invoicing-ao/gateway/authz"
-	"github.com/invoicing-ao/gateway/backend/gendata"
-	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 const obsDir = repoRoot + "/deploy/observability"
@@ -40,26 +33,9 @@ var (
 // and _count, the names PromQL uses.
 func exportedSeries(t *testing.T) map[string]map[string]bool {
 	t.Helper()
-	servedStatus(t, "/healthz") // builds the probe gateway
 	seriesOnce.Do(func() {
-		adm := probeDeps.admin
-		sc, err := authz.ParseScopes("clients:read")
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, err := adm.CreateKey(context.Background(), "test@local", admin.KeySpec{CompanyID: gendata.DemoCompanyA, Mode: invoicing.Live, Scopes: sc, Name: "observability check"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, key := range []string{k.Key, ""} {
-			req := httptest.NewRequest(http.MethodGet, "/api/v1/v1/clients", nil)
-			req.Header.Set("Authorization", "Bearer "+key)
-			req.Header.Set("X-Company-Id", gendata.DemoCompanyA)
-			probeHandler.ServeHTTP(httptest.NewRecorder(), req)
-		}
-		rec := scrapeWithWatermarks(t)
 		parser := expfmt.NewTextParser(model.UTF8Validation)
-		mfs, err := parser.TextToMetricFamilies(rec.Body)
+		mfs, err := parser.TextToMetricFamilies(strings.NewReader(scrapeWithWatermarks(t)))
 		if err != nil {
 			t.Fatalf("/metrics: %v", err)
 		}
@@ -93,30 +69,26 @@ func exportedSeries(t *testing.T) map[string]map[string]bool {
 		}
 	})
 	if series == nil {
-		t.Fatal("the probe gateway's metrics could not be read")
+		t.Fatal("the demo's metrics could not be read")
 	}
 	return series
 }
 
-// scrapeWithWatermarks runs the probe's webhooks until its detection has
+// scrapeWithWatermarks waits until the demo's webhooks detection has
 // watermarks, whose lag /metrics reports only once they exist, and returns
 // the scrape that shows them (the events' state is read from Redis at most
 // every few seconds: this can take that long).
-func scrapeWithWatermarks(t *testing.T) *httptest.ResponseRecorder {
+func scrapeWithWatermarks(t *testing.T) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); probeDeps.events.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	d := runningDemo(t)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		rec := httptest.NewRecorder()
-		probeDeps.admin.Handler(probeDeps.server).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:8081/metrics", nil))
-		if strings.Contains(rec.Body.String(), "gateway_events_detector_lag_seconds{") {
-			return rec
+		code, body := d.scrape(t, "/metrics")
+		if code == http.StatusOK && strings.Contains(body, "gateway_events_detector_lag_seconds{") {
+			return body
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("after 60 s of detection, /metrics has no gateway_events_detector_lag_seconds")
+			t.Fatalf("after 60 s of detection, /metrics (%d) has no gateway_events_detector_lag_seconds", code)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
