@@ -27,29 +27,29 @@ func auditFlags(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		d, err := c.open(ctx)
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.AuditView, error) {
+			return readAudit(ctx, d.admin, *company, since)
+		}, func(w io.Writer, v admin.AuditView) error {
+			printAudit(w, v.Events)
+			return nil
+		})
+	}
+}
+
+// readAudit reads a company's audit log from since on, every page of it.
+func readAudit(ctx context.Context, s *admin.Service, company string, since time.Time) (admin.AuditView, error) {
+	all := admin.AuditView{CompanyID: company, Events: []auditlog.Event{}}
+	for {
+		v, err := s.CompanyAudit(ctx, company, since, auditlog.MaxRead)
 		if err != nil {
-			return err
+			return all, err
 		}
-		defer d.Close()
-		all := admin.AuditView{CompanyID: *company, Events: []auditlog.Event{}}
-		for {
-			v, err := d.admin.CompanyAudit(ctx, *company, since, auditlog.MaxRead)
-			if err != nil {
-				return err
-			}
-			all.CompanyID = v.CompanyID
-			all.Events = append(all.Events, v.Events...)
-			if v.Next == nil {
-				break
-			}
-			since = *v.Next
+		all.CompanyID = v.CompanyID
+		all.Events = append(all.Events, v.Events...)
+		if v.Next == nil {
+			return all, nil
 		}
-		if *asJSON {
-			return json.NewEncoder(c.stdout).Encode(all)
-		}
-		printAudit(c.stdout, all.Events)
-		return nil
+		since = *v.Next
 	}
 }
 

@@ -37,12 +37,7 @@ var commands = []*command{
 		needs:   config.NeedRedis | config.NeedLive, required: []string{"company", "mode", "scopes"},
 		flags: keysCreateFlags,
 	},
-	{
-		name: "keys list", synopsis: "--company ID [--json]", summary: "List a company's keys (a hint of each, never the secret).",
-		example: "gateway keys list --company " + exampleCompany,
-		needs:   config.NeedRedis, required: []string{"company"},
-		flags: func(fs *flag.FlagSet) action { return keysList(companyFlag(fs), jsonFlag(fs)) },
-	},
+	byCompany("keys list", "List a company's keys (a hint of each, never the secret).", keysList),
 	{
 		name: "keys roll", synopsis: "KEY_ID [--overlap DURATION] [--json]", args: []string{"KEY_ID"},
 		summary: "Make a new key in a key's place; the old one keeps working for the overlap (24h by default), then expires.",
@@ -51,19 +46,9 @@ var commands = []*command{
 		needs:   config.NeedRedis,
 		flags:   keysRollFlags,
 	},
-	{
-		name: "keys revoke", synopsis: "KEY_ID [--json]", args: []string{"KEY_ID"},
-		summary: "Revoke a key: every gateway refuses it within a second.",
-		example: "gateway keys revoke key_0123456789abcdef",
-		needs:   config.NeedRedis,
-		flags:   func(fs *flag.FlagSet) action { return keysRevoke(jsonFlag(fs)) },
-	},
-	{
-		name: "limits get", synopsis: "--company ID [--json]", summary: "Show a company's LIVE and TEST rate limits.",
-		example: "gateway limits get --company " + exampleCompany,
-		needs:   config.NeedRedis, required: []string{"company"},
-		flags: func(fs *flag.FlagSet) action { return limitsGet(companyFlag(fs), jsonFlag(fs)) },
-	},
+	byID("keys revoke", []string{"KEY_ID"}, "Revoke a key: every gateway refuses it within a second.",
+		"gateway keys revoke key_0123456789abcdef", keysRevoke),
+	byCompany("limits get", "Show a company's LIVE and TEST rate limits.", limitsGet),
 	{
 		name: "limits set", synopsis: "--company ID [--mode LIVE|TEST] --rps N --burst N [--json]",
 		summary: "Override a company's rate limit, live on every gateway.",
@@ -71,12 +56,7 @@ var commands = []*command{
 		needs:   config.NeedRedis, required: []string{"company", "rps", "burst"},
 		flags: limitsSetFlags,
 	},
-	{
-		name: "limits reset", synopsis: "--company ID [--json]", summary: "Put a company back on the default rate limits.",
-		example: "gateway limits reset --company " + exampleCompany,
-		needs:   config.NeedRedis, required: []string{"company"},
-		flags: func(fs *flag.FlagSet) action { return limitsReset(companyFlag(fs), jsonFlag(fs)) },
-	},
+	byCompany("limits reset", "Put a company back on the default rate limits.", limitsReset),
 	{
 		name: "limits whatif", synopsis: "--company ID --mode LIVE|TEST --rate N --burst N [--since TIME] [--max-refused PERCENT] [--json]",
 		summary: "Say what a limit would have refused of a company's recorded traffic, before setting it.",
@@ -132,12 +112,7 @@ var commands = []*command{
 		needs:   config.NeedRedis | config.NeedLive | config.NeedSecrets, required: []string{"company", "mode", "url"},
 		flags: webhooksCreateFlags,
 	},
-	{
-		name: "webhooks list", synopsis: "--company ID [--json]", summary: "List a company's webhook endpoints and their health.",
-		example: "gateway webhooks list --company " + exampleCompany,
-		needs:   config.NeedRedis, required: []string{"company"},
-		flags: func(fs *flag.FlagSet) action { return webhooksList(companyFlag(fs), jsonFlag(fs)) },
-	},
+	byCompany("webhooks list", "List a company's webhook endpoints and their health.", webhooksList),
 	{
 		name: "webhooks update", synopsis: "WEBHOOK_ID [--url URL] [--types LIST] [--description TEXT] [--enable|--disable] [--json]", args: []string{"WEBHOOK_ID"},
 		summary: "Change a webhook endpoint; enabling a disabled one delivers what waited.",
@@ -152,13 +127,8 @@ var commands = []*command{
 		needs:   config.NeedRedis | config.NeedSecrets,
 		flags:   webhooksRotateFlags,
 	},
-	{
-		name: "webhooks delete", synopsis: "WEBHOOK_ID [--json]", args: []string{"WEBHOOK_ID"},
-		summary: "Delete a webhook endpoint, what waits for it and its delivery log.",
-		example: "gateway webhooks delete ep_abcdefghijklmnopqrstuvwxyz",
-		needs:   config.NeedRedis,
-		flags:   func(fs *flag.FlagSet) action { return webhooksDelete(jsonFlag(fs)) },
-	},
+	byID("webhooks delete", []string{"WEBHOOK_ID"}, "Delete a webhook endpoint, what waits for it and its delivery log.",
+		"gateway webhooks delete ep_abcdefghijklmnopqrstuvwxyz", webhooksDelete),
 	{
 		name: "webhooks reseal", synopsis: "[--json]",
 		summary: "Seal every webhook signing secret with the current webhookSecretsKey: those kept in plain text, and those an old key sealed.",
@@ -175,13 +145,8 @@ var commands = []*command{
 		needs:   config.NeedRedis,
 		flags:   webhooksDeliveriesFlags,
 	},
-	{
-		name: "webhooks replay", synopsis: "WEBHOOK_ID EVENT_ID [--json]", args: []string{"WEBHOOK_ID", "EVENT_ID"},
-		summary: "Send one event to a webhook endpoint again, now, with its id.",
-		example: "gateway webhooks replay ep_abcdefghijklmnopqrstuvwxyz evt_abcdefghijklmnopqrstuvwxyz",
-		needs:   config.NeedRedis,
-		flags:   func(fs *flag.FlagSet) action { return webhooksReplay(jsonFlag(fs)) },
-	},
+	byID("webhooks replay", []string{"WEBHOOK_ID", "EVENT_ID"}, "Send one event to a webhook endpoint again, now, with its id.",
+		"gateway webhooks replay ep_abcdefghijklmnopqrstuvwxyz evt_abcdefghijklmnopqrstuvwxyz", webhooksReplay),
 	{
 		name: "webhooks recover", synopsis: "WEBHOOK_ID --since TIME [--json]", args: []string{"WEBHOOK_ID"},
 		summary: "Send again, now, every delivery of a webhook endpoint since a time that failed or waits for a retry (after fixing a receiver).",
@@ -189,13 +154,8 @@ var commands = []*command{
 		needs:   config.NeedRedis, required: []string{"since"},
 		flags: webhooksRecoverFlags,
 	},
-	{
-		name: "webhooks test", synopsis: "WEBHOOK_ID [--json]", args: []string{"WEBHOOK_ID"},
-		summary: "Send a test delivery (webhook.test) to a webhook endpoint.",
-		example: "gateway webhooks test ep_abcdefghijklmnopqrstuvwxyz",
-		needs:   config.NeedRedis,
-		flags:   func(fs *flag.FlagSet) action { return webhooksTest(jsonFlag(fs)) },
-	},
+	byID("webhooks test", []string{"WEBHOOK_ID"}, "Send a test delivery (webhook.test) to a webhook endpoint.",
+		"gateway webhooks test ep_abcdefghijklmnopqrstuvwxyz", webhooksTest),
 	{
 		name: "events listen", synopsis: "--company ID [--forward-to URL] [--types LIST] [--listen ADDR] [--expire DURATION]",
 		summary: "Receive a company's TEST events here: print and verify each, and forward it to your handler.",
@@ -261,6 +221,28 @@ var commands = []*command{
 		name: "version", summary: "Print the version.", example: "gateway version",
 		flags: func(*flag.FlagSet) action { return cmdVersion },
 	},
+}
+
+// byCompany is a command of one company's records in Redis, with --json:
+// keys list, limits get and reset, webhooks list.
+func byCompany(name, summary string, act func(company *string, asJSON *bool) action) *command {
+	return &command{
+		name: name, synopsis: "--company ID [--json]", summary: summary,
+		example: "gateway " + name + " --company " + exampleCompany,
+		needs:   config.NeedRedis, required: []string{"company"},
+		flags: func(fs *flag.FlagSet) action { return act(companyFlag(fs), jsonFlag(fs)) },
+	}
+}
+
+// byID is a command of one record in Redis named by its arguments (a key's
+// or a webhook endpoint's id), with --json: keys revoke, webhooks delete,
+// replay and test.
+func byID(name string, args []string, summary, example string, act func(asJSON *bool) action) *command {
+	return &command{
+		name: name, synopsis: strings.Join(args, " ") + " [--json]", args: args, summary: summary, example: example,
+		needs: config.NeedRedis,
+		flags: func(fs *flag.FlagSet) action { return act(jsonFlag(fs)) },
+	}
 }
 
 func jsonFlag(fs *flag.FlagSet) *bool { return fs.Bool("json", false, "print JSON") }

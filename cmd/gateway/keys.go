@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -46,62 +45,39 @@ func keysCreateFlags(fs *flag.FlagSet) action {
 		if spec.ExpiresAt, err = expiry(*expiresIn, *expiresAt, time.Now()); err != nil {
 			return err
 		}
-		d, err := c.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		v, err := d.admin.CreateKey(ctx, commandActor(), spec)
-		switch {
-		case err != nil:
-			return err
-		case *asJSON:
-			return json.NewEncoder(c.stdout).Encode(v)
-		case *quiet:
-			_, err := fmt.Fprintln(c.stdout, v.Key)
-			return err
-		}
-		fmt.Fprintf(c.stdout, "Created key %s (%s, %s) for company %s%s.\n", v.ID, v.Mode, strings.Join(v.Scopes, ","), v.CompanyID, limitsOf(v))
-		fmt.Fprintf(c.stdout, "Secret (shown this once; store it now):\n%s\n", v.Key)
-		return nil
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.KeyView, error) {
+			return d.admin.CreateKey(ctx, commandActor(), spec)
+		}, func(w io.Writer, v admin.KeyView) error {
+			if *quiet {
+				_, err := fmt.Fprintln(w, v.Key)
+				return err
+			}
+			fmt.Fprintf(w, "Created key %s (%s, %s) for company %s%s.\n", v.ID, v.Mode, strings.Join(v.Scopes, ","), v.CompanyID, limitsOf(v))
+			fmt.Fprintf(w, "Secret (shown this once; store it now):\n%s\n", v.Key)
+			return nil
+		})
 	}
 }
 
 func keysList(company *string, asJSON *bool) action {
 	return func(ctx context.Context, c *invocation) error {
-		d, err := c.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		keys, err := d.admin.ListKeys(ctx, *company)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(c.stdout).Encode(keys)
-		}
-		printKeys(c.stdout, keys)
-		return nil
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) ([]admin.KeyView, error) {
+			return d.admin.ListKeys(ctx, *company)
+		}, func(w io.Writer, keys []admin.KeyView) error {
+			printKeys(w, keys)
+			return nil
+		})
 	}
 }
 
 func keysRevoke(asJSON *bool) action {
 	return func(ctx context.Context, c *invocation) error {
-		d, err := c.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		v, err := d.admin.RevokeKey(ctx, commandActor(), c.args[0])
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(c.stdout).Encode(v)
-		}
-		fmt.Fprintf(c.stdout, "Revoked key %s (%s); every gateway refuses it within a second.\n", v.ID, v.Hint)
-		return nil
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.KeyView, error) {
+			return d.admin.RevokeKey(ctx, commandActor(), c.args[0])
+		}, func(w io.Writer, v admin.KeyView) error {
+			fmt.Fprintf(w, "Revoked key %s (%s); every gateway refuses it within a second.\n", v.ID, v.Hint)
+			return nil
+		})
 	}
 }
 
@@ -196,23 +172,15 @@ func keysRollFlags(fs *flag.FlagSet) action {
 	overlap := fs.Duration("overlap", authz.DefaultOverlap, "how long the old key keeps working (`DURATION`; 0: it ends now)")
 	asJSON := jsonFlag(fs)
 	return func(ctx context.Context, c *invocation) error {
-		d, err := c.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		v, err := d.admin.RollKey(ctx, commandActor(), c.args[0], *overlap)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(c.stdout).Encode(v)
-		}
-		fmt.Fprintf(c.stdout, "Rolled key %s to %s (%s, %s) for company %s%s.\n", c.args[0], v.ID, v.Mode, strings.Join(v.Scopes, ","), v.CompanyID, limitsOf(v.KeyView))
-		if end := v.Previous.ExpiresAt; end != nil {
-			fmt.Fprintf(c.stdout, "The old key works until %s.\n", end.UTC().Format(time.RFC3339))
-		}
-		fmt.Fprintf(c.stdout, "Secret (shown this once; store it now):\n%s\n", v.Key)
-		return nil
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.RolledView, error) {
+			return d.admin.RollKey(ctx, commandActor(), c.args[0], *overlap)
+		}, func(w io.Writer, v admin.RolledView) error {
+			fmt.Fprintf(w, "Rolled key %s to %s (%s, %s) for company %s%s.\n", c.args[0], v.ID, v.Mode, strings.Join(v.Scopes, ","), v.CompanyID, limitsOf(v.KeyView))
+			if end := v.Previous.ExpiresAt; end != nil {
+				fmt.Fprintf(w, "The old key works until %s.\n", end.UTC().Format(time.RFC3339))
+			}
+			fmt.Fprintf(w, "Secret (shown this once; store it now):\n%s\n", v.Key)
+			return nil
+		})
 	}
 }

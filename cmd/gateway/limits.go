@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/invoicing-ao/gateway/admin"
@@ -50,28 +50,24 @@ func limitsReset(company *string, asJSON *bool) action {
 // the company's limits after it.
 func limitsAction(asJSON *bool, op func(context.Context, *admin.Service) (admin.LimitsView, error)) action {
 	return func(ctx context.Context, c *invocation) error {
-		d, err := c.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		v, err := op(ctx, d.admin)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(c.stdout).Encode(v)
-		}
-		for _, m := range []struct {
-			name string
-			l    admin.LimitView
-		}{{"LIVE", v.Live}, {"TEST", v.Test}} {
-			src := "default"
-			if m.l.Custom {
-				src = "custom"
-			}
-			fmt.Fprintf(c.stdout, "%s  %s rps, burst %d (%s)\n", m.name, strconv.FormatFloat(m.l.Rate, 'f', -1, 64), m.l.Burst, src)
-		}
-		return nil
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.LimitsView, error) {
+			return op(ctx, d.admin)
+		}, printLimits)
 	}
+}
+
+// printLimits writes a company's LIVE and TEST limits, each custom or the
+// default.
+func printLimits(w io.Writer, v admin.LimitsView) error {
+	for _, m := range []struct {
+		name string
+		l    admin.LimitView
+	}{{"LIVE", v.Live}, {"TEST", v.Test}} {
+		src := "default"
+		if m.l.Custom {
+			src = "custom"
+		}
+		fmt.Fprintf(w, "%s  %s rps, burst %d (%s)\n", m.name, strconv.FormatFloat(m.l.Rate, 'f', -1, 64), m.l.Burst, src)
+	}
+	return nil
 }

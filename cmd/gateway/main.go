@@ -16,6 +16,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -141,6 +142,26 @@ func (c *invocation) open(ctx context.Context) (*deps, error) {
 		return nil, err
 	}
 	return connect(ctx, cfg, newLogger(c.stderr, "error"), only(c.cmd.needs))
+}
+
+// invoke is what a command that reads or changes the control plane does:
+// open what it needs, run op on it, close it, and print op's result, as
+// JSON with --json (asJSON), else as text writes it. When op fails, nothing
+// is printed and its error is the command's.
+func invoke[V any](ctx context.Context, c *invocation, asJSON bool, op func(context.Context, *deps) (V, error), text func(io.Writer, V) error) error {
+	d, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	v, err := op(ctx, d)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return json.NewEncoder(c.stdout).Encode(v)
+	}
+	return text(c.stdout, v)
 }
 
 // message is what a person is told of err. A dependency's failure is told

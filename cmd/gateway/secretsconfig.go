@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
+	"github.com/invoicing-ao/gateway/events"
 )
 
 // The webhook signing secrets' key (internal/config/secrets.go): named at
@@ -44,31 +45,24 @@ func resealAtStart(ctx context.Context, d *deps, logger *slog.Logger) {
 
 func webhooksReseal(asJSON *bool) action {
 	return func(ctx context.Context, c *invocation) error {
-		d, err := c.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		r, err := d.events.Reseal(ctx)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (events.Resealed, error) {
+			r, err := d.events.Reseal(ctx)
 			if r.Unopened == nil {
-				r.Unopened = []string{}
+				r.Unopened = []string{} // a list in JSON, empty or not
 			}
-			return json.NewEncoder(c.stdout).Encode(r)
-		}
-		fmt.Fprintf(c.stdout, "%d webhook endpoints read, %d sealed again with the current key.\n", r.Endpoints, r.Resealed)
-		switch cfg, _ := c.config(); {
-		case len(r.Unopened) == 0 && cfg.WebhookSecretsPlaintext:
-			fmt.Fprintln(c.stdout, "Every signing secret is kept in plain text ("+config.SettingName("WebhookSecretsPlaintext")+").")
-			return nil
-		case len(r.Unopened) == 0:
-			fmt.Fprintln(c.stdout, "Every signing secret is sealed with the current key: the old keys are no longer needed.")
-			return nil
-		}
-		return fmt.Errorf("%d endpoints have a signing secret that no configured key opens (%s): put the key that sealed them in %s, or rotate their secret",
-			len(r.Unopened), strings.Join(r.Unopened, ", "), config.SettingName("WebhookSecretsOldKeys"))
+			return r, err
+		}, func(w io.Writer, r events.Resealed) error {
+			fmt.Fprintf(w, "%d webhook endpoints read, %d sealed again with the current key.\n", r.Endpoints, r.Resealed)
+			switch cfg, _ := c.config(); {
+			case len(r.Unopened) == 0 && cfg.WebhookSecretsPlaintext:
+				fmt.Fprintln(w, "Every signing secret is kept in plain text ("+config.SettingName("WebhookSecretsPlaintext")+").")
+				return nil
+			case len(r.Unopened) == 0:
+				fmt.Fprintln(w, "Every signing secret is sealed with the current key: the old keys are no longer needed.")
+				return nil
+			}
+			return fmt.Errorf("%d endpoints have a signing secret that no configured key opens (%s): put the key that sealed them in %s, or rotate their secret",
+				len(r.Unopened), strings.Join(r.Unopened, ", "), config.SettingName("WebhookSecretsOldKeys"))
+		})
 	}
 }

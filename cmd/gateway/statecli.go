@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,10 +25,10 @@ import (
 
 // stateParts are the control plane's parts, each exported and imported by
 // the adapter that owns it.
-func stateConfig(d *deps, cfg config.Config) state.Config {
+func stateConfig(d *deps) state.Config {
 	return state.Config{
 		Redis:   d.rdb,
-		Durable: durable.Policy{Target: d.guard.target, Timeout: cfg.RedisReplicaTimeout}, // as every change (redisguard.go)
+		Durable: durable.Policy{Target: d.guard.target, Timeout: d.cfg.RedisReplicaTimeout}, // as every change (redisguard.go)
 		Gateway: versionString(),
 		Parts: []state.Part{
 			part("keys", d.keys.ExportState, d.keys.PlanImport),
@@ -80,27 +81,30 @@ func stateExportFlags(fs *flag.FlagSet) action {
 			}
 			s.Recipients = append(s.Recipients, rs...)
 		}
-		d, cfg, err := c.openWithConfig(ctx)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		start := time.Now()
-		records, size, err := writeExport(ctx, *out, stateConfig(d, cfg), s)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(c.stdout).Encode(map[string]any{"file": *out, "bytes": size, "encrypted": s.Encrypted(), "records": records})
-		}
-		fmt.Fprintf(c.stdout, "Exported %d keys, %d companies' limits, %d webhook endpoints and %d audit entries to %s (%d bytes, %s).\n",
-			records["keys"], records["limits"], records["webhooks"], records["audit"], *out, size, time.Since(start).Round(time.Millisecond))
-		if !s.Encrypted() {
-			fmt.Fprintf(c.stderr, "WARNING: %s is not encrypted: it holds the webhook endpoints' signing secrets in plain text, and whoever reads it can sign webhooks to those integrators. "+
-				"Keep it like a password, or export with --recipient or --passphrase-file.\n", *out)
-		}
-		return nil
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (exported, error) {
+			start := time.Now()
+			records, size, err := writeExport(ctx, *out, stateConfig(d), s)
+			return exported{File: *out, Bytes: size, Encrypted: s.Encrypted(), Records: records, took: time.Since(start)}, err
+		}, func(w io.Writer, e exported) error {
+			fmt.Fprintf(w, "Exported %d keys, %d companies' limits, %d webhook endpoints and %d audit entries to %s (%d bytes, %s).\n",
+				e.Records["keys"], e.Records["limits"], e.Records["webhooks"], e.Records["audit"], e.File, e.Bytes, e.took.Round(time.Millisecond))
+			if !e.Encrypted {
+				fmt.Fprintf(c.stderr, "WARNING: %s is not encrypted: it holds the webhook endpoints' signing secrets in plain text, and whoever reads it can sign webhooks to those integrators. "+
+					"Keep it like a password, or export with --recipient or --passphrase-file.\n", e.File)
+			}
+			return nil
+		})
 	}
+}
+
+// exported is what an export wrote, as --json prints it, and how long it
+// took.
+type exported struct {
+	Bytes     int64          `json:"bytes"`
+	Encrypted bool           `json:"encrypted"`
+	File      string         `json:"file"`
+	Records   map[string]int `json:"records"`
+	took      time.Duration
 }
 
 // writeExport writes an export to path: into a new file of mode 0600 beside
@@ -181,12 +185,12 @@ func stateImportFlags(fs *flag.FlagSet) action {
 		if err != nil {
 			return fmt.Errorf("%s: %w; nothing was imported", c.args[0], err)
 		}
-		d, cfg, err := c.openWithConfig(ctx)
+		d, err := c.open(ctx)
 		if err != nil {
 			return err
 		}
 		defer d.Close()
-		counts, err := state.Import(ctx, stateConfig(d, cfg), doc)
+		counts, err := state.Import(ctx, stateConfig(d), doc)
 		if err != nil && !errors.Is(err, state.ErrNotReplicated) {
 			if counts == nil {
 				return fmt.Errorf("%s: %w; nothing was imported", c.args[0], err)
@@ -199,7 +203,7 @@ func stateImportFlags(fs *flag.FlagSet) action {
 			}
 			return err
 		}
-		printImport(c, doc, counts, cfg)
+		printImport(c, doc, counts, d.cfg)
 		return err
 	}
 }
@@ -244,14 +248,4 @@ func stateKeygenFlags(fs *flag.FlagSet) action {
 		fmt.Fprintf(c.stdout, "Wrote the identity to %s. Public key (the recipient, for gateway state export --recipient):\n%s\n", *out, rcpt)
 		return nil
 	}
-}
-
-// openWithConfig is open, with the configuration it read.
-func (c *invocation) openWithConfig(ctx context.Context) (*deps, config.Config, error) {
-	cfg, err := c.config()
-	if err != nil {
-		return nil, cfg, err
-	}
-	d, err := connect(ctx, cfg, newLogger(c.stderr, "error"), only(c.cmd.needs))
-	return d, cfg, err
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -66,25 +65,18 @@ func webhooksCreateFlags(fs *flag.FlagSet) action {
 		if *asJSON && *quiet {
 			return usagef("--json and --quiet exclude each other")
 		}
-		d, err := c.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		v, err := d.admin.CreateWebhook(ctx, commandActor(), admin.WebhookSpec{CompanyID: *company, Mode: mode, URL: *url,
-			Types: types, Description: *description, Disabled: *disabled})
-		switch {
-		case err != nil:
-			return err
-		case *asJSON:
-			return json.NewEncoder(c.stdout).Encode(v)
-		case *quiet:
-			_, err := fmt.Fprintln(c.stdout, v.Secret)
-			return err
-		}
-		fmt.Fprintf(c.stdout, "Created webhook endpoint %s (%s) for company %s: %s, %s.\n", v.ID, v.Mode, v.CompanyID, v.URL, describeTypes(v.Types))
-		fmt.Fprintf(c.stdout, "Signing secret (shown this once; store it now):\n%s\n", v.Secret)
-		return nil
+		spec := admin.WebhookSpec{CompanyID: *company, Mode: mode, URL: *url, Types: types, Description: *description, Disabled: *disabled}
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.WebhookView, error) {
+			return d.admin.CreateWebhook(ctx, commandActor(), spec)
+		}, func(w io.Writer, v admin.WebhookView) error {
+			if *quiet {
+				_, err := fmt.Fprintln(w, v.Secret)
+				return err
+			}
+			fmt.Fprintf(w, "Created webhook endpoint %s (%s) for company %s: %s, %s.\n", v.ID, v.Mode, v.CompanyID, v.URL, describeTypes(v.Types))
+			fmt.Fprintf(w, "Signing secret (shown this once; store it now):\n%s\n", v.Secret)
+			return nil
+		})
 	}
 }
 
@@ -101,20 +93,12 @@ func describeTypes(types []events.Type) string {
 
 func webhooksList(company *string, asJSON *bool) action {
 	return func(ctx context.Context, c *invocation) error {
-		d, err := c.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		eps, err := d.admin.ListWebhooks(ctx, *company)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(c.stdout).Encode(eps)
-		}
-		printWebhooks(c.stdout, eps)
-		return nil
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) ([]admin.WebhookView, error) {
+			return d.admin.ListWebhooks(ctx, *company)
+		}, func(w io.Writer, eps []admin.WebhookView) error {
+			printWebhooks(w, eps)
+			return nil
+		})
 	}
 }
 
@@ -196,20 +180,12 @@ func webhooksUpdateFlags(fs *flag.FlagSet) action {
 		if p.URL == nil && p.Types == nil && p.Description == nil && p.Enabled == nil {
 			return usagef("nothing to change: give --url, --types, --description, --enable or --disable")
 		}
-		d, err := c.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		v, err := d.admin.UpdateWebhook(ctx, commandActor(), c.args[0], p)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(c.stdout).Encode(v)
-		}
-		printWebhooks(c.stdout, []admin.WebhookView{v})
-		return nil
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.WebhookView, error) {
+			return d.admin.UpdateWebhook(ctx, commandActor(), c.args[0], p)
+		}, func(w io.Writer, v admin.WebhookView) error {
+			printWebhooks(w, []admin.WebhookView{v})
+			return nil
+		})
 	}
 }
 
@@ -221,46 +197,31 @@ func webhooksRotateFlags(fs *flag.FlagSet) action {
 		if *asJSON && *quiet {
 			return usagef("--json and --quiet exclude each other")
 		}
-		d, err := c.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		v, err := d.admin.RotateWebhookSecret(ctx, commandActor(), c.args[0], *overlap)
-		switch {
-		case err != nil:
-			return err
-		case *asJSON:
-			return json.NewEncoder(c.stdout).Encode(v)
-		case *quiet:
-			_, err := fmt.Fprintln(c.stdout, v.Secret)
-			return err
-		}
-		fmt.Fprintf(c.stdout, "Rotated the signing secret of %s.\n", v.ID)
-		if v.PreviousSecretUntil != nil {
-			fmt.Fprintf(c.stdout, "Deliveries carry both signatures until %s.\n", v.PreviousSecretUntil.UTC().Format(time.RFC3339))
-		}
-		fmt.Fprintf(c.stdout, "New signing secret (shown this once; store it now):\n%s\n", v.Secret)
-		return nil
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.WebhookView, error) {
+			return d.admin.RotateWebhookSecret(ctx, commandActor(), c.args[0], *overlap)
+		}, func(w io.Writer, v admin.WebhookView) error {
+			if *quiet {
+				_, err := fmt.Fprintln(w, v.Secret)
+				return err
+			}
+			fmt.Fprintf(w, "Rotated the signing secret of %s.\n", v.ID)
+			if v.PreviousSecretUntil != nil {
+				fmt.Fprintf(w, "Deliveries carry both signatures until %s.\n", v.PreviousSecretUntil.UTC().Format(time.RFC3339))
+			}
+			fmt.Fprintf(w, "New signing secret (shown this once; store it now):\n%s\n", v.Secret)
+			return nil
+		})
 	}
 }
 
 func webhooksDelete(asJSON *bool) action {
 	return func(ctx context.Context, c *invocation) error {
-		d, err := c.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		v, err := d.admin.DeleteWebhook(ctx, commandActor(), c.args[0])
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(c.stdout).Encode(v)
-		}
-		fmt.Fprintf(c.stdout, "Deleted webhook endpoint %s (%s, %s) and what waited for it.\n", v.ID, v.Mode, v.URL)
-		return nil
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.WebhookView, error) {
+			return d.admin.DeleteWebhook(ctx, commandActor(), c.args[0])
+		}, func(w io.Writer, v admin.WebhookView) error {
+			fmt.Fprintf(w, "Deleted webhook endpoint %s (%s, %s) and what waited for it.\n", v.ID, v.Mode, v.URL)
+			return nil
+		})
 	}
 }
 
@@ -273,52 +234,40 @@ func webhooksDeliveriesFlags(fs *flag.FlagSet) action {
 		if *limit < 1 || *limit > events.MaxDeliveriesPage {
 			return usagef("--limit %d: must be 1 to %d", *limit, events.MaxDeliveriesPage)
 		}
-		d, err := c.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		v, err := d.admin.WebhookDeliveries(ctx, c.args[0], events.DeliveryQuery{Limit: *limit, State: *state, Type: events.Type(*typ)})
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(c.stdout).Encode(v)
-		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "EVENT\tTYPE\tRESOURCE\tSTATE\tATTEMPTS\tQUEUED\tLAST ANSWER")
-		for _, dl := range v.Data {
-			last := "-"
-			if n := len(dl.Log); n > 0 {
-				a := dl.Log[n-1]
-				last = fmt.Sprintf("%d %.0fms", a.Status, a.Latency)
-				if a.Error != "" {
-					last += " " + a.Error
-				}
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", dl.EventID, dl.Type, dl.ResourceID, dl.State, dl.Attempts,
-				dl.QueuedAt.UTC().Format(time.RFC3339), last)
-		}
-		return tw.Flush()
+		q := events.DeliveryQuery{Limit: *limit, State: *state, Type: events.Type(*typ)}
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.DeliveriesView, error) {
+			return d.admin.WebhookDeliveries(ctx, c.args[0], q)
+		}, printDeliveries)
 	}
+}
+
+// printDeliveries writes a page of deliveries, each with its last answer.
+func printDeliveries(w io.Writer, v admin.DeliveriesView) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "EVENT\tTYPE\tRESOURCE\tSTATE\tATTEMPTS\tQUEUED\tLAST ANSWER")
+	for _, dl := range v.Data {
+		last := "-"
+		if n := len(dl.Log); n > 0 {
+			a := dl.Log[n-1]
+			last = fmt.Sprintf("%d %.0fms", a.Status, a.Latency)
+			if a.Error != "" {
+				last += " " + a.Error
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", dl.EventID, dl.Type, dl.ResourceID, dl.State, dl.Attempts,
+			dl.QueuedAt.UTC().Format(time.RFC3339), last)
+	}
+	return tw.Flush()
 }
 
 func webhooksReplay(asJSON *bool) action {
 	return func(ctx context.Context, c *invocation) error {
-		d, err := c.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		v, err := d.admin.ReplayWebhookDelivery(ctx, commandActor(), c.args[0], c.args[1])
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(c.stdout).Encode(v)
-		}
-		fmt.Fprintf(c.stdout, "Queued %s (%s) for %s again, now, with its id.\n", v.EventID, v.Type, c.args[0])
-		return nil
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (events.Delivery, error) {
+			return d.admin.ReplayWebhookDelivery(ctx, commandActor(), c.args[0], c.args[1])
+		}, func(w io.Writer, v events.Delivery) error {
+			fmt.Fprintf(w, "Queued %s (%s) for %s again, now, with its id.\n", v.EventID, v.Type, c.args[0])
+			return nil
+		})
 	}
 }
 
@@ -330,20 +279,12 @@ func webhooksRecoverFlags(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		d, err := c.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		v, err := d.admin.RecoverWebhook(ctx, commandActor(), c.args[0], from)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(c.stdout).Encode(v)
-		}
-		fmt.Fprintf(c.stdout, "Queued %s of %s since %s again, now.\n", recoveredText(v.Queued, v.Failed, v.Waiting), v.EndpointID, v.Since.Format(time.RFC3339))
-		return nil
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.RecoveredView, error) {
+			return d.admin.RecoverWebhook(ctx, commandActor(), c.args[0], from)
+		}, func(w io.Writer, v admin.RecoveredView) error {
+			fmt.Fprintf(w, "Queued %s of %s since %s again, now.\n", recoveredText(v.Queued, v.Failed, v.Waiting), v.EndpointID, v.Since.Format(time.RFC3339))
+			return nil
+		})
 	}
 }
 
@@ -368,19 +309,11 @@ func recoveredText(queued, failed, waiting int) string {
 
 func webhooksTest(asJSON *bool) action {
 	return func(ctx context.Context, c *invocation) error {
-		d, err := c.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		v, err := d.admin.TestWebhook(ctx, commandActor(), c.args[0])
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(c.stdout).Encode(v)
-		}
-		fmt.Fprintf(c.stdout, "Queued a test delivery (%s, %s) to %s; see it with: gateway webhooks deliveries %s\n", v.Type, v.EventID, v.EndpointID, v.EndpointID)
-		return nil
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.TestSentView, error) {
+			return d.admin.TestWebhook(ctx, commandActor(), c.args[0])
+		}, func(w io.Writer, v admin.TestSentView) error {
+			fmt.Fprintf(w, "Queued a test delivery (%s, %s) to %s; see it with: gateway webhooks deliveries %s\n", v.Type, v.EventID, v.EndpointID, v.EndpointID)
+			return nil
+		})
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -30,20 +29,13 @@ func limitsWhatIfFlags(fs *flag.FlagSet) action {
 		if err != nil {
 			return usagef("%v", err)
 		}
-		d, err := c.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		v, err := d.admin.WhatIf(ctx, admin.WhatIfQuery{CompanyID: *company, Mode: *mode, Rate: *rate, Burst: *burst, Since: from, MaxRefused: *maxRefused / 100})
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(c.stdout).Encode(v)
-		}
-		printWhatIf(c.stdout, v)
-		return nil
+		q := admin.WhatIfQuery{CompanyID: *company, Mode: *mode, Rate: *rate, Burst: *burst, Since: from, MaxRefused: *maxRefused / 100}
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.WhatIfView, error) {
+			return d.admin.WhatIf(ctx, q)
+		}, func(w io.Writer, v admin.WhatIfView) error {
+			printWhatIf(w, v)
+			return nil
+		})
 	}
 }
 
@@ -99,39 +91,35 @@ func limitsShapeFlags(fs *flag.FlagSet) action {
 		if err != nil {
 			return usagef("%v", err)
 		}
-		d, err := c.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		v, err := d.admin.TrafficShape(ctx, *company, *mode, from)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(c.stdout).Encode(v)
-		}
-		custom := "default"
-		if v.Limit.Custom {
-			custom = "custom"
-		}
-		fmt.Fprintf(c.stdout, "company %s, %s, limit %s rps, burst %d (%s); requests per second of the busy seconds\n",
-			v.CompanyID, v.Mode, strconv.FormatFloat(v.Limit.Rate, 'f', -1, 64), v.Limit.Burst, custom)
-		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "hour (UTC)\trequests\tbusy seconds\tp50\tp99\tmax\t")
-		row := func(name string, h shape.Rates) {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t\n", name, group(h.Requests), h.BusySeconds, h.P50, h.P99, h.Max)
-		}
-		for _, h := range v.Hours {
-			row(h.Start.UTC().Format("2006-01-02 15:04"), h)
-		}
-		row("all", v.Window)
-		_ = tw.Flush()
-		if v.SummarizedSeconds > 0 {
-			fmt.Fprintf(c.stdout, "the %s seconds older than 48 hours are estimated from per-minute summaries\n", group(int64(v.SummarizedSeconds)))
-		}
-		return nil
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.ShapeView, error) {
+			return d.admin.TrafficShape(ctx, *company, *mode, from)
+		}, printShape)
 	}
+}
+
+// printShape writes a company's busy seconds hour by hour, beside its
+// limit.
+func printShape(w io.Writer, v admin.ShapeView) error {
+	custom := "default"
+	if v.Limit.Custom {
+		custom = "custom"
+	}
+	fmt.Fprintf(w, "company %s, %s, limit %s rps, burst %d (%s); requests per second of the busy seconds\n",
+		v.CompanyID, v.Mode, strconv.FormatFloat(v.Limit.Rate, 'f', -1, 64), v.Limit.Burst, custom)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "hour (UTC)\trequests\tbusy seconds\tp50\tp99\tmax\t")
+	row := func(name string, h shape.Rates) {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t\n", name, group(h.Requests), h.BusySeconds, h.P50, h.P99, h.Max)
+	}
+	for _, h := range v.Hours {
+		row(h.Start.UTC().Format("2006-01-02 15:04"), h)
+	}
+	row("all", v.Window)
+	_ = tw.Flush()
+	if v.SummarizedSeconds > 0 {
+		fmt.Fprintf(w, "the %s seconds older than 48 hours are estimated from per-minute summaries\n", group(int64(v.SummarizedSeconds)))
+	}
+	return nil
 }
 
 func limitsHeadroomFlags(fs *flag.FlagSet) action {
@@ -139,33 +127,29 @@ func limitsHeadroomFlags(fs *flag.FlagSet) action {
 	top := fs.Int("top", 10, "list `N` companies of each kind (1 to 100)")
 	asJSON := jsonFlag(fs)
 	return func(ctx context.Context, c *invocation) error {
-		d, err := c.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		v, err := d.admin.LimitHeadroom(ctx, *mode, *top)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(c.stdout).Encode(v)
-		}
-		fmt.Fprintf(c.stdout, "%s: %s with traffic today or yesterday (Luanda); each one's p99 busy second against its limit's rate\n", v.Mode, plural(v.Companies, "company", "companies"))
-		for _, part := range []struct {
-			title string
-			list  []admin.Headroom
-		}{{"nearest their limit", v.Nearest}, {fmt.Sprintf("far below it (%g %% or less)", 100*admin.FarBelowShare), v.FarBelow}} {
-			fmt.Fprintf(c.stdout, "%s:\n", part.title)
-			if len(part.list) == 0 {
-				fmt.Fprintln(c.stdout, "  none")
-			}
-			for _, h := range part.list {
-				fmt.Fprintf(c.stdout, "  %s  %d of %s rps, burst %d (%.0f %%)\n", h.CompanyID, h.P99, strconv.FormatFloat(h.Limit.Rate, 'f', -1, 64), h.Limit.Burst, 100*h.Share)
-			}
-		}
-		return nil
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.HeadroomView, error) {
+			return d.admin.LimitHeadroom(ctx, *mode, *top)
+		}, printHeadroom)
 	}
+}
+
+// printHeadroom writes the companies nearest their limit, and those far
+// below it.
+func printHeadroom(w io.Writer, v admin.HeadroomView) error {
+	fmt.Fprintf(w, "%s: %s with traffic today or yesterday (Luanda); each one's p99 busy second against its limit's rate\n", v.Mode, plural(v.Companies, "company", "companies"))
+	for _, part := range []struct {
+		title string
+		list  []admin.Headroom
+	}{{"nearest their limit", v.Nearest}, {fmt.Sprintf("far below it (%g %% or less)", 100*admin.FarBelowShare), v.FarBelow}} {
+		fmt.Fprintf(w, "%s:\n", part.title)
+		if len(part.list) == 0 {
+			fmt.Fprintln(w, "  none")
+		}
+		for _, h := range part.list {
+			fmt.Fprintf(w, "  %s  %d of %s rps, burst %d (%.0f %%)\n", h.CompanyID, h.P99, strconv.FormatFloat(h.Limit.Rate, 'f', -1, 64), h.Limit.Burst, 100*h.Share)
+		}
+	}
+	return nil
 }
 
 func minuteUTC(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") + " UTC" }

@@ -26,6 +26,7 @@ import (
 
 // deps is everything a running gateway (or a management command) talks to.
 type deps struct {
+	cfg        config.Config // what it was made of
 	rdb        redis.UniversalClient
 	live, test *backend.Store
 	keys       *authz.Keyring
@@ -56,7 +57,7 @@ func connect(ctx context.Context, cfg config.Config, logger *slog.Logger, opts .
 // must answer now, or it fails naming the one that does not and why.
 func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rdb redis.UniversalClient, opts ...wireOption) (*deps, error) {
 	o := wireOptionsOf(opts)
-	d := &deps{rdb: rdb}
+	d := &deps{cfg: cfg, rdb: rdb}
 	if o.needs&config.NeedRedis != 0 && !o.lazy {
 		if err := pingRedis(ctx, rdb); err != nil {
 			d.Close()
