@@ -5,8 +5,6 @@ package doctest
 
 import (
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -14,12 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/prometheus/common/model"
 
 	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
-	"github.com/invoicing-ao/gateway/gateway"
 )
 
 const deployDir = repoRoot + "/deploy"
@@ -31,9 +25,8 @@ func readCompose(t *testing.T) composeFile {
 	return f
 }
 
-// service is the compose service name; it must exist. (Generic: the
-// services' type is composeFile's own, unnamed.)
-func service[S any](t *testing.T, services map[string]S, name string) S {
+// service is the compose service name; it must exist.
+func service(t *testing.T, services map[string]composeService, name string) composeService {
 	t.Helper()
 	s, ok := services[name]
 	if !ok {
@@ -127,88 +120,6 @@ func gatewayConfig(t *testing.T, f composeFile) config.Config {
 		t.Fatalf("gateway configuration: %v", err)
 	}
 	return cfg
-}
-
-func checkComposePrometheus(t *testing.T, f composeFile) {
-	s := service(t, f.Services, "prometheus")
-	loopbackOnly(t, "prometheus", s.Ports)
-	cfgIn := flagValue(s.Command, "config.file")
-	cfgFile := hostPath(s.Volumes, cfgIn)
-	if cfgIn == "" || cfgFile != filepath.Clean(obsDir+"/prometheus/prometheus.yml") {
-		t.Fatalf("prometheus --config.file=%s is %q, not deploy/observability/prometheus/prometheus.yml", cfgIn, cfgFile)
-	}
-	if d, err := model.ParseDuration(flagValue(s.Command, "storage.tsdb.retention.time")); err != nil || d < model.Duration(30*24*time.Hour) {
-		t.Errorf("prometheus retention %q: the SLO needs 30 days", flagValue(s.Command, "storage.tsdb.retention.time"))
-	}
-	var pc struct {
-		RuleFiles     []string `yaml:"rule_files"`
-		ScrapeConfigs []struct {
-			JobName       string `yaml:"job_name"`
-			MetricsPath   string `yaml:"metrics_path"`
-			StaticConfigs []struct {
-				Targets []string `yaml:"targets"`
-			} `yaml:"static_configs"`
-		} `yaml:"scrape_configs"`
-	}
-	decodeLoose(t, cfgFile, &pc)
-	// The rules Prometheus loads are the file promtool checks and tests:
-	// rule_files are relative to the configuration's folder in the container.
-	loaded := false
-	for _, rf := range pc.RuleFiles {
-		loaded = loaded || hostPath(s.Volumes, filepath.Join(filepath.Dir(cfgIn), rf)) == filepath.Clean(rulesFile)
-	}
-	if !loaded {
-		t.Errorf("prometheus.yml rule_files %v do not load deploy/observability/prometheus/gateway-rules.yml", pc.RuleFiles)
-	}
-	// The job GatewayDown watches scrapes the gateway's admin port, on a
-	// path the admin listener serves metrics on.
-	rb, err := os.ReadFile(rulesFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jobName := ""
-	if m := regexp.MustCompile(`up\{job="([^"]+)"\}`).FindSubmatch(rb); m != nil {
-		jobName = string(m[1])
-	}
-	gwCfg := gatewayConfig(t, f)
-	adminPort := strconv.Itoa(portOf(t, gwCfg.AdminAddr))
-	hosts, err := gateway.ParseAdminHosts(gwCfg.AdminHosts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scraped := false
-	for _, sc := range pc.ScrapeConfigs {
-		if jobName == "" || sc.JobName != jobName {
-			continue
-		}
-		for _, st := range sc.StaticConfigs {
-			for _, target := range st.Targets {
-				scraped = scraped || target == "gateway:"+adminPort
-			}
-		}
-		if sc.MetricsPath == "" {
-			sc.MetricsPath = "/metrics"
-		}
-		if code, body := runningDemo(t).scrape(t, sc.MetricsPath); code != http.StatusOK || !strings.Contains(body, "gateway_http_requests_total") {
-			t.Errorf("job %s scrapes %s: the admin listener answers %d without the gateway's metrics", sc.JobName, sc.MetricsPath, code)
-		}
-		// ...under the name it scrapes by, which the gateway's adminHosts
-		// must hold (another name is refused: DNS rebinding).
-		named := gateway.New(gateway.Config{AdminHosts: hosts}).AdminHandler(nil)
-		for _, st := range sc.StaticConfigs {
-			for _, target := range st.Targets {
-				rec := httptest.NewRecorder()
-				named.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://"+target+"/healthz", nil))
-				if rec.Code != http.StatusOK {
-					t.Errorf("job %s scrapes %s: the admin listener answers %d to that name (GATEWAY_ADMIN_HOSTS %q)", sc.JobName, target, rec.Code, gwCfg.AdminHosts)
-				}
-			}
-		}
-	}
-	if !scraped {
-		t.Errorf("no scrape job %q (GatewayDown's) of gateway:%s (the gateway's admin port) in prometheus.yml", jobName, adminPort)
-	}
-	promtool(t, "check", "config", cfgFile)
 }
 
 func checkComposeGrafana(t *testing.T, f composeFile) {

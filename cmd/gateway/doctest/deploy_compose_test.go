@@ -20,21 +20,25 @@ import (
 // the rest is left to Docker. yaml.v3 resolves the file's anchors and merge
 // keys as Compose does.
 type composeFile struct {
-	Services map[string]struct {
-		Image      string `yaml:"image"`
-		Build      *struct{ Context, Dockerfile string }
-		Entrypoint []string          `yaml:"entrypoint"`
-		Command    []string          `yaml:"command"`
-		Env        map[string]string `yaml:"environment"`
-		Ports      []string          `yaml:"ports"`
-		Expose     []string          `yaml:"expose"`
-		Volumes    []string          `yaml:"volumes"`
-		Health     *struct {
-			Test []string `yaml:"test"`
-		} `yaml:"healthcheck"`
-		StopGrace string `yaml:"stop_grace_period"`
-		MemLimit  string `yaml:"mem_limit"`
-	} `yaml:"services"`
+	Services map[string]composeService `yaml:"services"`
+}
+
+// composeService is a service of the compose file, as far as the checks
+// read it.
+type composeService struct {
+	Image      string `yaml:"image"`
+	Build      *struct{ Context, Dockerfile string }
+	Entrypoint []string          `yaml:"entrypoint"`
+	Command    []string          `yaml:"command"`
+	Env        map[string]string `yaml:"environment"`
+	Ports      []string          `yaml:"ports"`
+	Expose     []string          `yaml:"expose"`
+	Volumes    []string          `yaml:"volumes"`
+	Health     *struct {
+		Test []string `yaml:"test"`
+	} `yaml:"healthcheck"`
+	StopGrace string `yaml:"stop_grace_period"`
+	MemLimit  string `yaml:"mem_limit"`
 }
 
 // interpolation is Compose's ${VAR}, ${VAR:-default}, ${VAR:?message}.
@@ -87,58 +91,64 @@ func TestComposeMatchesConfiguration(t *testing.T) {
 			continue
 		}
 		checkComposeURLs(t, name, cfg, f)
-		if name != "gateway" {
-			continue
+		if name == "gateway" {
+			checkComposeGateway(t, f, s, cfg, env)
 		}
+	}
+}
 
-		// Published ports are the configured listeners; admin on loopback only.
-		published := map[int]string{}
-		for _, p := range s.Ports {
-			i := strings.LastIndex(p, ":")
-			n, _ := strconv.Atoi(p[i+1:])
-			published[n] = p[:i]
-		}
-		if _, ok := published[portOf(t, cfg.Addr)]; !ok {
-			t.Errorf("public port %s not published: %v", cfg.Addr, s.Ports)
-		}
-		if host, ok := published[portOf(t, cfg.AdminAddr)]; !ok || !strings.HasPrefix(host, "127.0.0.1:") {
-			t.Errorf("admin port %s published as %q: it must be, on 127.0.0.1 only", cfg.AdminAddr, host)
-		}
-		if h, _, _ := strings.Cut(cfg.AdminAddr, ":"); h != "" && h != "0.0.0.0" {
-			t.Errorf("adminAddr %s inside the container cannot be published", cfg.AdminAddr)
-		}
-		if len(published) != 2 {
-			t.Errorf("gateway publishes %v; want the two listeners", s.Ports)
-		}
+// checkComposeGateway checks the gateway service: it publishes the
+// configured listeners, the admin one on loopback only; its health check
+// probes a served path; its traces go to a service of the stack; stopping
+// waits for the drain.
+func checkComposeGateway(t *testing.T, f composeFile, s composeService, cfg config.Config, env map[string]string) {
+	t.Helper()
+	published := map[int]string{}
+	for _, p := range s.Ports {
+		i := strings.LastIndex(p, ":")
+		n, _ := strconv.Atoi(p[i+1:])
+		published[n] = p[:i]
+	}
+	if _, ok := published[portOf(t, cfg.Addr)]; !ok {
+		t.Errorf("public port %s not published: %v", cfg.Addr, s.Ports)
+	}
+	if host, ok := published[portOf(t, cfg.AdminAddr)]; !ok || !strings.HasPrefix(host, "127.0.0.1:") {
+		t.Errorf("admin port %s published as %q: it must be, on 127.0.0.1 only", cfg.AdminAddr, host)
+	}
+	if h, _, _ := strings.Cut(cfg.AdminAddr, ":"); h != "" && h != "0.0.0.0" {
+		t.Errorf("adminAddr %s inside the container cannot be published", cfg.AdminAddr)
+	}
+	if len(published) != 2 {
+		t.Errorf("gateway publishes %v; want the two listeners", s.Ports)
+	}
 
-		// The health check runs the probe command on a served path of the
-		// public listener.
-		hc := s.Health
-		if hc == nil || len(hc.Test) != 4 || hc.Test[0] != "CMD" || hc.Test[1] != "/gateway" || hc.Test[2] != "probe" {
-			t.Fatalf("gateway healthcheck %+v: want [CMD /gateway probe URL]", hc)
-		}
-		u, err := url.Parse(hc.Test[3])
-		if err != nil || u.Port() != strconv.Itoa(portOf(t, cfg.Addr)) || servedStatus(t, u.Path) != 200 {
-			t.Errorf("healthcheck URL %s: not a served path on the public port %s", hc.Test[3], cfg.Addr)
-		}
+	// The health check runs the probe command on a served path of the
+	// public listener.
+	hc := s.Health
+	if hc == nil || len(hc.Test) != 4 || hc.Test[0] != "CMD" || hc.Test[1] != "/gateway" || hc.Test[2] != "probe" {
+		t.Fatalf("gateway healthcheck %+v: want [CMD /gateway probe URL]", hc)
+	}
+	u, err := url.Parse(hc.Test[3])
+	if err != nil || u.Port() != strconv.Itoa(portOf(t, cfg.Addr)) || servedStatus(t, u.Path) != 200 {
+		t.Errorf("healthcheck URL %s: not a served path on the public port %s", hc.Test[3], cfg.Addr)
+	}
 
-		// Traces go to a service of the stack.
-		if ep := env["OTEL_EXPORTER_OTLP_ENDPOINT"]; ep != "" {
-			u, err := url.Parse(ep)
-			if err != nil {
-				t.Fatalf("OTEL_EXPORTER_OTLP_ENDPOINT %q: %v", ep, err)
-			}
-			svc, ok := f.Services[u.Hostname()]
-			exposed := strings.Join(append(append([]string{}, svc.Expose...), svc.Ports...), " ")
-			if !ok || !strings.Contains(exposed, u.Port()) {
-				t.Errorf("OTLP endpoint %s: no service %q exposing port %s", ep, u.Hostname(), u.Port())
-			}
+	// Traces go to a service of the stack.
+	if ep := env["OTEL_EXPORTER_OTLP_ENDPOINT"]; ep != "" {
+		u, err := url.Parse(ep)
+		if err != nil {
+			t.Fatalf("OTEL_EXPORTER_OTLP_ENDPOINT %q: %v", ep, err)
 		}
-		// Stopping waits for the drain.
-		grace, err := time.ParseDuration(s.StopGrace)
-		if err != nil || grace <= cfg.DrainDelay+cfg.ShutdownTimeout {
-			t.Errorf("stop_grace_period %q does not exceed drainDelay + shutdownTimeout = %v", s.StopGrace, cfg.DrainDelay+cfg.ShutdownTimeout)
+		svc, ok := f.Services[u.Hostname()]
+		exposed := strings.Join(append(append([]string{}, svc.Expose...), svc.Ports...), " ")
+		if !ok || !strings.Contains(exposed, u.Port()) {
+			t.Errorf("OTLP endpoint %s: no service %q exposing port %s", ep, u.Hostname(), u.Port())
 		}
+	}
+	// Stopping waits for the drain.
+	grace, err := time.ParseDuration(s.StopGrace)
+	if err != nil || grace <= cfg.DrainDelay+cfg.ShutdownTimeout {
+		t.Errorf("stop_grace_period %q does not exceed drainDelay + shutdownTimeout = %v", s.StopGrace, cfg.DrainDelay+cfg.ShutdownTimeout)
 	}
 }
 

@@ -101,28 +101,11 @@ var targetLabels = map[string]bool{"instance": true, "job": true}
 // on/ignoring lists) a PromQL expression refers to; Grafana's $variables are
 // skipped. It reads names only: promtool checks the syntax.
 func promqlRefs(expr string) (metrics, labels []string) {
-	isStart := func(c byte) bool { return c == '_' || c == ':' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
-	isIdent := func(c byte) bool { return isStart(c) || c >= '0' && c <= '9' }
-	skipString := func(i int) int {
-		q := expr[i]
-		for i++; i < len(expr) && expr[i] != q; i++ {
-			if expr[i] == '\\' && q != '`' {
-				i++
-			}
-		}
-		return i + 1
-	}
-	identEnd := func(i int) int {
-		for i < len(expr) && isIdent(expr[i]) {
-			i++
-		}
-		return i
-	}
 	for i := 0; i < len(expr); {
 		c := expr[i]
 		switch {
 		case c == '"' || c == '\'' || c == '`':
-			i = skipString(i)
+			i = skipString(expr, i)
 		case c == '#': // a comment, to the end of the line
 			if j := strings.IndexByte(expr[i:], '\n'); j >= 0 {
 				i += j
@@ -135,57 +118,102 @@ func promqlRefs(expr string) (metrics, labels []string) {
 			if i+1 < len(expr) && expr[i+1] == '{' {
 				i += strings.IndexByte(expr[i:], '}') + 1
 			} else {
-				i = identEnd(i + 1)
+				i = identEnd(expr, i+1)
 			}
 		case c == '{': // label matchers
-			for i++; i < len(expr) && expr[i] != '}'; {
-				switch {
-				case isStart(expr[i]):
-					j := identEnd(i)
-					labels = append(labels, expr[i:j])
-					i = j
-				case expr[i] == '"' || expr[i] == '\'' || expr[i] == '`':
-					i = skipString(i)
-				default:
-					i++
-				}
-			}
-			i++
+			var names []string
+			names, i = matcherLabels(expr, i)
+			labels = append(labels, names...)
 		case c >= '0' && c <= '9' || c == '.': // numbers, durations (offset 10m)
 			for i < len(expr) && (isIdent(expr[i]) || expr[i] == '.') {
 				i++
 			}
-		case isStart(c):
-			j := identEnd(i)
-			word := expr[i:j]
-			k := j
-			for k < len(expr) && (expr[k] == ' ' || expr[k] == '\n' || expr[k] == '\t') {
-				k++
+		case isIdentStart(c):
+			var metric string
+			var names []string
+			metric, names, i = identifier(expr, i)
+			if metric != "" {
+				metrics = append(metrics, metric)
 			}
-			next := byte(0)
-			if k < len(expr) {
-				next = expr[k]
-			}
-			switch {
-			case promqlGrouping[word] && next == '(':
-				end := k + strings.IndexByte(expr[k:], ')')
-				for _, l := range strings.Split(expr[k+1:end], ",") {
-					if l = strings.TrimSpace(l); l != "" {
-						labels = append(labels, l)
-					}
-				}
-				j = end + 1
-			case next == '(' || promqlKeywords[word]:
-				// a function, an aggregation or a keyword
-			default:
-				metrics = append(metrics, word)
-			}
-			i = j
+			labels = append(labels, names...)
 		default:
 			i++
 		}
 	}
 	return metrics, labels
+}
+
+func isIdentStart(c byte) bool {
+	return c == '_' || c == ':' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+func isIdent(c byte) bool { return isIdentStart(c) || c >= '0' && c <= '9' }
+
+// skipString is where the string that starts at i ends, its quote passed.
+func skipString(expr string, i int) int {
+	q := expr[i]
+	for i++; i < len(expr) && expr[i] != q; i++ {
+		if expr[i] == '\\' && q != '`' {
+			i++
+		}
+	}
+	return i + 1
+}
+
+// identEnd is where the identifier at i ends.
+func identEnd(expr string, i int) int {
+	for i < len(expr) && isIdent(expr[i]) {
+		i++
+	}
+	return i
+}
+
+// matcherLabels reads the label names of the matchers that start at i
+// (at the {), and returns them and where the matchers end, the } passed.
+func matcherLabels(expr string, i int) (labels []string, end int) {
+	for i++; i < len(expr) && expr[i] != '}'; {
+		switch {
+		case isIdentStart(expr[i]):
+			j := identEnd(expr, i)
+			labels = append(labels, expr[i:j])
+			i = j
+		case expr[i] == '"' || expr[i] == '\'' || expr[i] == '`':
+			i = skipString(expr, i)
+		default:
+			i++
+		}
+	}
+	return labels, i + 1
+}
+
+// identifier reads the word at i: a grouping's label list (by, without, on,
+// ignoring), a function, an aggregation or a keyword (no metric), or a
+// metric. It returns the metric or the labels, and where the word (or the
+// list) ends.
+func identifier(expr string, i int) (metric string, labels []string, end int) {
+	j := identEnd(expr, i)
+	word := expr[i:j]
+	k := j
+	for k < len(expr) && (expr[k] == ' ' || expr[k] == '\n' || expr[k] == '\t') {
+		k++
+	}
+	next := byte(0)
+	if k < len(expr) {
+		next = expr[k]
+	}
+	switch {
+	case promqlGrouping[word] && next == '(':
+		closing := k + strings.IndexByte(expr[k:], ')')
+		for _, l := range strings.Split(expr[k+1:closing], ",") {
+			if l = strings.TrimSpace(l); l != "" {
+				labels = append(labels, l)
+			}
+		}
+		return "", labels, closing + 1
+	case next == '(' || promqlKeywords[word]:
+		return "", nil, j // a function, an aggregation or a keyword
+	}
+	return word, nil, j
 }
 
 var (
