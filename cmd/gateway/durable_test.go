@@ -29,73 +29,24 @@ import (
 func TestChangesConfirmedByReplicas(t *testing.T) {
 	r := testenv.RedisReplicated(t)
 	ctx := context.Background()
-	live, test := testenv.Postgres(t), testenv.Postgres(t)
-	if _, err := gendata.SetUpSmall(ctx, live, test, 3); err != nil {
-		t.Fatal(err)
-	}
-	base := map[string]string{
-		"GATEWAY_REDIS_URL":         "redis+sentinel://" + r.Sentinel + "/0?master_name=" + r.Name,
-		"GATEWAY_LIVE_DATABASE_URL": live,
-		"GATEWAY_TEST_DATABASE_URL": test,
-		"GATEWAY_ADMIN_TOKEN":       testAdminToken,
-		// Long enough for a replica that keeps up on a busy machine.
-		"GATEWAY_REDIS_REPLICA_TIMEOUT": "3s",
-		// Webhook endpoints on this machine.
-		"GATEWAY_EVENTS_ALLOW_HTTP": "true", "GATEWAY_EVENTS_ALLOWED_NETWORKS": "127.0.0.0/8",
-	}
-	with := func(set map[string]string) func(string) string {
-		m := maps.Clone(base)
-		maps.Copy(m, set)
-		return envOf(m)
-	}
-	sure := envOf(base)
-	// Gives up soon on a replica held back for good.
-	quick := with(map[string]string{"GATEWAY_REDIS_REPLICA_TIMEOUT": "200ms"})
+	rig := newReplicaRig(t, r)
+	base, sure, quick := rig.base, rig.sure, rig.quick
 	co := gendata.DemoCompanyA
-	run := func(env func(string) string, what string, v any, args ...string) {
-		t.Helper()
-		code, out, errs := gw(t, env, append(args, "--json")...)
-		if code != 0 || json.Unmarshal([]byte(out), v) != nil {
-			t.Fatalf("%s: %d %s %s", what, code, out, errs)
-		}
-	}
-	type made struct{ ID, Key, Secret string }
-	key := func(env func(string) string, name string) (k made) {
-		t.Helper()
-		run(env, "create key "+name, &k, "keys", "create", "--company", co, "--mode", "LIVE", "--scopes", "clients:read", "--name", name)
-		return k
-	}
-	endpoint := func(env func(string) string, name string) (e made) {
-		t.Helper()
-		run(env, "create endpoint "+name, &e, "webhooks", "create", "--company", co, "--mode", "LIVE", "--url", "http://127.0.0.1:9/"+name, "--description", name)
-		return e
-	}
+	key, endpoint := rig.key, rig.endpoint
 
 	revoked, held, adminHeld, rolled, lost := key(sure, "revoked"), key(sure, "revoke-held-back"), key(sure, "admin-revoke-held-back"), key(sure, "rolled"), key(sure, "lost")
 	whDeleted, whAdmin, whLost := endpoint(sure, "deleted"), endpoint(sure, "admin-deleted"), endpoint(sure, "lost")
 	if code, _, errs := gw(t, sure, "keys", "revoke", revoked.ID); code != 0 {
 		t.Fatalf("revoke, replica in sync: %d %s", code, errs)
 	}
-	var successor made
-	run(sure, "roll, replica in sync", &successor, "keys", "roll", rolled.ID)
+	var successor created
+	rig.json(sure, "roll, replica in sync", &successor, "keys", "roll", rolled.ID)
 	if code, _, errs := gw(t, sure, "limits", "set", "--company", co, "--mode", "LIVE", "--rps", "3", "--burst", "4"); code != 0 {
 		t.Fatalf("limits set, replica in sync: %d %s", code, errs)
 	}
 
 	r.Link.Pause()
-	heldBack := [][]string{
-		{"keys", "revoke", held.ID},
-		{"keys", "create", "--company", co, "--mode", "LIVE", "--scopes", "clients:read", "--name", "unconfirmed"},
-		{"keys", "roll", successor.ID},
-		{"limits", "set", "--company", co, "--mode", "LIVE", "--rps", "5", "--burst", "6"},
-		{"limits", "reset", "--company", co},
-		{"webhooks", "create", "--company", co, "--mode", "LIVE", "--url", "http://127.0.0.1:9/unconfirmed", "--description", "unconfirmed"},
-		{"webhooks", "update", whLost.ID, "--description", "changed while held back"},
-		{"webhooks", "delete", whDeleted.ID},
-	}
-	for _, args := range heldBack {
-		expectUnconfirmed(t, quick, args...)
-	}
+	heldBack := changeHeldBack(t, quick, co, held.ID, successor.ID, whLost.ID, whDeleted.ID)
 	// The admin API answers 503 change_not_replicated, with Retry-After.
 	d, err := connect(ctx, mustConfig(t, quick), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -129,7 +80,7 @@ func TestChangesConfirmedByReplicas(t *testing.T) {
 	expectUnconfirmed(t, quick, "keys", "revoke", lost.ID)
 	expectUnconfirmed(t, quick, "webhooks", "delete", whLost.ID)
 	r.Failover()
-	after := with(map[string]string{"GATEWAY_REDIS_MIN_REPLICAS": "0"}) // the promoted master is alone
+	after := rig.with(map[string]string{"GATEWAY_REDIS_MIN_REPLICAS": "0"}) // the promoted master is alone
 	expectKeys(t, after, co, map[string]int{
 		"revoked, confirmed":                   http.StatusUnauthorized,
 		"revoked when repeated (command line)": http.StatusUnauthorized,
@@ -152,6 +103,91 @@ func TestChangesConfirmedByReplicas(t *testing.T) {
 	// With no replica left, a change cannot be confirmed and is not said
 	// to be done.
 	expectUnconfirmed(t, quick, "keys", "revoke", lost.ID)
+}
+
+// changeHeldBack makes a change of each kind while the replica is held
+// back (a revocation, a creation and a roll of keys, limits set and reset,
+// an endpoint created, updated and deleted), each reported unconfirmed, and
+// returns their command lines.
+func changeHeldBack(t *testing.T, env func(string) string, co, revoke, roll, update, del string) [][]string {
+	t.Helper()
+	heldBack := [][]string{
+		{"keys", "revoke", revoke},
+		{"keys", "create", "--company", co, "--mode", "LIVE", "--scopes", "clients:read", "--name", "unconfirmed"},
+		{"keys", "roll", roll},
+		{"limits", "set", "--company", co, "--mode", "LIVE", "--rps", "5", "--burst", "6"},
+		{"limits", "reset", "--company", co},
+		{"webhooks", "create", "--company", co, "--mode", "LIVE", "--url", "http://127.0.0.1:9/unconfirmed", "--description", "unconfirmed"},
+		{"webhooks", "update", update, "--description", "changed while held back"},
+		{"webhooks", "delete", del},
+	}
+	for _, args := range heldBack {
+		expectUnconfirmed(t, env, args...)
+	}
+	return heldBack
+}
+
+// replicaRig is the databases and environments of the replicated tests:
+// sure waits long enough for a replica that keeps up on a busy machine,
+// quick gives up soon on a replica held back for good.
+type replicaRig struct {
+	t           *testing.T
+	base        map[string]string
+	sure, quick func(string) string
+}
+
+// created is what the replicated tests read of a key or an endpoint created.
+type created struct{ ID, Key, Secret string }
+
+func newReplicaRig(t *testing.T, r *testenv.ReplicatedRedis) *replicaRig {
+	t.Helper()
+	live, test := testenv.Postgres(t), testenv.Postgres(t)
+	if _, err := gendata.SetUpSmall(context.Background(), live, test, 3); err != nil {
+		t.Fatal(err)
+	}
+	base := map[string]string{
+		"GATEWAY_REDIS_URL":         "redis+sentinel://" + r.Sentinel + "/0?master_name=" + r.Name,
+		"GATEWAY_LIVE_DATABASE_URL": live,
+		"GATEWAY_TEST_DATABASE_URL": test,
+		"GATEWAY_ADMIN_TOKEN":       testAdminToken,
+		// Long enough for a replica that keeps up on a busy machine.
+		"GATEWAY_REDIS_REPLICA_TIMEOUT": "3s",
+		// Webhook endpoints on this machine.
+		"GATEWAY_EVENTS_ALLOW_HTTP": "true", "GATEWAY_EVENTS_ALLOWED_NETWORKS": "127.0.0.0/8",
+	}
+	rig := &replicaRig{t: t, base: base, sure: envOf(base)}
+	rig.quick = rig.with(map[string]string{"GATEWAY_REDIS_REPLICA_TIMEOUT": "200ms"})
+	return rig
+}
+
+// with is the base environment with set's variables.
+func (rig *replicaRig) with(set map[string]string) func(string) string {
+	m := maps.Clone(rig.base)
+	maps.Copy(m, set)
+	return envOf(m)
+}
+
+// json runs a command with --json and reads its answer into v.
+func (rig *replicaRig) json(env func(string) string, what string, v any, args ...string) {
+	rig.t.Helper()
+	code, out, errs := gw(rig.t, env, append(args, "--json")...)
+	if code != 0 || json.Unmarshal([]byte(out), v) != nil {
+		rig.t.Fatalf("%s: %d %s %s", what, code, out, errs)
+	}
+}
+
+// key creates a LIVE key of the demo's company A.
+func (rig *replicaRig) key(env func(string) string, name string) (k created) {
+	rig.t.Helper()
+	rig.json(env, "create key "+name, &k, "keys", "create", "--company", gendata.DemoCompanyA, "--mode", "LIVE", "--scopes", "clients:read", "--name", name)
+	return k
+}
+
+// endpoint creates a LIVE webhook endpoint of the demo's company A.
+func (rig *replicaRig) endpoint(env func(string) string, name string) (e created) {
+	rig.t.Helper()
+	rig.json(env, "create endpoint "+name, &e, "webhooks", "create", "--company", gendata.DemoCompanyA, "--mode", "LIVE", "--url", "http://127.0.0.1:9/"+name, "--description", name)
+	return e
 }
 
 // expectUnconfirmed runs a change whose replicas cannot confirm it: exit 1,

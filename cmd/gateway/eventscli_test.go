@@ -4,25 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/client"
-	"github.com/invoicing-ao/gateway/events"
 	"github.com/invoicing-ao/gateway/internal/testenv"
-	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // events listen and events trigger, word for word as docs/integrators.md
@@ -34,15 +26,7 @@ import (
 // says NOT VERIFIED of a delivery it cannot verify; stopping the listener
 // removes its endpoint; bad input says what is wrong and changes nothing.
 func TestEventsListenAndTrigger(t *testing.T) {
-	base := cliEnv(t)
-	vars := map[string]string{"GATEWAY_EVENTS_ALLOW_HTTP": "true", "GATEWAY_EVENTS_ALLOWED_NETWORKS": "127.0.0.0/8",
-		"GATEWAY_ADDR": "127.0.0.1:0", "GATEWAY_ADMIN_ADDR": "127.0.0.1:0", "GATEWAY_DRAIN_DELAY": "0s"}
-	env := func(k string) string {
-		if v, ok := vars[k]; ok {
-			return v
-		}
-		return base(k)
-	}
+	env := eventsEnv(t, map[string]string{"GATEWAY_ADDR": "127.0.0.1:0", "GATEWAY_ADMIN_ADDR": "127.0.0.1:0", "GATEWAY_DRAIN_DELAY": "0s"})
 	co := gendata.DemoCompanyA
 
 	// The gateway that detects and delivers.
@@ -54,7 +38,32 @@ func TestEventsListenAndTrigger(t *testing.T) {
 	}()
 	t.Cleanup(func() { stopServe(); <-served })
 
-	// Bad input first: nothing registered, nothing changed.
+	checkEventsRefusals(t, env, co)
+	listenAndForward(t, env, co)
+	listenAlone(t, env, co)
+}
+
+// eventsEnv is a CLI environment (cliEnv) whose webhooks may be delivered to
+// this machine, with vars besides.
+func eventsEnv(t *testing.T, vars map[string]string) func(string) string {
+	t.Helper()
+	base := cliEnv(t)
+	all := map[string]string{"GATEWAY_EVENTS_ALLOW_HTTP": "true", "GATEWAY_EVENTS_ALLOWED_NETWORKS": "127.0.0.0/8"}
+	for k, v := range vars {
+		all[k] = v
+	}
+	return func(k string) string {
+		if v, ok := all[k]; ok {
+			return v
+		}
+		return base(k)
+	}
+}
+
+// checkEventsRefusals: bad input says what is wrong, registers nothing and
+// changes nothing.
+func checkEventsRefusals(t *testing.T, env func(string) string, co string) {
+	t.Helper()
 	for _, bad := range []struct {
 		args []string
 		code int
@@ -75,7 +84,56 @@ func TestEventsListenAndTrigger(t *testing.T) {
 	if _, out, _ := gw(t, env, "webhooks", "list", "--company", co, "--json"); strings.TrimSpace(out) != "[]" {
 		t.Fatalf("refused commands left endpoints: %s", out)
 	}
+}
 
+// listenRun is a running `events listen`: what it prints, and its exit code
+// once it ends.
+type listenRun struct {
+	stop      context.CancelFunc
+	out, errs testenv.SyncBuffer
+	exited    chan int
+}
+
+// startListen runs `events listen` with args until stopped.
+func startListen(env func(string) string, args ...string) *listenRun {
+	ctx, stop := context.WithCancel(context.Background())
+	l := &listenRun{stop: stop, exited: make(chan int, 1)}
+	go func() {
+		l.exited <- run(ctx, append(append([]string{"events", "listen"}, args...), "--config", "../../configs/gateway.yaml"), &l.out, &l.errs, env)
+	}()
+	return l
+}
+
+// waitFor waits until the listener prints what re matches, and returns the
+// match.
+func (l *listenRun) waitFor(t *testing.T, re *regexp.Regexp) []string {
+	t.Helper()
+	return waitFor(t, &l.out, re, l.exited, &l.errs)
+}
+
+// stopped stops the listener, as Ctrl+C does, and checks that it ends well,
+// saying so (removed), and that the company has no endpoint left.
+func (l *listenRun) stopped(t *testing.T, env func(string) string, co, removed string) {
+	t.Helper()
+	l.stop()
+	select {
+	case code := <-l.exited:
+		if code != 0 || !strings.Contains(l.out.String(), removed) {
+			t.Errorf("listen ended %d:\n%s\n%s", code, l.out.String(), l.errs.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("listen did not stop")
+	}
+	if _, list, _ := gw(t, env, "webhooks", "list", "--company", co, "--json"); strings.TrimSpace(list) != "[]" {
+		t.Errorf("the listener's endpoint is still there: %s", list)
+	}
+}
+
+// listenAndForward: a triggered change of each type in the sandbox reaches
+// the listener as an event of that type, verified, and is forwarded to the
+// developer's handler, which verifies it with the secret the listener
+// printed; stopping the listener removes its endpoint.
+func listenAndForward(t *testing.T, env func(string) string, co string) {
 	// The developer's handler, verifying with the listener's secret; it
 	// keeps each event's type and resource id.
 	var mu sync.Mutex
@@ -101,13 +159,8 @@ func TestEventsListenAndTrigger(t *testing.T) {
 	}))
 	t.Cleanup(handler.Close)
 
-	lctx, stopListen := context.WithCancel(context.Background())
-	var out, errs testenv.SyncBuffer
-	listened := make(chan int, 1)
-	go func() {
-		listened <- run(lctx, []string{"events", "listen", "--company", co, "--forward-to", handler.URL + "/webhooks", "--config", "../../configs/gateway.yaml"}, &out, &errs, env)
-	}()
-	secret := waitFor(t, &out, regexp.MustCompile(`Signing secret \(your handler verifies with it\): (whsec_\S+)`), listened, &errs)[1]
+	l := startListen(env, "--company", co, "--forward-to", handler.URL+"/webhooks")
+	secret := l.waitFor(t, regexp.MustCompile(`Signing secret \(your handler verifies with it\): (whsec_\S+)`))[1]
 	v, err := client.NewWebhookVerifier(client.WebhookConfig{Secrets: []string{secret}})
 	if err != nil {
 		t.Fatal(err)
@@ -125,9 +178,9 @@ func TestEventsListenAndTrigger(t *testing.T) {
 	}
 	// Each line says whose the event is, as its body does: TEST, and the company.
 	for _, typ := range gendata.Triggers {
-		waitFor(t, &out, regexp.MustCompile(regexp.QuoteMeta(typ)+` +evt_[a-z2-7]{26}  TEST `+co+`  [^\n]*`+changed[typ]+`  verified  → `+regexp.QuoteMeta(handler.URL)+`/webhooks: 204\n`), listened, &errs)
+		l.waitFor(t, regexp.MustCompile(regexp.QuoteMeta(typ)+` +evt_[a-z2-7]{26}  TEST `+co+`  [^\n]*`+changed[typ]+`  verified  → `+regexp.QuoteMeta(handler.URL)+`/webhooks: 204\n`))
 	}
-	waitFor(t, &out, regexp.MustCompile(`client\.created +evt_[a-z2-7]{26}  TEST `+co+`  client "Cliente de teste [0-9a-f]{8}" `+changed["client.created"]+`  verified`), listened, &errs)
+	l.waitFor(t, regexp.MustCompile(`client\.created +evt_[a-z2-7]{26}  TEST `+co+`  client "Cliente de teste [0-9a-f]{8}" `+changed["client.created"]+`  verified`))
 	mu.Lock()
 	for _, typ := range gendata.Triggers {
 		if handled[typ+" "+changed[typ]] == 0 {
@@ -135,43 +188,28 @@ func TestEventsListenAndTrigger(t *testing.T) {
 		}
 	}
 	mu.Unlock()
+	l.stopped(t, env, co, "Removed endpoint")
+}
 
-	stopListen()
-	select {
-	case code := <-listened:
-		if code != 0 || !strings.Contains(out.String(), "Removed endpoint") {
-			t.Errorf("listen ended %d:\n%s\n%s", code, out.String(), errs.String())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("listen did not stop")
-	}
-	if _, list, _ := gw(t, env, "webhooks", "list", "--company", co, "--json"); strings.TrimSpace(list) != "[]" {
-		t.Errorf("the listener's endpoint is still there: %s", list)
-	}
-
-	// Without --forward-to, listen prints each delivery and answers it
-	// itself; one it cannot verify (its secret rotated at once behind its
-	// back) is printed as NOT VERIFIED and refused, so that the gateway
-	// retries it.
-	lctx, stopListen = context.WithCancel(context.Background())
-	var out2, errs2 testenv.SyncBuffer
-	listened = make(chan int, 1)
-	go func() {
-		listened <- run(lctx, []string{"events", "listen", "--company", co, "--types", "client.created,client.updated", "--config", "../../configs/gateway.yaml"}, &out2, &errs2, env)
-	}()
-	ep := waitFor(t, &out2, regexp.MustCompile(`\(client\.created, client\.updated\) on \S+, as endpoint (ep_[a-z2-7]{26})\.`), listened, &errs2)[1]
-	if strings.Contains(out2.String(), "Forwarding") {
-		t.Errorf("listen without --forward-to says it forwards:\n%s", out2.String())
+// listenAlone: without --forward-to, listen prints each delivery and
+// answers it itself; one it cannot verify (its secret rotated at once
+// behind its back) is printed as NOT VERIFIED and refused, so that the
+// gateway retries it.
+func listenAlone(t *testing.T, env func(string) string, co string) {
+	l := startListen(env, "--company", co, "--types", "client.created,client.updated")
+	ep := l.waitFor(t, regexp.MustCompile(`\(client\.created, client\.updated\) on \S+, as endpoint (ep_[a-z2-7]{26})\.`))[1]
+	if strings.Contains(l.out.String(), "Forwarding") {
+		t.Errorf("listen without --forward-to says it forwards:\n%s", l.out.String())
 	}
 	made := trigger(t, env, "client.created", co)
-	waitFor(t, &out2, regexp.MustCompile(`(?m)client\.created +evt_[a-z2-7]{26}  TEST `+co+`  client "Cliente de teste [0-9a-f]{8}" `+made+`  verified$`), listened, &errs2)
+	l.waitFor(t, regexp.MustCompile(`(?m)client\.created +evt_[a-z2-7]{26}  TEST `+co+`  client "Cliente de teste [0-9a-f]{8}" `+made+`  verified$`))
 	if code, rout, rerrs := gw(t, env, "webhooks", "rotate-secret", ep, "--overlap", "0"); code != 0 {
 		t.Fatalf("rotate-secret: %d %s %s", code, rout, rerrs)
 	}
 	updated := trigger(t, env, "client.updated", co)
-	refused := waitFor(t, &out2, regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d  (evt_[a-z2-7]{26})  NOT VERIFIED: \S.*$`), listened, &errs2)
-	if strings.Contains(out2.String(), refused[1]+"  TEST") {
-		t.Errorf("%s is printed as verified too:\n%s", refused[1], out2.String())
+	refused := l.waitFor(t, regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d  (evt_[a-z2-7]{26})  NOT VERIFIED: \S.*$`))
+	if strings.Contains(l.out.String(), refused[1]+"  TEST") {
+		t.Errorf("%s is printed as verified too:\n%s", refused[1], l.out.String())
 	}
 	// The refused delivery is the change's event, answered 400 by the
 	// listener (its attempt is recorded once the answer is in: polled).
@@ -198,18 +236,7 @@ func TestEventsListenAndTrigger(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	stopListen()
-	select {
-	case code := <-listened:
-		if code != 0 || !strings.Contains(out2.String(), "Removed endpoint "+ep) {
-			t.Errorf("listen ended %d:\n%s\n%s", code, out2.String(), errs2.String())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("listen did not stop")
-	}
-	if _, list, _ := gw(t, env, "webhooks", "list", "--company", co, "--json"); strings.TrimSpace(list) != "[]" {
-		t.Errorf("the listener's endpoint is still there: %s", list)
-	}
+	l.stopped(t, env, co, "Removed endpoint "+ep)
 }
 
 // trigger makes a change of typ for company in the sandbox with `gateway
@@ -244,119 +271,5 @@ func waitFor(t *testing.T, out *testenv.SyncBuffer, re *regexp.Regexp, exited <-
 			t.Fatalf("not printed within 90 s: %s\n%s\n%s", re, out.String(), errs.String())
 		case <-time.After(50 * time.Millisecond):
 		}
-	}
-}
-
-// An abandoned listener's endpoint expires: `events listen --expire 1m`
-// killed (no Ctrl-C: it cannot remove its endpoint) leaves an endpoint that
-// carries its end, and the events pipeline removes it once that time is
-// over, and only it. The pipeline runs here on a clock ahead of the
-// expiry, so that the test waits for a sweep, not for the minute.
-func TestEventsListenAbandonedEndpointExpires(t *testing.T) {
-	base := cliEnv(t)
-	vars := map[string]string{"GATEWAY_EVENTS_ALLOW_HTTP": "true", "GATEWAY_EVENTS_ALLOWED_NETWORKS": "127.0.0.0/8"}
-	env := func(k string) string {
-		if v, ok := vars[k]; ok {
-			return v
-		}
-		return base(k)
-	}
-	co := gendata.DemoCompanyA
-	bin := buildBinary(t)
-
-	// An endpoint of the company's own, in the same mode, which stays.
-	code, out, errs := gw(t, env, "webhooks", "create", "--company", co, "--mode", "TEST", "--url", "https://93.184.216.34/webhooks", "--json")
-	var kept struct{ ID string }
-	if code != 0 || json.Unmarshal([]byte(out), &kept) != nil || kept.ID == "" {
-		t.Fatalf("create: %d %s %s", code, out, errs)
-	}
-
-	started := time.Now()
-	cmd := exec.Command(bin, "events", "listen", "--company", co, "--expire", "1m", "--config", "../../configs/gateway.yaml")
-	cmd.Env = os.Environ()
-	for _, k := range []string{"GATEWAY_REDIS_URL", "GATEWAY_REDIS_PREFIX", "GATEWAY_LIVE_DATABASE_URL", "GATEWAY_TEST_DATABASE_URL",
-		"GATEWAY_EVENTS_ALLOW_HTTP", "GATEWAY_EVENTS_ALLOWED_NETWORKS", "GATEWAY_WEBHOOK_SECRETS_KEY"} {
-		cmd.Env = append(cmd.Env, k+"="+env(k))
-	}
-	var lout, lerrs testenv.SyncBuffer
-	cmd.Stdout, cmd.Stderr = &lout, &lerrs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan int, 1)
-	go func() { _ = cmd.Wait(); exited <- cmd.ProcessState.ExitCode() }()
-	ep := waitFor(t, &lout, regexp.MustCompile(`as endpoint (ep_[a-z2-7]{26})\.`), exited, &lerrs)[1]
-	seen := time.Now()
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-exited
-	if strings.Contains(lout.String(), "Removed endpoint") {
-		t.Fatalf("the killed listener removed its endpoint:\n%s", lout.String())
-	}
-
-	type listed struct {
-		ID        string
-		ExpiresAt *time.Time `json:"expiresAt"`
-	}
-	list := func() map[string]listed {
-		t.Helper()
-		code, out, errs := gw(t, env, "webhooks", "list", "--company", co, "--json")
-		var eps []listed
-		if code != 0 || json.Unmarshal([]byte(out), &eps) != nil {
-			t.Fatalf("list: %d %s %s", code, out, errs)
-		}
-		m := map[string]listed{}
-		for _, e := range eps {
-			m[e.ID] = e
-		}
-		return m
-	}
-	// Left behind, it carries its end: a minute after it was made.
-	eps := list()
-	left, ok := eps[ep]
-	if !ok || left.ExpiresAt == nil || left.ExpiresAt.Before(started.Add(time.Minute-time.Second)) || left.ExpiresAt.After(seen.Add(time.Minute+time.Second)) {
-		t.Fatalf("the listener's endpoint %s, made between %s and %s with --expire 1m: %+v", ep, started.Format(time.RFC3339Nano), seen.Format(time.RFC3339Nano), eps)
-	}
-	if eps[kept.ID].ExpiresAt != nil {
-		t.Fatalf("an endpoint made by webhooks create expires: %+v", eps[kept.ID])
-	}
-
-	// The pipeline, as `gateway serve` runs it, but two minutes ahead and
-	// sweeping often: it removes the expired endpoint.
-	opt, err := redis.ParseURL(env("GATEWAY_REDIS_URL"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { _ = rdb.Close() })
-	sandbox, err := backend.Open(context.Background(), backend.Config{URL: env("GATEWAY_TEST_DATABASE_URL")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sandbox.Close)
-	ev, err := events.New(events.Config{Redis: rdb, Prefix: env("GATEWAY_REDIS_PREFIX") + "events:", Sources: map[invoicing.Mode]events.Source{invoicing.Test: sandbox},
-		Tick: 50 * time.Millisecond, Sweep: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now: func() time.Time { return time.Now().Add(2 * time.Minute) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { defer close(ran); ev.Run(ctx) }()
-	t.Cleanup(func() { stop(); <-ran })
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		eps = list()
-		if _, ok := eps[ep]; !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the expired endpoint %s is still there after 90 s: %+v", ep, eps)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if _, ok := eps[kept.ID]; !ok || len(eps) != 1 {
-		t.Errorf("after the expiry, the company's endpoints are %+v; want %s alone", eps, kept.ID)
 	}
 }

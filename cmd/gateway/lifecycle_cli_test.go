@@ -14,53 +14,8 @@ import (
 func TestKeyLifecycleCommands(t *testing.T) {
 	env := cliEnv(t)
 	co := gendata.DemoCompanyA
-	code, out, errs := gw(t, env, "keys", "create", "--company", co, "--mode", "LIVE", "--scopes", "clients:read",
-		"--expires-in", "30d", "--allow-cidr", "203.0.113.7/24", "--allow-cidr", "2001:db8::/32", "--json")
-	if code != 0 {
-		t.Fatalf("create: %d %s", code, errs)
-	}
-	var k struct {
-		ID, Key      string
-		ExpiresAt    time.Time
-		AllowedCIDRs []string `json:"allowedCidrs"`
-	}
-	if err := json.Unmarshal([]byte(out), &k); err != nil || k.Key == "" {
-		t.Fatalf("create --json: %v %s", err, out)
-	}
-	if d := time.Until(k.ExpiresAt); d < 29*24*time.Hour || d > 30*24*time.Hour {
-		t.Errorf("--expires-in 30d: expires at %v", k.ExpiresAt)
-	}
-	if strings.Join(k.AllowedCIDRs, " ") != "203.0.113.0/24 2001:db8::/32" {
-		t.Errorf("networks: %v", k.AllowedCIDRs)
-	}
-	code, out, _ = gw(t, env, "keys", "create", "--company", co, "--mode", "TEST", "--scopes", "clients:read", "--expires-at", "2099-01-31T00:00:00Z")
-	if code != 0 || !strings.Contains(out, "expiring 2099-01-31T00:00:00Z") {
-		t.Errorf("create --expires-at: %d %s", code, out)
-	}
-
-	code, out, errs = gw(t, env, "keys", "roll", k.ID, "--overlap", "2h", "--json")
-	if code != 0 {
-		t.Fatalf("roll: %d %s", code, errs)
-	}
-	var r struct {
-		ID, Key, Replaces string
-		Previous          struct{ ExpiresAt time.Time }
-	}
-	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Replaces != k.ID || !strings.HasPrefix(r.Key, "igw_live_") || r.ID == k.ID {
-		t.Fatalf("roll --json: %v %s", err, out)
-	}
-	if d := time.Until(r.Previous.ExpiresAt); d < time.Hour || d > 2*time.Hour {
-		t.Errorf("old key after a 2h overlap expires at %v", r.Previous.ExpiresAt)
-	}
-	code, out, _ = gw(t, env, "keys", "roll", r.ID, "--overlap", "0")
-	if code != 0 || !strings.Contains(out, "Rolled key "+r.ID) || !strings.Contains(out, "igw_live_") {
-		t.Errorf("roll: %d %s", code, out)
-	}
-	code, out, _ = gw(t, env, "keys", "list", "--company", co)
-	if code != 0 || !strings.Contains(out, "EXPIRES") || !strings.Contains(out, "to "+r.ID) || !strings.Contains(out, "from "+k.ID) ||
-		!strings.Contains(out, "203.0.113.0/24,2001:db8::/32") || !strings.Contains(out, "expired") {
-		t.Errorf("list:\n%s", out)
-	}
+	k := createLimitedKey(t, env, co)
+	r := rollTwice(t, env, co, k.ID)
 	for _, bad := range []struct {
 		args []string
 		want string
@@ -79,8 +34,80 @@ func TestKeyLifecycleCommands(t *testing.T) {
 			t.Errorf("%v: exit %d, %q; want %q", bad.args, code, errs, bad.want)
 		}
 	}
+	checkLifecycleAudit(t, env, co, r.ID)
+}
 
-	code, out, errs = gw(t, env, "audit", "--company", co, "--json")
+// createdKey is what the lifecycle test reads of `keys create --json`.
+type createdKey struct {
+	ID, Key      string
+	ExpiresAt    time.Time
+	AllowedCIDRs []string `json:"allowedCidrs"`
+}
+
+// createLimitedKey creates a LIVE key that expires in 30 days and is
+// limited to two networks, and a TEST key that expires at a time.
+func createLimitedKey(t *testing.T, env func(string) string, co string) createdKey {
+	t.Helper()
+	code, out, errs := gw(t, env, "keys", "create", "--company", co, "--mode", "LIVE", "--scopes", "clients:read",
+		"--expires-in", "30d", "--allow-cidr", "203.0.113.7/24", "--allow-cidr", "2001:db8::/32", "--json")
+	if code != 0 {
+		t.Fatalf("create: %d %s", code, errs)
+	}
+	var k createdKey
+	if err := json.Unmarshal([]byte(out), &k); err != nil || k.Key == "" {
+		t.Fatalf("create --json: %v %s", err, out)
+	}
+	if d := time.Until(k.ExpiresAt); d < 29*24*time.Hour || d > 30*24*time.Hour {
+		t.Errorf("--expires-in 30d: expires at %v", k.ExpiresAt)
+	}
+	if strings.Join(k.AllowedCIDRs, " ") != "203.0.113.0/24 2001:db8::/32" {
+		t.Errorf("networks: %v", k.AllowedCIDRs)
+	}
+	code, out, _ = gw(t, env, "keys", "create", "--company", co, "--mode", "TEST", "--scopes", "clients:read", "--expires-at", "2099-01-31T00:00:00Z")
+	if code != 0 || !strings.Contains(out, "expiring 2099-01-31T00:00:00Z") {
+		t.Errorf("create --expires-at: %d %s", code, out)
+	}
+	return k
+}
+
+// rolledKey is what the lifecycle test reads of `keys roll --json`.
+type rolledKey struct {
+	ID, Key, Replaces string
+	Previous          struct{ ExpiresAt time.Time }
+}
+
+// rollTwice rolls the key with an overlap, then its successor without
+// one, and lists the company's keys.
+func rollTwice(t *testing.T, env func(string) string, co, keyID string) rolledKey {
+	t.Helper()
+	code, out, errs := gw(t, env, "keys", "roll", keyID, "--overlap", "2h", "--json")
+	if code != 0 {
+		t.Fatalf("roll: %d %s", code, errs)
+	}
+	var r rolledKey
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Replaces != keyID || !strings.HasPrefix(r.Key, "igw_live_") || r.ID == keyID {
+		t.Fatalf("roll --json: %v %s", err, out)
+	}
+	if d := time.Until(r.Previous.ExpiresAt); d < time.Hour || d > 2*time.Hour {
+		t.Errorf("old key after a 2h overlap expires at %v", r.Previous.ExpiresAt)
+	}
+	code, out, _ = gw(t, env, "keys", "roll", r.ID, "--overlap", "0")
+	if code != 0 || !strings.Contains(out, "Rolled key "+r.ID) || !strings.Contains(out, "igw_live_") {
+		t.Errorf("roll: %d %s", code, out)
+	}
+	code, out, _ = gw(t, env, "keys", "list", "--company", co)
+	if code != 0 || !strings.Contains(out, "EXPIRES") || !strings.Contains(out, "to "+r.ID) || !strings.Contains(out, "from "+keyID) ||
+		!strings.Contains(out, "203.0.113.0/24,2001:db8::/32") || !strings.Contains(out, "expired") {
+		t.Errorf("list:\n%s", out)
+	}
+	return r
+}
+
+// checkLifecycleAudit checks the audit log of the lifecycle: who did what,
+// in order, a roll's change (to rolledID), since a time, and a limit set.
+func checkLifecycleAudit(t *testing.T, env func(string) string, co, rolledID string) {
+	t.Helper()
+	code, out, errs := gw(t, env, "audit", "--company", co, "--json")
 	if code != 0 {
 		t.Fatalf("audit: %d %s", code, errs)
 	}
@@ -102,7 +129,7 @@ func TestKeyLifecycleCommands(t *testing.T) {
 		t.Errorf("audit actions: %v\nwant %s", actions, want)
 	}
 	code, out, _ = gw(t, env, "audit", "--company", co, "--since", "1h")
-	if code != 0 || !strings.Contains(out, "key.rolled") || !strings.Contains(out, "active -> active, replaced by "+r.ID) || !strings.Contains(out, "system") {
+	if code != 0 || !strings.Contains(out, "key.rolled") || !strings.Contains(out, "active -> active, replaced by "+rolledID) || !strings.Contains(out, "system") {
 		t.Errorf("audit:\n%s", out)
 	}
 	if code, out, errs := gw(t, env, "audit", "--company", co, "--since", "2099-01-01"); code != 0 || strings.Contains(out, "key.") {

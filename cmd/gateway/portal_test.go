@@ -63,52 +63,7 @@ func TestPortal(t *testing.T) {
 		}
 	})
 
-	t.Run("ChromiumExplorer", func(t *testing.T) {
-		bin := tool(t, "chromium")
-		cmd := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-			"--disable-background-networking", "--disable-component-update", "--disable-sync",
-			"--user-data-dir="+t.TempDir(), "--virtual-time-budget=15000", "--dump-dom", base+"/api/docs")
-		cmd.Stderr = io.Discard
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		dom, err := exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...).Output()
-		if err != nil {
-			t.Fatalf("chromium: %v", err)
-		}
-		// Each operation is a section whose id names its method and path and
-		// whose label is its summary.
-		found := map[string]bool{}
-		re := regexp.MustCompile(`id="[^"]*/tag/[a-z]+/(GET|POST)(/[^"]*)"[^>]*label="([^"]+)"`)
-		for _, m := range re.FindAllSubmatch(dom, -1) {
-			found[string(m[1])+" "+string(m[2])+" "+string(m[3])] = true
-		}
-		for _, op := range []string{
-			"GET /api/v1/v1/invoices List invoices", "GET /api/v1/v1/invoices/{id} Get invoice", "GET /api/v1/v1/clients List clients",
-			"GET /api/v1/v1/clients/{id} Get client", "POST /api/v1/v1/clients Create client", "GET /api/v1/v1/events List events",
-		} {
-			if !found[op] {
-				t.Errorf("the explorer does not show %q; it shows %v", op, found)
-			}
-		}
-		// The company field of the Authentication panel shows an example id
-		// (Scalar's own placeholder is a joke in base64).
-		if !regexp.MustCompile(`<input [^>]*type="text" value="` + apidocs.ExampleCompanyID + `"`).Match(dom) {
-			t.Errorf("the explorer's X-Company-Id field does not show the example company id %s", apidocs.ExampleCompanyID)
-		}
-		// The webhooks, each under its name without dots, and their guide.
-		for _, name := range []string{"invoice.issued", "invoice.paid", "invoice.cancelled", "invoice.overdue",
-			"invoice.transmission.updated", "client.created", "client.updated"} {
-			if !strings.Contains(string(dom), `id="api/webhook/POST/`+strings.ReplaceAll(name, ".", "")+`"`) {
-				t.Errorf("the explorer does not show the webhook %s", name)
-			}
-		}
-		for _, want := range []string{`Request Example for post /api/v1/v1/clients`, `-H "X-Company-Id: $COMPANY_ID"`, `id="api/description/rate-limits"`,
-			`id="api/description/webhooks"`} {
-			if !strings.Contains(string(dom), want) && !strings.Contains(stripTags(string(dom)), want) {
-				t.Errorf("the explorer does not show %q", want)
-			}
-		}
-	})
+	t.Run("ChromiumExplorer", func(t *testing.T) { checkExplorer(t, base) })
 
 	t.Run("CodeSamples", func(t *testing.T) {
 		runCodeSamples(t, base, key, company)
@@ -117,6 +72,55 @@ func TestPortal(t *testing.T) {
 	t.Run("WebhookGuide", func(t *testing.T) {
 		runWebhookGuide(t, base, key, company)
 	})
+}
+
+// checkExplorer renders the API explorer in a headless Chromium: the
+// operations, the example company, the webhooks and their guide.
+func checkExplorer(t *testing.T, base string) {
+	bin := tool(t, "chromium")
+	cmd := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=15000", "--dump-dom", base+"/api/docs")
+	cmd.Stderr = io.Discard
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dom, err := exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...).Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	// Each operation is a section whose id names its method and path and
+	// whose label is its summary.
+	found := map[string]bool{}
+	re := regexp.MustCompile(`id="[^"]*/tag/[a-z]+/(GET|POST)(/[^"]*)"[^>]*label="([^"]+)"`)
+	for _, m := range re.FindAllSubmatch(dom, -1) {
+		found[string(m[1])+" "+string(m[2])+" "+string(m[3])] = true
+	}
+	for _, op := range []string{
+		"GET /api/v1/v1/invoices List invoices", "GET /api/v1/v1/invoices/{id} Get invoice", "GET /api/v1/v1/clients List clients",
+		"GET /api/v1/v1/clients/{id} Get client", "POST /api/v1/v1/clients Create client", "GET /api/v1/v1/events List events",
+	} {
+		if !found[op] {
+			t.Errorf("the explorer does not show %q; it shows %v", op, found)
+		}
+	}
+	// The company field of the Authentication panel shows an example id
+	// (Scalar's own placeholder is a joke in base64).
+	if !regexp.MustCompile(`<input [^>]*type="text" value="` + apidocs.ExampleCompanyID + `"`).Match(dom) {
+		t.Errorf("the explorer's X-Company-Id field does not show the example company id %s", apidocs.ExampleCompanyID)
+	}
+	// The webhooks, each under its name without dots, and their guide.
+	for _, name := range []string{"invoice.issued", "invoice.paid", "invoice.cancelled", "invoice.overdue",
+		"invoice.transmission.updated", "client.created", "client.updated"} {
+		if !strings.Contains(string(dom), `id="api/webhook/POST/`+strings.ReplaceAll(name, ".", "")+`"`) {
+			t.Errorf("the explorer does not show the webhook %s", name)
+		}
+	}
+	for _, want := range []string{`Request Example for post /api/v1/v1/clients`, `-H "X-Company-Id: $COMPANY_ID"`, `id="api/description/rate-limits"`,
+		`id="api/description/webhooks"`} {
+		if !strings.Contains(string(dom), want) && !strings.Contains(stripTags(string(dom)), want) {
+			t.Errorf("the explorer does not show %q", want)
+		}
+	}
 }
 
 // startDemo runs `gateway demo` in-process on free ports and returns its

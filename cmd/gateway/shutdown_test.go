@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/invoicing-ao/gateway/admin"
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend/gendata"
@@ -64,33 +66,9 @@ func TestGracefulShutdown(t *testing.T) {
 	env := cliEnv(t)
 	// Long enough that a busy machine still sends its requests within it.
 	drain := 5 * time.Second
-	vars := map[string]string{
-		"GATEWAY_ADDR": "127.0.0.1:0", "GATEWAY_ADMIN_ADDR": "127.0.0.1:0",
-		"GATEWAY_DRAIN_DELAY": drain.String(), "GATEWAY_QUERY_TIMEOUT": "20s", "GATEWAY_SHUTDOWN_TIMEOUT": "20s",
-	}
-	for _, k := range []string{"GATEWAY_REDIS_URL", "GATEWAY_REDIS_PREFIX", "GATEWAY_LIVE_DATABASE_URL", "GATEWAY_TEST_DATABASE_URL"} {
-		vars[k] = env(k)
-	}
-	cfg, err := config.Load("", envOf(vars), config.NeedAll)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, d, key, clientID := shutdownGateway(t, env, drain)
 	ctx := context.Background()
 	logger := slog.New(slog.DiscardHandler)
-	d, err := connect(ctx, cfg, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	sc, _ := authz.ParseScopes("clients:read,invoices:read")
-	k, err := d.admin.CreateKey(ctx, "test@local", admin.KeySpec{CompanyID: gendata.DemoCompanyA, Mode: invoicing.Live, Scopes: sc, Name: "shutdown"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clients, err := d.live.ListClients(ctx, gendata.DemoCompanyA, invoicing.ClientFilter{Page: 1, PageSize: 1})
-	if err != nil || len(clients.Data) == 0 {
-		t.Fatalf("a client to read: %v", err)
-	}
 
 	sctx, sigterm := context.WithCancel(ctx)
 	defer sigterm()
@@ -116,35 +94,13 @@ func TestGracefulShutdown(t *testing.T) {
 
 	// A request in flight: its query waits on a table lock held by the test.
 	tx := testenv.LockTable(t, env("GATEWAY_LIVE_DATABASE_URL"), "customers")
-	inflight := make(chan answer, 1)
-	go func() { inflight <- get(base+"/api/v1/v1/clients/"+clients.Data[0].ID, k.Key) }()
-	for waiting := 0; waiting == 0; time.Sleep(10 * time.Millisecond) {
-		if err := tx.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case a := <-inflight:
-			t.Fatalf("the request did not wait for the lock: %+v", a)
-		default:
-		}
-	}
+	inflight := requestHeld(t, tx, base+"/api/v1/v1/clients/"+clientID, key)
 
 	sigterm()
-	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
-		a := get(base+"/readyz", "")
-		if a.status == 503 {
-			if checks, _ := a.body["checks"].(map[string]any); checks["shutdown"] != "draining" {
-				t.Fatalf("readyz while draining: %+v", a.body)
-			}
-			break
-		}
-		if a.err != nil || time.Since(start) > drain/2 {
-			t.Fatalf("readyz did not turn 503 while the listener still served: %+v", a)
-		}
-	}
+	waitDraining(t, base, drain)
 	// Still accepted and served during the drain delay, on a connection the
 	// server closes after the answer.
-	if a := get(base+"/api/v1/v1/invoices?pageSize=1", k.Key); a.status != 200 || !a.closed {
+	if a := get(base+"/api/v1/v1/invoices?pageSize=1", key); a.status != 200 || !a.closed {
 		t.Fatalf("request during the drain delay: status %d, connection closed %v, %v", a.status, a.closed, a.err)
 	}
 
@@ -163,7 +119,7 @@ func TestGracefulShutdown(t *testing.T) {
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if a := <-inflight; a.status != 200 || a.body["id"] != clients.Data[0].ID {
+	if a := <-inflight; a.status != 200 || a.body["id"] != clientID {
 		t.Fatalf("in-flight request: %+v", a)
 	}
 	select {
@@ -176,5 +132,76 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	if !refused(addr) {
 		t.Fatal("new connections accepted after shutdown")
+	}
+}
+
+// shutdownGateway is the configuration and wiring of the shutdown test's
+// gateway (drain delay drain, long query and shutdown timeouts), with a
+// LIVE key of the demo's company A and one of its clients.
+func shutdownGateway(t *testing.T, env func(string) string, drain time.Duration) (cfg config.Config, d *deps, key, clientID string) {
+	t.Helper()
+	vars := map[string]string{
+		"GATEWAY_ADDR": "127.0.0.1:0", "GATEWAY_ADMIN_ADDR": "127.0.0.1:0",
+		"GATEWAY_DRAIN_DELAY": drain.String(), "GATEWAY_QUERY_TIMEOUT": "20s", "GATEWAY_SHUTDOWN_TIMEOUT": "20s",
+	}
+	for _, k := range []string{"GATEWAY_REDIS_URL", "GATEWAY_REDIS_PREFIX", "GATEWAY_LIVE_DATABASE_URL", "GATEWAY_TEST_DATABASE_URL"} {
+		vars[k] = env(k)
+	}
+	cfg, err := config.Load("", envOf(vars), config.NeedAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	d, err = connect(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	sc, _ := authz.ParseScopes("clients:read,invoices:read")
+	k, err := d.admin.CreateKey(ctx, "test@local", admin.KeySpec{CompanyID: gendata.DemoCompanyA, Mode: invoicing.Live, Scopes: sc, Name: "shutdown"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients, err := d.live.ListClients(ctx, gendata.DemoCompanyA, invoicing.ClientFilter{Page: 1, PageSize: 1})
+	if err != nil || len(clients.Data) == 0 {
+		t.Fatalf("a client to read: %v", err)
+	}
+	return cfg, d, k.Key, clients.Data[0].ID
+}
+
+// requestHeld sends a GET of url with key, and returns its answer to come
+// once the request waits for the lock tx holds.
+func requestHeld(t *testing.T, tx pgx.Tx, url, key string) <-chan answer {
+	t.Helper()
+	inflight := make(chan answer, 1)
+	go func() { inflight <- get(url, key) }()
+	for waiting := 0; waiting == 0; time.Sleep(10 * time.Millisecond) {
+		if err := tx.QueryRow(t.Context(), "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case a := <-inflight:
+			t.Fatalf("the request did not wait for the lock: %+v", a)
+		default:
+		}
+	}
+	return inflight
+}
+
+// waitDraining waits for readiness to turn 503 (draining) while the
+// listener still serves, within half the drain delay.
+func waitDraining(t *testing.T, base string, drain time.Duration) {
+	t.Helper()
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		a := get(base+"/readyz", "")
+		if a.status == 503 {
+			if checks, _ := a.body["checks"].(map[string]any); checks["shutdown"] != "draining" {
+				t.Fatalf("readyz while draining: %+v", a.body)
+			}
+			break
+		}
+		if a.err != nil || time.Since(start) > drain/2 {
+			t.Fatalf("readyz did not turn 503 while the listener still served: %+v", a)
+		}
 	}
 }

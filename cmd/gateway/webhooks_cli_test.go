@@ -16,6 +16,15 @@ func TestWebhooksCommands(t *testing.T) {
 	env := cliEnv(t)
 	co := gendata.DemoCompanyA
 	const url = "https://93.184.216.34/webhooks"
+	checkWebhookRefusals(t, env, co, url)
+	epID, eventID := webhookLifecycle(t, env, co, url)
+	checkWebhookAudit(t, env, co, url, epID, eventID)
+}
+
+// checkWebhookRefusals: a creation or change that cannot be made says what
+// is wrong and leaves no endpoint.
+func checkWebhookRefusals(t *testing.T, env func(string) string, co, url string) {
+	t.Helper()
 	for _, bad := range []struct {
 		args []string
 		want string
@@ -37,7 +46,13 @@ func TestWebhooksCommands(t *testing.T) {
 	if _, out, _ := gw(t, env, "webhooks", "list", "--company", co, "--json"); strings.TrimSpace(out) != "[]" {
 		t.Fatalf("refused creations left endpoints: %s", out)
 	}
+}
 
+// webhookLifecycle runs an endpoint's commands: create, list, update,
+// rotate-secret, test, deliveries, replay, recover, delete (twice); it
+// returns the endpoint's id and its test event's.
+func webhookLifecycle(t *testing.T, env func(string) string, co, url string) (epID, eventID string) {
+	t.Helper()
 	code, out, errs := gw(t, env, "webhooks", "create", "--company", co, "--mode", "TEST", "--url", url, "--types", "invoice.paid,invoice.overdue",
 		"--description", "ERP", "--json")
 	if code != 0 {
@@ -109,12 +124,17 @@ func TestWebhooksCommands(t *testing.T) {
 	if code, _, errs = gw(t, env, "webhooks", "delete", "ep_aaaaaaaaaaaaaaaaaaaaaaaaaa"); code == 0 || !strings.Contains(errs, "No webhook endpoint ep_aaaaaaaaaaaaaaaaaaaaaaaaaa") {
 		t.Fatalf("delete of an endpoint that never was: %d %s", code, errs)
 	}
-	// The audit names the endpoint on each of its lines and says what
-	// changed.
-	code, out, _ = gw(t, env, "audit", "--company", co)
+	return ep.ID, sent.EventID
+}
+
+// checkWebhookAudit: the audit names the endpoint on each of its lines and
+// says what changed, the LIVE endpoint's creation too, never a secret.
+func checkWebhookAudit(t *testing.T, env func(string) string, co, url, epID, eventID string) {
+	t.Helper()
+	code, out, _ := gw(t, env, "audit", "--company", co)
 	var lines []string // the endpoint's: action and change
 	for _, l := range strings.Split(out, "\n") {
-		if f := strings.SplitN(strings.Join(strings.Fields(l), " "), " ", 5); len(f) == 5 && f[3] == ep.ID {
+		if f := strings.SplitN(strings.Join(strings.Fields(l), " "), " ", 5); len(f) == 5 && f[3] == epID {
 			lines = append(lines, f[2]+" "+f[4])
 		}
 	}
@@ -122,17 +142,17 @@ func TestWebhooksCommands(t *testing.T) {
 		regexp.MustCompile(`^webhook\.created TEST ` + regexp.QuoteMeta(url) + `: invoice\.paid, invoice\.overdue; "ERP"$`),
 		regexp.MustCompile(`^webhook\.updated types invoice\.paid, invoice\.overdue -> every event type; enabled -> disabled$`),
 		regexp.MustCompile(`^webhook\.secret_rotated new secret; the old one signs until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`),
-		regexp.MustCompile(`^webhook\.tested test event ` + sent.EventID + ` queued$`),
-		regexp.MustCompile(`^webhook\.replayed ` + sent.EventID + ` \(webhook\.test\) queued again$`),
+		regexp.MustCompile(`^webhook\.tested test event ` + eventID + ` queued$`),
+		regexp.MustCompile(`^webhook\.replayed ` + eventID + ` \(webhook\.test\) queued again$`),
 		regexp.MustCompile(`^webhook\.recovered 0 deliveries since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ queued again$`),
 		regexp.MustCompile(`^webhook\.deleted removed TEST ` + regexp.QuoteMeta(url) + `$`),
 	}
 	if code != 0 || len(lines) != len(want) {
-		t.Errorf("audit: %d lines of %s, want %d:\n%s", len(lines), ep.ID, len(want), out)
+		t.Errorf("audit: %d lines of %s, want %d:\n%s", len(lines), epID, len(want), out)
 	} else {
 		for i, re := range want {
 			if !re.MatchString(lines[i]) {
-				t.Errorf("audit line %d of %s: %q, want %s", i+1, ep.ID, lines[i], re)
+				t.Errorf("audit line %d of %s: %q, want %s", i+1, epID, lines[i], re)
 			}
 		}
 	}
