@@ -1,27 +1,13 @@
 package main
 
 import (
-	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 )
-
-// closedPort is a loopback port nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	return port
-}
 
 // A failing command names the setting, the database or Redis, the host and
 // the server's own words, never the API's public text, and says what to do
@@ -35,7 +21,7 @@ func TestErrorsNameTheCause(t *testing.T) {
 	missing := *admin
 	missing.Path = "/" + testenv.Name("gwtest_missing_")
 	empty := testenv.Postgres(t) // exists, no schema
-	port := closedPort(t)
+	port := testenv.ClosedPort(t)
 	testenv.QuietRedisLog(t, "127.0.0.1:"+port)
 	create := []string{"keys", "create", "--company", gendata.DemoCompanyA, "--mode", "LIVE", "--scopes", "clients:read"}
 	cases := []struct {

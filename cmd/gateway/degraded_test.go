@@ -84,7 +84,7 @@ func newDegradedRig(t *testing.T, down string) *degradedRig {
 		r.where, r.bringUp = proxy.Addr(), proxy.Resume
 		r.secret = mkKeys(rdb)
 	case "Redis":
-		port := closedPort(t)
+		port := testenv.ClosedPort(t)
 		r.where, r.redisURL = "127.0.0.1:"+port, "redis://127.0.0.1:"+port+"/0"
 		unknown := "_" + strings.Repeat("K", 43)
 		r.secret = map[invoicing.Mode]string{invoicing.Live: "igw_live" + unknown, invoicing.Test: "igw_test" + unknown}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/invoicing-ao/gateway/internal/seal"
+	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
 // The scheduled export, as both kustomizations render it: one run at a
@@ -107,7 +108,7 @@ func checkExportLoads(t *testing.T, dir string, words []string, cfgFile string, 
 			args[i+1] = tmp
 		}
 	}
-	redisURL := "redis://127.0.0.1:" + closedPort(t) + "/0"
+	redisURL := "redis://127.0.0.1:" + testenv.ClosedPort(t) + "/0"
 	vars := []string{"GATEWAY_REDIS_URL=" + redisURL}
 	for k, v := range env {
 		if k != "GATEWAY_REDIS_URL" {

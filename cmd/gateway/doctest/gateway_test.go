@@ -4,13 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -111,18 +109,6 @@ func runGateway(t *testing.T, env []string, args ...string) (code int, stdout, s
 		t.Fatalf("gateway %s: %v", strings.Join(args, " "), err)
 	}
 	return code, out.String(), errb.String()
-}
-
-// closedPort is a loopback port nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	return port
 }
 
 // demo is `gateway demo` on free ports, run once for the package's tests:

@@ -61,7 +61,7 @@ func TestReadmeRealServicesPath(t *testing.T) {
 	_, prefix := testenv.Redis(t)
 	liveDB, sandboxDB := testenv.Name("gwtest_readme_live_"), testenv.Name("gwtest_readme_sandbox_")
 	t.Cleanup(func() { dropDatabases(t, admin, liveDB, sandboxDB) })
-	port, adminPort := closedPort(t), closedPort(t)
+	port, adminPort := testenv.ClosedPort(t), testenv.ClosedPort(t)
 
 	rename := strings.NewReplacer("invoicing_live", liveDB, "invoicing_sandbox", sandboxDB, "127.0.0.1:8080", "127.0.0.1:"+port)
 	script := rename.Replace(readmeBlock(t))
