@@ -64,22 +64,10 @@ func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rd
 			return nil, &depError{what: "Redis", setting: config.SettingName("RedisURL"), target: config.RedactURL(cfg.RedisURL), err: err}
 		}
 	}
-	var live, test gateway.Store // nil interfaces for the databases not needed
-	for _, db := range []struct {
-		field string
-		need  config.Needs
-		st    **backend.Store
-		as    *gateway.Store
-	}{{"LiveDatabaseURL", config.NeedLive, &d.live, &live}, {"TestDatabaseURL", config.NeedTest, &d.test, &test}} {
-		if o.needs&db.need == 0 {
-			continue
-		}
-		st, err := openStore(ctx, cfg, db.field, logger, o)
-		if err != nil {
-			d.Close()
-			return nil, err
-		}
-		*db.st, *db.as = st, st
+	live, test, err := d.openStores(ctx, cfg, logger, o)
+	if err != nil {
+		d.Close()
+		return nil, err
 	}
 	origins, err := gateway.ParseOrigins(cfg.CORSAllowedOrigins) // validated with the configuration
 	if err != nil {
@@ -131,26 +119,12 @@ func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rd
 		d.Close()
 		return nil, err
 	}
+	if err := d.openEvents(cfg, logger, o); err != nil {
+		d.Close()
+		return nil, err
+	}
 	// live is a nil interface without the live database (the Redis-only
 	// commands): company ids are then checked for their form only.
-	ec := eventsConfig(cfg)
-	ec.Redis, ec.Logger, ec.Sources = rdb, logger, map[invoicing.Mode]events.Source{}
-	ec.Metrics, ec.TracerProvider = d.server.MetricsRegisterer(), o.tp
-	if ec.Secrets, err = cfg.SecretsKeyring(); err != nil { // checked with the configuration
-		d.Close()
-		return nil, err
-	}
-	ec.ReplicaTarget, ec.ReplicaTimeout = target, replicaTimeout
-	if d.live != nil {
-		ec.Sources[invoicing.Live] = d.live
-	}
-	if d.test != nil {
-		ec.Sources[invoicing.Test] = d.test
-	}
-	if d.events, err = events.New(ec); err != nil { // the settings were checked: a mistake of ours
-		d.Close()
-		return nil, err
-	}
 	var dir admin.Directory // the console's company search: nil without the live database
 	if d.live != nil {
 		dir = d.live
@@ -160,6 +134,49 @@ func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rd
 		Audit:    d.audit,
 		Webhooks: d.events, Token: cfg.AdminToken, Logger: logger})
 	return d, nil
+}
+
+// openStores opens the databases the command needs (o.needs) into d, and
+// returns them as the gateway's stores: nil interfaces for those not needed.
+func (d *deps) openStores(ctx context.Context, cfg config.Config, logger *slog.Logger, o wireOptions) (live, test gateway.Store, err error) {
+	for _, db := range []struct {
+		field string
+		need  config.Needs
+		st    **backend.Store
+		as    *gateway.Store
+	}{{"LiveDatabaseURL", config.NeedLive, &d.live, &live}, {"TestDatabaseURL", config.NeedTest, &d.test, &test}} {
+		if o.needs&db.need == 0 {
+			continue
+		}
+		st, err := openStore(ctx, cfg, db.field, logger, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		*db.st, *db.as = st, st
+	}
+	return live, test, nil
+}
+
+// openEvents makes d's events service on d's Redis and databases, its
+// metrics on the gateway's registry and its changes confirmed as every
+// administrative change is (d.guard's target).
+func (d *deps) openEvents(cfg config.Config, logger *slog.Logger, o wireOptions) error {
+	ec := eventsConfig(cfg)
+	ec.Redis, ec.Logger, ec.Sources = d.rdb, logger, map[invoicing.Mode]events.Source{}
+	ec.Metrics, ec.TracerProvider = d.server.MetricsRegisterer(), o.tp
+	var err error
+	if ec.Secrets, err = cfg.SecretsKeyring(); err != nil { // checked with the configuration
+		return err
+	}
+	ec.ReplicaTarget, ec.ReplicaTimeout = d.guard.target, cfg.RedisReplicaTimeout
+	if d.live != nil {
+		ec.Sources[invoicing.Live] = d.live
+	}
+	if d.test != nil {
+		ec.Sources[invoicing.Test] = d.test
+	}
+	d.events, err = events.New(ec) // the settings were checked: an error is a mistake of ours
+	return err
 }
 
 // openStore opens the database of a database setting; see connectWith.
