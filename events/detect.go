@@ -85,8 +85,10 @@ func position(at time.Time, id string) invoicing.Position {
 // A watermark is "<Unix µs>|<id>": everything before that position of its
 // stream has been queued; markRewind (an import restored endpoints, which
 // detection with no endpoint may have passed by) reads back the recovery
-// window as no watermark does, and a detector that read none before the
-// import cannot move it (its compare-and-set expects none).
+// window as no watermark does. A detector that read no watermark before the
+// import cannot move it (its compare-and-set expects none), nor can one
+// that read the endpoints before it (the import moved their version, which
+// the same step checks: enqueueScript).
 const markRewind = "rewind"
 
 func encodeMark(p invoicing.Position) string {
@@ -154,7 +156,7 @@ func (s *Service) advance(ctx context.Context, src Source, m invoicing.Mode, st 
 		}
 		routed := t.routeAll(evs, s.feedOn())
 		pctx, end := s.traceDetect(ctx, m, "changes", st.name, start, len(routed))
-		added, moved, err := s.enqueue(pctx, key, raw, encodeMark(next), routed)
+		added, moved, err := s.enqueue(pctx, t, move{key, raw, encodeMark(next)}, routed)
 		end(added, moved, err)
 		if err != nil || moved {
 			return err
@@ -177,9 +179,11 @@ func (s *Service) recentFrom(from time.Time) time.Time { return from.Add(-s.reco
 // sweepOnce reads every stream back Sweep from to and queues what is not
 // queued yet: a change whose transaction committed later than Settle after
 // its recorded time, which its stream had passed. It moves no watermark.
-func (s *Service) sweepOnce(ctx context.Context, src Source, m invoicing.Mode, t *targets, dbNow, to time.Time) error {
+// stale reports that the endpoints changed since t was read: the sweep
+// stopped, to be made again with them read again.
+func (s *Service) sweepOnce(ctx context.Context, src Source, m invoicing.Mode, t *targets, dbNow, to time.Time) (stale bool, err error) {
 	if !s.reads(t) {
-		return nil
+		return false, nil
 	}
 	for _, st := range streams {
 		q := invoicing.ChangeQuery{Companies: t.companies, All: s.feedOn(), From: to.Add(-s.sweep), To: to, Limit: pageSize}
@@ -187,14 +191,14 @@ func (s *Service) sweepOnce(ctx context.Context, src Source, m invoicing.Mode, t
 			start := time.Now()
 			evs, rows, err := st.read(ctx, src, m, q, s.recentFrom(q.From))
 			if err != nil {
-				return fmt.Errorf("events: sweep %s %s: %w", m, st.name, err)
+				return false, fmt.Errorf("events: sweep %s %s: %w", m, st.name, err)
 			}
 			routed := t.routeAll(evs, s.feedOn())
 			pctx, end := s.traceDetect(ctx, m, "sweep", st.name, start, len(routed))
-			n, _, err := s.enqueue(pctx, "", "", "", routed)
-			end(n, false, err)
-			if err != nil {
-				return err
+			n, stale, err := s.enqueue(pctx, t, move{}, routed)
+			end(n, stale, err)
+			if err != nil || stale {
+				return stale, err
 			} else if n > 0 {
 				s.logger.Info("events: the sweep found changes committed late", "mode", m, "stream", st.name, "events", n)
 			}
@@ -205,7 +209,7 @@ func (s *Service) sweepOnce(ctx context.Context, src Source, m invoicing.Mode, t
 			q.After = &last
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // overdue queues invoice.overdue for the invoices whose due date passed
@@ -260,7 +264,7 @@ func (s *Service) overdue(ctx context.Context, src Source, m invoicing.Mode, t *
 		}
 		routed := t.routeAll(evs, s.feedOn())
 		pctx, end := s.traceDetect(ctx, m, "overdue", "overdue", start, len(routed))
-		added, moved, err := s.enqueue(pctx, key, raw, next, routed)
+		added, moved, err := s.enqueue(pctx, t, move{key, raw, next}, routed)
 		end(added, moved, err)
 		if err != nil || moved {
 			return err

@@ -58,29 +58,35 @@ end
 `
 
 // enqueueScript queues a batch of events and moves a detector's watermark,
-// in one step: if the watermark (ARGV[2]; "" for none: the sweep's) is not
-// ARGV[3] ("" when absent), another detector moved it and nothing is done
-// ({-1}). Else each event that is neither kept (its message: detecting a
-// change twice queues it once) nor remembered (its marker, in one of the
-// generations ARGV[8] to ARGV[9]) is queued for those of its endpoints
-// that exist and, if there is one, remembered (in generation ARGV[9],
-// kept ARGV[10] ms), and the watermark
-// becomes ARGV[4]. ARGV[5] now (ms), ARGV[6] retention (ms), ARGV[7]
-// per-endpoint cap, ARGV[11] the feed's window (ms; 0: no feed), then per
-// event: id, marker shard, marker member, message, type, resource, mode,
-// company, body (feed.go: each event not recorded yet is recorded in its
-// company's feed, endpoints or not), n, and n endpoint ids. It returns the
-// number of new events, then for each event the deliveries it queued (-1:
-// the event was queued before, or has no endpoint left), which the metrics
-// count, then how many events the feed recorded.
+// in one step. Nothing is done when the endpoints changed since the events
+// were routed (ARGV[12], "v" and the endpoints' version the detector read,
+// or "" when the events were not routed by a detector) ({-2}): a step that
+// read the endpoints before an import restored some would route the events
+// of the window the import rewinds to none of them, and move the watermark
+// past them. Nothing is done either when the watermark (ARGV[2]; "" for
+// none: the sweep's) is not ARGV[3] ("" when absent): another detector
+// moved it ({-1}). Else each event that is neither kept (its message:
+// detecting a change twice queues it once) nor remembered (its marker, in
+// one of the generations ARGV[8] to ARGV[9]) is queued for those of its
+// endpoints that exist and, if there is one, remembered (in generation
+// ARGV[9], kept ARGV[10] ms), and the watermark becomes ARGV[4]. ARGV[5]
+// now (ms), ARGV[6] retention (ms), ARGV[7] per-endpoint cap, ARGV[11] the
+// feed's window (ms; 0: no feed), then per event: id, marker shard, marker
+// member, message, type, resource, mode, company, body (feed.go: each
+// event not recorded yet is recorded in its company's feed, endpoints or
+// not), n, and n endpoint ids. It returns the number of new events, then
+// for each event the deliveries it queued (-1: the event was queued
+// before, or has no endpoint left), which the metrics count, then how many
+// events the feed recorded.
 var enqueueScript = redis.NewScript(scheduleFn + trimFn + feedTrimFn + feedRecordFn + `
+if ARGV[12] ~= '' and 'v' .. (redis.call('GET', pfx .. 'ver') or '') ~= ARGV[12] then return {-2} end
 if ARGV[2] ~= '' and (redis.call('GET', ARGV[2]) or '') ~= ARGV[3] then return {-1} end
 local now, ttl, cap = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local gOld, gNow = tonumber(ARGV[8]), tonumber(ARGV[9])
 -- Endpoints are checked, trimmed and scheduled once a batch, not once an
 -- event: a page of a backlog holds hundreds of events for one endpoint.
 local eps, touched, feeds, fwin, recorded = {}, {}, {}, tonumber(ARGV[11]), 0
-local out, i = {0}, 12
+local out, i = {0}, 13
 while i <= #ARGV do
   local id, shard, member, n, queued = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 9]), -1
   if fwin > 0 then
@@ -250,14 +256,24 @@ type queued struct {
 	eps []string
 }
 
-// enqueue queues evs and moves the watermark wm from old to next, or
-// reports moved when another detector moved it first. Each event is stored
-// with ctx's span context (see storedEvent).
-func (s *Service) enqueue(ctx context.Context, wm, old, next string, evs []queued) (added int, moved bool, err error) {
+// move is a detector step's move of its watermark, from old to next; the
+// zero move (the sweep's, a test delivery's) moves none.
+type move struct{ key, old, next string }
+
+// enqueue queues evs, routed by t (nil: not routed by a detector), and
+// makes the move mv, or reports moved when another detector moved the
+// watermark first or the endpoints changed since t was read: the step
+// ends, and the next reads them again. Each event is stored with ctx's
+// span context (see storedEvent).
+func (s *Service) enqueue(ctx context.Context, t *targets, mv move, evs []queued) (added int, moved bool, err error) {
 	now := s.now()
 	gOld, gNow, keep := s.generations(now)
-	args := []any{s.l.p, wm, old, next, now.UnixMilli(), s.retention.Milliseconds(), s.perEndpoint, gOld, gNow, keep.Milliseconds(),
-		s.FeedWindow().Milliseconds()}
+	routedBy := ""
+	if t != nil {
+		routedBy = "v" + t.version
+	}
+	args := []any{s.l.p, mv.key, mv.old, mv.next, now.UnixMilli(), s.retention.Milliseconds(), s.perEndpoint, gOld, gNow, keep.Milliseconds(),
+		s.FeedWindow().Milliseconds(), routedBy}
 	cause := causeOf(ctx)
 	for _, q := range evs {
 		var msg []byte

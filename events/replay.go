@@ -171,7 +171,7 @@ func (s *Service) SendTest(ctx context.Context, endpointID string) (Event, error
 		"message": "A test delivery from the invoicing platform: this endpoint receives and can verify its webhooks."})
 	ev := Event{ID: "evt_" + idEncoding.EncodeToString(b[:]), Type: TestType, Mode: e.Mode, CompanyID: e.CompanyID,
 		ResourceID: e.ID, Time: s.now().UTC().Truncate(time.Millisecond), Data: data}
-	if _, _, err := s.enqueue(ctx, "", "", "", []queued{{ev: ev, eps: []string{e.ID}}}); err != nil {
+	if _, _, err := s.enqueue(ctx, nil, move{}, []queued{{ev: ev, eps: []string{e.ID}}}); err != nil {
 		return Event{}, err
 	}
 	return ev, nil

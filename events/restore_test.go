@@ -181,16 +181,125 @@ func TestEventForLostEndpointsIsNotRemembered(t *testing.T) {
 	}
 	// As the sweep does (no watermark to compare), with the endpoints it
 	// read before the loss.
-	added, _, err := s.enqueue(ctx, "", "", "", []queued{{ev: ev, eps: []string{ep.ID}}})
+	added, _, err := s.enqueue(ctx, nil, move{}, []queued{{ev: ev, eps: []string{ep.ID}}})
 	if err != nil || added != 0 {
 		t.Fatalf("queued for a lost endpoint: added %d, %v", added, err)
 	}
 	importState(t, s, exported)
-	added, _, err = s.enqueue(ctx, "", "", "", []queued{{ev: ev, eps: []string{ep.ID}}})
+	added, _, err = s.enqueue(ctx, nil, move{}, []queued{{ev: ev, eps: []string{ep.ID}}})
 	if err != nil || added != 1 {
 		t.Fatalf("the same event after the import: added %d, %v; want it queued", added, err)
 	}
 	if n := e.rdb.ZCard(ctx, s.l.queue(ep.ID)).Val(); n != 1 {
 		t.Errorf("the restored endpoint's queue holds %d, want 1", n)
+	}
+}
+
+// streamNamed is the detector's stream of that name.
+func streamNamed(t *testing.T, name string) stream {
+	t.Helper()
+	for _, st := range streams {
+		if st.name == name {
+			return st
+		}
+	}
+	t.Fatalf("no stream %q", name)
+	return stream{}
+}
+
+// queuedFor is how many deliveries wait in an endpoint's queue.
+func (e *env) queuedFor(s *Service, ep string) int64 {
+	e.t.Helper()
+	return e.rdb.ZCard(context.Background(), s.l.queue(ep)).Val()
+}
+
+// A detection step that read the endpoints before an import restored them
+// (none, after the loss) and its watermark after the import's rewind does
+// not move the watermark: routed to no endpoint, the window's events would
+// be passed by for good. The next step, with the endpoints read again,
+// reads the window back and queues them.
+func TestStepRoutedBeforeImportLeavesTheRewind(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config()
+	s := e.service(cfg)
+	ep, _ := e.endpoint(s)
+	e.insertClient(cli1, "Antes da perda")
+	ctx := context.Background()
+	exported, err := s.ExportState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.loseState(ctx) == 0 {
+		t.Fatal("nothing lost")
+	}
+	before, err := s.loadTargets(ctx, invoicing.Test, nil)
+	if err != nil || len(before.companies) != 0 {
+		t.Fatalf("targets after the loss: %+v %v", before, err)
+	}
+	importState(t, s, exported)
+	clients := streamNamed(t, "clients")
+	wm := s.l.watermark(invoicing.Test, "clients")
+	dbNow, err := e.store.DatabaseNow(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.advance(ctx, e.store, invoicing.Test, clients, before, dbNow, dbNow); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.rdb.Get(ctx, wm).Val(); got != markRewind {
+		t.Fatalf("a step routed by the endpoints of before the import moved the watermark to %q", got)
+	}
+	after, err := s.loadTargets(ctx, invoicing.Test, before)
+	if err != nil || len(after.companies) != 1 {
+		t.Fatalf("targets after the import: %+v %v", after, err)
+	}
+	if err := s.advance(ctx, e.store, invoicing.Test, clients, after, dbNow, dbNow); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.rdb.Get(ctx, wm).Val(); got == markRewind {
+		t.Error("the step with the endpoints read again did not move the watermark")
+	}
+	if n := e.queuedFor(s, ep.ID); n != 1 {
+		t.Errorf("the restored endpoint's queue holds %d, want the client of before the loss", n)
+	}
+}
+
+// A sweep routed by endpoints read before one was created queues nothing
+// (it would remember the events, and the new endpoint would never get
+// them) and says so; made again with the endpoints read again, it queues
+// each event for both.
+func TestSweepRoutedBeforeAnEndpointChangeIsStale(t *testing.T) {
+	e := newEnv(t)
+	s := e.service(e.config())
+	first, _ := e.endpoint(s)
+	ctx := context.Background()
+	before, err := s.loadTargets(ctx, invoicing.Test, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _ := e.endpoint(s)
+	e.insertClient(cli1, "Depois do segundo")
+	dbNow, err := e.store.DatabaseNow(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, err := s.sweepOnce(ctx, e.store, invoicing.Test, before, dbNow, dbNow.Add(time.Second))
+	if err != nil || !stale {
+		t.Fatalf("sweep with the endpoints of before: stale %v, %v", stale, err)
+	}
+	if n := e.queuedFor(s, first.ID); n != 0 {
+		t.Fatalf("a stale sweep queued %d", n)
+	}
+	after, err := s.loadTargets(ctx, invoicing.Test, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stale, err := s.sweepOnce(ctx, e.store, invoicing.Test, after, dbNow, dbNow.Add(time.Second)); err != nil || stale {
+		t.Fatalf("sweep with the endpoints read again: stale %v, %v", stale, err)
+	}
+	for _, ep := range []Endpoint{first, second} {
+		if n := e.queuedFor(s, ep.ID); n != 1 {
+			t.Errorf("endpoint %s: %d queued, want 1", ep.ID, n)
+		}
 	}
 }

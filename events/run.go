@@ -114,11 +114,20 @@ func (s *Service) overdueLoop(m invoicing.Mode, src Source) func(context.Context
 func (s *Service) sweepLoop(m invoicing.Mode, src Source) func(context.Context) error {
 	var ls loopState
 	return func(ctx context.Context) error {
-		t, dbNow, err := s.prepare(ctx, m, src, &ls)
-		if err != nil {
-			return err
+		// A sweep that the endpoints changed under is made again at once,
+		// with them read again: the next one reads back only half of its
+		// window.
+		for range 3 {
+			t, dbNow, err := s.prepare(ctx, m, src, &ls)
+			if err != nil {
+				return err
+			}
+			stale, err := s.sweepOnce(ctx, src, m, t, dbNow, dbNow.Add(-s.settle))
+			if !stale {
+				return errors.Join(err, s.dropAbandoned(ctx, t), s.trim(ctx, t), s.trimFeeds(ctx, m))
+			}
 		}
-		return errors.Join(s.sweepOnce(ctx, src, m, t, dbNow, dbNow.Add(-s.settle)), s.dropAbandoned(ctx, t), s.trim(ctx, t), s.trimFeeds(ctx, m))
+		return nil
 	}
 }
 
@@ -142,7 +151,9 @@ func (s *Service) dropAbandoned(ctx context.Context, t *targets) error {
 
 // prepare reads the endpoints, then the database's clock: in that order, so
 // that a change later than the clock reading, which this tick will not
-// read, is routed by endpoints as they are after it.
+// read, is routed by endpoints as they are after it. An endpoint changed
+// between the two readings ends the step at its first page (enqueue checks
+// the endpoints' version), which the next tick makes with them read again.
 func (s *Service) prepare(ctx context.Context, m invoicing.Mode, src Source, ls *loopState) (*targets, time.Time, error) {
 	t, err := s.loadTargets(ctx, m, ls.t)
 	if err != nil {
