@@ -33,6 +33,8 @@ import "github.com/invoicing-ao/gateway/invoicing"
 //	P{events}:wm:<mode>:<stream> string a detector stream's watermark, or "rewind" (an
 //	                                    import: read back the recovery window)
 //	P{events}:lead:<mode>        string the instance leading detection in that mode
+//	P{events}:sealed             string when Reseal last ran (ms): its write, waited for,
+//	                                    vouches for the secrets sealed before it (secrets.go)
 //	P{events}:stats              string the metrics' reading of the state above (JSON), kept for
 //	                                    every instance's scrapes for a few seconds (stats.go)
 type layout struct{ p string }
@@ -58,6 +60,7 @@ func (l layout) watermark(m invoicing.Mode, s string) string {
 func (l layout) deleted(ep string) string       { return l.p + "gone:" + ep }
 func (l layout) leader(m invoicing.Mode) string { return l.p + "lead:" + string(m) }
 func (l layout) stats() string                  { return l.p + "stats" }
+func (l layout) sealed() string                 { return l.p + "sealed" }
 
 // version counts the changes of endpoints (any mode): the detectors read
 // their endpoints again when it moves.

@@ -25,7 +25,11 @@ import (
 //     as ErrNotReplicated. Repeating it is safe and confirms it: a change
 //     always writes (its time and the endpoints' version move), and a
 //     deletion repeated within Retention finds the record the first left
-//     (gone) and writes it again, so that its WAIT covers the first.
+//     (gone) and writes it again, so that its WAIT covers the first;
+//   - secrets sealed again (Reseal) stay in effect, and Reseal reports
+//     ErrResealNotReplicated; it waits once, after all its writes, with a
+//     write of its own (the sealed key), so that a Reseal run again with
+//     nothing left to seal still vouches for the one before.
 //
 // Not waited for: deliveries, the queue and the endpoints' health (their
 // losses are recovered by detection), and the undoing of a creation or a

@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/netip"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invoicing-ao/gateway/internal/seal"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
@@ -118,5 +120,61 @@ func TestEndpointChangesConfirmedByReplicas(t *testing.T) {
 	}
 	if _, err := after.Endpoint(ctx, eps["rotated"].ID); err != nil {
 		t.Errorf("after the failover, the unconfirmed deletion: %v; want the endpoint back", err)
+	}
+}
+
+// Secrets sealed again (Reseal) wait for the replicas as endpoint changes
+// do: with the replica held back, Reseal seals on the master and reports
+// it unconfirmed, and so does a second run with nothing left to seal; with
+// the replica back, a run confirms both, and a failover keeps the secret
+// sealed.
+func TestResealConfirmedByReplicas(t *testing.T) {
+	r := testenv.RedisReplicated(t)
+	ctx := context.Background()
+	service := func(rdb redis.UniversalClient, secrets Sealer, timeout time.Duration) *Service {
+		s, err := New(Config{Redis: rdb, Prefix: "rep:", AllowHTTP: true, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+			Secrets: secrets, MinReplicas: 1, ReplicaTimeout: timeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	plain := service(r.Client(), nil, 30*time.Second)
+	ep, _, err := plain.CreateEndpoint(ctx, NewEndpoint{CompanyID: testCompany, Mode: invoicing.Live, URL: "http://127.0.0.1:9/x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring := keyring(t, newSealKey(t))
+	sealedOn := func(rdb redis.UniversalClient) bool {
+		t.Helper()
+		var c config
+		if err := json.Unmarshal([]byte(rdb.HGet(ctx, plain.l.endpoint(ep.ID), "cfg").Val()), &c); err != nil || len(c.Secrets) != 1 {
+			t.Fatalf("the endpoint's record: %v", err)
+		}
+		return seal.Sealed(c.Secrets[0].Secret)
+	}
+
+	r.Link.Pause()
+	quick := service(r.Client(), ring, 200*time.Millisecond)
+	if res, err := quick.Reseal(ctx); !errors.Is(err, ErrResealNotReplicated) || res.Resealed != 1 {
+		t.Fatalf("reseal, replica held back = %+v, %v; want 1 resealed, ErrResealNotReplicated", res, err)
+	}
+	if !sealedOn(r.Client()) {
+		t.Fatal("the master does not hold the secret sealed")
+	}
+	if res, err := quick.Reseal(ctx); !errors.Is(err, ErrResealNotReplicated) || res.Resealed != 0 {
+		t.Fatalf("reseal again, replica held back = %+v, %v; want nothing resealed, still unconfirmed", res, err)
+	}
+	if invoicing.KindOf(ErrResealNotReplicated) != invoicing.Unavailable {
+		t.Error("ErrResealNotReplicated is not of the unavailable kind")
+	}
+
+	r.Link.Resume()
+	if res, err := service(r.Client(), ring, 30*time.Second).Reseal(ctx); err != nil || res.Resealed != 0 {
+		t.Fatalf("reseal again, replica back = %+v, %v; want confirmed", res, err)
+	}
+	r.Failover()
+	if !sealedOn(r.Client()) {
+		t.Error("after the failover, the secret is no longer sealed")
 	}
 }

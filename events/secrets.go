@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -82,7 +84,40 @@ type Resealed struct {
 // reseal`, it is how a key is rotated and plain secrets migrated; several
 // instances running it at once are harmless (each write is a
 // compare-and-set of the endpoint's record).
+//
+// It then waits, as every endpoint change does, for the replicas the
+// configuration asks for (replicas.go), once for all its writes and those
+// of any Reseal before it: an operator drops the old keys when it reports
+// nothing left under them, and a failover that lost a record sealed again
+// would leave it under a key nobody holds. When they do not confirm in
+// time, it reports what it did with ErrResealNotReplicated; run again, it
+// waits again.
 func (s *Service) Reseal(ctx context.Context) (Resealed, error) {
+	r, err := s.resealAll(ctx)
+	if err != nil {
+		return r, err
+	}
+	key := s.l.sealed()
+	unconfirmed, err := s.confirm(ctx, key, func(c redis.Cmdable) error {
+		return c.Set(ctx, key, s.now().UnixMilli(), 0).Err()
+	})
+	switch {
+	case err != nil:
+		return r, unavailable(err)
+	case unconfirmed:
+		return r, ErrResealNotReplicated
+	}
+	return r, nil
+}
+
+// ErrResealNotReplicated: the secrets sealed again are in effect, but fewer
+// replicas than required confirmed it in time.
+var ErrResealNotReplicated = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: codeNotReplicated, Title: titleNotReplicated,
+	Detail:  "Redis's replicas did not confirm the signing secrets sealed again in time: they are in effect, but a Redis failover could undo it; keep the old keys and run the reseal again once Redis is healthy.",
+	Message: "events: the signing secrets sealed again are in effect but Redis's replicas did not confirm them, so a Redis failover could undo it: keep the old keys (webhookSecretsOldKeys) and run `gateway webhooks reseal` again once Redis is healthy"})
+
+// resealAll seals again the secrets of every endpoint that needs it.
+func (s *Service) resealAll(ctx context.Context) (Resealed, error) {
 	var r Resealed
 	for _, m := range invoicing.Modes {
 		companies, err := s.rdb.SMembers(ctx, s.l.companies(m)).Result()
