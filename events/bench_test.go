@@ -78,7 +78,7 @@ func (be *benchEnv) queue(b *testing.B, ep Endpoint, n int, tag string) []string
 			page = append(page, queued{ev: ev, eps: []string{ep.ID}})
 			ids = append(ids, ev.ID)
 		}
-		if _, _, err := be.s.enqueue(context.Background(), nil, move{}, page); err != nil {
+		if _, _, err := be.s.q.enqueue(context.Background(), nil, move{}, page); err != nil {
 			b.Fatal(err)
 		}
 	}

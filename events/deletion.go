@@ -38,12 +38,12 @@ return 1`)
 // returns the endpoint as it was. Deleting it again within Retention
 // answers the same endpoint with deleted false, and confirms the first
 // deletion with Redis's replicas (replicas.go); after that, ErrNotFound.
-func (s *Service) DeleteEndpoint(ctx context.Context, id string) (e Endpoint, deleted bool, err error) {
-	if e, err = s.Endpoint(ctx, id); err == nil {
-		deleted, err = s.remove(ctx, e, true)
+func (es *Endpoints) DeleteEndpoint(ctx context.Context, id string) (e Endpoint, deleted bool, err error) {
+	if e, err = es.Endpoint(ctx, id); err == nil {
+		deleted, err = es.remove(ctx, e, true)
 	}
 	if errors.Is(err, ErrNotFound) {
-		e, err = s.deletedBefore(ctx, id)
+		e, err = es.deletedBefore(ctx, id)
 	}
 	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		return Endpoint{}, false, err
@@ -54,20 +54,20 @@ func (s *Service) DeleteEndpoint(ctx context.Context, id string) (e Endpoint, de
 // remove deletes e, waiting for the replicas when wait is set
 // (ErrNotReplicated: deleted, unconfirmed). ErrNotFound when it was deleted
 // meanwhile.
-func (s *Service) remove(ctx context.Context, e Endpoint, wait bool) (bool, error) {
+func (es *Endpoints) remove(ctx context.Context, e Endpoint, wait bool) (bool, error) {
 	gone, _ := json.Marshal(e) // its public fields: no secret
 	run := func(c redis.Cmdable) (int, error) {
-		return deleteScript.Run(ctx, c, []string{s.l.endpoint(e.ID)}, s.l.endpoints(e.Mode, e.CompanyID), s.l.companies(e.Mode),
-			e.CompanyID, e.ID, s.l.queue(e.ID), s.l.lease(e.ID), s.l.log(e.ID), s.l.ready(), s.l.version(),
-			s.l.deleted(e.ID), s.now().UnixMilli(), deletedKept.Milliseconds(), s.l.deletedRecord(e.ID), gone, s.retention.Milliseconds()).Int()
+		return deleteScript.Run(ctx, c, []string{es.l.endpoint(e.ID)}, es.l.endpoints(e.Mode, e.CompanyID), es.l.companies(e.Mode),
+			e.CompanyID, e.ID, es.l.queue(e.ID), es.l.lease(e.ID), es.l.log(e.ID), es.l.ready(), es.l.version(),
+			es.l.deleted(e.ID), es.now().UnixMilli(), deletedKept.Milliseconds(), es.l.deletedRecord(e.ID), gone, es.retention.Milliseconds()).Int()
 	}
 	var ok int
 	var unconfirmed bool
 	var err error
 	if wait {
-		unconfirmed, err = s.confirm(ctx, s.l.endpoint(e.ID), func(c redis.Cmdable) (err error) { ok, err = run(c); return err })
+		unconfirmed, err = es.confirm(ctx, es.l.endpoint(e.ID), func(c redis.Cmdable) (err error) { ok, err = run(c); return err })
 	} else {
-		ok, err = run(s.rdb)
+		ok, err = run(es.rdb)
 	}
 	switch {
 	case err != nil:
@@ -82,13 +82,13 @@ func (s *Service) remove(ctx context.Context, e Endpoint, wait bool) (bool, erro
 
 // deletedBefore is the endpoint a deletion within Retention removed, its
 // record written again and confirmed like the deletion (replicas.go).
-func (s *Service) deletedBefore(ctx context.Context, id string) (Endpoint, error) {
+func (es *Endpoints) deletedBefore(ctx context.Context, id string) (Endpoint, error) {
 	if !validEndpointID(id) {
 		return Endpoint{}, ErrNotFound
 	}
 	var raw string
-	unconfirmed, err := s.confirm(ctx, s.l.deletedRecord(id), func(c redis.Cmdable) (err error) {
-		raw, err = goneScript.Run(ctx, c, []string{s.l.deletedRecord(id)}).Text()
+	unconfirmed, err := es.confirm(ctx, es.l.deletedRecord(id), func(c redis.Cmdable) (err error) {
+		raw, err = goneScript.Run(ctx, c, []string{es.l.deletedRecord(id)}).Text()
 		return err
 	})
 	switch {

@@ -33,8 +33,8 @@ const maxAnswerHead = 16 << 10
 // no redirects (a receiver that moved says so with a 3xx, which fails: a
 // redirect could lead anywhere, and a POST is not to be replayed
 // elsewhere), and a dialer that checks every address it connects to.
-func (s *Service) newClient() *http.Client {
-	dialer := &net.Dialer{Timeout: min(5*time.Second, s.timeout), KeepAlive: 30 * time.Second, Control: s.dest.control}
+func (dp *dispatcher) newClient() *http.Client {
+	dialer := &net.Dialer{Timeout: min(5*time.Second, dp.timeout), KeepAlive: 30 * time.Second, Control: dp.dest.control}
 	tr := &http.Transport{
 		Proxy:                  nil,
 		DialContext:            dialer.DialContext,
@@ -42,26 +42,26 @@ func (s *Service) newClient() *http.Client {
 		MaxIdleConns:           1024,
 		MaxIdleConnsPerHost:    16,
 		IdleConnTimeout:        90 * time.Second,
-		TLSHandshakeTimeout:    min(5*time.Second, s.timeout),
-		ResponseHeaderTimeout:  s.timeout,
+		TLSHandshakeTimeout:    min(5*time.Second, dp.timeout),
+		ResponseHeaderTimeout:  dp.timeout,
 		MaxResponseHeaderBytes: maxAnswerHead,
 		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
 	}
-	return &http.Client{Transport: tr, Timeout: s.timeout,
+	return &http.Client{Transport: tr, Timeout: dp.timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 // deliver makes one attempt: POST the event's body, signed with the
 // endpoint's keys. Any 2xx is a success.
-func (s *Service) deliver(ctx context.Context, client *http.Client, e *Endpoint, ev *Event) (*Attempt, bool) {
-	at := s.now()
+func (dp *dispatcher) deliver(ctx context.Context, client *http.Client, e *Endpoint, ev *Event) (*Attempt, bool) {
+	at := dp.now()
 	a := &Attempt{At: at.UTC()}
 	body, err := ev.body()
 	if err != nil {
 		a.Error, a.reason = "the event could not be encoded", reasonInternal
 		return a, false
 	}
-	keys, err := s.signingKeys(e, at)
+	keys, err := dp.endpoints.signingKeys(e, at)
 	if err != nil {
 		a.Error, a.reason = err.Error(), reasonInternal
 		return a, false
@@ -85,7 +85,7 @@ func (s *Service) deliver(ctx context.Context, client *http.Client, e *Endpoint,
 	resp, err := client.Do(req)
 	if err != nil {
 		a.Latency = ms(time.Since(start))
-		a.Error, a.reason = describe(err, s.timeout)
+		a.Error, a.reason = describe(err, dp.timeout)
 		return a, false
 	}
 	head := make([]byte, responseKept)

@@ -45,7 +45,7 @@ func burst(t *testing.T, s *Service, ep Endpoint, n int, tag string) map[string]
 			page = append(page, queued{ev: ev, eps: []string{ep.ID}})
 			ids[ev.ID] = true
 		}
-		if _, _, err := s.enqueue(context.Background(), nil, move{}, page); err != nil {
+		if _, _, err := s.q.enqueue(context.Background(), nil, move{}, page); err != nil {
 			t.Fatal(err)
 		}
 	}

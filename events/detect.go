@@ -105,8 +105,8 @@ func decodeMark(s string) (invoicing.Position, bool) {
 }
 
 // mark reads a watermark; "" when there is none.
-func (s *Service) mark(ctx context.Context, key string) (string, error) {
-	v, err := s.rdb.Get(ctx, key).Result()
+func (d *detector) mark(ctx context.Context, key string) (string, error) {
+	v, err := d.rdb.Get(ctx, key).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}
@@ -116,33 +116,33 @@ func (s *Service) mark(ctx context.Context, key string) (string, error) {
 // advance queues what one stream found from its watermark up to to, page by
 // page, each page with its watermark's move in one script. It stops early
 // (without error) when another detector moved the watermark.
-func (s *Service) advance(ctx context.Context, src Source, m invoicing.Mode, st stream, t *targets, dbNow, to time.Time) error {
-	key := s.l.watermark(m, st.name)
-	raw, err := s.mark(ctx, key)
+func (d *detector) advance(ctx context.Context, src Source, m invoicing.Mode, st stream, t *targets, dbNow, to time.Time) error {
+	key := d.l.watermark(m, st.name)
+	raw, err := d.mark(ctx, key)
 	if err != nil {
 		return err
 	}
 	pos, ok := decodeMark(raw)
 	var recent time.Time
 	if ok {
-		recent = s.recentFrom(*pos.At)
+		recent = d.recentFrom(*pos.At)
 	} else {
 		// No watermark: the first start, the pipeline's state lost, or an
 		// import that restored endpoints (markRewind). Look back Recovery;
 		// what was queued before has the same ids. The markers were lost
 		// with the watermark: an issue or a creation is reported again from
 		// the start of that window, not before it.
-		pos = position(dbNow.Add(-s.recovery), "")
+		pos = position(dbNow.Add(-d.recovery), "")
 		recent = *pos.At
-		s.logger.Info("events: no watermark (a first start, the pipeline's state lost, or endpoints restored by an import): detection reads back its recovery window",
+		d.logger.Info("events: no watermark (a first start, the pipeline's state lost, or endpoints restored by an import): detection reads back its recovery window",
 			"mode", m, "stream", st.name, "from", *pos.At, "rewound", raw == markRewind, "unreadableMark", raw != "" && raw != markRewind)
 	}
 	for pos.At.Before(to) {
 		start := time.Now()
 		var evs []Event
 		var rows []invoicing.Position
-		if s.reads(t) {
-			q := invoicing.ChangeQuery{Companies: t.companies, All: s.feedOn(), From: *pos.At, To: to, Limit: pageSize}
+		if d.reads(t) {
+			q := invoicing.ChangeQuery{Companies: t.companies, All: d.feedOn(), From: *pos.At, To: to, Limit: pageSize}
 			if pos.ID != "" {
 				q.After = &pos
 			}
@@ -154,9 +154,9 @@ func (s *Service) advance(ctx context.Context, src Source, m invoicing.Mode, st 
 		if len(rows) == pageSize {
 			next = rows[len(rows)-1]
 		}
-		routed := t.routeAll(evs, s.feedOn())
-		pctx, end := s.traceDetect(ctx, m, "changes", st.name, start, len(routed))
-		added, moved, err := s.enqueue(pctx, t, move{key, raw, encodeMark(next)}, routed)
+		routed := t.routeAll(evs, d.feedOn())
+		pctx, end := d.traceDetect(ctx, m, "changes", st.name, start, len(routed))
+		added, moved, err := d.queue.enqueue(pctx, t, move{key, raw, encodeMark(next)}, routed)
 		end(added, moved, err)
 		if err != nil || moved {
 			return err
@@ -174,33 +174,33 @@ func (s *Service) advance(ctx context.Context, src Source, m invoicing.Mode, st 
 // its commit, is then still reported when detection reaches it, however
 // late; one whose issue was reported already makes the same id, which its
 // marker (markers.go) makes a no-op.
-func (s *Service) recentFrom(from time.Time) time.Time { return from.Add(-s.recovery) }
+func (d *detector) recentFrom(from time.Time) time.Time { return from.Add(-d.recovery) }
 
 // sweepOnce reads every stream back Sweep from to and queues what is not
 // queued yet: a change whose transaction committed later than Settle after
 // its recorded time, which its stream had passed. It moves no watermark.
 // stale reports that the endpoints changed since t was read: the sweep
 // stopped, to be made again with them read again.
-func (s *Service) sweepOnce(ctx context.Context, src Source, m invoicing.Mode, t *targets, dbNow, to time.Time) (stale bool, err error) {
-	if !s.reads(t) {
+func (d *detector) sweepOnce(ctx context.Context, src Source, m invoicing.Mode, t *targets, dbNow, to time.Time) (stale bool, err error) {
+	if !d.reads(t) {
 		return false, nil
 	}
 	for _, st := range streams {
-		q := invoicing.ChangeQuery{Companies: t.companies, All: s.feedOn(), From: to.Add(-s.sweep), To: to, Limit: pageSize}
+		q := invoicing.ChangeQuery{Companies: t.companies, All: d.feedOn(), From: to.Add(-d.sweep), To: to, Limit: pageSize}
 		for {
 			start := time.Now()
-			evs, rows, err := st.read(ctx, src, m, q, s.recentFrom(q.From))
+			evs, rows, err := st.read(ctx, src, m, q, d.recentFrom(q.From))
 			if err != nil {
 				return false, fmt.Errorf("events: sweep %s %s: %w", m, st.name, err)
 			}
-			routed := t.routeAll(evs, s.feedOn())
-			pctx, end := s.traceDetect(ctx, m, "sweep", st.name, start, len(routed))
-			n, stale, err := s.enqueue(pctx, t, move{}, routed)
+			routed := t.routeAll(evs, d.feedOn())
+			pctx, end := d.traceDetect(ctx, m, "sweep", st.name, start, len(routed))
+			n, stale, err := d.queue.enqueue(pctx, t, move{}, routed)
 			end(n, stale, err)
 			if err != nil || stale {
 				return stale, err
 			} else if n > 0 {
-				s.logger.Info("events: the sweep found changes committed late", "mode", m, "stream", st.name, "events", n)
+				d.logger.Info("events: the sweep found changes committed late", "mode", m, "stream", st.name, "events", n)
 			}
 			if len(rows) < pageSize {
 				break
@@ -218,16 +218,16 @@ func (s *Service) sweepOnce(ctx context.Context, src Source, m invoicing.Mode, t
 // are done; a batch for the dates [from, to) is done up to id (to is kept,
 // so that a batch the date turns during ends where it began); "<from>||"
 // when no batch is under way.
-func (s *Service) overdue(ctx context.Context, src Source, m invoicing.Mode, t *targets, dbNow time.Time) error {
-	key := s.l.watermark(m, "overdue")
-	raw, err := s.mark(ctx, key)
+func (d *detector) overdue(ctx context.Context, src Source, m invoicing.Mode, t *targets, dbNow time.Time) error {
+	key := d.l.watermark(m, "overdue")
+	raw, err := d.mark(ctx, key)
 	if err != nil {
 		return err
 	}
 	today := dbNow.In(luanda).Format("2006-01-02")
 	parts := strings.Split(raw, "|")
 	if len(parts) != 3 {
-		parts = []string{dbNow.Add(-s.recovery).In(luanda).Format("2006-01-02"), "", ""}
+		parts = []string{dbNow.Add(-d.recovery).In(luanda).Format("2006-01-02"), "", ""}
 	}
 	from, to, after := parts[0], parts[1], parts[2]
 	for {
@@ -240,8 +240,8 @@ func (s *Service) overdue(ctx context.Context, src Source, m invoicing.Mode, t *
 		start := time.Now()
 		var evs []Event
 		full := false
-		if s.reads(t) {
-			rows, err := src.OverdueInvoices(ctx, invoicing.OverdueQuery{Companies: t.companies, All: s.feedOn(), From: from, To: to, AfterID: after, Limit: pageSize})
+		if d.reads(t) {
+			rows, err := src.OverdueInvoices(ctx, invoicing.OverdueQuery{Companies: t.companies, All: d.feedOn(), From: from, To: to, AfterID: after, Limit: pageSize})
 			if err != nil {
 				return fmt.Errorf("events: %s overdue: %w", m, err)
 			}
@@ -262,9 +262,9 @@ func (s *Service) overdue(ctx context.Context, src Source, m invoicing.Mode, t *
 		if full {
 			next = from + "|" + to + "|" + after
 		}
-		routed := t.routeAll(evs, s.feedOn())
-		pctx, end := s.traceDetect(ctx, m, "overdue", "overdue", start, len(routed))
-		added, moved, err := s.enqueue(pctx, t, move{key, raw, next}, routed)
+		routed := t.routeAll(evs, d.feedOn())
+		pctx, end := d.traceDetect(ctx, m, "overdue", "overdue", start, len(routed))
+		added, moved, err := d.queue.enqueue(pctx, t, move{key, raw, next}, routed)
 		end(added, moved, err)
 		if err != nil || moved {
 			return err

@@ -123,7 +123,7 @@ func TestEventRememberedPastRetention(t *testing.T) {
 
 	// Markers are bounded: past Remember (and its generation), the id is
 	// forgotten, and a change of the row sends the event again.
-	clock.Add(s.remember + s.markerPeriod())
+	clock.Add(s.q.remember + s.q.markerPeriod())
 	e.deleteKeys("msg:", "d:", "a:")
 	e.exec(`UPDATE documents SET customer_name = 'Outro ainda', updated_at = now() WHERE id = $1`, docA)
 	deadline := time.Now().Add(60 * time.Second)
@@ -271,7 +271,7 @@ func TestNewRefusesShortRetention(t *testing.T) {
 		}
 	}
 	s, err := New(Config{Redis: rdb, Recovery: 60 * 24 * time.Hour})
-	if err != nil || s.remember != 120*24*time.Hour {
-		t.Errorf("Remember's default with a long Recovery: %v (%v)", s.remember, err)
+	if err != nil || s.q.remember != 120*24*time.Hour {
+		t.Errorf("Remember's default with a long Recovery: %v (%v)", s.q.remember, err)
 	}
 }

@@ -237,7 +237,7 @@ func TestQueuedEventCarriesItsOwner(t *testing.T) {
 	const res = "11000000-0000-4000-8000-0000000000ff"
 	ev := Event{ID: eventID(invoicing.Test, e.company, ClientCreated, res, ""), Type: ClientCreated, Mode: invoicing.Test,
 		CompanyID: e.company, ResourceID: res, Time: time.Now().UTC(), Data: json.RawMessage(`{"id":"` + res + `"}`)}
-	if _, _, err := s.enqueue(ctx, nil, move{}, []queued{{ev: ev, eps: []string{ep.ID}}}); err != nil {
+	if _, _, err := s.q.enqueue(ctx, nil, move{}, []queued{{ev: ev, eps: []string{ep.ID}}}); err != nil {
 		t.Fatal(err)
 	}
 	// The message as the queue has stored it all along, written over the

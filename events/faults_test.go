@@ -91,11 +91,11 @@ func TestInstanceKilledMidDelivery(t *testing.T) {
 	cfg := e.config()
 	dying := e.service(cfg)
 	ep, _ := e.endpoint(dying)
-	dying.setLeaseMargin(500 * time.Millisecond)
+	dying.q.setLeaseMargin(500 * time.Millisecond)
 	// The dying instance only detects; its claim is made here and dropped.
 	cfg2 := cfg
 	detectOnly := e.service(cfg2)
-	detectOnly.concurrency = 0
+	detectOnly.disp.concurrency = 0
 	e.insertClient(cli1, "Cliente")
 	ctx := context.Background()
 	var claimed []claim
@@ -103,7 +103,7 @@ func TestInstanceKilledMidDelivery(t *testing.T) {
 	stopDetect := e.runDetection(detectOnly)
 	for len(claimed) == 0 && time.Now().Before(deadline) {
 		var err error
-		if claimed, err = dying.claim(ctx, 10); err != nil {
+		if claimed, err = dying.q.claim(ctx, 10); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -124,13 +124,13 @@ func TestInstanceKilledMidDelivery(t *testing.T) {
 
 // runDetection runs s's detection only (no deliveries).
 func (e *env) runDetection(s *Service) (stop func()) {
-	s.concurrency = 1
+	s.disp.concurrency = 1
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		src := s.sources["TEST"]
-		s.every(ctx, s.tick, "TEST", "changes", s.changesLoop("TEST", src))
+		src := s.det.sources["TEST"]
+		s.det.every(ctx, s.det.tick, "TEST", "changes", s.det.changesLoop("TEST", src))
 	}()
 	stop = func() { cancel(); <-done }
 	return stop

@@ -54,14 +54,14 @@ func (l layout) feeds(m invoicing.Mode) string   { return l.p + "feeds:" + strin
 
 // feedOn reports whether the feed records events (FeedWindow not negative):
 // detection then reads every company, not only those with endpoints.
-func (s *Service) feedOn() bool { return s.feedWindow > 0 }
+func (b *base) feedOn() bool { return b.feedWindow > 0 }
 
 // reads reports whether detection reads the database for t: for every
 // company with the feed on, else for the companies with endpoints.
-func (s *Service) reads(t *targets) bool { return s.feedOn() || len(t.companies) > 0 }
+func (b *base) reads(t *targets) bool { return b.feedOn() || len(t.companies) > 0 }
 
 // FeedWindow is how long the feed keeps an event; 0 when it is off.
-func (s *Service) FeedWindow() time.Duration { return max(s.feedWindow, 0) }
+func (b *base) FeedWindow() time.Duration { return max(b.feedWindow, 0) }
 
 // EventTypes names every event type, as the feed's type filter takes them.
 func (s *Service) EventTypes() []string {
@@ -74,12 +74,12 @@ func (s *Service) EventTypes() []string {
 
 // feedArgs are an event's arguments to the enqueue script's feed part: its
 // mode and company, and its webhook body ("" with the feed off).
-func (s *Service) feedArgs(ev *Event) (string, string, string, error) {
-	if !s.feedOn() {
+func (b *base) feedArgs(ev *Event) (string, string, string, error) {
+	if !b.feedOn() {
 		return "", "", "", nil
 	}
-	b, err := ev.body()
-	return string(ev.Mode), ev.CompanyID, string(b), err
+	body, err := ev.body()
+	return string(ev.Mode), ev.CompanyID, string(body), err
 }
 
 // ReadFeed reads a page of a company's feed in a mode.
@@ -195,22 +195,22 @@ func parsePosition(s string) (invoicing.FeedPosition, bool) {
 
 // trimFeeds trims a mode's feeds that were not written lately (those that
 // were are trimmed as they are), 100 companies a call.
-func (s *Service) trimFeeds(ctx context.Context, m invoicing.Mode) error {
-	if !s.feedOn() {
+func (b *base) trimFeeds(ctx context.Context, m invoicing.Mode) error {
+	if !b.feedOn() {
 		return nil
 	}
-	cos, err := s.rdb.SMembers(ctx, s.l.feeds(m)).Result()
+	cos, err := b.rdb.SMembers(ctx, b.l.feeds(m)).Result()
 	if err != nil {
 		return unavailable(err)
 	}
 	for len(cos) > 0 {
 		chunk := cos[:min(len(cos), 100)]
 		cos = cos[len(chunk):]
-		args := []any{s.l.p, string(m), s.feedWindow.Milliseconds()}
+		args := []any{b.l.p, string(m), b.feedWindow.Milliseconds()}
 		for _, c := range chunk {
 			args = append(args, c)
 		}
-		if err := feedTrimScript.Run(ctx, s.rdb, []string{s.l.feeds(m)}, args...).Err(); err != nil {
+		if err := feedTrimScript.Run(ctx, b.rdb, []string{b.l.feeds(m)}, args...).Err(); err != nil {
 			return unavailable(err)
 		}
 	}

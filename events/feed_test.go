@@ -65,7 +65,7 @@ func recordErr(s *Service, evs ...Event) error {
 	for i := range evs {
 		q[i] = queued{ev: evs[i]}
 	}
-	_, _, err := s.enqueue(context.Background(), nil, move{}, q)
+	_, _, err := s.q.enqueue(context.Background(), nil, move{}, q)
 	return err
 }
 

@@ -53,18 +53,18 @@ func marker(id string) (shard, member string) {
 // generations are the markers' generations at now: the oldest still kept
 // (whose markers must be looked for), the current one (where new ones go),
 // and how long the current one's sets are kept from now.
-func (s *Service) generations(now time.Time) (oldest, current int64, keep time.Duration) {
-	period := s.markerPeriod().Milliseconds()
+func (qu *queue) generations(now time.Time) (oldest, current int64, keep time.Duration) {
+	period := qu.markerPeriod().Milliseconds()
 	ms := now.UnixMilli()
 	current = ms / period
-	oldest = (ms - s.remember.Milliseconds()) / period
-	keep = time.Duration((current+1)*period+s.remember.Milliseconds()-ms) * time.Millisecond
+	oldest = (ms - qu.remember.Milliseconds()) / period
+	keep = time.Duration((current+1)*period+qu.remember.Milliseconds()-ms) * time.Millisecond
 	return oldest, current, keep
 }
 
 // markerPeriod is a generation's length: Remember/4, so that a lookup
 // reads 5 sets at most (a page of new events pays that for each), and
 // markers live at most a quarter longer than Remember.
-func (s *Service) markerPeriod() time.Duration {
-	return max(s.remember/4, time.Millisecond)
+func (qu *queue) markerPeriod() time.Duration {
+	return max(qu.remember/4, time.Millisecond)
 }

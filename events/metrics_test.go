@@ -284,7 +284,7 @@ func testQueueStateMetrics(t *testing.T, rdb *redis.Client, prefix string) {
 			qs = append(qs, queued{ev: Event{ID: fmt.Sprintf("evt_stats%02d", n), Type: ClientCreated, Mode: invoicing.Test, CompanyID: testCompany,
 				ResourceID: fmt.Sprintf("11000000-0000-4000-8000-0000000000%02d", n), Time: clk.now(), Data: json.RawMessage(`{}`)}, eps: []string{ep.ID}})
 		}
-		if _, _, err := s.enqueue(ctx, nil, move{}, qs); err != nil {
+		if _, _, err := s.q.enqueue(ctx, nil, move{}, qs); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -294,7 +294,7 @@ func testQueueStateMetrics(t *testing.T, rdb *redis.Client, prefix string) {
 		t.Fatal(err)
 	}
 	clk.add(10 * time.Second)
-	claims, err := s.claim(ctx, 64)
+	claims, err := s.q.claim(ctx, 64)
 	if err != nil || len(claims) != 5 {
 		t.Fatalf("claimed %d (%v), want the 5 deliveries of the enabled endpoints", len(claims), err)
 	}
@@ -310,17 +310,17 @@ func testQueueStateMetrics(t *testing.T, rdb *redis.Client, prefix string) {
 			done, okDone = append(done, outcome{c: c, attempt: &Attempt{Status: 200}, ok: true}), true
 		}
 	}
-	if err := s.complete(ctx, done); err != nil {
+	if err := s.q.complete(ctx, done); err != nil {
 		t.Fatal(err)
 	}
 	clk.add(5 * time.Second)
 	enqueue(failing) // due at t0+15s, to an endpoint failing: its receiver's delay
 	clk.add(5 * time.Second)
 	enqueue(healthy, healthy) // due at t0+20s
-	if _, _, err := s.enqueue(ctx, nil, move{s.l.watermark(invoicing.Test, "invoices"), "", encodeMark(position(t0.Add(-100*time.Second), "x"))}, nil); err != nil {
+	if _, _, err := s.q.enqueue(ctx, nil, move{s.l.watermark(invoicing.Test, "invoices"), "", encodeMark(position(t0.Add(-100*time.Second), "x"))}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.enqueue(ctx, nil, move{s.l.watermark(invoicing.Test, "overdue"), "", "2026-03-09||"}, nil); err != nil {
+	if _, _, err := s.q.enqueue(ctx, nil, move{s.l.watermark(invoicing.Test, "overdue"), "", "2026-03-09||"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	clk.add(10 * time.Second) // t0+30s

@@ -57,11 +57,11 @@ func parseCause(tp string) trace.SpanContext {
 // start and routed n events, and returns the end to call with what
 // enqueue did. A page with no event makes no span: detection polls every
 // tick, and traces show its work, not its polling.
-func (s *Service) traceDetect(ctx context.Context, m invoicing.Mode, loop, stream string, start time.Time, n int) (context.Context, func(added int, moved bool, err error)) {
+func (d *detector) traceDetect(ctx context.Context, m invoicing.Mode, loop, stream string, start time.Time, n int) (context.Context, func(added int, moved bool, err error)) {
 	if n == 0 {
 		return ctx, func(int, bool, error) {}
 	}
-	ctx, span := s.tracer.Start(ctx, "events.Detect", trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindInternal))
+	ctx, span := d.tracer.Start(ctx, "events.Detect", trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindInternal))
 	if !span.IsRecording() {
 		return ctx, func(int, bool, error) { span.End() }
 	}
@@ -81,12 +81,12 @@ func (s *Service) traceDetect(ctx context.Context, m invoicing.Mode, loop, strea
 // to the detection that queued ev. Its attributes are ids, the type, the
 // attempt's number and the receiver's host: never the URL's path or query
 // (a receiver's token may be there), a secret or the body.
-func (s *Service) traceDeliver(ctx context.Context, c claim, e *Endpoint, ev *Event) (context.Context, trace.Span) {
+func (dp *dispatcher) traceDeliver(ctx context.Context, c claim, e *Endpoint, ev *Event) (context.Context, trace.Span) {
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
 	if ev.cause.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: ev.cause}))
 	}
-	ctx, span := s.tracer.Start(ctx, "events.Deliver", opts...)
+	ctx, span := dp.tracer.Start(ctx, "events.Deliver", opts...)
 	if span.IsRecording() {
 		attrs := []attribute.KeyValue{
 			attribute.String("webhook.event_id", ev.ID), attribute.String("webhook.event_type", string(ev.Type)),
@@ -102,16 +102,16 @@ func (s *Service) traceDeliver(ctx context.Context, c claim, e *Endpoint, ev *Ev
 }
 
 // observeAttempt counts an attempt's outcome and ends its span.
-func (s *Service) observeAttempt(span trace.Span, c claim, ev *Event, a *Attempt, ok bool) {
+func (dp *dispatcher) observeAttempt(span trace.Span, c claim, ev *Event, a *Attempt, ok bool) {
 	outcome := outcomeDelivered
 	switch {
 	case ok:
-	case s.willRetry(c):
+	case dp.queue.willRetry(c):
 		outcome = outcomeRetried
 	default:
 		outcome = outcomeFailed
 	}
-	s.m.attempted(ev, a, c.attempts, outcome, s.now())
+	dp.m.attempted(ev, a, c.attempts, outcome, dp.now())
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("webhook.outcome", outcomeNames[outcome]))
 		if a.Status > 0 {

@@ -61,15 +61,15 @@ end
 schedule(ep, now, 0, cap)
 return out`)
 
-func (s *Service) requeue(ctx context.Context, endpointID string, recovering bool, ids []string) ([]int64, error) {
-	args := []any{s.l.p, endpointID, s.now().UnixMilli(), s.perEndpoint, ""}
+func (qu *queue) requeue(ctx context.Context, endpointID string, recovering bool, ids []string) ([]int64, error) {
+	args := []any{qu.l.p, endpointID, qu.now().UnixMilli(), qu.perEndpoint, ""}
 	if recovering {
 		args[4] = "recover"
 	}
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	res, err := requeueScript.Run(ctx, s.rdb, []string{s.l.ready()}, args...).Int64Slice()
+	res, err := requeueScript.Run(ctx, qu.rdb, []string{qu.l.ready()}, args...).Int64Slice()
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -86,7 +86,7 @@ func (s *Service) Replay(ctx context.Context, endpointID, eventID string) (Deliv
 	if !validEndpointID(endpointID) || !validEventID(eventID) {
 		return Delivery{}, ErrNotFound
 	}
-	res, err := s.requeue(ctx, endpointID, false, []string{eventID})
+	res, err := s.q.requeue(ctx, endpointID, false, []string{eventID})
 	if err != nil {
 		return Delivery{}, err
 	}
@@ -137,7 +137,7 @@ func (s *Service) Recover(ctx context.Context, endpointID string, since time.Tim
 			ids = append(ids, e.id)
 		}
 		if len(ids) > 0 {
-			res, err := s.requeue(ctx, endpointID, true, ids)
+			res, err := s.q.requeue(ctx, endpointID, true, ids)
 			if err != nil {
 				return r, err
 			}
@@ -171,7 +171,7 @@ func (s *Service) SendTest(ctx context.Context, endpointID string) (Event, error
 		"message": "A test delivery from the invoicing platform: this endpoint receives and can verify its webhooks."})
 	ev := Event{ID: "evt_" + idEncoding.EncodeToString(b[:]), Type: TestType, Mode: e.Mode, CompanyID: e.CompanyID,
 		ResourceID: e.ID, Time: s.now().UTC().Truncate(time.Millisecond), Data: data}
-	if _, _, err := s.enqueue(ctx, nil, move{}, []queued{{ev: ev, eps: []string{e.ID}}}); err != nil {
+	if _, _, err := s.q.enqueue(ctx, nil, move{}, []queued{{ev: ev, eps: []string{e.ID}}}); err != nil {
 		return Event{}, err
 	}
 	return ev, nil

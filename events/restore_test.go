@@ -181,12 +181,12 @@ func TestEventForLostEndpointsIsNotRemembered(t *testing.T) {
 	}
 	// As the sweep does (no watermark to compare), with the endpoints it
 	// read before the loss.
-	added, _, err := s.enqueue(ctx, nil, move{}, []queued{{ev: ev, eps: []string{ep.ID}}})
+	added, _, err := s.q.enqueue(ctx, nil, move{}, []queued{{ev: ev, eps: []string{ep.ID}}})
 	if err != nil || added != 0 {
 		t.Fatalf("queued for a lost endpoint: added %d, %v", added, err)
 	}
 	importState(t, s, exported)
-	added, _, err = s.enqueue(ctx, nil, move{}, []queued{{ev: ev, eps: []string{ep.ID}}})
+	added, _, err = s.q.enqueue(ctx, nil, move{}, []queued{{ev: ev, eps: []string{ep.ID}}})
 	if err != nil || added != 1 {
 		t.Fatalf("the same event after the import: added %d, %v; want it queued", added, err)
 	}
@@ -243,7 +243,7 @@ func TestStepRoutedBeforeImportLeavesTheRewind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.advance(ctx, e.store, invoicing.Test, clients, before, dbNow, dbNow); err != nil {
+	if err := s.det.advance(ctx, e.store, invoicing.Test, clients, before, dbNow, dbNow); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.rdb.Get(ctx, wm).Val(); got != markRewind {
@@ -253,7 +253,7 @@ func TestStepRoutedBeforeImportLeavesTheRewind(t *testing.T) {
 	if err != nil || len(after.companies) != 1 {
 		t.Fatalf("targets after the import: %+v %v", after, err)
 	}
-	if err := s.advance(ctx, e.store, invoicing.Test, clients, after, dbNow, dbNow); err != nil {
+	if err := s.det.advance(ctx, e.store, invoicing.Test, clients, after, dbNow, dbNow); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.rdb.Get(ctx, wm).Val(); got == markRewind {
@@ -283,7 +283,7 @@ func TestSweepRoutedBeforeAnEndpointChangeIsStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale, err := s.sweepOnce(ctx, e.store, invoicing.Test, before, dbNow, dbNow.Add(time.Second))
+	stale, err := s.det.sweepOnce(ctx, e.store, invoicing.Test, before, dbNow, dbNow.Add(time.Second))
 	if err != nil || !stale {
 		t.Fatalf("sweep with the endpoints of before: stale %v, %v", stale, err)
 	}
@@ -294,7 +294,7 @@ func TestSweepRoutedBeforeAnEndpointChangeIsStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stale, err := s.sweepOnce(ctx, e.store, invoicing.Test, after, dbNow, dbNow.Add(time.Second)); err != nil || stale {
+	if stale, err := s.det.sweepOnce(ctx, e.store, invoicing.Test, after, dbNow, dbNow.Add(time.Second)); err != nil || stale {
 		t.Fatalf("sweep with the endpoints read again: stale %v, %v", stale, err)
 	}
 	for _, ep := range []Endpoint{first, second} {

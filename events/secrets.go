@@ -41,13 +41,13 @@ var errUnsealable = errors.New("the signing secret cannot be decrypted with webh
 
 // signingKeys are the HMAC keys to sign with at now: the current secret,
 // then the previous one while its overlap lasts, each opened.
-func (s *Service) signingKeys(e *Endpoint, now time.Time) ([][]byte, error) {
+func (es *Endpoints) signingKeys(e *Endpoint, now time.Time) ([][]byte, error) {
 	var out [][]byte
 	for _, sec := range e.secrets {
 		if !sec.Until.IsZero() && !now.Before(sec.Until) {
 			continue
 		}
-		plain, err := s.sealer.Open(sec.Secret)
+		plain, err := es.sealer.Open(sec.Secret)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", errUnsealable, err)
 		}
@@ -59,9 +59,9 @@ func (s *Service) signingKeys(e *Endpoint, now time.Time) ([][]byte, error) {
 }
 
 // sealNew makes a new signing secret and its stored form.
-func (s *Service) sealNew() (plain, stored string, err error) {
+func (es *Endpoints) sealNew() (plain, stored string, err error) {
 	plain = newSecret()
-	if stored, err = s.sealer.Seal(plain); err != nil {
+	if stored, err = es.sealer.Seal(plain); err != nil {
 		return "", "", fmt.Errorf("events: sealing the signing secret: %w", err)
 	}
 	return plain, stored, nil
@@ -92,14 +92,14 @@ type Resealed struct {
 // would leave it under a key nobody holds. When they do not confirm in
 // time, it reports what it did with ErrResealNotReplicated; run again, it
 // waits again.
-func (s *Service) Reseal(ctx context.Context) (Resealed, error) {
-	r, err := s.resealAll(ctx)
+func (es *Endpoints) Reseal(ctx context.Context) (Resealed, error) {
+	r, err := es.resealAll(ctx)
 	if err != nil {
 		return r, err
 	}
-	key := s.l.sealed()
-	unconfirmed, err := s.confirm(ctx, key, func(c redis.Cmdable) error {
-		return c.Set(ctx, key, s.now().UnixMilli(), 0).Err()
+	key := es.l.sealed()
+	unconfirmed, err := es.confirm(ctx, key, func(c redis.Cmdable) error {
+		return c.Set(ctx, key, es.now().UnixMilli(), 0).Err()
 	})
 	switch {
 	case err != nil:
@@ -117,20 +117,20 @@ var ErrResealNotReplicated = invoicing.Define(invoicing.Error{Kind: invoicing.Un
 	Message: "events: the signing secrets sealed again are in effect but Redis's replicas did not confirm them, so a Redis failover could undo it: keep the old keys (webhookSecretsOldKeys) and run `gateway webhooks reseal` again once Redis is healthy"})
 
 // resealAll seals again the secrets of every endpoint that needs it.
-func (s *Service) resealAll(ctx context.Context) (Resealed, error) {
+func (es *Endpoints) resealAll(ctx context.Context) (Resealed, error) {
 	var r Resealed
 	for _, m := range invoicing.Modes {
-		companies, err := s.rdb.SMembers(ctx, s.l.companies(m)).Result()
+		companies, err := es.rdb.SMembers(ctx, es.l.companies(m)).Result()
 		if err != nil {
 			return r, unavailable(err)
 		}
 		for _, c := range companies {
-			ids, err := s.rdb.SMembers(ctx, s.l.endpoints(m, c)).Result()
+			ids, err := es.rdb.SMembers(ctx, es.l.endpoints(m, c)).Result()
 			if err != nil {
 				return r, unavailable(err)
 			}
 			for _, id := range ids {
-				done, err := s.resealOne(ctx, id)
+				done, err := es.resealOne(ctx, id)
 				switch {
 				case errors.Is(err, errUnsealable):
 					r.Unopened = append(r.Unopened, id)
@@ -151,9 +151,9 @@ func (s *Service) resealAll(ctx context.Context) (Resealed, error) {
 
 // resealOne seals an endpoint's secrets again when they are not current;
 // it reports whether it wrote.
-func (s *Service) resealOne(ctx context.Context, id string) (bool, error) {
+func (es *Endpoints) resealOne(ctx context.Context, id string) (bool, error) {
 	for range 5 {
-		h, err := s.rdb.HGetAll(ctx, s.l.endpoint(id)).Result()
+		h, err := es.rdb.HGetAll(ctx, es.l.endpoint(id)).Result()
 		if err != nil {
 			return false, unavailable(err)
 		}
@@ -166,14 +166,14 @@ func (s *Service) resealOne(ctx context.Context, id string) (bool, error) {
 		}
 		stale := false
 		for i, sec := range e.secrets {
-			if s.sealer.Current(sec.Secret) {
+			if es.sealer.Current(sec.Secret) {
 				continue
 			}
-			plain, err := s.sealer.Open(sec.Secret)
+			plain, err := es.sealer.Open(sec.Secret)
 			if err != nil {
 				return false, fmt.Errorf("%w: %w", errUnsealable, err)
 			}
-			if e.secrets[i].Secret, err = s.sealer.Seal(plain); err != nil {
+			if e.secrets[i].Secret, err = es.sealer.Seal(plain); err != nil {
 				return false, err
 			}
 			stale = true
@@ -182,9 +182,9 @@ func (s *Service) resealOne(ctx context.Context, id string) (bool, error) {
 			return false, nil
 		}
 		cfg, _ := json.Marshal(e.config())
-		now := strconv.FormatInt(s.now().UnixMilli(), 10)
-		done, err := updateScript.Run(ctx, s.rdb, []string{s.l.endpoint(id)}, h["cfg"], cfg, "-", now, disabledByRequest,
-			s.l.queue(id), s.l.ready(), id, s.l.version()).Int()
+		now := strconv.FormatInt(es.now().UnixMilli(), 10)
+		done, err := updateScript.Run(ctx, es.rdb, []string{es.l.endpoint(id)}, h["cfg"], cfg, "-", now, disabledByRequest,
+			es.l.queue(id), es.l.ready(), id, es.l.version()).Int()
 		if err != nil {
 			return false, unavailable(err)
 		}

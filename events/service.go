@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -136,107 +137,154 @@ var DefaultSchedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * tim
 // MaxTimeout bounds Config.Timeout.
 const MaxTimeout = 15 * time.Second
 
-// Service manages endpoints, detects changes and delivers events.
+// Service detects changes and delivers events, and manages the endpoints
+// they go to. It is made of rooms that share one Redis layout, its scripts
+// and one clock (base): the endpoints (Endpoints, embedded: their
+// management is the Service's), the queue (queue), detection (detector)
+// and delivery (dispatcher); the delivery log and the operator's replays
+// (deliveries.go, replay.go) are the Service's own.
 type Service struct {
-	rdb          redis.UniversalClient
-	repl         durable.Policy // the endpoint changes' acknowledgements (replicas.go)
-	l            layout
-	sources      map[invoicing.Mode]Source
-	dest         destinations
-	sealer       Sealer
-	timeout      time.Duration
-	concurrency  int
-	perEndpoint  int
-	schedule     []time.Duration
-	disableAfter time.Duration
-	retention    time.Duration
-	remember     time.Duration
-	feedWindow   time.Duration // 0: no feed
-	tick         time.Duration
-	settle       time.Duration
-	sweep        time.Duration
-	recovery     time.Duration
-	leaseMargin  time.Duration
-	instance     string
-	logger       *slog.Logger
-	now          func() time.Time
-	m            *metrics
-	tracer       trace.Tracer
-	statsKeep    time.Duration // how long a reading of the queue's state serves every instance's scrapes
+	*Endpoints
+	q         *queue
+	det       *detector
+	disp      *dispatcher
+	statsKeep time.Duration // how long a reading of the queue's state serves every instance's scrapes
+}
+
+// base is what every room shares: Redis and the layout of its keys, the
+// clock, the log, the metrics and traces, and the settings the queue's
+// scripts take wherever they are run from.
+type base struct {
+	rdb         redis.UniversalClient
+	l           layout
+	now         func() time.Time // the clock: Config.Now; what takes time (latencies, spans) is timed by the monotonic clock
+	logger      *slog.Logger
+	m           *metrics
+	tracer      trace.Tracer
+	retention   time.Duration
+	perEndpoint int
+	feedWindow  time.Duration // 0: no feed (feed.go)
+}
+
+// throttle says when a repeated failure is logged again: the first time,
+// then once a period at most, by the clock it is given.
+type throttle struct {
+	every time.Duration
+	last  time.Time
+}
+
+func (t *throttle) due(now time.Time) bool {
+	if !t.last.IsZero() && now.Sub(t.last) <= t.every {
+		return false
+	}
+	t.last = now
+	return true
 }
 
 // New checks cfg and returns a Service.
 func New(cfg Config) (*Service, error) {
-	if cfg.Redis == nil {
-		return nil, errors.New("events: Config.Redis is required")
+	st, err := cfg.settings()
+	if err != nil {
+		return nil, err
 	}
-	if strings.ContainsAny(cfg.Prefix, "{}") {
-		return nil, errors.New("events: Config.Prefix must not contain braces")
+	b := &base{rdb: cfg.Redis, l: newLayout(or(cfg.Prefix, "events:")), now: cfg.Now, logger: cfg.Logger,
+		m: newMetrics(st.concurrency), tracer: tracing.Tracer(cfg.TracerProvider, tracerName), retention: st.retention, perEndpoint: st.perEndpoint,
+		feedWindow: st.feedWindow}
+	if b.logger == nil {
+		b.logger = slog.Default()
 	}
-	if cfg.Timeout > MaxTimeout || cfg.Timeout < 0 {
-		return nil, fmt.Errorf("events: Config.Timeout must be at most %s", MaxTimeout)
+	if b.now == nil {
+		b.now = time.Now
 	}
-	s := &Service{
-		rdb: cfg.Redis, l: newLayout(or(cfg.Prefix, "events:")), sources: cfg.Sources,
-		repl:    durable.Policy{Replicas: cfg.MinReplicas, Target: cfg.ReplicaTarget, Timeout: cfg.ReplicaTimeout},
-		dest:    destinations{allowHTTP: cfg.AllowHTTP, allowed: cfg.AllowedNetworks, lookup: cfg.Lookup},
-		timeout: orDur(cfg.Timeout, 10*time.Second), concurrency: orInt(cfg.Concurrency, 64), perEndpoint: orInt(cfg.PerEndpoint, 8),
-		schedule: cfg.Schedule, disableAfter: orDur(cfg.DisableAfter, 72*time.Hour), retention: orDur(cfg.Retention, 7*24*time.Hour),
-		tick: orDur(cfg.Tick, time.Second), settle: orDur(cfg.Settle, 5*time.Second), sweep: orDur(cfg.Sweep, 10*time.Minute),
-		recovery: orDur(cfg.Recovery, 24*time.Hour), leaseMargin: 20 * time.Second, logger: cfg.Logger, now: cfg.Now,
+	es := &Endpoints{base: b, sealer: cfg.Secrets,
+		repl: durable.Policy{Replicas: cfg.MinReplicas, Target: cfg.ReplicaTarget, Timeout: cfg.ReplicaTimeout},
+		dest: destinations{allowHTTP: cfg.AllowHTTP, allowed: cfg.AllowedNetworks, lookup: cfg.Lookup}}
+	if es.sealer == nil {
+		es.sealer = plainSealer{}
 	}
-	if s.sealer = cfg.Secrets; s.sealer == nil {
-		s.sealer = plainSealer{}
-	}
-	if s.schedule == nil {
-		s.schedule = DefaultSchedule
-	}
-	var span time.Duration
-	for _, d := range s.schedule {
-		if d < 0 {
-			return nil, errors.New("events: Config.Schedule must not hold negative delays")
-		}
-		span += d
-	}
-	if s.retention < span {
-		return nil, fmt.Errorf("events: Config.Retention (%s) must be at least the retry schedule's length (%s)", s.retention, span)
-	}
-	// An event must be kept while the sweep can find its change again.
-	if s.retention < s.sweep+s.settle {
-		return nil, fmt.Errorf("events: Config.Retention (%s) must be at least Sweep+Settle (%s)", s.retention, s.sweep+s.settle)
-	}
-	// Detection reports an issue or a creation up to Recovery before its
-	// position (detect.go): the ids must be remembered longer than that.
-	s.remember = max(cfg.Remember, 0)
-	if s.remember == 0 {
-		s.remember = max(defaultRemember, s.retention, 2*s.recovery)
-	}
-	if s.remember < s.retention || s.remember < 2*s.recovery {
-		return nil, fmt.Errorf("events: Config.Remember (%s) must be at least Retention (%s) and twice Recovery (%s)", s.remember, s.retention, 2*s.recovery)
-	}
-	if s.feedWindow = cfg.FeedWindow; s.feedWindow == 0 {
-		s.feedWindow = s.retention
-	}
-	if s.feedWindow > 0 && s.feedWindow < s.retention {
-		return nil, fmt.Errorf("events: Config.FeedWindow (%s) must be at least Retention (%s)", s.feedWindow, s.retention)
-	}
-	s.feedWindow = max(s.feedWindow, 0)
-	if s.logger == nil {
-		s.logger = slog.Default()
-	}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	s.instance = hex.EncodeToString(b[:])
-	s.m, s.tracer, s.statsKeep = newMetrics(s.concurrency), tracing.Tracer(cfg.TracerProvider, tracerName), 10*time.Second
+	q := &queue{base: b, schedule: st.schedule, remember: st.remember, disableAfter: st.disableAfter, timeout: st.timeout, leaseMargin: 20 * time.Second}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	s := &Service{Endpoints: es, q: q, statsKeep: 10 * time.Second,
+		det: &detector{base: b, endpoints: es, queue: q, sources: cfg.Sources, tick: st.tick, settle: st.settle, sweep: st.sweep,
+			recovery: st.recovery, instance: hex.EncodeToString(id[:])},
+		disp: &dispatcher{base: b, endpoints: es, queue: q, dest: es.dest, timeout: st.timeout, concurrency: st.concurrency, tick: st.tick}}
 	if cfg.Metrics != nil {
-		if err := s.m.register(cfg.Metrics, statsCollector{s}); err != nil {
+		if err := b.m.register(cfg.Metrics, statsCollector{s}); err != nil {
 			return nil, fmt.Errorf("events: registering the metrics: %w", err)
 		}
 	}
 	return s, nil
+}
+
+// settings are a Config's durations and sizes, defaults applied.
+type settings struct {
+	timeout, disableAfter, retention, remember time.Duration
+	feedWindow                                 time.Duration
+	tick, settle, sweep, recovery              time.Duration
+	concurrency, perEndpoint                   int
+	schedule                                   []time.Duration
+}
+
+// settings checks cfg and applies the defaults.
+func (cfg Config) settings() (settings, error) {
+	if cfg.Redis == nil {
+		return settings{}, errors.New("events: Config.Redis is required")
+	}
+	if strings.ContainsAny(cfg.Prefix, "{}") {
+		return settings{}, errors.New("events: Config.Prefix must not contain braces")
+	}
+	if cfg.Timeout > MaxTimeout || cfg.Timeout < 0 {
+		return settings{}, fmt.Errorf("events: Config.Timeout must be at most %s", MaxTimeout)
+	}
+	st := settings{timeout: orDur(cfg.Timeout, 10*time.Second), concurrency: orInt(cfg.Concurrency, 64), perEndpoint: orInt(cfg.PerEndpoint, 8),
+		schedule: cfg.Schedule, disableAfter: orDur(cfg.DisableAfter, 72*time.Hour), retention: orDur(cfg.Retention, 7*24*time.Hour),
+		tick: orDur(cfg.Tick, time.Second), settle: orDur(cfg.Settle, 5*time.Second), sweep: orDur(cfg.Sweep, 10*time.Minute),
+		recovery: orDur(cfg.Recovery, 24*time.Hour)}
+	if st.schedule == nil {
+		st.schedule = DefaultSchedule
+	}
+	var span time.Duration
+	for _, d := range st.schedule {
+		if d < 0 {
+			return settings{}, errors.New("events: Config.Schedule must not hold negative delays")
+		}
+		span += d
+	}
+	if st.retention < span {
+		return settings{}, fmt.Errorf("events: Config.Retention (%s) must be at least the retry schedule's length (%s)", st.retention, span)
+	}
+	// An event must be kept while the sweep can find its change again.
+	if st.retention < st.sweep+st.settle {
+		return settings{}, fmt.Errorf("events: Config.Retention (%s) must be at least Sweep+Settle (%s)", st.retention, st.sweep+st.settle)
+	}
+	// Detection reports an issue or a creation up to Recovery before its
+	// position (detect.go): the ids must be remembered longer than that.
+	st.remember = max(cfg.Remember, 0)
+	if st.remember == 0 {
+		st.remember = max(defaultRemember, st.retention, 2*st.recovery)
+	}
+	if st.remember < st.retention || st.remember < 2*st.recovery {
+		return settings{}, fmt.Errorf("events: Config.Remember (%s) must be at least Retention (%s) and twice Recovery (%s)", st.remember, st.retention, 2*st.recovery)
+	}
+	if st.feedWindow = cfg.FeedWindow; st.feedWindow == 0 {
+		st.feedWindow = st.retention
+	}
+	if st.feedWindow > 0 && st.feedWindow < st.retention {
+		return settings{}, fmt.Errorf("events: Config.FeedWindow (%s) must be at least Retention (%s)", st.feedWindow, st.retention)
+	}
+	st.feedWindow = max(st.feedWindow, 0)
+	return st, nil
+}
+
+// Run detects changes (one instance per mode leads) and delivers events
+// until ctx ends; deliveries under way are then finished (within the
+// delivery timeout) before it returns.
+func (s *Service) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { s.det.run(ctx) })
+	wg.Go(func() { s.disp.run(ctx) })
+	wg.Wait()
 }
 
 func or(s, def string) string {

@@ -53,27 +53,27 @@ var endpointFields = []string{"cfg", "enabled", "failing", "ok", "err", "disable
 var ErrInvalidState = errors.New("events: invalid webhook endpoints in the export")
 
 // ExportState reads every endpoint, its secrets opened.
-func (s *Service) ExportState(ctx context.Context) (State, error) {
+func (es *Endpoints) ExportState(ctx context.Context) (State, error) {
 	st := State{Version: StateVersion, Endpoints: []EndpointRecord{}}
 	for _, m := range invoicing.Modes {
-		companies, err := s.rdb.SMembers(ctx, s.l.companies(m)).Result()
+		companies, err := es.rdb.SMembers(ctx, es.l.companies(m)).Result()
 		if err != nil {
 			return State{}, unavailable(err)
 		}
 		for _, c := range companies {
-			ids, err := s.rdb.SMembers(ctx, s.l.endpoints(m, c)).Result()
+			ids, err := es.rdb.SMembers(ctx, es.l.endpoints(m, c)).Result()
 			if err != nil {
 				return State{}, unavailable(err)
 			}
 			for _, id := range ids {
-				h, err := s.rdb.HGetAll(ctx, s.l.endpoint(id)).Result()
+				h, err := es.rdb.HGetAll(ctx, es.l.endpoint(id)).Result()
 				if err != nil {
 					return State{}, unavailable(err)
 				}
 				if len(h) == 0 {
 					continue // deleted meanwhile
 				}
-				if h["cfg"], err = s.openConfig(id, h["cfg"]); err != nil {
+				if h["cfg"], err = es.openConfig(id, h["cfg"]); err != nil {
 					return State{}, err
 				}
 				st.Endpoints = append(st.Endpoints, EndpointRecord{ID: id, Fields: h})
@@ -85,13 +85,13 @@ func (s *Service) ExportState(ctx context.Context) (State, error) {
 }
 
 // openConfig is a cfg with its secrets opened.
-func (s *Service) openConfig(id, raw string) (string, error) {
+func (es *Endpoints) openConfig(id, raw string) (string, error) {
 	var c config
 	if err := json.Unmarshal([]byte(raw), &c); err != nil {
 		return "", fmt.Errorf("events: endpoint %s: corrupt record: %w", id, err)
 	}
 	for i, sec := range c.Secrets {
-		plain, err := s.sealer.Open(sec.Secret)
+		plain, err := es.sealer.Open(sec.Secret)
 		if err != nil {
 			return "", fmt.Errorf("events: endpoint %s: %w: %w", id, errUnsealable, err)
 		}

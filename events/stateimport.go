@@ -21,7 +21,7 @@ import (
 
 // ImportPlan is what importing a State will write, worked out before.
 type ImportPlan struct {
-	s                         *Service
+	es                        *Endpoints
 	added, updated, unchanged int
 	writes                    []endpointWrite
 	rewind                    map[invoicing.Mode]bool
@@ -40,7 +40,7 @@ func (p *ImportPlan) Counts() (added, updated, unchanged int) { return p.added, 
 
 // PlanImport checks every record of s, reads Redis's and seals the secrets
 // with the current key; it writes nothing.
-func (s *Service) PlanImport(ctx context.Context, st State) (*ImportPlan, error) {
+func (es *Endpoints) PlanImport(ctx context.Context, st State) (*ImportPlan, error) {
 	if st.Version != StateVersion {
 		return nil, fmt.Errorf("%w: version %d of the endpoints, this gateway reads %d", ErrInvalidState, st.Version, StateVersion)
 	}
@@ -56,18 +56,18 @@ func (s *Service) PlanImport(ctx context.Context, st State) (*ImportPlan, error)
 		}
 		seen[r.ID], cfgs[i] = true, c
 	}
-	if err := importScript.Load(ctx, s.rdb).Err(); err != nil {
+	if err := importScript.Load(ctx, es.rdb).Err(); err != nil {
 		return nil, unavailable(err)
 	}
-	p := &ImportPlan{s: s, rewind: map[invoicing.Mode]bool{}}
-	now := s.now()
+	p := &ImportPlan{es: es, rewind: map[invoicing.Mode]bool{}}
+	now := es.now()
 	for i, r := range st.Endpoints {
 		c := cfgs[i]
 		if c.ExpiresAt != nil && !c.ExpiresAt.After(now) {
 			p.unchanged++ // a temporary endpoint whose time is over
 			continue
 		}
-		w, keep, err := s.planEndpoint(ctx, r, c)
+		w, keep, err := es.planEndpoint(ctx, r, c)
 		if err != nil {
 			return nil, err
 		}
@@ -87,10 +87,10 @@ func (s *Service) PlanImport(ctx context.Context, st State) (*ImportPlan, error)
 
 // planEndpoint reads Redis's copy of an endpoint and decides: keep it
 // (newer, or deleted later), or write the file's, sealed.
-func (s *Service) planEndpoint(ctx context.Context, r EndpointRecord, c config) (endpointWrite, bool, error) {
-	pipe := s.rdb.Pipeline()
-	curCmd := pipe.HGet(ctx, s.l.endpoint(r.ID), "cfg")
-	goneCmd := pipe.Get(ctx, s.l.deleted(r.ID))
+func (es *Endpoints) planEndpoint(ctx context.Context, r EndpointRecord, c config) (endpointWrite, bool, error) {
+	pipe := es.rdb.Pipeline()
+	curCmd := pipe.HGet(ctx, es.l.endpoint(r.ID), "cfg")
+	goneCmd := pipe.Get(ctx, es.l.deleted(r.ID))
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return endpointWrite{}, false, unavailable(err)
 	}
@@ -106,7 +106,7 @@ func (s *Service) planEndpoint(ctx context.Context, r EndpointRecord, c config) 
 		}
 	}
 	for i, sec := range c.Secrets {
-		sealed, err := s.sealer.Seal(sec.Secret)
+		sealed, err := es.sealer.Seal(sec.Secret)
 		if err != nil {
 			return w, false, fmt.Errorf("events: sealing endpoint %s's secret: %w", r.ID, err)
 		}
@@ -124,7 +124,7 @@ func (p *ImportPlan) Queue(ctx context.Context, phase int, pipe redis.Pipeliner)
 	if phase != 0 {
 		return
 	}
-	l := p.s.l
+	l := p.es.l
 	for _, w := range p.writes {
 		args := []any{w.curCfg, w.curGone, w.id, w.company}
 		for f, v := range w.fields {

@@ -47,15 +47,15 @@ func (t *targets) routeAll(evs []Event, all bool) []queued {
 
 // loadTargets reads the mode's endpoints unless the version says that
 // nothing changed since cur was read.
-func (s *Service) loadTargets(ctx context.Context, m invoicing.Mode, cur *targets) (*targets, error) {
-	v, err := s.rdb.Get(ctx, s.l.version()).Result()
+func (es *Endpoints) loadTargets(ctx context.Context, m invoicing.Mode, cur *targets) (*targets, error) {
+	v, err := es.rdb.Get(ctx, es.l.version()).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, unavailable(err)
 	}
 	if cur != nil && cur.version == v {
 		return cur, nil
 	}
-	companies, err := s.rdb.SMembers(ctx, s.l.companies(m)).Result()
+	companies, err := es.rdb.SMembers(ctx, es.l.companies(m)).Result()
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -63,10 +63,10 @@ func (s *Service) loadTargets(ctx context.Context, m invoicing.Mode, cur *target
 	t := &targets{version: v, companies: companies, byCompany: make(map[string][]Endpoint, len(companies))}
 	// Two round trips whatever the number of companies: their sets of ids,
 	// then every endpoint.
-	pipe := s.rdb.Pipeline()
+	pipe := es.rdb.Pipeline()
 	sets := make([]*redis.StringSliceCmd, len(companies))
 	for i, c := range companies {
-		sets[i] = pipe.SMembers(ctx, s.l.endpoints(m, c))
+		sets[i] = pipe.SMembers(ctx, es.l.endpoints(m, c))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, unavailable(err)
@@ -75,7 +75,7 @@ func (s *Service) loadTargets(ctx context.Context, m invoicing.Mode, cur *target
 	for _, cmd := range sets {
 		ids = append(ids, cmd.Val()...)
 	}
-	eps, err := s.endpointsByID(ctx, ids)
+	eps, err := es.endpointsByID(ctx, ids)
 	if err != nil {
 		return nil, err
 	}

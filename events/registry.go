@@ -11,8 +11,22 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invoicing-ao/gateway/internal/durable"
+
 	"github.com/invoicing-ao/gateway/invoicing"
 )
+
+// Endpoints manages the webhook endpoints: their creation, changes, secrets
+// and deletion (deletion.go, secrets.go), their export and import
+// (state.go), each change confirmed by Redis's replicas (replicas.go); and
+// it reads them for detection (targets.go) and delivery. A Service embeds
+// it: its methods are the Service's.
+type Endpoints struct {
+	*base
+	repl   durable.Policy // the endpoint changes' acknowledgements (replicas.go)
+	dest   destinations
+	sealer Sealer
+}
 
 // createScript adds an endpoint when its company has fewer than ARGV[1] in
 // the mode: check and add in one script, so that concurrent creations cannot
@@ -30,7 +44,7 @@ return 1`)
 
 // CreateEndpoint checks ne and adds the endpoint; it returns the endpoint
 // and its signing secret, which is shown this once.
-func (s *Service) CreateEndpoint(ctx context.Context, ne NewEndpoint) (Endpoint, string, error) {
+func (es *Endpoints) CreateEndpoint(ctx context.Context, ne NewEndpoint) (Endpoint, string, error) {
 	company, err := invoicing.ParseCompanyID(ne.CompanyID)
 	if err != nil {
 		return Endpoint{}, "", &invoicing.FieldError{Err: fmt.Errorf("%w: %w", ErrInvalidEndpoint, err), Field: "companyId", Message: "must be a company's id (a UUID)"}
@@ -45,18 +59,18 @@ func (s *Service) CreateEndpoint(ctx context.Context, ne NewEndpoint) (Endpoint,
 	if err := checkDescription(ne.Description); err != nil {
 		return Endpoint{}, "", err
 	}
-	now := s.now().UTC().Truncate(time.Millisecond)
+	now := es.now().UTC().Truncate(time.Millisecond)
 	if ne.ExpiresAt != nil && !ne.ExpiresAt.After(now) {
 		return Endpoint{}, "", invoicing.InvalidField(ErrInvalidEndpoint, "expiresAt", "must be in the future")
 	}
-	u, err := s.dest.checkURL(ctx, ne.URL)
+	u, err := es.dest.checkURL(ctx, ne.URL)
 	if err != nil {
 		return Endpoint{}, "", err
 	}
-	if err := s.dropExpired(ctx, ne.Mode, company); err != nil {
+	if err := es.dropExpired(ctx, ne.Mode, company); err != nil {
 		return Endpoint{}, "", err
 	}
-	sec, stored, err := s.sealNew()
+	sec, stored, err := es.sealNew()
 	if err != nil {
 		return Endpoint{}, "", err
 	}
@@ -70,9 +84,9 @@ func (s *Service) CreateEndpoint(ctx context.Context, ne NewEndpoint) (Endpoint,
 		e.Health.DisabledAt, e.Health.DisabledReason = &now, why
 	}
 	var ok int
-	unconfirmed, err := s.confirm(ctx, s.l.endpoint(e.ID), func(c redis.Cmdable) (err error) {
-		ok, err = createScript.Run(ctx, c, []string{s.l.endpoints(ne.Mode, company)}, MaxEndpoints, e.ID, s.l.endpoint(e.ID),
-			cfg, enabled, s.l.companies(ne.Mode), company, now.UnixMilli(), why, s.l.version()).Int()
+	unconfirmed, err := es.confirm(ctx, es.l.endpoint(e.ID), func(c redis.Cmdable) (err error) {
+		ok, err = createScript.Run(ctx, c, []string{es.l.endpoints(ne.Mode, company)}, MaxEndpoints, e.ID, es.l.endpoint(e.ID),
+			cfg, enabled, es.l.companies(ne.Mode), company, now.UnixMilli(), why, es.l.version()).Int()
 		return err
 	})
 	switch {
@@ -81,7 +95,7 @@ func (s *Service) CreateEndpoint(ctx context.Context, ne NewEndpoint) (Endpoint,
 	case ok == 0:
 		return Endpoint{}, "", ErrEndpointLimit
 	case unconfirmed: // taken back: its secret is never shown (replicas.go)
-		_, _ = s.remove(ctx, e, false)
+		_, _ = es.remove(ctx, e, false)
 		return Endpoint{}, "", ErrNotReplicatedTakenBack
 	}
 	return e, sec, nil
@@ -92,15 +106,15 @@ const disabledByRequest = "disabled on request"
 
 // dropExpired deletes the company's temporary endpoints whose time is over,
 // so that they stop counting toward MaxEndpoints.
-func (s *Service) dropExpired(ctx context.Context, m invoicing.Mode, company string) error {
-	eps, err := s.companyEndpoints(ctx, m, company)
+func (es *Endpoints) dropExpired(ctx context.Context, m invoicing.Mode, company string) error {
+	eps, err := es.companyEndpoints(ctx, m, company)
 	if err != nil {
 		return err
 	}
-	now := s.now()
+	now := es.now()
 	for _, e := range eps {
 		if e.ExpiresAt != nil && !e.ExpiresAt.After(now) {
-			if _, err := s.remove(ctx, e, false); err != nil && !errors.Is(err, ErrNotFound) {
+			if _, err := es.remove(ctx, e, false); err != nil && !errors.Is(err, ErrNotFound) {
 				return err
 			}
 		}
@@ -110,14 +124,14 @@ func (s *Service) dropExpired(ctx context.Context, m invoicing.Mode, company str
 
 // ListEndpoints lists a company's endpoints of both modes, LIVE first, then
 // by creation.
-func (s *Service) ListEndpoints(ctx context.Context, companyID string) ([]Endpoint, error) {
+func (es *Endpoints) ListEndpoints(ctx context.Context, companyID string) ([]Endpoint, error) {
 	company, err := invoicing.ParseCompanyID(companyID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: companyId: %w", ErrInvalidEndpoint, err)
 	}
 	var out []Endpoint
 	for _, m := range invoicing.Modes {
-		eps, err := s.companyEndpoints(ctx, m, company)
+		eps, err := es.companyEndpoints(ctx, m, company)
 		if err != nil {
 			return nil, err
 		}
@@ -130,12 +144,12 @@ func (s *Service) ListEndpoints(ctx context.Context, companyID string) ([]Endpoi
 }
 
 // companyEndpoints reads the endpoints of a company in a mode, by creation.
-func (s *Service) companyEndpoints(ctx context.Context, m invoicing.Mode, company string) ([]Endpoint, error) {
-	ids, err := s.rdb.SMembers(ctx, s.l.endpoints(m, company)).Result()
+func (es *Endpoints) companyEndpoints(ctx context.Context, m invoicing.Mode, company string) ([]Endpoint, error) {
+	ids, err := es.rdb.SMembers(ctx, es.l.endpoints(m, company)).Result()
 	if err != nil {
 		return nil, unavailable(err)
 	}
-	eps, err := s.endpointsByID(ctx, ids)
+	eps, err := es.endpointsByID(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -160,14 +174,14 @@ func cmpString(a, b string) int {
 
 // endpointsByID reads endpoints in one round trip; ids without a record
 // (deleted meanwhile) are left out.
-func (s *Service) endpointsByID(ctx context.Context, ids []string) ([]Endpoint, error) {
+func (es *Endpoints) endpointsByID(ctx context.Context, ids []string) ([]Endpoint, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	pipe := s.rdb.Pipeline()
+	pipe := es.rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	for i, id := range ids {
-		cmds[i] = pipe.HGetAll(ctx, s.l.endpoint(id))
+		cmds[i] = pipe.HGetAll(ctx, es.l.endpoint(id))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, unavailable(err)
@@ -186,11 +200,11 @@ func (s *Service) endpointsByID(ctx context.Context, ids []string) ([]Endpoint, 
 }
 
 // Endpoint reads one endpoint.
-func (s *Service) Endpoint(ctx context.Context, id string) (Endpoint, error) {
+func (es *Endpoints) Endpoint(ctx context.Context, id string) (Endpoint, error) {
 	if !validEndpointID(id) {
 		return Endpoint{}, ErrNotFound
 	}
-	h, err := s.rdb.HGetAll(ctx, s.l.endpoint(id)).Result()
+	h, err := es.rdb.HGetAll(ctx, es.l.endpoint(id)).Result()
 	if err != nil {
 		return Endpoint{}, unavailable(err)
 	}
@@ -235,10 +249,10 @@ return 1`)
 // UpdateEndpoint applies p. Enabling a disabled endpoint resumes its
 // deliveries where they stopped (events younger than the retention);
 // disabling one holds them.
-func (s *Service) UpdateEndpoint(ctx context.Context, id string, p Patch) (Endpoint, error) {
-	return s.change(ctx, id, false, func(e *Endpoint) (string, error) {
+func (es *Endpoints) UpdateEndpoint(ctx context.Context, id string, p Patch) (Endpoint, error) {
+	return es.change(ctx, id, false, func(e *Endpoint) (string, error) {
 		if p.URL != nil {
-			u, err := s.dest.checkURL(ctx, *p.URL)
+			u, err := es.dest.checkURL(ctx, *p.URL)
 			if err != nil {
 				return "", err
 			}
@@ -278,15 +292,15 @@ func (s *Service) UpdateEndpoint(ctx context.Context, id string, p Patch) (Endpo
 // old one keeps signing beside it (two signatures per delivery) for overlap
 // (0 to MaxOverlap), so that the receiver can switch without losing a
 // delivery. A secret still in an earlier rotation's overlap is dropped.
-func (s *Service) RotateSecret(ctx context.Context, id string, overlap time.Duration) (Endpoint, string, error) {
+func (es *Endpoints) RotateSecret(ctx context.Context, id string, overlap time.Duration) (Endpoint, string, error) {
 	if overlap < 0 || overlap > MaxOverlap {
 		return Endpoint{}, "", invoicing.InvalidField(ErrInvalidEndpoint, "overlapSeconds", "must be 0 to %d", int64(MaxOverlap/time.Second))
 	}
-	sec, stored, err := s.sealNew()
+	sec, stored, err := es.sealNew()
 	if err != nil {
 		return Endpoint{}, "", err
 	}
-	e, err := s.change(ctx, id, true, func(e *Endpoint) (string, error) {
+	e, err := es.change(ctx, id, true, func(e *Endpoint) (string, error) {
 		now := e.UpdatedAt
 		old := e.current() // as stored: sealed or not, Reseal makes it current
 		e.SecretRotatedAt = now
@@ -319,12 +333,12 @@ func (e *Endpoint) current() string {
 // nobody wrote it meanwhile (else reads again, a few times). A change the
 // replicas do not confirm is taken back when undo is set (ErrNotReplicatedTakenBack),
 // else left in effect and answered with ErrNotReplicated (replicas.go).
-func (s *Service) change(ctx context.Context, id string, undo bool, edit func(*Endpoint) (enable string, err error)) (Endpoint, error) {
+func (es *Endpoints) change(ctx context.Context, id string, undo bool, edit func(*Endpoint) (enable string, err error)) (Endpoint, error) {
 	if !validEndpointID(id) {
 		return Endpoint{}, ErrNotFound
 	}
 	for range 5 {
-		h, err := s.rdb.HGetAll(ctx, s.l.endpoint(id)).Result()
+		h, err := es.rdb.HGetAll(ctx, es.l.endpoint(id)).Result()
 		if err != nil {
 			return Endpoint{}, unavailable(err)
 		}
@@ -335,7 +349,7 @@ func (s *Service) change(ctx context.Context, id string, undo bool, edit func(*E
 		if !ok {
 			return Endpoint{}, ErrNotFound
 		}
-		e.UpdatedAt = s.now().UTC().Truncate(time.Millisecond)
+		e.UpdatedAt = es.now().UTC().Truncate(time.Millisecond)
 		enable, err := edit(&e)
 		if err != nil {
 			return Endpoint{}, err
@@ -343,9 +357,9 @@ func (s *Service) change(ctx context.Context, id string, undo bool, edit func(*E
 		cfg, _ := json.Marshal(e.config())
 		now := strconv.FormatInt(e.UpdatedAt.UnixMilli(), 10)
 		var done int
-		unconfirmed, err := s.confirm(ctx, s.l.endpoint(id), func(c redis.Cmdable) (err error) {
-			done, err = updateScript.Run(ctx, c, []string{s.l.endpoint(id)}, h["cfg"], cfg, enable, now, disabledByRequest,
-				s.l.queue(id), s.l.ready(), id, s.l.version()).Int()
+		unconfirmed, err := es.confirm(ctx, es.l.endpoint(id), func(c redis.Cmdable) (err error) {
+			done, err = updateScript.Run(ctx, c, []string{es.l.endpoint(id)}, h["cfg"], cfg, enable, now, disabledByRequest,
+				es.l.queue(id), es.l.ready(), id, es.l.version()).Int()
 			return err
 		})
 		switch {
@@ -353,14 +367,14 @@ func (s *Service) change(ctx context.Context, id string, undo bool, edit func(*E
 			return Endpoint{}, unavailable(err)
 		case done == 1 && unconfirmed && undo:
 			// The old record back, if it is still the one written.
-			_ = updateScript.Run(ctx, s.rdb, []string{s.l.endpoint(id)}, cfg, h["cfg"], "-", now, disabledByRequest,
-				s.l.queue(id), s.l.ready(), id, s.l.version()).Err()
+			_ = updateScript.Run(ctx, es.rdb, []string{es.l.endpoint(id)}, cfg, h["cfg"], "-", now, disabledByRequest,
+				es.l.queue(id), es.l.ready(), id, es.l.version()).Err()
 			return Endpoint{}, ErrNotReplicatedTakenBack
 		case done == 1 && unconfirmed:
-			e, err := s.Endpoint(ctx, id)
+			e, err := es.Endpoint(ctx, id)
 			return e, errors.Join(ErrNotReplicated, err)
 		case done == 1:
-			return s.Endpoint(ctx, id)
+			return es.Endpoint(ctx, id)
 		}
 	}
 	return Endpoint{}, fmt.Errorf("%w: the endpoint changed too often meanwhile", ErrUnavailable)
