@@ -23,58 +23,49 @@ type stream struct {
 	read func(ctx context.Context, src Source, m invoicing.Mode, q invoicing.ChangeQuery, recent time.Time) ([]Event, []invoicing.Position, error)
 }
 
+// streams are the kinds of change the detector follows: which of Source's
+// reads gives their rows, the events a row makes (recent: see recentFrom),
+// and the id a row's position names.
 var streams = []stream{
-	{"invoices", func(ctx context.Context, src Source, m invoicing.Mode, q invoicing.ChangeQuery, recent time.Time) ([]Event, []invoicing.Position, error) {
-		rows, err := src.ChangedInvoices(ctx, q)
+	streamOf("invoices", Source.ChangedInvoices, invoiceEvents, invoiceID),
+	streamOf("clients", Source.ChangedClients, clientEvents, clientID),
+	streamOf("transmissions", Source.ChangedTransmissions, atMostOne(transmissionEvent), invoiceID),
+}
+
+func invoiceID(i *invoicing.Invoice) string { return i.ID }
+func clientID(c *invoicing.Client) string   { return c.ID }
+
+// streamOf makes a stream of rows of T. Every row read moves the position,
+// whether it makes an event or not; each event carries its row's resource.
+func streamOf[T any](name string, fetch func(Source, context.Context, invoicing.ChangeQuery) ([]invoicing.Changed[T], error),
+	events func(invoicing.Mode, invoicing.Changed[T], time.Time) []Event, id func(*T) string) stream {
+	read := func(ctx context.Context, src Source, m invoicing.Mode, q invoicing.ChangeQuery, recent time.Time) ([]Event, []invoicing.Position, error) {
+		rows, err := fetch(src, ctx, q)
 		if err != nil {
 			return nil, nil, err
 		}
 		var evs []Event
 		pos := make([]invoicing.Position, len(rows))
 		for i, r := range rows {
-			e, err := withData(invoiceEvents(m, r, recent), &r.Resource)
+			e, err := withData(events(m, r, recent), &r.Resource)
 			if err != nil {
 				return nil, nil, err
 			}
-			evs, pos[i] = append(evs, e...), position(r.At, r.Resource.ID)
+			evs, pos[i] = append(evs, e...), position(r.At, id(&r.Resource))
 		}
 		return evs, pos, nil
-	}},
-	{"clients", func(ctx context.Context, src Source, m invoicing.Mode, q invoicing.ChangeQuery, recent time.Time) ([]Event, []invoicing.Position, error) {
-		rows, err := src.ChangedClients(ctx, q)
-		if err != nil {
-			return nil, nil, err
+	}
+	return stream{name: name, read: read}
+}
+
+// atMostOne is the events of a row that makes one or none, whatever recent.
+func atMostOne[T any](f func(invoicing.Mode, invoicing.Changed[T]) (Event, bool)) func(invoicing.Mode, invoicing.Changed[T], time.Time) []Event {
+	return func(m invoicing.Mode, r invoicing.Changed[T], _ time.Time) []Event {
+		if e, ok := f(m, r); ok {
+			return []Event{e}
 		}
-		var evs []Event
-		pos := make([]invoicing.Position, len(rows))
-		for i, r := range rows {
-			e, err := withData(clientEvents(m, r, recent), &r.Resource)
-			if err != nil {
-				return nil, nil, err
-			}
-			evs, pos[i] = append(evs, e...), position(r.At, r.Resource.ID)
-		}
-		return evs, pos, nil
-	}},
-	{"transmissions", func(ctx context.Context, src Source, m invoicing.Mode, q invoicing.ChangeQuery, _ time.Time) ([]Event, []invoicing.Position, error) {
-		rows, err := src.ChangedTransmissions(ctx, q)
-		if err != nil {
-			return nil, nil, err
-		}
-		var evs []Event
-		pos := make([]invoicing.Position, len(rows))
-		for i, r := range rows {
-			if e, ok := transmissionEvent(m, r); ok {
-				withE, err := withData([]Event{e}, &r.Resource)
-				if err != nil {
-					return nil, nil, err
-				}
-				evs = append(evs, withE...)
-			}
-			pos[i] = position(r.At, r.Resource.ID)
-		}
-		return evs, pos, nil
-	}},
+		return nil
+	}
 }
 
 func position(at time.Time, id string) invoicing.Position {
