@@ -127,6 +127,20 @@ func newMetrics(concurrency int) *metrics {
 
 	m := &metrics{inFlight: inFlight, maxInFlight: maxInFlight,
 		collectors: []prometheus.Collector{detected, enqueued, attempts, expired, failures, latency, duration, detectErrs, leader, inFlight, maxInFlight}}
+	m.bind(metricVecs{detected, enqueued, attempts, expired, failures, detectErrs, latency, duration, leader})
+	return m
+}
+
+// metricVecs are the labelled metrics, bound to their series by bind.
+type metricVecs struct {
+	detected, enqueued, attempts, expired, failures, detectErrs *prometheus.CounterVec
+	latency, duration                                           *prometheus.HistogramVec
+	leader                                                      *prometheus.GaugeVec
+}
+
+// bind takes each series of v the instance counts in, by mode, once: the
+// hot paths index arrays instead of looking labels up.
+func (m *metrics) bind(v metricVecs) {
 	for mi, mode := range invoicing.Modes {
 		md := string(mode)
 		m.detected[mi] = make([]prometheus.Counter, len(Types))
@@ -134,27 +148,26 @@ func newMetrics(concurrency int) *metrics {
 		m.attempts[mi] = make([][2][len(outcomeNames)]prometheus.Counter, len(metricTypes))
 		for ti, t := range metricTypes {
 			if ti < len(Types) {
-				m.detected[mi][ti] = detected.WithLabelValues(md, string(t))
+				m.detected[mi][ti] = v.detected.WithLabelValues(md, string(t))
 			}
-			m.enqueued[mi][ti] = enqueued.WithLabelValues(md, string(t))
+			m.enqueued[mi][ti] = v.enqueued.WithLabelValues(md, string(t))
 			for ai, a := range attemptNames {
 				for oi, o := range outcomeNames {
-					m.attempts[mi][ti][ai][oi] = attempts.WithLabelValues(md, string(t), a, o)
+					m.attempts[mi][ti][ai][oi] = v.attempts.WithLabelValues(md, string(t), a, o)
 				}
 			}
 		}
-		m.expired[mi] = expired.WithLabelValues(md)
+		m.expired[mi] = v.expired.WithLabelValues(md)
 		for ri, r := range reasonNames {
-			m.failures[mi][ri] = failures.WithLabelValues(md, r)
+			m.failures[mi][ri] = v.failures.WithLabelValues(md, r)
 		}
-		m.latency[mi] = latency.WithLabelValues(md)
-		m.duration[mi] = duration.WithLabelValues(md)
+		m.latency[mi] = v.latency.WithLabelValues(md)
+		m.duration[mi] = v.duration.WithLabelValues(md)
 		for li, l := range loopNames {
-			m.detectErrs[mi][li] = detectErrs.WithLabelValues(md, l)
+			m.detectErrs[mi][li] = v.detectErrs.WithLabelValues(md, l)
 		}
-		m.leader[mi] = leader.WithLabelValues(md)
+		m.leader[mi] = v.leader.WithLabelValues(md)
 	}
-	return m
 }
 
 // register registers the metrics and sc on reg.

@@ -88,10 +88,6 @@ func (s *Service) readStats(ctx context.Context, now int64) ([len(invoicing.Mode
 		return out, unavailable(err)
 	}
 	// Their endpoints' ids, and the queues of those with work.
-	type queueCmds struct {
-		due, queued, leased *redis.IntCmd
-		first               *redis.ZSliceCmd
-	}
 	ready := readyCmd.Val()
 	pipe = s.rdb.Pipeline()
 	var sets [len(invoicing.Modes)][]*redis.StringSliceCmd
@@ -123,39 +119,51 @@ func (s *Service) readStats(ctx context.Context, now int64) ([len(invoicing.Mode
 		return out, unavailable(err)
 	}
 	for mi := range invoicing.Modes {
-		st := &out[mi]
-		st.OldestDue = -1
-		for _, c := range marks[mi] {
-			st.Marks = append(st.Marks, c.Val())
-		}
-		for ep, c := range states[mi] {
-			v := c.Val()
-			enabled, failing := v[0] == "1", v[1] != nil
-			switch {
-			case v[0] == "0":
-				st.Disabled++
-				continue
-			case !enabled: // deleted meanwhile
-				continue
-			case failing:
-				st.Failing++
-			default:
-				st.Healthy++
-			}
-			q, ok := queues[ep]
-			if !ok {
-				continue
-			}
-			due := q.due.Val()
-			st.Due += due
-			st.Scheduled += q.queued.Val() - due
-			st.InFlight += q.leased.Val()
-			if first := q.first.Val(); due > 0 && !failing && len(first) == 1 && (st.OldestDue < 0 || int64(first[0].Score) < st.OldestDue) {
-				st.OldestDue = int64(first[0].Score)
-			}
-		}
+		out[mi] = tally(marks[mi], states[mi], queues)
 	}
 	return out, nil
+}
+
+// queueCmds read an endpoint's queue: due now, queued, leased, the first.
+type queueCmds struct {
+	due, queued, leased *redis.IntCmd
+	first               *redis.ZSliceCmd
+}
+
+// tally is a mode's state from what was read: its watermarks, its
+// endpoints' states and the queues of those with work.
+func tally(marks []*redis.StringCmd, states map[string]*redis.SliceCmd, queues map[string]queueCmds) modeStats {
+	st := modeStats{OldestDue: -1}
+	for _, c := range marks {
+		st.Marks = append(st.Marks, c.Val())
+	}
+	for ep, c := range states {
+		v := c.Val()
+		enabled, failing := v[0] == "1", v[1] != nil
+		switch {
+		case v[0] == "0":
+			st.Disabled++
+			continue
+		case !enabled: // deleted meanwhile
+			continue
+		case failing:
+			st.Failing++
+		default:
+			st.Healthy++
+		}
+		q, ok := queues[ep]
+		if !ok {
+			continue
+		}
+		due := q.due.Val()
+		st.Due += due
+		st.Scheduled += q.queued.Val() - due
+		st.InFlight += q.leased.Val()
+		if first := q.first.Val(); due > 0 && !failing && len(first) == 1 && (st.OldestDue < 0 || int64(first[0].Score) < st.OldestDue) {
+			st.OldestDue = int64(first[0].Score)
+		}
+	}
+	return st
 }
 
 // markTime is how far a stream's watermark says detection is done: changes
