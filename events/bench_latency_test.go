@@ -24,28 +24,8 @@ import (
 // the target's (under 10 s). The load lasts 10 s whatever b.N is.
 func BenchmarkCommitToDelivery(b *testing.B) {
 	ctx := context.Background()
-	url := testenv.Postgres(b)
-	if err := backend.ApplySchema(ctx, url); err != nil {
-		b.Fatal(err)
-	}
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pool.Close()
 	const companies, rate, seconds = 1000, 100, 10
-	ids := make([]string, companies)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("a0000000-0000-4000-8000-%012d", i)
-	}
-	if _, err := pool.Exec(ctx, `INSERT INTO companies (id, legal_name, nif) SELECT id::uuid, 'Empresa', 'N' || n FROM unnest($1::text[]) WITH ORDINALITY AS t(id, n)`, ids); err != nil {
-		b.Fatal(err)
-	}
-	store, err := backend.Open(ctx, backend.Config{URL: url, MaxConns: 4})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
+	pool, store, ids := benchPlatform(b, companies)
 	var mu sync.Mutex
 	arrived := map[string]time.Time{}
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -113,4 +93,32 @@ func BenchmarkCommitToDelivery(b *testing.B) {
 	b.ReportMetric(lat[len(lat)/2], "p50-ms")
 	b.ReportMetric(lat[len(lat)*99/100], "p99-ms")
 	b.ReportMetric(lat[len(lat)-1], "max-ms")
+}
+
+// benchPlatform is a platform database of n companies, and a store on it
+// that the detector reads; it answers the companies' ids.
+func benchPlatform(b *testing.B, n int) (*pgxpool.Pool, *backend.Store, []string) {
+	ctx := context.Background()
+	url := testenv.Postgres(b)
+	if err := backend.ApplySchema(ctx, url); err != nil {
+		b.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("a0000000-0000-4000-8000-%012d", i)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO companies (id, legal_name, nif) SELECT id::uuid, 'Empresa', 'N' || n FROM unnest($1::text[]) WITH ORDINALITY AS t(id, n)`, ids); err != nil {
+		b.Fatal(err)
+	}
+	store, err := backend.Open(ctx, backend.Config{URL: url, MaxConns: 4})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(store.Close)
+	return pool, store, ids
 }

@@ -85,8 +85,15 @@ func testEventsFromRealChanges(t *testing.T, rdb *redis.Client, prefix string) {
 	if n := countOf(got, InvoiceOverdue, docA); n != 0 {
 		t.Errorf("an invoice due next week made %d invoice.overdue", n)
 	}
+	e.checkData(got)
+}
 
-	// The last events carry the resources as GET answers them now.
+// checkData checks that the last events carry the resources as GET answers
+// them now, that each timestamp is when its change happened (not before the
+// endpoint, not in the future), and that each says whose it is.
+func (e *env) checkData(got []delivery) {
+	t := e.t
+	t.Helper()
 	ctx := context.Background()
 	inv, err := e.store.GetInvoice(ctx, e.company, docA)
 	if err != nil {

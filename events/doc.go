@@ -10,7 +10,10 @@
 // It knows nothing of HTTP requests made to the gateway, of keys or of the
 // other adapters; it speaks invoicing's vocabulary at its edge. What it keeps
 // in Redis (endpoints, the queue, the delivery log) shares one hash tag, so
-// that each of its scripts runs on one node of a Redis Cluster.
+// that each of its scripts runs on one node of a Redis Cluster. Within the
+// package, endpoints (Endpoints), the queue, detection and delivery are
+// types of their own, sharing that layout and one clock
+// (docs/architecture.md, Events).
 //
 // The guarantee, and its limits:
 //   - Every change of the kinds of Types that is committed while a company

@@ -45,25 +45,7 @@ func TestDeliverySpansLinkToTheirDetection(t *testing.T) {
 	e.run(s)
 	e.insertClient(cli1, "Cliente Confidencial")
 
-	var detect, deliver []sdktrace.ReadOnlySpan
-	deadline := time.Now().Add(60 * time.Second)
-	for len(deliver) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 60 s: %d detection and %d delivery spans", len(detect), len(deliver))
-		}
-		time.Sleep(50 * time.Millisecond)
-		detect, deliver = nil, nil
-		for _, sp := range rec.Ended() {
-			switch sp.Name() {
-			case "events.Detect":
-				if attrsOf(sp)["events.loop"].AsString() == "changes" { // the sweep reads the change again
-					detect = append(detect, sp)
-				}
-			case "events.Deliver":
-				deliver = append(deliver, sp)
-			}
-		}
-	}
+	detect, deliver := waitSpans(t, rec, 2)
 	if len(detect) != 1 || len(deliver) != 2 {
 		t.Fatalf("%d detection and %d delivery spans, want 1 and 2 (pages without events make none)", len(detect), len(deliver))
 	}
@@ -113,6 +95,31 @@ func TestDeliverySpansLinkToTheirDetection(t *testing.T) {
 			t.Errorf("body %s holds the detection's span context", r.body)
 		}
 	}
+}
+
+// waitSpans waits for n delivery spans, and answers them with the spans of
+// the changes loop's detection (the sweep reads the change again).
+func waitSpans(t *testing.T, rec *tracetest.SpanRecorder, n int) (detect, deliver []sdktrace.ReadOnlySpan) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for len(deliver) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60 s: %d detection and %d delivery spans", len(detect), len(deliver))
+		}
+		time.Sleep(50 * time.Millisecond)
+		detect, deliver = nil, nil
+		for _, sp := range rec.Ended() {
+			switch sp.Name() {
+			case "events.Detect":
+				if attrsOf(sp)["events.loop"].AsString() == "changes" {
+					detect = append(detect, sp)
+				}
+			case "events.Deliver":
+				deliver = append(deliver, sp)
+			}
+		}
+	}
+	return detect, deliver
 }
 
 // A stored traceparent reads back as the span context it was made of, and

@@ -25,43 +25,14 @@ func TestReplayRecoverAndTest(t *testing.T) {
 	for _, id := range ids {
 		e.insertClient(id, "Cliente")
 	}
-	var failed []Delivery
-	deadline := time.Now().Add(60 * time.Second)
-	for len(failed) < len(ids) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d deliveries failed", len(failed), len(ids))
-		}
-		time.Sleep(20 * time.Millisecond)
-		var err error
-		if failed, _, err = s.Deliveries(ctx, ep.ID, DeliveryQuery{State: "failed"}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	failed := waitFailed(t, s, ep.ID, len(ids))
 	for _, d := range failed {
 		if d.Attempts != 2 || len(d.Log) != 2 || d.DoneAt == nil || d.Type != ClientCreated {
 			t.Fatalf("failed delivery %+v", d)
 		}
 	}
 	// Pages of one, filtered by type: each delivery once.
-	seen := map[string]bool{}
-	cursor := ""
-	for {
-		page, next, err := s.Deliveries(ctx, ep.ID, DeliveryQuery{Limit: 1, Cursor: cursor, Type: ClientCreated})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range page {
-			if seen[d.EventID] {
-				t.Fatalf("%s on two pages", d.EventID)
-			}
-			seen[d.EventID] = true
-		}
-		if next == "" {
-			break
-		}
-		cursor = next
-	}
-	if len(seen) != len(ids) {
+	if seen := pageThrough(t, s, ep.ID, DeliveryQuery{Limit: 1, Type: ClientCreated}); len(seen) != len(ids) {
 		t.Fatalf("paged through %d deliveries, want %d", len(seen), len(ids))
 	}
 	if got, _, _ := s.Deliveries(ctx, ep.ID, DeliveryQuery{Type: InvoicePaid}); len(got) != 0 {
@@ -90,22 +61,7 @@ func TestReplayRecoverAndTest(t *testing.T) {
 	if err != nil || d.EventID != first.EventID {
 		t.Fatalf("replay: %+v %v", d, err)
 	}
-	deadline = time.Now().Add(60 * time.Second)
-	for {
-		n := 0
-		for _, got := range e.recv.deliveries()[before:] {
-			if got.header.Get("webhook-id") == first.EventID {
-				n++
-			}
-		}
-		if n == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the replayed event arrived %d times after the recovery, want 2", n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	e.waitArrivals(first.EventID, before, 2)
 	for _, bad := range []string{"evt_nope", "evt_" + strings.Repeat("a", 26)} {
 		if _, err := s.Replay(ctx, ep.ID, bad); !errors.Is(err, ErrNotFound) {
 			t.Errorf("replay %s: %v", bad, err)
@@ -114,8 +70,14 @@ func TestReplayRecoverAndTest(t *testing.T) {
 	if _, err := s.Replay(ctx, "ep_"+strings.Repeat("a", 26), first.EventID); !errors.Is(err, ErrNotFound) {
 		t.Errorf("replay to no endpoint: %v", err)
 	}
+	checkSendTest(t, e, s, ep)
+}
 
-	// A test delivery, whatever the endpoint's types.
+// checkSendTest sends a test delivery to an endpoint subscribed to another
+// type: it arrives all the same, with the id SendTest answered.
+func checkSendTest(t *testing.T, e *env, s *Service, ep Endpoint) {
+	t.Helper()
+	ctx := context.Background()
 	off := []string{"invoice.paid"}
 	if _, err := s.UpdateEndpoint(ctx, ep.ID, Patch{Types: &off}); err != nil {
 		t.Fatal(err)
@@ -181,5 +143,67 @@ func TestRecoverFailedAndWaiting(t *testing.T) {
 	}
 	if r, _ := s.Recover(ctx, ep.ID, start.Add(-time.Minute)); r != (Recovered{}) {
 		t.Fatalf("a recovery with nothing failed or waiting queued %+v", r)
+	}
+}
+
+// waitFailed waits until n of an endpoint's deliveries have failed for good.
+func waitFailed(t *testing.T, s *Service, ep string, n int) []Delivery {
+	t.Helper()
+	var failed []Delivery
+	deadline := time.Now().Add(60 * time.Second)
+	for len(failed) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d deliveries failed", len(failed), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+		var err error
+		if failed, _, err = s.Deliveries(context.Background(), ep, DeliveryQuery{State: "failed"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return failed
+}
+
+// pageThrough reads every page of q, and fails if a delivery is on two.
+func pageThrough(t *testing.T, s *Service, ep string, q DeliveryQuery) map[string]bool {
+	t.Helper()
+	seen := map[string]bool{}
+	for {
+		page, next, err := s.Deliveries(context.Background(), ep, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range page {
+			if seen[d.EventID] {
+				t.Fatalf("%s on two pages", d.EventID)
+			}
+			seen[d.EventID] = true
+		}
+		if next == "" {
+			return seen
+		}
+		q.Cursor = next
+	}
+}
+
+// waitArrivals waits until the receiver has had n deliveries of the event
+// id since its delivery number since.
+func (e *env) waitArrivals(id string, since, n int) {
+	e.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got := 0
+		for _, d := range e.recv.deliveries()[since:] {
+			if d.header.Get("webhook-id") == id {
+				got++
+			}
+		}
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%s arrived %d times, want %d", id, got, n)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -95,8 +95,17 @@ func TestEndpointChangesConfirmedByReplicas(t *testing.T) {
 	if _, deleted, err := quick.DeleteEndpoint(ctx, eps["deleted"].ID); err != nil || deleted {
 		t.Fatalf("delete again, replica back = %v, %v; want confirmed, not deleted again", deleted, err)
 	}
-	// Held back again: a change and a deletion reported unconfirmed, then
-	// a failover that loses what the master had not sent.
+	failoverLosesTheUnconfirmed(t, r, quick, service, eps, desc)
+}
+
+// failoverLosesTheUnconfirmed holds the replica back again: a change and a
+// deletion are reported unconfirmed, then a failover loses what the master
+// had not sent, and keeps what was confirmed (desc, and the deletion of
+// eps["deleted"]).
+func failoverLosesTheUnconfirmed(t *testing.T, r *testenv.ReplicatedRedis, quick *Service, service func(redis.UniversalClient, time.Duration) *Service,
+	eps map[string]Endpoint, desc string) {
+	t.Helper()
+	ctx := context.Background()
 	r.Link.Pause()
 	lost := "lost in the failover"
 	if _, err := quick.UpdateEndpoint(ctx, eps["kept"].ID, Patch{Description: &lost}); !errors.Is(err, ErrNotReplicated) {
