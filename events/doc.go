@@ -41,9 +41,10 @@
 //   - With faults, duplicates, never different ids: an instance that dies
 //     mid-delivery leaves a lease that expires and the delivery is made
 //     again; if the pipeline's state in Redis is lost, detection starts again
-//     Config.Recovery back and re-detects what it had found, under the same
-//     ids (an id is a hash of the mode, company, type, resource and change),
-//     pending deliveries included. What the loss takes that detection cannot
+//     Config.Recovery back (after an import, from the export's resume point:
+//     resume.go) and re-detects what it had found, under the same ids (an id
+//     is a hash of the mode, company, type, resource and change), pending
+//     deliveries included. What the loss takes that detection cannot
 //     find again: events older than Config.Recovery still waiting for an
 //     endpoint, and those superseded by a later change of their resource (the
 //     event of its latest state is sent).

@@ -26,6 +26,9 @@ type Endpoints struct {
 	repl   durable.Policy // the endpoint changes' acknowledgements (replicas.go)
 	dest   destinations
 	sealer Sealer
+	// recovery is detection's Config.Recovery, which bounds how far back
+	// an export's resume point reaches (resume.go).
+	recovery time.Duration
 }
 
 // createScript adds an endpoint when its company has fewer than ARGV[1] in

@@ -20,14 +20,16 @@ import (
 // with its own passphrase or recipients): id, creation time, state and
 // health kept. The queue, the deliveries and the events are not: they come
 // from the platform's database, which detection reads again. An import
-// that restores an endpoint rewinds detection (markRewind), which then
-// reads back Config.Recovery: every change of that window reaches the
-// restored endpoints, under the ids it had (receivers drop what they had
-// by webhook-id); events older than that which had not been delivered are
-// lost with the Redis that held them.
+// that restores an endpoint moves detection back to the export's resume
+// point (resume.go), or rewinds it (markRewind) over Config.Recovery for an
+// export without one: every change since reaches the restored endpoints,
+// under the ids it had (receivers drop what they had by webhook-id); events
+// older than Config.Recovery which had not been delivered are lost with the
+// Redis that held them.
 
-// StateVersion is the version of the endpoints' part of an export.
-const StateVersion = 1
+// StateVersion is the version of the endpoints' part of an export: 2 adds
+// ResumeFrom; version 1 is read too.
+const StateVersion = 2
 
 // deletedKept is how long a deleted endpoint's mark is kept: as long as an
 // export is worth importing.
@@ -37,6 +39,10 @@ const deletedKept = 400 * 24 * time.Hour
 type State struct {
 	Version   int              `json:"version"`
 	Endpoints []EndpointRecord `json:"endpoints"`
+	// ResumeFrom is where detection resumes, by mode, when an import
+	// restores endpoints (resume.go); a mode without one (version 1, or
+	// detection not started) is read back over the recovery window.
+	ResumeFrom map[invoicing.Mode]time.Time `json:"resumeFrom,omitempty"`
 }
 
 // EndpointRecord is one endpoint: its id and its hash's fields (layout.go:
@@ -55,6 +61,7 @@ var ErrInvalidState = errors.New("events: invalid webhook endpoints in the expor
 // ExportState reads every endpoint, its secrets opened.
 func (es *Endpoints) ExportState(ctx context.Context) (State, error) {
 	st := State{Version: StateVersion, Endpoints: []EndpointRecord{}}
+	byMode := map[invoicing.Mode][]string{}
 	for _, m := range invoicing.Modes {
 		companies, err := es.rdb.SMembers(ctx, es.l.companies(m)).Result()
 		if err != nil {
@@ -77,10 +84,18 @@ func (es *Endpoints) ExportState(ctx context.Context) (State, error) {
 					return State{}, err
 				}
 				st.Endpoints = append(st.Endpoints, EndpointRecord{ID: id, Fields: h})
+				byMode[m] = append(byMode[m], id)
 			}
 		}
 	}
 	slices.SortFunc(st.Endpoints, func(a, b EndpointRecord) int { return cmpString(a.ID, b.ID) })
+	resume, err := es.resumePoints(ctx, byMode)
+	if err != nil {
+		return State{}, err
+	}
+	if len(resume) > 0 {
+		st.ResumeFrom = resume
+	}
 	return st, nil
 }
 

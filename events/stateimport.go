@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -25,6 +26,7 @@ type ImportPlan struct {
 	added, updated, unchanged int
 	writes                    []endpointWrite
 	rewind                    map[invoicing.Mode]bool
+	resume                    map[invoicing.Mode]time.Time // State.ResumeFrom
 }
 
 type endpointWrite struct {
@@ -41,7 +43,7 @@ func (p *ImportPlan) Counts() (added, updated, unchanged int) { return p.added, 
 // PlanImport checks every record of s, reads Redis's and seals the secrets
 // with the current key; it writes nothing.
 func (es *Endpoints) PlanImport(ctx context.Context, st State) (*ImportPlan, error) {
-	if st.Version != StateVersion {
+	if st.Version != StateVersion && st.Version != 1 {
 		return nil, fmt.Errorf("%w: version %d of the endpoints, this gateway reads %d", ErrInvalidState, st.Version, StateVersion)
 	}
 	cfgs := make([]config, len(st.Endpoints))
@@ -56,10 +58,12 @@ func (es *Endpoints) PlanImport(ctx context.Context, st State) (*ImportPlan, err
 		}
 		seen[r.ID], cfgs[i] = true, c
 	}
-	if err := importScript.Load(ctx, es.rdb).Err(); err != nil {
-		return nil, unavailable(err)
+	for _, sc := range []*redis.Script{importScript, resumeScript} {
+		if err := sc.Load(ctx, es.rdb).Err(); err != nil {
+			return nil, unavailable(err)
+		}
 	}
-	p := &ImportPlan{es: es, rewind: map[invoicing.Mode]bool{}}
+	p := &ImportPlan{es: es, rewind: map[invoicing.Mode]bool{}, resume: st.ResumeFrom}
 	now := es.now()
 	for i, r := range st.Endpoints {
 		c := cfgs[i]
@@ -119,7 +123,9 @@ func (es *Endpoints) planEndpoint(ctx context.Context, r EndpointRecord, c confi
 }
 
 // Queue adds the plan's writes to pipe (the endpoints have one phase, 0),
-// then rewinds detection in each mode an endpoint was restored in.
+// then rewinds detection in each mode an endpoint was restored in: to the
+// export's resume point where it has one (resume.go), else over the
+// recovery window.
 func (p *ImportPlan) Queue(ctx context.Context, phase int, pipe redis.Pipeliner) {
 	if phase != 0 {
 		return
@@ -134,8 +140,13 @@ func (p *ImportPlan) Queue(ctx context.Context, phase int, pipe redis.Pipeliner)
 		importScript.EvalSha(ctx, pipe, keys, args...)
 	}
 	for m := range p.rewind {
+		at, ok := p.resume[m]
 		for _, st := range streams {
-			pipe.Set(ctx, l.watermark(m, st.name), markRewind, 0)
+			if ok {
+				resumeScript.EvalSha(ctx, pipe, []string{l.watermark(m, st.name)}, encodeMark(position(at, "")), at.UnixMicro())
+			} else {
+				pipe.Set(ctx, l.watermark(m, st.name), markRewind, 0)
+			}
 		}
 		pipe.Set(ctx, l.watermark(m, "overdue"), markRewind, 0)
 	}
