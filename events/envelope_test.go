@@ -91,34 +91,7 @@ func TestOneURLForManyCompanies(t *testing.T) {
 	e := newEnv(t) // its sandbox holds company A
 	ctx := context.Background()
 	companies := []string{testCompany, "b0000000-0000-4000-8000-00000000000b", "c0000000-0000-4000-8000-00000000000c"}
-	live := testenv.Postgres(t)
-	if err := backend.ApplySchema(ctx, live); err != nil {
-		t.Fatal(err)
-	}
-	livePool, err := pgxpool.New(ctx, live)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(livePool.Close)
-	liveStore, err := backend.Open(ctx, backend.Config{URL: live})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(liveStore.Close)
-	dbs := map[invoicing.Mode]*pgxpool.Pool{invoicing.Live: livePool, invoicing.Test: e.db}
-	exec := func(m invoicing.Mode, sql string, args ...any) {
-		t.Helper()
-		if _, err := dbs[m].Exec(ctx, sql, args...); err != nil {
-			t.Fatalf("%s: %s: %v", m, sql, err)
-		}
-	}
-	for i, c := range companies {
-		for _, m := range invoicing.Modes {
-			if m == invoicing.Live || c != testCompany {
-				exec(m, `INSERT INTO companies (id, legal_name, nif) VALUES ($1, $2, $3)`, c, "Empresa "+c[:1], fmt.Sprintf("500000000%d", i+1))
-			}
-		}
-	}
+	liveStore, exec := e.bothModes(companies)
 	cfg := e.config()
 	cfg.Sources[invoicing.Live] = liveStore
 	s := e.service(cfg)
@@ -257,4 +230,40 @@ func TestQueuedEventCarriesItsOwner(t *testing.T) {
 	if got, err := s.Delivery(ctx, ep.ID, ev.ID); err != nil || got.CompanyID != e.company || got.Mode != invoicing.Test {
 		t.Errorf("the log's delivery: %+v, %v", got, err)
 	}
+}
+
+// bothModes adds a LIVE database beside e's sandbox, with companies in both
+// (e's own company is in the sandbox already); it answers the LIVE store and
+// a statement runner by mode.
+func (e *env) bothModes(companies []string) (*backend.Store, func(m invoicing.Mode, sql string, args ...any)) {
+	t, ctx := e.t, context.Background()
+	live := testenv.Postgres(t)
+	if err := backend.ApplySchema(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	livePool, err := pgxpool.New(ctx, live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(livePool.Close)
+	liveStore, err := backend.Open(ctx, backend.Config{URL: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(liveStore.Close)
+	dbs := map[invoicing.Mode]*pgxpool.Pool{invoicing.Live: livePool, invoicing.Test: e.db}
+	exec := func(m invoicing.Mode, sql string, args ...any) {
+		t.Helper()
+		if _, err := dbs[m].Exec(ctx, sql, args...); err != nil {
+			t.Fatalf("%s: %s: %v", m, sql, err)
+		}
+	}
+	for i, c := range companies {
+		for _, m := range invoicing.Modes {
+			if m == invoicing.Live || c != testCompany {
+				exec(m, `INSERT INTO companies (id, legal_name, nif) VALUES ($1, $2, $3)`, c, "Empresa "+c[:1], fmt.Sprintf("500000000%d", i+1))
+			}
+		}
+	}
+	return liveStore, exec
 }
