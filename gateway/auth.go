@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -11,75 +12,52 @@ import (
 
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/web"
 )
-
-// bearer extracts the token of an "Authorization: Bearer <token>" header. The
-// scheme is case-insensitive (RFC 9110); anything else is malformed.
-func bearer(h string) (string, bool) {
-	const scheme = "bearer "
-	if len(h) <= len(scheme) || !strings.EqualFold(h[:len(scheme)], scheme) {
-		return "", false
-	}
-	tok := strings.TrimLeft(h[len(scheme):], " ")
-	if tok == "" || strings.ContainsAny(tok, " \t") {
-		return "", false
-	}
-	return tok, true
-}
-
-// requestSource is a request's client address as clientAddr decides it
-// (trusted proxies included), for the key store's bound of lookups of
-// unknown keys; an address that cannot be known is the zero Addr, whose
-// callers share one bound.
-type requestSource struct {
-	r       *http.Request
-	proxies []netip.Prefix
-}
-
-func (s *requestSource) Addr() netip.Addr {
-	a, _ := clientAddr(s.r.RemoteAddr, s.r.Header.Values("X-Forwarded-For"), s.proxies)
-	return a
-}
 
 // authenticate runs the API's checks in the order the OpenAPI document's
 // Authentication guide states: key (401), company header (400: missing, or
 // not a UUID), company binding and status (403), source network (403),
-// scope (403). Once the key is verified it is recorded in the
+// scope (403). Once the key is verified its caller is recorded in the
 // request state, also when a 400 or 403 follows: the access log, the span and
 // the usage count of those refusals belong to the key's company, mode and key.
-func (s *Server) authenticate(r *http.Request, st *reqState, scope authz.Scope) error {
+func (s *Server) authenticate(r *http.Request, st *web.State, scope authz.Scope) (authz.Key, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return &Error{Code: "missing_api_key", Detail: "Send the header Authorization: Bearer <API key>."}
+		return authz.Key{}, &web.Error{Code: "missing_api_key", Detail: "Send the header Authorization: Bearer <API key>."}
 	}
-	tok, ok := bearer(h)
+	tok, ok := web.Bearer(h)
 	if !ok {
-		return &Error{Code: "invalid_api_key", Detail: "The Authorization header must be: Bearer <API key>."}
+		return authz.Key{}, &web.Error{Code: "invalid_api_key", Detail: "The Authorization header must be: Bearer <API key>."}
 	}
 	// The client's address is worked out only if the key store asks: to
 	// bound the lookups of keys it does not know, per source.
-	st.src = requestSource{r: r, proxies: s.proxies}
-	key, err := s.keys.VerifyFrom(r.Context(), tok, &st.src)
+	key, err := s.keys.VerifyFrom(r.Context(), tok, st)
 	if err != nil {
-		return err
+		return authz.Key{}, err
 	}
-	st.Key = key
-	st.Authed = true
+	st.Identify(web.Caller{Company: key.CompanyID, Mode: key.Mode, KeyID: key.ID})
+	return key, s.authorize(r, st, key, scope)
+}
+
+// authorize runs the checks after the key's: the company header, the
+// key's company and the company's status, the source network, the scope.
+func (s *Server) authorize(r *http.Request, st *web.State, key authz.Key, scope authz.Scope) error {
 	company := strings.TrimSpace(r.Header.Get("X-Company-Id"))
 	if company == "" {
-		return &Error{Code: "missing_company_id", Detail: "Send the header X-Company-Id with your company's id."}
+		return &web.Error{Code: "missing_company_id", Detail: "Send the header X-Company-Id with your company's id."}
 	}
 	// A value that cannot be any company's id (a truncated UUID, a key
 	// pasted in the wrong header) is a mistake in the request, not a
 	// refusal; it is never echoed.
-	company, ok = invoicing.CanonicalUUID(company)
+	company, ok := invoicing.CanonicalUUID(company)
 	if !ok {
-		return &Error{Code: "invalid_company_id", Detail: "The header X-Company-Id must be your company's id, a UUID.",
-			Fields: []FieldError{{"X-Company-Id", "must be a UUID: 36 characters, hexadecimal digits and hyphens (8-4-4-4-12)"}}}
+		return &web.Error{Code: "invalid_company_id", Detail: "The header X-Company-Id must be your company's id, a UUID.",
+			Fields: []web.FieldError{{Field: "X-Company-Id", Message: "must be a UUID: 36 characters, hexadecimal digits and hyphens (8-4-4-4-12)"}}}
 	}
 	scopeErr := key.Authorize(company, scope)
 	// Of the two refusals Authorize can give, the company comes first.
-	if scopeErr != nil && problemOf(scopeErr).Code == "company_mismatch" {
+	if scopeErr != nil && web.Problem(scopeErr).Code == "company_mismatch" {
 		return scopeErr
 	}
 	if err := s.checkCompany(r.Context(), key); err != nil {
@@ -87,11 +65,11 @@ func (s *Server) authenticate(r *http.Request, st *reqState, scope authz.Scope) 
 	}
 	// Before the scope: a caller outside the key's networks learns nothing
 	// of what the key may do.
-	if err := s.checkSource(r, key); err != nil {
+	if err := checkSource(st, key); err != nil {
 		return err
 	}
 	if scopeErr != nil {
-		return &Error{Code: "insufficient_scope", Err: scopeErr,
+		return &web.Error{Code: "insufficient_scope", Err: scopeErr,
 			Detail: "This operation needs the scope " + string(scope) + ", which the API key lacks."}
 	}
 	return nil
@@ -103,12 +81,12 @@ func (s *Server) checkCompany(ctx context.Context, key authz.Key) error {
 	status, err := s.companies.status(ctx, key.Mode, key.CompanyID, s.store(key.Mode))
 	if err != nil {
 		if invoicing.KindOf(err) == invoicing.NotFound {
-			return &Error{Code: "company_suspended", Detail: "The company is not active on this platform.", Err: err}
+			return &web.Error{Code: "company_suspended", Detail: "The company is not active on this platform.", Err: err}
 		}
 		return err
 	}
 	if status != "active" {
-		return &Error{Code: "company_suspended", Detail: "The company is suspended and may not use the API."}
+		return &web.Error{Code: "company_suspended", Detail: "The company is suspended and may not use the API."}
 	}
 	return nil
 }
@@ -167,4 +145,36 @@ func (c *companyCache) status(ctx context.Context, mode invoicing.Mode, id strin
 		c.n.Store(0)
 	}
 	return co.Status, nil
+}
+
+// checkSource refuses a request of a key limited to some networks when it
+// comes from elsewhere, or from an address that cannot be known. The answer
+// names no network and no address: it tells nothing of the key's settings.
+func checkSource(st *web.State, key authz.Key) error {
+	if len(key.AllowedCIDRs) == 0 {
+		return nil
+	}
+	addr := st.Addr() // the zero Addr when it cannot be known
+	if !addr.IsValid() || !key.AllowsSource(addr) {
+		return &web.Error{Code: "source_not_allowed", Detail: "This API key is not accepted from the network this request comes from."}
+	}
+	return nil
+}
+
+// ParseTrustedProxies reads the trustedProxies setting: comma-separated
+// CIDRs or addresses of the proxies in front of the gateway (load
+// balancers, ingress); empty means none.
+func ParseTrustedProxies(csv string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range strings.Split(csv, ",") {
+		if strings.TrimSpace(s) == "" {
+			continue
+		}
+		p, err := authz.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("trusted proxy: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

@@ -6,10 +6,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/julienschmidt/httprouter"
-
 	"github.com/invoicing-ao/gateway/idempotency"
 	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // Idempotency remembers the final answers of creates sent with an
@@ -23,42 +22,42 @@ type Idempotency interface {
 // createClient creates a client. With an Idempotency-Key, retries of one
 // create never make a second client and are answered what the first
 // attempt answered (createOnce).
-func (s *Server) createClient(r *http.Request, st *reqState, _ httprouter.Params) (answer, error) {
-	if err := parseQuery(r.URL.RawQuery).err(); err != nil {
-		return answer{}, err
+func (s *Server) createClient(r *http.Request, c apiCall, _ web.Params) (web.Answer, error) {
+	if err := web.ParseQuery(r.URL.RawQuery).Err(); err != nil {
+		return web.Answer{}, err
 	}
 	key, keyed, err := idempotencyKey(r.Header)
 	if err != nil {
-		return answer{}, err
+		return web.Answer{}, err
 	}
-	body, err := readBody(r)
+	body, err := web.ReadBody(r)
 	if err != nil {
-		return answer{}, err
+		return web.Answer{}, err
 	}
 	nc, invalid := decodeNewClient(body)
 	if keyed {
-		return s.createOnce(r, st, key, body, nc, invalid)
+		return s.createOnce(r, c, key, body, nc, invalid)
 	}
 	if invalid != nil {
-		return answer{}, invalid
+		return web.Answer{}, invalid
 	}
-	return s.insert(r, st, nc)
+	return s.insert(r, c, nc)
 }
 
 // insert creates nc in the caller's company and mode, within the in-flight cap.
-func (s *Server) insert(r *http.Request, st *reqState, nc invoicing.NewClient) (answer, error) {
-	slot, err := s.acquire(r, st)
+func (s *Server) insert(r *http.Request, c apiCall, nc invoicing.NewClient) (web.Answer, error) {
+	slot, err := s.acquire(r, c)
 	if err != nil {
-		return answer{}, err
+		return web.Answer{}, err
 	}
 	defer slot.Release()
-	c, err := s.store(st.Key.Mode).CreateClient(r.Context(), st.Key.CompanyID, nc)
+	cl, err := s.store(c.mode).CreateClient(r.Context(), c.company, nc)
 	if err != nil {
 		// A NIF the company has already is answered with the client that
-		// has it: the error says which (problemFor).
-		return answer{}, err
+		// has it: the error says which (web.Answers.Problem).
+		return web.Answer{}, err
 	}
-	return answer{status: http.StatusCreated, body: c, location: apiPrefix + "/clients/" + c.ID}, nil
+	return web.Answer{Status: http.StatusCreated, Body: cl, Location: apiPrefix + "/clients/" + cl.ID}, nil
 }
 
 // maxIdempotencyKey bounds the Idempotency-Key header (Stripe's bound).
@@ -71,8 +70,8 @@ func idempotencyKey(h http.Header) (key string, ok bool, err error) {
 	if len(vs) == 0 {
 		return "", false, nil
 	}
-	bad := &Error{Code: "invalid_parameter", Detail: "Idempotency-Key must be one value of 1 to 255 printable ASCII characters.",
-		Fields: []FieldError{{"Idempotency-Key", "must be 1 to 255 printable ASCII characters, sent once"}}}
+	bad := &web.Error{Code: "invalid_parameter", Detail: "Idempotency-Key must be one value of 1 to 255 printable ASCII characters.",
+		Fields: []web.FieldError{{Field: "Idempotency-Key", Message: "must be 1 to 255 printable ASCII characters, sent once"}}}
 	if len(vs) > 1 || len(vs[0]) == 0 || len(vs[0]) > maxIdempotencyKey {
 		return "", false, bad
 	}
@@ -94,8 +93,8 @@ func idempotencyKey(h http.Header) (key string, ok bool, err error) {
 // refuses a second row whatever Redis knows: a retry that meets its own row
 // (the first attempt's outcome was never known, or Redis lost the record, or
 // cannot answer) answers that client as a replay.
-func (s *Server) createOnce(r *http.Request, st *reqState, key string, body []byte, nc invoicing.NewClient, invalid error) (answer, error) {
-	sc := idempotency.Scope{Company: st.Key.CompanyID, Mode: st.Key.Mode, Key: key}
+func (s *Server) createOnce(r *http.Request, c apiCall, key string, body []byte, nc invoicing.NewClient, invalid error) (web.Answer, error) {
+	sc := idempotency.Scope{Company: c.company, Mode: c.mode, Key: key}
 	fp := idempotency.Fingerprint([]byte(r.URL.Path), body)
 	var token string // our claim; empty when Redis could not be asked
 	if s.idem != nil {
@@ -106,18 +105,18 @@ func (s *Server) createOnce(r *http.Request, st *reqState, key string, body []by
 		case o.State == idempotency.Done:
 			return stored(o.Answer, true), nil
 		case o.State == idempotency.Running:
-			return answer{}, &Error{Code: "idempotency_in_progress", RetryAfter: time.Second,
+			return web.Answer{}, &web.Error{Code: "idempotency_in_progress", RetryAfter: time.Second,
 				Detail: "A request with this Idempotency-Key is still running; retry after the Retry-After delay to get its answer."}
 		case o.State == idempotency.Reused:
-			return answer{}, errKeyReused
+			return web.Answer{}, errKeyReused
 		default:
 			token = o.Token
 		}
 	}
-	ans, err := answer{}, invalid
+	ans, err := web.Answer{}, invalid
 	if invalid == nil {
 		nc.ID = idempotency.ResourceID(sc, "client")
-		ans, err = s.insert(r, st, nc)
+		ans, err = s.insert(r, c, nc)
 		ans, err = ownRow(ans, err, nc)
 	}
 	if token == "" {
@@ -130,32 +129,48 @@ func (s *Server) createOnce(r *http.Request, st *reqState, key string, body []by
 		_ = s.idem.Abandon(ctx, sc, token) // if it fails, the claim expires
 		return ans, err
 	}
-	a := render(ans, err, st.ID)
+	a := render(ans, err, c.st.ID())
 	_ = s.idem.Finish(ctx, sc, fp, a) // if it fails, a retry meets its own row
 	if err != nil {
 		// The problem a encodes, so that the layers outside log and trace
 		// its code as they do for an answer written from the error.
-		err = problemFor(err)
+		err = answers.Problem(err)
 	}
-	return stored(a, ans.replayed), err
+	return stored(a, ans.Replayed), err
 }
 
-var errKeyReused = &Error{Code: "idempotency_key_reused",
+// render encodes what the public listener writes for (ans, err), for
+// storing: a JSON body, or err's problem (with requestID in it).
+func render(ans web.Answer, err error, requestID string) idempotency.Answer {
+	status, ctype, body := answers.Encode(ans, err, requestID)
+	a := idempotency.Answer{Status: status, ContentType: ctype, Body: body}
+	if ctype == "application/json" { // not a problem: the resource's own
+		a.Location = ans.Location
+	}
+	return a
+}
+
+// stored is the answer that writes a, replayed or not.
+func stored(a idempotency.Answer, replayed bool) web.Answer {
+	return web.Answer{Status: a.Status, Raw: a.Body, ContentType: a.ContentType, Location: a.Location, Replayed: replayed}
+}
+
+var errKeyReused = &web.Error{Code: "idempotency_key_reused",
 	Detail: "This Idempotency-Key was used for a different request; use a new key for a new request."}
 
 // ownRow turns the database's "a client has this id" into the answer of the
 // attempt that made it, when the client is the one this request describes;
 // otherwise the key was used for another request.
-func ownRow(ans answer, err error, nc invoicing.NewClient) (answer, error) {
+func ownRow(ans web.Answer, err error, nc invoicing.NewClient) (web.Answer, error) {
 	var ex invoicing.ClientExists
 	if !errors.As(err, &ex) {
 		return ans, err
 	}
 	c := ex.ExistingClient()
 	if !sameClient(c, nc) {
-		return answer{}, errKeyReused
+		return web.Answer{}, errKeyReused
 	}
-	return answer{status: http.StatusCreated, body: c, location: apiPrefix + "/clients/" + c.ID, replayed: true}, nil
+	return web.Answer{Status: http.StatusCreated, Body: c, Location: apiPrefix + "/clients/" + c.ID, Replayed: true}, nil
 }
 
 // sameClient reports whether c is what nc (normalized) creates.
@@ -171,6 +186,6 @@ func final(err error) bool {
 	if err == nil {
 		return true
 	}
-	code := problemOf(err).Code
+	code := web.Problem(err).Code
 	return code == "invalid_body" || code == "nif_conflict"
 }

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // exchange writes raw to a new connection to addr and reads every answer
@@ -53,8 +53,8 @@ func TestAmbiguousLengthRefused(t *testing.T) {
 	w := newWorld(t)
 	in := w.start()
 	k := in.key(t, coA, invoicing.Live, allScopes)
-	pub := serveLimited(t, in.srv.Handler(), gateway.HTTPConfig{})
-	adm := serveLimited(t, in.adm.Handler(in.srv), gateway.HTTPConfig{})
+	pub := serveLimited(t, in.srv.Handler(), web.HTTPConfig{})
+	adm := serveLimited(t, in.adm.Handler(in.srv), web.HTTPConfig{})
 	auth := "Authorization: Bearer " + k.Key + "\r\nX-Company-Id: " + coA + "\r\n"
 	smuggled := "GET /api/v1/v1/clients?search=Smuggled HTTP/1.1\r\nHost: gw\r\n" + auth + "\r\n"
 	body := `{"name":"Smuggled Lda"}`

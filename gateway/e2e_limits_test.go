@@ -1,6 +1,6 @@
 package gateway_test
 
-// Limits against abuse, on the server the binary builds (gateway.NewHTTPServer)
+// Limits against abuse, on the server the binary builds (web.NewHTTPServer)
 // in front of the real handler: body, header, query and search sizes, slow
 // clients, and a flood of invalid keys counted in Redis commands.
 
@@ -23,19 +23,19 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invoicing-ao/gateway/authz"
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // serveLimited serves h the way the binary does, with cfg's limits, on a
 // fresh port, and returns its address.
-func serveLimited(t *testing.T, h http.Handler, cfg gateway.HTTPConfig) string {
+func serveLimited(t *testing.T, h http.Handler, cfg web.HTTPConfig) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := gateway.NewHTTPServer(h, cfg)
+	srv := web.NewHTTPServer(h, cfg)
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return ln.Addr().String()
@@ -45,7 +45,7 @@ func TestRequestSizeLimits(t *testing.T) {
 	w := newWorld(t)
 	in := w.start()
 	k := in.key(t, coA, invoicing.Live, allScopes)
-	base := "http://" + serveLimited(t, in.srv.Handler(), gateway.HTTPConfig{})
+	base := "http://" + serveLimited(t, in.srv.Handler(), web.HTTPConfig{})
 	get := func(path string, hdr map[string]string) resp {
 		return do(t, base, req{Path: path, Key: k.Key, Company: coA, Header: hdr})
 	}
@@ -161,7 +161,7 @@ func TestSlowClientsAreCut(t *testing.T) {
 	w := newWorld(t)
 	in := w.start()
 	const timeout = 300 * time.Millisecond
-	addr := serveLimited(t, in.srv.Handler(), gateway.HTTPConfig{ReadHeaderTimeout: timeout})
+	addr := serveLimited(t, in.srv.Handler(), web.HTTPConfig{ReadHeaderTimeout: timeout})
 
 	dial := func() net.Conn {
 		c, err := net.Dial("tcp", addr)

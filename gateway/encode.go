@@ -1,47 +1,27 @@
 package gateway
 
 import (
-	"encoding/json"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/invoicing-ao/gateway/internal/jsonstr"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
-// The API's resources are written by hand-rolled appenders into pooled
-// buffers: encoding/json costs a list page of 20 invoices some 220
-// allocations (every Decimal and Timestamp goes through a Marshaler whose
-// output is then re-validated) and most of the request's CPU time. The bytes
-// are exactly encoding/json's (same field order, same escaping, HTML
-// characters included); encode_test.go checks that on every resource type and
-// fails when a type gains a field the appenders do not know. Anything else
-// (errors, admin answers) still goes through encoding/json.
+// The API's resources are written by hand-rolled appenders (web writes
+// them into pooled buffers, through resourceEncoder): encoding/json costs a
+// list page of 20 invoices some 220 allocations (every Decimal and
+// Timestamp goes through a Marshaler whose output is then re-validated) and
+// most of the request's CPU time. The bytes are exactly encoding/json's
+// (same field order, same escaping, HTML characters included);
+// encode_test.go checks that on every resource type and fails when a type
+// gains a field the appenders do not know. Anything else (errors, admin
+// answers) still goes through encoding/json.
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+// resourceEncoder is the public listener's web.Encoder: the appenders.
+type resourceEncoder struct{}
 
-// marshalJSON appends v's JSON and a newline to a pooled buffer; releaseBuf(p)
-// returns the buffer to the pool once the bytes are written (p is nil when
-// encoding/json made them).
-func marshalJSON(v any) (b []byte, p *[]byte, err error) {
-	p = bufPool.Get().(*[]byte)
-	if b = appendJSON((*p)[:0], v); b == nil {
-		bufPool.Put(p)
-		b, err = json.Marshal(v)
-		return append(b, '\n'), nil, err
-	}
-	b = append(b, '\n')
-	*p = b
-	return b, p, nil
-}
-
-func releaseBuf(p *[]byte) {
-	if p != nil && cap(*p) <= 1<<20 { // a huge answer is not worth keeping
-		*p = (*p)[:0]
-		bufPool.Put(p)
-	}
-}
+func (resourceEncoder) AppendJSON(b []byte, v any) []byte { return appendJSON(b, v) }
 
 // listPage is a list's answer: the envelope, with the next page's cursor.
 type listPage[T any] struct {

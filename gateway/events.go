@@ -9,9 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/julienschmidt/httprouter"
-
 	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // Feed is the events feed (events.Service): the events webhooks carry, for
@@ -28,63 +27,63 @@ const maxFeedTypes = 20
 // listEvents answers GET /events: a page of the key's company's feed in
 // the key's mode. It reads Redis only, so the database's in-flight cap does
 // not apply.
-func (s *Server) listEvents(r *http.Request, st *reqState, _ httprouter.Params) (answer, error) {
+func (s *Server) listEvents(r *http.Request, c apiCall, _ web.Params) (web.Answer, error) {
 	if s.feed == nil {
-		return answer{}, &Error{Code: "route_not_found", Detail: "The events feed is not served by this gateway."}
+		return web.Answer{}, &web.Error{Code: "route_not_found", Detail: "The events feed is not served by this gateway."}
 	}
-	sc := cursorScope{company: st.Key.CompanyID, mode: st.Key.Mode, list: st.Route}
+	sc := cursorScope{company: c.company, mode: c.mode, list: c.st.Route()}
 	q, err := s.feedQuery(r.URL.RawQuery, &sc)
 	if err != nil {
-		return answer{}, err
+		return web.Answer{}, err
 	}
-	q.CompanyID, q.Mode = st.Key.CompanyID, st.Key.Mode
+	q.CompanyID, q.Mode = c.company, c.mode
 	p, err := s.feed.ReadFeed(r.Context(), q)
 	if err != nil {
-		return answer{}, err
+		return web.Answer{}, err
 	}
 	body := &eventsPage{Events: p.Events, PageSize: q.Limit, HasMore: p.HasMore, NextCursor: s.encodeFeedCursor(p.Next, sc)}
 	// A poller that sends the ETag it has is answered 304 while nothing new
 	// was recorded after its cursor.
-	return answer{body: body, conditional: true}, nil
+	return web.Answer{Body: body, Conditional: true}, nil
 }
 
 // feedQuery reads the query of GET /events. The order and the filters,
 // in their canonical form, are what the cursor is bound to (sc.filter).
 func (s *Server) feedQuery(raw string, sc *cursorScope) (invoicing.FeedQuery, error) {
-	qs := parseQuery(raw, "pageSize", "cursor", "order", "type", "since", "until")
+	qs := web.ParseQuery(raw, "pageSize", "cursor", "order", "type", "since", "until")
 	var q invoicing.FeedQuery
-	q.Limit = qs.intParam("pageSize", defaultPageSize, 1, maxPageSize)
-	q.Newest = qs.enumParam("order", "oldest", "newest") == "newest"
-	if v, ok := qs.get("type"); ok {
+	q.Limit = qs.Int("pageSize", defaultPageSize, 1, maxPageSize)
+	q.Newest = enumParam(qs, "order", "oldest", "newest") == "newest"
+	if v, ok := qs.Get("type"); ok {
 		q.Types = s.feedTypes(qs, v)
 	}
-	q.Since, q.Until = qs.instant("since"), qs.instant("until")
+	q.Since, q.Until = instantParam(qs, "since"), instantParam(qs, "until")
 	if q.Since != nil && q.Until != nil && !q.Since.Before(*q.Until) {
-		qs.fail("until", "must be after since")
+		qs.Fail("until", "must be after since")
 	}
 	sc.filter = feedFilterKey(q)
-	if c, ok := qs.get("cursor"); ok {
+	if c, ok := qs.Get("cursor"); ok {
 		if q.After, ok = s.decodeFeedCursor(c, *sc); !ok {
-			qs.fail("cursor", "is not a cursor of this feed: use nextCursor as returned, with the same order, filters, company and key mode")
+			qs.Fail("cursor", "is not a cursor of this feed: use nextCursor as returned, with the same order, filters, company and key mode")
 		}
 	}
-	return q, qs.err()
+	return q, qs.Err()
 }
 
 // feedTypes reads the type filter: event types, comma-separated (a type
 // named twice counts once).
-func (s *Server) feedTypes(qs *query, v string) []string {
+func (s *Server) feedTypes(qs *web.Query, v string) []string {
 	known := s.feed.EventTypes()
 	names := strings.Split(v, ",")
 	if len(names) > maxFeedTypes {
-		qs.fail("type", "must name at most "+strconv.Itoa(maxFeedTypes)+" event types")
+		qs.Fail("type", "must name at most "+strconv.Itoa(maxFeedTypes)+" event types")
 		return nil
 	}
 	out := make([]string, 0, len(names))
 	for _, n := range names {
 		n = strings.TrimSpace(n)
 		if !slices.Contains(known, n) {
-			qs.fail("type", "must be event types, comma-separated, among "+strings.Join(known, ", "))
+			qs.Fail("type", "must be event types, comma-separated, among "+strings.Join(known, ", "))
 			return nil
 		}
 		if !slices.Contains(out, n) {
@@ -94,15 +93,15 @@ func (s *Server) feedTypes(qs *query, v string) []string {
 	return out
 }
 
-// instant parses an optional RFC 3339 instant.
-func (q *query) instant(name string) *time.Time {
-	v, ok := q.get(name)
+// instantParam parses an optional RFC 3339 instant.
+func instantParam(q *web.Query, name string) *time.Time {
+	v, ok := q.Get(name)
 	if !ok {
 		return nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
-		q.fail(name, "must be an RFC 3339 date and time, e.g. 2026-03-01T09:00:00Z")
+		q.Fail(name, "must be an RFC 3339 date and time, e.g. 2026-03-01T09:00:00Z")
 		return nil
 	}
 	return &t

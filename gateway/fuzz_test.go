@@ -1,9 +1,10 @@
 package gateway
 
 // Fuzz targets for the parsers of caller input that need no handler: the
-// query string of each list, the create-client body and the Authorization
-// header. Seeds are in testdata/fuzz/<Name>/ (with the regressions the
-// fuzzer found); CI runs each target for a few seconds (.ci/run).
+// query string of each list and the create-client body (the Authorization
+// header's: web's FuzzBearer). Seeds are in testdata/fuzz/<Name>/ (with the
+// regressions the fuzzer found); CI runs each target for a few seconds
+// (.ci/run).
 
 import (
 	"bytes"
@@ -11,6 +12,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,19 +20,20 @@ import (
 	"unicode/utf8"
 
 	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/web"
 )
 
-// asProblem asserts err is the gateway's Error with one of the given codes.
-func asProblem(t *testing.T, err error, codes ...string) *Error {
+// asProblem asserts err is the HTTP layer's Error with one of the given codes.
+func asProblem(t *testing.T, err error, codes ...string) *web.Error {
 	t.Helper()
-	var e *Error
+	var e *web.Error
 	if !errors.As(err, &e) {
-		t.Fatalf("error %T %v is not a *gateway.Error", err, err)
+		t.Fatalf("error %T %v is not a *web.Error", err, err)
 	}
-	if !contains(codes, e.Code) {
+	if !slices.Contains(codes, e.Code) {
 		t.Fatalf("code %q, want one of %v", e.Code, codes)
 	}
-	if _, ok := lookupCode(e.Code); !ok {
+	if _, ok := problemTable()[e.Code]; !ok {
 		t.Fatalf("code %q is not in the error table", e.Code)
 	}
 	return e
@@ -79,13 +82,13 @@ func FuzzInvoiceFilter(f *testing.F) {
 			}
 			return
 		}
-		if len(raw) > maxQueryLen {
+		if len(raw) > web.MaxQueryLen {
 			t.Fatalf("a %d-byte query was accepted", len(raw))
 		}
 		if fl.Page < 1 || fl.Page > maxPage || fl.PageSize < 1 || fl.PageSize > maxPageSize {
 			t.Fatalf("%q: page %d size %d out of range", raw, fl.Page, fl.PageSize)
 		}
-		if fl.Status != "" && !contains(invoiceStatuses, fl.Status) || fl.Type != "" && !contains(invoiceTypes, fl.Type) {
+		if fl.Status != "" && !slices.Contains(invoiceStatuses, fl.Status) || fl.Type != "" && !slices.Contains(invoiceTypes, fl.Type) {
 			t.Fatalf("%q: status %q type %q", raw, fl.Status, fl.Type)
 		}
 		for _, d := range []string{fl.From, fl.To} {
@@ -139,7 +142,7 @@ func FuzzDecodeNewClient(f *testing.F) {
 	}
 	f.Add([]byte(`{"name":"a"}`), "text/plain")
 	f.Add([]byte(`{"name":"a"}`), "application/json; charset=latin1")
-	f.Add(bytes.Repeat([]byte(" "), maxBodyBytes+1), "application/json")
+	f.Add(bytes.Repeat([]byte(" "), web.MaxBodyBytes+1), "application/json")
 	f.Fuzz(func(t *testing.T, body []byte, contentType string) {
 		r := httptest.NewRequest(http.MethodPost, "/api/v1/v1/clients", bytes.NewReader(body))
 		r.Header.Set("Content-Type", contentType)
@@ -148,7 +151,7 @@ func FuzzDecodeNewClient(f *testing.F) {
 			asProblem(t, err, "invalid_body", "body_too_large", "unsupported_media_type")
 			return
 		}
-		if len(body) > maxBodyBytes || !json.Valid(body) {
+		if len(body) > web.MaxBodyBytes || !json.Valid(body) {
 			t.Fatalf("accepted a body of %d bytes, valid JSON %v", len(body), json.Valid(body))
 		}
 		// What is accepted is normalized and within the rules...
@@ -185,29 +188,6 @@ func FuzzDecodeNewClient(f *testing.F) {
 		b2, _ := json.Marshal(nc2)
 		if !bytes.Equal(b1, b2) {
 			t.Fatalf("normalizing twice changes the client:\n%s\n%s", b1, b2)
-		}
-	})
-}
-
-func FuzzBearer(f *testing.F) {
-	for _, s := range []string{"Bearer igw_live_" + strings.Repeat("a", 43), "bearer x", "BEARER   x", "Bearer", "Bearer ",
-		"Bearer a b", "Basic dXNlcjpwdw==", "Bearerabc", "", "Bearer \tx", "Bearer x\t", "Bearer\u00a0x"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, h string) {
-		tok, ok := bearer(h)
-		if !ok {
-			if tok != "" {
-				t.Fatalf("bearer(%q) refused but returned %q", h, tok)
-			}
-			return
-		}
-		if tok == "" || strings.ContainsAny(tok, " \t") || !strings.HasSuffix(h, tok) {
-			t.Fatalf("bearer(%q) = %q", h, tok)
-		}
-		head := strings.TrimRight(h[:len(h)-len(tok)], " ")
-		if !strings.EqualFold(head, "bearer") {
-			t.Fatalf("bearer(%q) accepted scheme %q", h, head)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/tenants"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // Every answer of both listeners, successes and every kind of error alike,
@@ -42,7 +43,7 @@ func TestSecurityHeadersEverywhere(t *testing.T) {
 		{"POST", p + "/clients", a, co, "application/json", `{"name":"Headers Lda","nif":"417000001"}`, nil, 201},
 		{"POST", p + "/clients", a, co, "application/json", `{"name":"Headers Lda","nif":"417000001"}`, nil, 409},
 		{"POST", p + "/clients", a, co, "text/plain", `{}`, nil, 415},
-		{"POST", p + "/clients", a, co, "application/json", strings.Repeat(" ", maxBodyBytes+1), nil, 413},
+		{"POST", p + "/clients", a, co, "application/json", strings.Repeat(" ", web.MaxBodyBytes+1), nil, 413},
 		{"POST", p + "/clients", a, co, "application/json", `{"name":""}`, nil, 400},
 		{"GET", p + "/invoices?pageSize=0", a, co, "", "", nil, 400},
 		{"GET", p + "/invoices", "", co, "", "", nil, 401},

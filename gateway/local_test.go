@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/invoicing-ao/gateway/authz"
@@ -15,6 +16,7 @@ import (
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // localGateway is the whole public handler on real parts that need no
@@ -140,7 +142,7 @@ func (g *localGateway) serve(r *http.Request) *httptest.ResponseRecorder {
 // checkAnswer asserts what every answer to any input must be: never a 5xx,
 // the security headers, and for errors a complete problem whose code is in
 // the one table, with the status that table gives it.
-func checkAnswer(t *testing.T, what string, w *httptest.ResponseRecorder) problemBody {
+func checkAnswer(t *testing.T, what string, w *httptest.ResponseRecorder) problem {
 	t.Helper()
 	h := w.Header()
 	if w.Code >= 500 {
@@ -149,7 +151,7 @@ func checkAnswer(t *testing.T, what string, w *httptest.ResponseRecorder) proble
 	if h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Cache-Control") != "no-store" || h.Get("X-Request-Id") == "" {
 		t.Fatalf("%s: missing security headers: %v", what, h)
 	}
-	var p problemBody
+	var p problem
 	if w.Code < 400 {
 		return p
 	}
@@ -159,9 +161,24 @@ func checkAnswer(t *testing.T, what string, w *httptest.ResponseRecorder) proble
 	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
 		t.Fatalf("%s: problem body: %v: %s", what, err, w.Body)
 	}
-	pc, ok := lookupCode(p.Code)
+	pc, ok := problemTable()[p.Code]
 	if !ok || pc.Status != w.Code || p.Status != w.Code || p.RequestID != h.Get("X-Request-Id") || p.Detail == "" {
 		t.Fatalf("%s: problem out of the table: %d %s", what, w.Code, w.Body)
 	}
 	return p
 }
+
+// problem is an RFC 9457 body as the API writes it.
+type problem struct {
+	Type      string           `json:"type"`
+	Title     string           `json:"title"`
+	Status    int              `json:"status"`
+	Detail    string           `json:"detail"`
+	Code      string           `json:"code"`
+	RequestID string           `json:"requestId"`
+	Errors    []web.FieldError `json:"errors"`
+}
+
+// problemTable is the one table of codes (web.ProblemCodes), read once the
+// package's codes are defined.
+var problemTable = sync.OnceValue(web.ProblemCodes)

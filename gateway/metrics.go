@@ -2,9 +2,6 @@ package gateway
 
 import (
 	"net/http"
-	"strconv"
-	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -38,24 +35,10 @@ type (
 // a company label: companies are unbounded; per-company counts are usage's.
 type metrics struct {
 	reg       *prometheus.Registry
-	requests  *prometheus.CounterVec
-	duration  *prometheus.HistogramVec
 	ratelimit *prometheus.CounterVec
-	// The series each request touches, found once: a vector's lookup by
+	// The series each decision touches, found once: a vector's lookup by
 	// label values hashes them and takes the vector's lock on every call.
-	// Routes and statuses are few (the route table's names), so is this.
-	series    sync.Map                    // routeStatus → *routeSeries
 	decisions [2][2][3]prometheus.Counter // [mode index][allowed][source]
-}
-
-type routeStatus struct {
-	route  string
-	status int
-}
-
-type routeSeries struct {
-	requests prometheus.Counter
-	duration prometheus.Observer
 }
 
 // Decision labels, indexed as metrics.decisions.
@@ -67,15 +50,6 @@ var (
 func newMetrics(s *Server, redisPool RedisPool) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gateway_http_requests_total",
-			Help: "API requests answered, by route pattern and status.",
-		}, []string{"route", "status"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "gateway_http_request_duration_seconds",
-			Help:    "Time from the first byte of the request to the end of the answer, by route pattern.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}, []string{"route"}),
 		ratelimit: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_ratelimit_decisions_total",
 			Help: "Rate-limit decisions by mode, outcome (allowed, rejected) and decider (redis, lease: this instance's leased tokens, local: fallback).",
@@ -88,24 +62,10 @@ func newMetrics(s *Server, redisPool RedisPool) *metrics {
 			}
 		}
 	}
-	m.reg.MustRegister(m.requests, m.duration, m.ratelimit,
+	m.reg.MustRegister(m.ratelimit,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&stateCollector{s: s, redis: redisPool})
 	return m
-}
-
-func (m *metrics) observe(route string, status int, elapsed time.Duration) {
-	k := routeStatus{route, status}
-	v, ok := m.series.Load(k)
-	if !ok {
-		v, _ = m.series.LoadOrStore(k, &routeSeries{
-			requests: m.requests.WithLabelValues(route, strconv.Itoa(status)),
-			duration: m.duration.WithLabelValues(route),
-		})
-	}
-	se := v.(*routeSeries)
-	se.requests.Inc()
-	se.duration.Observe(elapsed.Seconds())
 }
 
 func (m *metrics) decided(mode invoicing.Mode, d tenants.Decision) {

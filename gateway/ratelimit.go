@@ -4,15 +4,17 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // admit applies the company's rate limit for the key's mode and reports its
 // state in the IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers):
 // the policy is the burst (q) over the time it takes to refill (w), and the
 // state is what remains (r) and when the bucket is full again (t).
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, st *reqState) error {
-	mode := st.Key.Mode
-	d, err := s.limiter.Allow(r.Context(), st.Key.CompanyID, mode)
+func (s *Server) admit(r *http.Request, st *web.State, company string, mode invoicing.Mode) error {
+	d, err := s.limiter.Allow(r.Context(), company, mode)
 	if err != nil {
 		return err
 	}
@@ -20,11 +22,12 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, st *reqState) err
 	policy := mode.Lower()
 	window := 1
 	if d.Limit.Rate > 0 {
-		window = ceilSeconds(time.Duration(float64(d.Limit.Burst) / d.Limit.Rate * float64(time.Second)))
+		window = web.CeilSeconds(time.Duration(float64(d.Limit.Burst) / d.Limit.Rate * float64(time.Second)))
 	}
 	reset := int((d.Reset + time.Second - 1) / time.Second)
 	// Both values are built in one buffer and share one string, backed by
-	// the request's record: one allocation on every admitted request.
+	// the request's record (web.State.SetHeader): one allocation on every
+	// admitted request.
 	var buf [128]byte
 	b := append(buf[:0], '"')
 	b = append(b, policy...)
@@ -40,11 +43,10 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, st *reqState) err
 	b = append(b, ";t="...)
 	b = strconv.AppendInt(b, int64(reset), 10)
 	both := string(b)
-	h := w.Header()
-	st.setHeader(h, "Ratelimit-Policy", hdrRateLimitPolicy, both[:cut]) // the canonical forms of RateLimit-Policy and RateLimit
-	st.setHeader(h, "Ratelimit", hdrRateLimit, both[cut:])
+	st.SetHeader("Ratelimit-Policy", both[:cut]) // the canonical forms of RateLimit-Policy and RateLimit
+	st.SetHeader("Ratelimit", both[cut:])
 	if !d.Allowed {
-		return &Error{Code: "rate_limit_" + policy, RetryAfter: d.RetryAfter,
+		return &web.Error{Code: "rate_limit_" + policy, RetryAfter: d.RetryAfter,
 			Detail: "The company's " + string(mode) + " rate limit (" + strconv.FormatFloat(d.Limit.Rate, 'f', -1, 64) +
 				" requests/s, burst " + strconv.Itoa(d.Limit.Burst) + ") is exhausted; retry after the Retry-After delay."}
 	}

@@ -6,9 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/julienschmidt/httprouter"
-
 	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // apiPrefix is the API's path prefix, as gateway/apidocs/openapi.yaml writes
@@ -16,43 +16,60 @@ import (
 const apiPrefix = "/api/v1/v1"
 
 // Handler is the public listener's handler: the API's operations, the
-// developer portal and the health checks, behind the chain (chain.go).
-func (s *Server) Handler() http.Handler {
-	rt := newRoutes(routeHint)
+// developer portal and the health checks, in web's chain (with telemetry,
+// CORS, the trusted proxies, the API's 404 hints and encoders).
+func (s *Server) Handler() http.Handler { return web.Listener(s.web, s.routes) }
+
+// routes registers the public listener's routes.
+func (s *Server) routes(rt *web.Router) {
 	s.api(rt, http.MethodGet, apiPrefix+"/invoices", authz.InvoicesRead, s.listInvoices)
 	s.api(rt, http.MethodGet, apiPrefix+"/invoices/:id", authz.InvoicesRead, s.getInvoice)
 	s.api(rt, http.MethodGet, apiPrefix+"/clients", authz.ClientsRead, s.listClients)
 	s.api(rt, http.MethodGet, apiPrefix+"/clients/:id", authz.ClientsRead, s.getClient)
 	s.api(rt, http.MethodPost, apiPrefix+"/clients", authz.ClientsWrite, s.createClient)
 	s.api(rt, http.MethodGet, apiPrefix+"/events", authz.EventsRead, s.listEvents)
-	rt.handle(http.MethodGet, "/healthz", "GET /healthz", s.healthz)
-	rt.handle(http.MethodGet, "/readyz", "GET /readyz", s.readyz)
+	s.Health(rt)
 	s.routeDocs(rt) // the developer portal (docs.go): public, no key
-	return s.build(public, rt)
+}
+
+// Health registers this instance's health and readiness checks (/healthz,
+// /readyz): both listeners serve them.
+func (s *Server) Health(rt *web.Router) {
+	rt.Handle(http.MethodGet, "/healthz", s.healthz)
+	rt.Handle(http.MethodGet, "/readyz", s.readyz)
+}
+
+// apiCall is what an API operation knows of its request beyond the request
+// itself: the chain's record of it, and its caller, known and admitted.
+type apiCall struct {
+	st      *web.State
+	company string
+	mode    invoicing.Mode
 }
 
 // apiHandler is an API operation, run once the caller is known and admitted.
-type apiHandler func(r *http.Request, st *reqState, p httprouter.Params) (answer, error)
+type apiHandler func(r *http.Request, c apiCall, p web.Params) (web.Answer, error)
 
 // api registers an API operation behind authentication and the rate limit.
-func (s *Server) api(rt *routes, method, path string, scope authz.Scope, h apiHandler) {
-	rt.handle(method, path, method+" "+path, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) (answer, error) {
-		st := stateFrom(r.Context())
-		if err := s.authenticate(r, st, scope); err != nil {
-			return answer{}, err
+func (s *Server) api(rt *web.Router, method, path string, scope authz.Scope, h apiHandler) {
+	rt.Handle(method, path, func(r *http.Request, p web.Params) (web.Answer, error) {
+		st := web.StateOf(r.Context())
+		key, err := s.authenticate(r, st, scope)
+		if err != nil {
+			return web.Answer{}, err
 		}
-		if err := s.admit(w, r, st); err != nil {
-			return answer{}, err
+		if err := s.admit(r, st, key.CompanyID, key.Mode); err != nil {
+			return web.Answer{}, err
 		}
-		return h(r, st, p)
+		return h(r, apiCall{st: st, company: key.CompanyID, mode: key.Mode}, p)
 	})
 }
 
 // Drain turns readiness false for good, before the listeners shut down.
 func (s *Server) Drain() { s.draining.Store(true) }
 
-func (s *Server) healthz(http.ResponseWriter, *http.Request, httprouter.Params) (answer, error) {
-	return answer{body: map[string]string{"status": "ok"}}, nil
+func (s *Server) healthz(*http.Request, web.Params) (web.Answer, error) {
+	return web.Answer{Body: map[string]string{"status": "ok"}}, nil
 }
 
 // readyz reports each dependency ("ok" or "unavailable") and answers 503
@@ -62,7 +79,7 @@ func (s *Server) healthz(http.ResponseWriter, *http.Request, httprouter.Params) 
 // database; keys verified lately, from memory). So an instance with a
 // dependency down is "degraded", 200, and its answers that need the
 // dependency are 503s that say which and when to retry.
-func (s *Server) readyz(_ http.ResponseWriter, r *http.Request, _ httprouter.Params) (answer, error) {
+func (s *Server) readyz(r *http.Request, _ web.Params) (web.Answer, error) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	deps := []struct {
@@ -91,11 +108,11 @@ func (s *Server) readyz(_ http.ResponseWriter, r *http.Request, _ httprouter.Par
 	}
 	if s.draining.Load() {
 		checks["shutdown"] = "draining"
-		return answer{}, &Error{Code: "not_ready", Detail: "The instance is draining: it is shutting down.", Checks: checks}
+		return web.Answer{}, &web.Error{Code: "not_ready", Detail: "The instance is draining: it is shutting down.", Checks: checks}
 	}
 	body := map[string]any{"status": status, "checks": checks}
 	if s.durability != nil { // what Redis allows: said, never a reason to be unready
 		body["redisDurability"] = s.durability()
 	}
-	return answer{body: body}, nil
+	return web.Answer{Body: body}, nil
 }

@@ -7,18 +7,19 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/invoicing-ao/gateway/authz"
-	"github.com/invoicing-ao/gateway/internal/tracing"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // Keys verifies the API keys requests bring, and answers readiness for the
 // store that keeps them (authz.Keyring). Managing keys is the admin
-// package's. The source is the request's client address, which bounds the
-// lookups of keys the store does not know.
+// package's. The source is the request's client address (web.State.Addr),
+// which bounds the lookups of keys the store does not know.
 type Keys interface {
 	VerifyFrom(ctx context.Context, secret string, src authz.Source) (authz.Key, error)
 	Ping(ctx context.Context) error
@@ -86,8 +87,8 @@ type Config struct {
 	// says nothing.
 	RedisDurability func() any
 	// AdminHosts are the host names the admin listener answers to besides
-	// its IP addresses and loopback names (ParseAdminHosts, adminhost.go);
-	// empty means none.
+	// its IP addresses and loopback names (web.ParseHosts); empty means
+	// none.
 	AdminHosts []string
 	// Feed serves GET /events, the events feed; nil answers it 404
 	// route_not_found (a gateway run without events).
@@ -101,14 +102,10 @@ type Server struct {
 	limiter    Limiter
 	guard      Guard
 	companies  *companyCache
-	cors       []string
-	tracer     trace.Tracer
-	tp         trace.TracerProvider // as configured: nil means otel's global one
+	web        web.Config // the public listener's chain
 	metrics    *metrics
-	usage      Usage
 	idem       Idempotency
 	cursorKey  []byte
-	proxies    []netip.Prefix
 	adminHosts []string
 	draining   atomic.Bool
 	durability func() any // Config.RedisDurability
@@ -117,11 +114,15 @@ type Server struct {
 	now        func() time.Time
 }
 
+// answers is how the public listener writes: the resources' fast
+// encoders (encode.go), the API's paths in problems, its Bearer realm.
+var answers = web.Answers{APIPrefix: apiPrefix, Realm: "invoicing-api", Encoder: resourceEncoder{}}
+
 // New builds a Server from cfg.
 func New(cfg Config) *Server {
 	s := &Server{
 		live: cfg.Live, test: cfg.Test, keys: cfg.Keys, limiter: cfg.Limiter, guard: cfg.Guard,
-		logger: cfg.Logger, now: cfg.Now, cors: cfg.CORSAllowedOrigins, durability: cfg.RedisDurability, feed: cfg.Feed,
+		logger: cfg.Logger, now: cfg.Now, durability: cfg.RedisDurability, feed: cfg.Feed,
 	}
 	if s.logger == nil {
 		s.logger = slog.Default()
@@ -134,18 +135,30 @@ func New(cfg Config) *Server {
 		ttl = 5 * time.Second
 	}
 	s.companies = newCompanyCache(ttl, s.now)
-	s.tracer = tracing.Tracer(cfg.TracerProvider, tracerName)
-	s.tp = cfg.TracerProvider
-	s.usage = cfg.Usage
 	s.idem = cfg.Idempotency
 	s.cursorKey = []byte(cfg.CursorSecret)
 	if cfg.CursorSecret == "" {
 		s.cursorKey = []byte(defaultCursorKey)
 	}
-	s.proxies = cfg.TrustedProxies
 	s.adminHosts = cfg.AdminHosts
 	s.metrics = newMetrics(s, cfg.RedisPool)
+	s.web = web.Config{
+		Logger: s.logger, Now: s.now,
+		Telemetry: &web.Telemetry{TracerProvider: cfg.TracerProvider, Metrics: web.NewMetrics(s.metrics.reg),
+			Usage: cfg.Usage, Attributes: s.spanAttributes},
+		CORSAllowedOrigins: cfg.CORSAllowedOrigins, TrustedProxies: cfg.TrustedProxies,
+		RouteNotFound: routeHint, Answers: answers,
+	}
 	return s
+}
+
+// spanAttributes adds to a request's span the state of its database's
+// breaker, when the store has one (backend.Store).
+func (s *Server) spanAttributes(c web.Caller, attrs []attribute.KeyValue) []attribute.KeyValue {
+	if b, ok := s.store(c.Mode).(breakerStater); ok {
+		attrs = append(attrs, attribute.String("db.breaker.state", b.BreakerState()))
+	}
+	return attrs
 }
 
 // store picks the database of the key's mode: LIVE keys never reach the

@@ -16,10 +16,12 @@ const module = "github.com/invoicing-ao/gateway/"
 // "Layout"): the vocabulary and the internal helpers import none of ours
 // (apitest, the tests' checker of answers, only the document it checks
 // against); the adapters (authz, tenants, usage, shape, idempotency, audit,
-// backend, events) only those; gateway, the public API, reaches the adapters a request needs;
-// admin, the admin API, mounts on gateway's admin listener and reaches the
-// adapters administration needs, and gateway never imports it; the commands
-// may import anything.
+// backend, events) only those; web, the HTTP layer of both listeners, only
+// the vocabulary and internal helpers; gateway, the public API, stands on
+// web and reaches the adapters a request needs; admin, the admin API,
+// mounts on gateway's admin listener and reaches the adapters
+// administration needs, and gateway never imports it; the commands may
+// import anything.
 var allowedImports = map[string][]string{
 	"invoicing":           {},
 	"internal/tracing":    {},
@@ -44,9 +46,10 @@ var allowedImports = map[string][]string{
 	"backend":             {"invoicing", "internal/tracing"},
 	"backend/gendata":     {"backend", "invoicing"},
 	"events":              {"invoicing", "internal/tracing", "internal/durable"},
-	"gateway":             {"invoicing", "internal/tracing", "authz", "tenants", "idempotency", "backend", "gateway/apidocs", "internal/jsonstr", "internal/jsonlog"},
+	"web":                 {"invoicing", "internal/tracing", "internal/jsonlog"},
+	"gateway":             {"invoicing", "web", "authz", "tenants", "idempotency", "backend", "gateway/apidocs", "internal/jsonstr"},
 	"state":               {"internal/durable"}, // the file and the writes' order; each adapter its own records, wired by cmd/gateway
-	"admin":               {"invoicing", "authz", "tenants", "usage", "shape", "audit", "events", "gateway", "gateway/apidocs", "admin/console"},
+	"admin":               {"invoicing", "authz", "tenants", "usage", "shape", "audit", "events", "gateway", "gateway/apidocs", "admin/console", "web"},
 }
 
 // TestImportRules reads every non-test Go file of the module and fails on an
@@ -108,14 +111,14 @@ func contains(list []string, s string) bool {
 
 // httpPackages speak HTTP; adapterPackages are reached through them.
 var (
-	httpPackages    = []string{"gateway", "admin"}
+	httpPackages    = []string{"web", "gateway", "admin"}
 	adapterPackages = []string{"authz", "tenants", "usage", "shape", "idempotency", "audit", "backend", "events"}
 )
 
-// TestHTTPLayerMapsErrorsByKind holds the HTTP layer (both listeners: the
-// public API's gateway and the admin API's admin) to one error vocabulary:
-// its problem table (gateway/problem.go) imports no adapter, and no file of
-// it names an adapter's error, whether a variable (authz.ErrX), an error type
+// TestHTTPLayerMapsErrorsByKind holds the HTTP layer (web, and both
+// listeners' APIs on it: the public API's gateway and the admin API's admin)
+// to one error vocabulary: its problem table (web/problem.go) imports no
+// adapter, and no file of it names an adapter's error, whether a variable (authz.ErrX), an error type
 // (*backend.SomeError) or anything an adapter exports given to errors.Is or
 // errors.As, asserted or switched on. It answers an adapter's error by the
 // kind and code the error carries (invoicing.Define), and reads what else a
@@ -123,13 +126,13 @@ var (
 // so a new adapter error needs no edit in it.
 func TestHTTPLayerMapsErrorsByKind(t *testing.T) {
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "../gateway/problem.go", nil, parser.ImportsOnly)
+	f, err := parser.ParseFile(fset, "../web/problem.go", nil, parser.ImportsOnly)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, imp := range f.Imports {
 		if dep, ours := strings.CutPrefix(strings.Trim(imp.Path.Value, `"`), module); ours && dep != "invoicing" {
-			t.Errorf("gateway/problem.go imports %s: the problem table maps kinds, not an adapter's errors", dep)
+			t.Errorf("web/problem.go imports %s: the problem table maps kinds, not an adapter's errors", dep)
 		}
 	}
 	errNames := map[string]map[string]bool{} // adapter → its error variables and types
@@ -151,7 +154,7 @@ func TestHTTPLayerMapsErrorsByKind(t *testing.T) {
 	for _, pkg := range httpPackages {
 		for _, f := range sourceFiles(t, fset, pkg) {
 			for _, m := range adapterErrorsNamed(fset, f, errNames) {
-				t.Errorf("%s: map an adapter's error by its kind and code (invoicing.KindOf, problemFor) and the interfaces of invoicing, not by name", m)
+				t.Errorf("%s: map an adapter's error by its kind and code (invoicing.KindOf, web.Problem) and the interfaces of invoicing, not by name", m)
 			}
 		}
 	}

@@ -31,8 +31,8 @@ import (
 	"github.com/invoicing-ao/gateway/internal/jsonlog"
 
 	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -174,7 +174,7 @@ func message(err error) string {
 	if errors.As(err, &dep) {
 		return dep.Error()
 	}
-	p := gateway.Problem(err)
+	p := web.Problem(err)
 	if p.Code == "change_not_replicated" { // one sentence: what happened, and what to do
 		return p.Detail
 	}

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/internal/logbuf"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // cmdServe runs the gateway: every setting is checked and both listeners
@@ -91,9 +91,9 @@ func serveOn(ctx context.Context, cfg config.Config, d *deps, logger *slog.Logge
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	warnAdminAddr(logger, admLn.Addr())
-	newServer := func(h http.Handler) gateway.HTTPServer {
+	newServer := func(h http.Handler) web.HTTPServer {
 		// The defaults: 5s to send the request head, 16 KiB of headers.
-		return gateway.NewHTTPServer(h, gateway.HTTPConfig{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)})
+		return web.NewHTTPServer(h, web.HTTPConfig{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)})
 	}
 	pub, adm := newServer(d.server.Handler()), newServer(d.admin.Handler(d.server))
 	errc := make(chan error, 2)

@@ -22,6 +22,7 @@ import (
 	"github.com/invoicing-ao/gateway/shape"
 	"github.com/invoicing-ao/gateway/tenants"
 	usagecounter "github.com/invoicing-ao/gateway/usage"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // deps is everything a running gateway (or a management command) talks to.
@@ -69,7 +70,7 @@ func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rd
 		d.Close()
 		return nil, err
 	}
-	origins, err := gateway.ParseOrigins(cfg.CORSAllowedOrigins) // validated with the configuration
+	origins, err := web.ParseOrigins(cfg.CORSAllowedOrigins) // validated with the configuration
 	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("setting %s: %w", config.SettingName("CORSAllowedOrigins"), err)
@@ -79,7 +80,7 @@ func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rd
 		d.Close()
 		return nil, fmt.Errorf("setting %s: %w", config.SettingName("TrustedProxies"), err)
 	}
-	adminHosts, err := gateway.ParseAdminHosts(cfg.AdminHosts) // validated with the configuration
+	adminHosts, err := web.ParseHosts(cfg.AdminHosts) // validated with the configuration
 	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("setting %s: %w", config.SettingName("AdminHosts"), err)

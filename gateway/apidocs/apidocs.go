@@ -1,8 +1,10 @@
 // Package apidocs is the developer portal's content: the OpenAPI document of the
 // public API (openapi.yaml, the single source of truth), what is derived from
 // it at start-up (its JSON form, the Postman collection, the errors guide) and
-// the explorer page with its vendored, embedded UI. It builds the files; the
-// gateway serves them.
+// the explorer page with its vendored, embedded UI. It builds the files and
+// says how each is served (File.ServeHTTP: validators, gzip, its cache
+// policy and CSP); the gateway's routes serve them, and the admin console's
+// files the same way.
 package apidocs
 
 import (

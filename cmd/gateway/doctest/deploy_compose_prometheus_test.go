@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // The compose stack's Prometheus: its configuration, the rules it loads and
@@ -49,7 +50,7 @@ func checkComposePrometheus(t *testing.T, f composeFile) {
 	jobName := gatewayDownJob(t)
 	gwCfg := gatewayConfig(t, f)
 	adminPort := strconv.Itoa(portOf(t, gwCfg.AdminAddr))
-	hosts, err := gateway.ParseAdminHosts(gwCfg.AdminHosts)
+	hosts, err := web.ParseHosts(gwCfg.AdminHosts)
 	if err != nil {
 		t.Fatal(err)
 	}

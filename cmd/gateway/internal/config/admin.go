@@ -2,7 +2,7 @@ package config
 
 import (
 	"github.com/invoicing-ao/gateway/admin"
-	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // checkAdmin checks the admin listener's settings: a token, when set, must
@@ -14,7 +14,7 @@ func (c Config) checkAdmin(bad func(field, msg string)) {
 			bad("AdminToken", "is too weak: it "+err.Error()+"; make one with: "+admin.MakeToken)
 		}
 	}
-	if _, err := gateway.ParseAdminHosts(c.AdminHosts); err != nil {
+	if _, err := web.ParseHosts(c.AdminHosts); err != nil {
 		bad("AdminHosts", err.Error())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // maxReplicaTimeout bounds RedisReplicaTimeout.
@@ -140,7 +141,7 @@ func (c Config) checkRequests(bad func(field, msg string)) {
 	if c.DrainDelay < 0 {
 		bad("DrainDelay", "must not be negative")
 	}
-	if _, err := gateway.ParseOrigins(c.CORSAllowedOrigins); err != nil {
+	if _, err := web.ParseOrigins(c.CORSAllowedOrigins); err != nil {
 		bad("CORSAllowedOrigins", err.Error())
 	}
 	if _, err := gateway.ParseTrustedProxies(c.TrustedProxies); err != nil {

@@ -1,4 +1,4 @@
-package gateway
+package web
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
-// Error is the gateway's one error type: what the caller is told. Every
-// failure is turned into one (by problemFor) and written by writeProblem, so
-// statuses, codes and bodies are decided in this file only.
+// Error is the HTTP layer's one error type: what the caller is told. Every
+// failure is turned into one (by Answers.Problem) and written by
+// writeProblem, so statuses, codes and bodies are decided in this file only.
 type Error struct {
 	Code       string       // stable, machine-readable; see lookupCode
 	Detail     string       // human-readable, safe to show the caller
@@ -51,52 +51,42 @@ func (e *Error) Unwrap() error { return e.Err }
 func (e *Error) Status() int { return e.row().Status }
 
 // row is e's status and title.
-func (e *Error) row() problemCode {
+func (e *Error) row() ProblemCode {
 	if e.status != 0 {
-		return problemCode{e.status, e.title}
+		return ProblemCode{e.status, e.title}
 	}
 	pc, _ := lookupCode(e.Code)
 	return pc
 }
 
-// problemCode is one row of the table of errors the API can answer with.
-type problemCode struct {
+// ProblemCode is one row of the table of errors the API can answer with:
+// the status and title of a code.
+type ProblemCode struct {
 	Status int
 	Title  string
 }
 
-// httpCodes are the codes of the errors this package makes itself, on both
-// listeners: its checks of headers, bodies, routes, limits and readiness.
-// Every other code is defined where its errors are made, with its kind and
-// title (invoicing.Define): the adapters' and the admin package's own (the
-// admin token, company ids), so that a new one touches no file here; the
-// errors guide and the document list every code the binary links. A code
-// both this table and a definition have is the same row for both
+// httpCodes are the codes of the errors this layer makes itself, on every
+// listener: its checks of query strings, bodies, heads, routes and hosts,
+// a request that timed out, and a fault. Every other code is defined
+// where its errors are made, with its kind and title (invoicing.Define):
+// the public API's (gateway/errors.go), the admin API's (admin/errors.go)
+// and the adapters', so that a new one touches no file here; the errors
+// guide and the document list every code the binary links. A code both
+// this table and a definition have is the same row for both
 // (TestCodesAgree).
-var httpCodes = map[string]problemCode{
-	"invalid_parameter":       {http.StatusBadRequest, "Invalid query parameter"},
-	"invalid_body":            {http.StatusBadRequest, "Invalid request body"},
-	"missing_company_id":      {http.StatusBadRequest, "Missing X-Company-Id header"},
-	"invalid_company_id":      {http.StatusBadRequest, "Invalid X-Company-Id header"},
-	"missing_api_key":         {http.StatusUnauthorized, "Missing API key"},
-	"invalid_api_key":         {http.StatusUnauthorized, "Invalid API key"},
-	"company_suspended":       {http.StatusForbidden, "Company suspended"},
-	"insufficient_scope":      {http.StatusForbidden, "Insufficient scope"},
-	"source_not_allowed":      {http.StatusForbidden, "Source network not allowed"},
-	"route_not_found":         {http.StatusNotFound, "Route not found"},
-	"method_not_allowed":      {http.StatusMethodNotAllowed, "Method not allowed"},
-	"idempotency_in_progress": {http.StatusConflict, "Request with this Idempotency-Key in progress"},
-	"idempotency_key_reused":  {http.StatusUnprocessableEntity, "Idempotency-Key reused"},
-	"body_too_large":          {http.StatusRequestEntityTooLarge, "Request body too large"},
-	"headers_too_large":       {http.StatusRequestHeaderFieldsTooLarge, "Request headers too large"},
-	"host_not_allowed":        {http.StatusMisdirectedRequest, "Host not served here"},
-	"invalid_framing":         {http.StatusBadRequest, "Ambiguous request length"},
-	"unsupported_media_type":  {http.StatusUnsupportedMediaType, "Unsupported media type"},
-	"rate_limit_live":         {http.StatusTooManyRequests, "LIVE rate limit exceeded"},
-	"rate_limit_test":         {http.StatusTooManyRequests, "TEST rate limit exceeded"},
-	"database_unavailable":    {http.StatusServiceUnavailable, "Database unavailable"},
-	"internal_error":          {http.StatusInternalServerError, "Internal server error"},
-	"not_ready":               {http.StatusServiceUnavailable, "Not ready"},
+var httpCodes = map[string]ProblemCode{
+	"invalid_parameter":      {http.StatusBadRequest, "Invalid query parameter"},
+	"invalid_body":           {http.StatusBadRequest, "Invalid request body"},
+	"route_not_found":        {http.StatusNotFound, "Route not found"},
+	"method_not_allowed":     {http.StatusMethodNotAllowed, "Method not allowed"},
+	"body_too_large":         {http.StatusRequestEntityTooLarge, "Request body too large"},
+	"headers_too_large":      {http.StatusRequestHeaderFieldsTooLarge, "Request headers too large"},
+	"host_not_allowed":       {http.StatusMisdirectedRequest, "Host not served here"},
+	"invalid_framing":        {http.StatusBadRequest, "Ambiguous request length"},
+	"unsupported_media_type": {http.StatusUnsupportedMediaType, "Unsupported media type"},
+	"database_unavailable":   {http.StatusServiceUnavailable, "Database unavailable"},
+	"internal_error":         {http.StatusInternalServerError, "Internal server error"},
 }
 
 // kindStatus is the status of each kind of error.
@@ -122,23 +112,23 @@ func statusOf(k invoicing.Kind) int {
 
 // lookupCode is a code's status and title: this layer's own, else the one
 // an adapter defined.
-func lookupCode(code string) (problemCode, bool) {
+func lookupCode(code string) (ProblemCode, bool) {
 	if pc, ok := httpCodes[code]; ok {
 		return pc, true
 	}
 	if info, ok := invoicing.LookupCode(code); ok {
-		return problemCode{statusOf(info.Kind), info.Title}, true
+		return ProblemCode{statusOf(info.Kind), info.Title}, true
 	}
-	return problemCode{}, false
+	return ProblemCode{}, false
 }
 
-// problemCodes is every code the API can answer with: this layer's and the
+// ProblemCodes is every code the API can answer with: this layer's and the
 // adapters'. The errors guide lists them; tests check the OpenAPI document
 // names each.
-func problemCodes() map[string]problemCode {
-	all := make(map[string]problemCode, len(httpCodes))
+func ProblemCodes() map[string]ProblemCode {
+	all := make(map[string]ProblemCode, len(httpCodes))
 	for _, info := range invoicing.Codes() {
-		all[info.Code] = problemCode{statusOf(info.Kind), info.Title}
+		all[info.Code] = ProblemCode{statusOf(info.Kind), info.Title}
 	}
 	for code, pc := range httpCodes {
 		all[code] = pc
@@ -146,11 +136,11 @@ func problemCodes() map[string]problemCode {
 	return all
 }
 
-// problemFor maps any error to the Error the caller sees. It is the one place
+// Problem maps any error to the Error the caller sees. It is the one place
 // that decides a status: by the code of this layer's errors, by the kind of
 // an adapter's.
-func problemFor(err error) *Error {
-	p := problemOf(err)
+func (a Answers) Problem(err error) *Error {
+	p := a.problemOf(err)
 	if p.row().Status == 0 {
 		return &Error{Code: "internal_error", Detail: "An internal error occurred.", Err: err}
 	}
@@ -161,7 +151,7 @@ func problemFor(err error) *Error {
 // circuit breaker: when it lets its next probe through).
 type retryAfterer interface{ RetryAfter() time.Duration }
 
-func problemOf(err error) *Error {
+func (a Answers) problemOf(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
@@ -186,7 +176,9 @@ func problemOf(err error) *Error {
 			// mode only): its id, and where to get it.
 			id := held.ExistingClientID()
 			p.ExistingClientID = id
-			p.Detail = strings.TrimSuffix(p.Detail, ".") + ": " + apiPrefix + "/clients/" + id + "."
+			if a.APIPrefix != "" {
+				p.Detail = strings.TrimSuffix(p.Detail, ".") + ": " + a.APIPrefix + "/clients/" + id + "."
+			}
 		}
 		if k.Kind == invoicing.Unavailable || k.Kind == invoicing.Limited {
 			// Never sooner than in 1 s: a client told 0 would retry at
@@ -222,9 +214,9 @@ type problemBody struct {
 // problemTypeBase is where each code is explained (the portal's errors guide).
 const problemTypeBase = "/api/docs/errors#"
 
-// ceilSeconds rounds up to whole seconds, at least 1: a client told to retry
-// after 0 seconds would retry at once and be refused again.
-func ceilSeconds(d time.Duration) int {
+// CeilSeconds rounds up to whole seconds, at least 1: a client told to
+// retry after 0 seconds would retry at once and be refused again.
+func CeilSeconds(d time.Duration) int {
 	s := int((d + time.Second - 1) / time.Second)
 	if s < 1 {
 		return 1
@@ -232,6 +224,7 @@ func ceilSeconds(d time.Duration) int {
 	return s
 }
 
-// Problem is what the caller would be told of err: the CLI uses it to speak
-// the same language as the API.
-func Problem(err error) *Error { return problemFor(err) }
+// Problem is what the caller would be told of err, on a listener that
+// serves no API resource: the CLI uses it to speak the same language as
+// the API.
+func Problem(err error) *Error { return Answers{}.Problem(err) }

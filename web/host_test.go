@@ -1,4 +1,4 @@
-package gateway
+package web
 
 import (
 	"encoding/json"
@@ -7,17 +7,22 @@ import (
 	"testing"
 )
 
-// The admin listener answers requests for its addresses, loopback names
-// and the configured names, on every route, and refuses any other name
-// (a DNS-rebinding page's) with 421 before any route; the public listener
-// does not look.
-func TestAdminListenerHost(t *testing.T) {
-	names, err := ParseAdminHosts(" gw-admin.internal , Invoicing-Gateway-Admin.svc. ,")
+// A listener with HostCheck (the admin listener) answers requests for its
+// addresses, loopback names and the configured names, on every route, and
+// refuses any other name (a DNS-rebinding page's) with 421 before any
+// route; a listener without it (the public one) does not look.
+func TestListenerHost(t *testing.T) {
+	names, err := ParseHosts(" gw-admin.internal , Invoicing-Gateway-Admin.svc. ,")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(Config{AdminHosts: names})
-	adm, pub := httptest.NewServer(s.AdminHandler(nil)), httptest.NewServer(s.Handler())
+	routes := func(rt *Router) {
+		for _, path := range []string{"/healthz", "/metrics", "/admin/v1/keys"} {
+			rt.Handle(http.MethodGet, path, func(*http.Request, Params) (Answer, error) { return Answer{Body: "ok"}, nil })
+		}
+	}
+	adm := httptest.NewServer(Listener(Config{HostCheck: true, Hosts: names}, routes))
+	pub := httptest.NewServer(Listener(Config{}, routes))
 	defer adm.Close()
 	defer pub.Close()
 	for host, ok := range map[string]bool{
@@ -48,8 +53,8 @@ func TestAdminListenerHost(t *testing.T) {
 		t.Errorf("public listener, another Host: %v %v", res, err)
 	}
 	for _, bad := range []string{"gw-admin.internal:8081", "*.internal", "gw admin", "-gw.internal", "http://gw"} {
-		if _, err := ParseAdminHosts(bad); err == nil {
-			t.Errorf("ParseAdminHosts(%q) accepted", bad)
+		if _, err := ParseHosts(bad); err == nil {
+			t.Errorf("ParseHosts(%q) accepted", bad)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package gateway
+package web
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -26,19 +25,18 @@ func benchTelemetry(b *testing.B, tp trace.TracerProvider, traceparent bool) {
 }
 
 func benchChain(b *testing.B, tp trace.TracerProvider, traceparent, telemetry bool) {
-	s := New(Config{TracerProvider: tp, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	inner := func(w http.ResponseWriter, r *http.Request) (answer, error) {
-		st := stateFrom(r.Context())
-		st.Route = "GET /api/v1/v1/clients"
-		st.Key = authz.Key{ID: "key_x", CompanyID: "0a5e7c1e-0000-4000-8000-00000000000a", Mode: invoicing.Live}
-		st.Authed = true
-		return answer{}, nil
+	c := newChain(Config{Telemetry: &Telemetry{TracerProvider: tp}, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	inner := func(w http.ResponseWriter, r *http.Request) (Answer, error) {
+		st := StateOf(r.Context())
+		st.route = "GET /api/v1/v1/clients"
+		st.Identify(Caller{KeyID: "key_x", Company: "0a5e7c1e-0000-4000-8000-00000000000a", Mode: invoicing.Live})
+		return Answer{}, nil
 	}
-	h := s.accessLog(writeAnswers(inner))
+	h := c.accessLog(c.writeAnswers(inner))
 	if telemetry {
-		h = s.withTelemetry(h)
+		h = c.withTelemetry(h)
 	}
-	h = withRequestID(h)
+	h = c.withRequestID(h)
 	req := httptest.NewRequest(http.MethodGet, "/api/v1/v1/clients", nil)
 	if traceparent {
 		req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")

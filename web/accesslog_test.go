@@ -1,4 +1,4 @@
-package gateway
+package web
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/internal/jsonlog"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
@@ -19,18 +18,18 @@ import (
 // runs) as through any other slog handler, for answers and problems, known
 // callers or not, traced or not.
 func TestAccessLogLineSameOnBothPaths(t *testing.T) {
-	key := authz.Key{ID: "key_abc", CompanyID: "b1600000-0000-4000-8000-000000000001", Mode: invoicing.Live}
+	caller := Caller{KeyID: "key_abc", Company: "b1600000-0000-4000-8000-000000000001", Mode: invoicing.Live}
 	cases := []struct {
 		name        string
 		authed      bool
 		traceparent bool
-		ans         answer
+		ans         Answer
 		err         error
 	}{
-		{"answer", true, false, answer{status: http.StatusOK, body: map[string]string{"a": "b"}}, nil},
-		{"unknown caller", false, false, answer{}, &Error{Code: "invalid_api_key", Detail: "no"}},
-		{"server error", true, true, answer{}, &Error{Code: "internal_error", Detail: "x", Err: errors.New(`cause "quoted"`)}},
-		{"unmatched", false, true, answer{}, nil},
+		{"answer", true, false, Answer{Status: http.StatusOK, Body: map[string]string{"a": "b"}}, nil},
+		{"unknown caller", false, false, Answer{}, &Error{Code: "invalid_body", Detail: "no"}},
+		{"server error", true, true, Answer{}, &Error{Code: "internal_error", Detail: "x", Err: errors.New(`cause "quoted"`)}},
+		{"unmatched", false, true, Answer{}, nil},
 	}
 	// The time and the latency differ between two runs; nothing else may.
 	varying := regexp.MustCompile(`"time":"[^"]*"|"latencyMs":[0-9.e-]+`)
@@ -42,16 +41,18 @@ func TestAccessLogLineSameOnBothPaths(t *testing.T) {
 				func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, nil) },
 			} {
 				var buf bytes.Buffer
-				s := New(Config{Logger: slog.New(logger(&buf)), Now: time.Now})
-				inner := func(w http.ResponseWriter, r *http.Request) (answer, error) {
-					st := stateFrom(r.Context())
+				c := newChain(Config{Logger: slog.New(logger(&buf)), Now: time.Now, Telemetry: &Telemetry{}})
+				inner := func(w http.ResponseWriter, r *http.Request) (Answer, error) {
+					st := StateOf(r.Context())
 					if tc.name != "unmatched" {
-						st.Route = "GET /api/v1/v1/clients/:id"
+						st.route = "GET /api/v1/v1/clients/:id"
 					}
-					st.Key, st.Authed = key, tc.authed
+					if tc.authed {
+						st.Identify(caller)
+					}
 					return tc.ans, tc.err
 				}
-				h := withRequestID(s.withTelemetry(s.accessLog(writeAnswers(inner))))
+				h := c.withRequestID(c.withTelemetry(c.accessLog(c.writeAnswers(inner))))
 				req := httptest.NewRequest(http.MethodGet, "/api/v1/v1/clients/x?search=secret", nil)
 				req.Header.Set("X-Request-Id", "req-1")
 				if tc.traceparent {

@@ -1,4 +1,4 @@
-package gateway
+package web
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/invoicing-ao/gateway/gateway/apidocs"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -46,8 +47,7 @@ func TestAdapterErrorsNeedNoTable(t *testing.T) {
 		{&invoicing.Error{Kind: invoicing.Limited, Code: "example_busy", Title: "Example busy", Detail: "Slow down.", Message: "example: busy"}, 429, "Slow down.", "1"},
 		{&invoicing.Error{Kind: invoicing.NotFound, Code: "example_gone", Title: "Example gone", Detail: "Gone.", Message: "example: gone"}, 404, "Gone.", ""},
 	} {
-		rec := httptest.NewRecorder()
-		_, _ = writeAnswers(func(http.ResponseWriter, *http.Request) (answer, error) { return answer{}, c.err })(rec, httptest.NewRequest("GET", "/", nil))
+		rec := answerError(Answers{}, c.err)
 		var body problemBody
 		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 			t.Fatalf("%v: %v", c.err, err)
@@ -68,7 +68,7 @@ func TestUnclassifiedAdapterErrorIsInternal(t *testing.T) {
 		&invoicing.Error{Kind: invoicing.Conflict, Title: "No code", Message: "secret text"},
 		&invoicing.Error{Code: "internal_thing", Title: "Internal", Message: "secret text"},
 	} {
-		p := problemFor(err)
+		p := Problem(err)
 		if p.Code != "internal_error" || p.Status() != 500 || p.Detail == "secret text" {
 			t.Errorf("%#v: %s %d %q", err, p.Code, p.Status(), p.Detail)
 		}
@@ -87,22 +87,43 @@ func (e heldError) ExistingClientID() string { return e.id }
 var errExampleHeld = &invoicing.Error{Kind: invoicing.Conflict, Code: "example_held", Title: "Example held", Detail: "The example is held.", Message: "example: held"}
 
 // An adapter's error that names the caller's client it conflicts with is
-// answered with that client's id and where to get it, whatever its type:
-// this layer knows the interface, not the adapter.
+// answered with that client's id and, on a listener that serves the API's
+// resources, where to get it, whatever its type: this layer knows the
+// interface, not the adapter.
 func TestClientConflictNamesTheClient(t *testing.T) {
-	const id = "3b9a8f51-2c4d-4e6f-8a1b-2c3d4e5f6a7b"
-	p := problemFor(fmt.Errorf("create: %w", heldError{id}))
+	const id, prefix = "3b9a8f51-2c4d-4e6f-8a1b-2c3d4e5f6a7b", "/api/v1/v1"
+	api := Answers{APIPrefix: prefix}
+	p := api.Problem(fmt.Errorf("create: %w", heldError{id}))
 	if p.Status() != 409 || p.Code != "example_held" || p.ExistingClientID != id ||
-		p.Detail != "The example is held: "+apiPrefix+"/clients/"+id+"." {
+		p.Detail != "The example is held: "+prefix+"/clients/"+id+"." {
 		t.Errorf("%d %s %q %q", p.Status(), p.Code, p.ExistingClientID, p.Detail)
 	}
+	// Without the API's prefix: the id, and the plain detail.
+	if p := Problem(heldError{id}); p.ExistingClientID != id || p.Detail != "The example is held." {
+		t.Errorf("no prefix: %q %q", p.ExistingClientID, p.Detail)
+	}
 	// One that cannot name it is the plain conflict.
-	if p := problemFor(heldError{}); p.ExistingClientID != "" || p.Detail != "The example is held." {
+	if p := api.Problem(heldError{}); p.ExistingClientID != "" || p.Detail != "The example is held." {
 		t.Errorf("unnamed: %q %q", p.ExistingClientID, p.Detail)
 	}
-	_, body := problemJSON(problemFor(heldError{id}), "req")
+	_, body := problemJSON(api.Problem(heldError{id}), "req")
 	var b map[string]any
 	if err := json.Unmarshal(body, &b); err != nil || b["existingClientId"] != id {
 		t.Errorf("body %s: %v", body, err)
+	}
+}
+
+// answerError is what a listener writing by a answers for err.
+func answerError(a Answers, err error) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	c := newChain(Config{Answers: a})
+	_, _ = c.writeAnswers(func(http.ResponseWriter, *http.Request) (Answer, error) { return Answer{}, err })(rec, httptest.NewRequest("GET", "/", nil))
+	return rec
+}
+
+// Every problem's type is the code's anchor in the portal's errors guide.
+func TestProblemTypesPointAtTheGuide(t *testing.T) {
+	if problemTypeBase != apidocs.ErrorsPath+"#" {
+		t.Errorf("problem types point at %q, the errors guide is at %q", problemTypeBase, apidocs.ErrorsPath)
 	}
 }

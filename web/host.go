@@ -1,4 +1,4 @@
-package gateway
+package web
 
 import (
 	"fmt"
@@ -9,19 +9,20 @@ import (
 	"strings"
 )
 
-// The admin listener answers only to names that are its own. A page of
-// any site, open in an operator's browser, can make its own name resolve to
-// the admin listener's address (DNS rebinding): the browser then sends that
-// page's requests there, as same-origin ones, with the page's name in Host.
-// So a Host that is not an IP address, a loopback name or one of the
-// configured names (the operator's, for the dashboard's and the scraper's
-// way in) is refused before any route. An IP address cannot be rebound: a
-// page served from the listener's own address and port is the listener's.
+// A listener with Config.HostCheck (the admin listener) answers only to
+// names that are its own. A page of any site, open in an operator's
+// browser, can make its own name resolve to the listener's address (DNS
+// rebinding): the browser then sends that page's requests there, as
+// same-origin ones, with the page's name in Host. So a Host that is not an
+// IP address, a loopback name or one of the configured names (the
+// operator's, for the dashboard's and the scraper's way in) is refused
+// before any route. An IP address cannot be rebound: a page served from the
+// listener's own address and port is the listener's.
 
-// ParseAdminHosts reads the adminHosts setting: comma-separated host names
-// (no port, no wildcard) the admin listener answers to besides loopback
-// names and IP addresses; empty means none.
-func ParseAdminHosts(csv string) ([]string, error) {
+// ParseHosts reads a list of host names such a listener answers to (the
+// adminHosts setting): comma-separated, no port, no wildcard, besides
+// loopback names and IP addresses; empty means none.
+func ParseHosts(csv string) ([]string, error) {
 	var out []string
 	for _, s := range strings.Split(csv, ",") {
 		h := strings.ToLower(strings.TrimSuffix(strings.TrimSpace(s), "."))
@@ -56,12 +57,12 @@ func hostName(h string) bool {
 	return true
 }
 
-// adminHostAllowed reports whether the admin listener answers a request
+// hostAllowed reports whether a listener with HostCheck answers a request
 // for host (the Host header or the request target's authority, with or
 // without a port): "" (HTTP/1.0 without Host: no browser sends it), an IP
 // address, localhost or a name under .localhost (which browsers resolve to
 // loopback themselves, RFC 6761), or one of names.
-func adminHostAllowed(host string, names []string) bool {
+func hostAllowed(host string, names []string) bool {
 	if host == "" {
 		return true
 	}
@@ -75,12 +76,12 @@ func adminHostAllowed(host string, names []string) bool {
 	return host == "localhost" || strings.HasSuffix(host, ".localhost") || slices.Contains(names, host)
 }
 
-// withAdminHost refuses, on the admin listener, a request for a name that
-// is not the listener's (421, before any route; see above).
-func (s *Server) withAdminHost(next handler) handler {
-	return func(w http.ResponseWriter, r *http.Request) (answer, error) {
-		if !adminHostAllowed(r.Host, s.adminHosts) {
-			return answer{}, &Error{Code: "host_not_allowed",
+// withHost refuses a request for a name that is not the listener's (421,
+// before any route; see above).
+func (c *chain) withHost(next handler) handler {
+	return func(w http.ResponseWriter, r *http.Request) (Answer, error) {
+		if !hostAllowed(r.Host, c.Hosts) {
+			return Answer{}, &Error{Code: "host_not_allowed",
 				Detail: "The admin listener answers only to its IP addresses, localhost and the names in adminHosts (GATEWAY_ADMIN_HOSTS): add this request's host name there if it is one of yours."}
 		}
 		return next(w, r)

@@ -1,30 +1,17 @@
-package gateway
+package web
 
 import (
-	"fmt"
-	"net/http"
 	"net/netip"
 	"strings"
-
-	"github.com/invoicing-ao/gateway/authz"
 )
 
-// ParseTrustedProxies reads the trustedProxies setting: comma-separated
-// CIDRs or addresses of the proxies in front of the gateway (load
-// balancers, ingress); empty means none.
-func ParseTrustedProxies(csv string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, s := range strings.Split(csv, ",") {
-		if strings.TrimSpace(s) == "" {
-			continue
-		}
-		p, err := authz.ParsePrefix(s)
-		if err != nil {
-			return nil, fmt.Errorf("trusted proxy: %w", err)
-		}
-		out = append(out, p)
-	}
-	return out, nil
+// Addr is the address the request comes from (clientAddr, with the
+// listener's TrustedProxies); the zero Addr when it cannot be known. A
+// State is thereby the source a key store bounds the lookups of unknown
+// keys by (authz.Source), at no allocation of its own.
+func (st *State) Addr() netip.Addr {
+	a, _ := clientAddr(st.remoteAddr, st.reqHeader.Values("X-Forwarded-For"), st.proxies)
+	return a
 }
 
 // clientAddr is the address a request comes from. It is the connection's
@@ -78,18 +65,4 @@ func inAny(ps []netip.Prefix, a netip.Addr) bool {
 		}
 	}
 	return false
-}
-
-// checkSource refuses a request of a key limited to some networks when it
-// comes from elsewhere, or from an address that cannot be known. The answer
-// names no network and no address: it tells nothing of the key's settings.
-func (s *Server) checkSource(r *http.Request, key authz.Key) error {
-	if len(key.AllowedCIDRs) == 0 {
-		return nil
-	}
-	addr, ok := clientAddr(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), s.proxies)
-	if !ok || !key.AllowsSource(addr) {
-		return &Error{Code: "source_not_allowed", Detail: "This API key is not accepted from the network this request comes from."}
-	}
-	return nil
 }

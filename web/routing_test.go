@@ -1,15 +1,10 @@
-package gateway
+package web
 
 import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strings"
 	"testing"
-
-	"github.com/julienschmidt/httprouter"
-
-	"github.com/invoicing-ao/gateway/internal/apitest"
 )
 
 // A segment's escaped slash stays in the segment, and the handler gets the
@@ -37,11 +32,11 @@ func TestEscapedSlashStaysInItsSegment(t *testing.T) {
 		}
 	}
 
-	rt := newRoutes(nil)
+	rt := newRouter(nil)
 	var got string
-	rt.handle(http.MethodGet, "/x/:id", "GET /x/:id", func(_ http.ResponseWriter, _ *http.Request, p httprouter.Params) (answer, error) {
+	rt.Handle(http.MethodGet, "/x/:id", func(_ *http.Request, p Params) (Answer, error) {
 		got = p.ByName("id")
-		return answer{}, nil
+		return Answer{}, nil
 	})
 	for raw, want := range map[string]string{"/x/a%2Fb": "a/b", "/x/%252F": "%2F", "/x/a%2F%25": "a/%", "/x/%7E": "~"} {
 		got = "(not called)"
@@ -49,29 +44,5 @@ func TestEscapedSlashStaysInItsSegment(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("GET %s: id %q, %v; want %q", raw, got, err, want)
 		}
-	}
-}
-
-// Every operation's path, as the document writes it, is named by the 404 of
-// a path that ends like it: routeHint's table is the document's.
-func TestRouteHintKnowsEveryOperation(t *testing.T) {
-	doc, err := apitest.Doc()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for path := range doc.Paths.Map() {
-		tail, ok := strings.CutPrefix(path, apiPrefix)
-		if !ok {
-			t.Fatalf("%s: not under %s", path, apiPrefix)
-		}
-		n++
-		sent := "/api/v1" + strings.ReplaceAll(tail, "{id}", "3b9a8f51")
-		if got := routeHint(sent); !strings.Contains(got, " "+path+"?") {
-			t.Errorf("routeHint(%s) = %q; want it to name %s", sent, got, path)
-		}
-	}
-	if n != len(apiPaths) {
-		t.Errorf("%d paths in the document, want %d (apiPaths)", n, len(apiPaths))
 	}
 }

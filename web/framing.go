@@ -1,4 +1,4 @@
-package gateway
+package web
 
 import (
 	"bytes"
@@ -143,7 +143,7 @@ func framingContext(ctx context.Context, c net.Conn) context.Context {
 // withFraming refuses a request whose head was ambiguous, and closes its
 // connection after the answer.
 func withFraming(next handler) handler {
-	return func(w http.ResponseWriter, r *http.Request) (answer, error) {
+	return func(w http.ResponseWriter, r *http.Request) (Answer, error) {
 		fc, _ := r.Context().Value(framingKey{}).(*framingConn)
 		if fc == nil {
 			return next(w, r)
@@ -158,7 +158,7 @@ func withFraming(next handler) handler {
 			detail = "An HTTP/1.0 request cannot use Transfer-Encoding (RFC 9112, section 6.1): send Content-Length, or use HTTP/1.1. The connection is closed."
 		}
 		w.Header().Set("Connection", "close")
-		return answer{}, &Error{Code: "invalid_framing", Detail: detail}
+		return Answer{}, &Error{Code: "invalid_framing", Detail: detail}
 	}
 }
 

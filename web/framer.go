@@ -1,4 +1,4 @@
-package gateway
+package web
 
 import (
 	"bytes"

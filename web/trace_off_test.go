@@ -1,4 +1,4 @@
-package gateway
+package web
 
 import (
 	"bytes"
@@ -38,15 +38,15 @@ func TestTelemetryOffSkipsSpans(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(rec.Ended())
 			var logs bytes.Buffer
-			s := New(Config{TracerProvider: tc.tp, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+			c := newChain(Config{Telemetry: &Telemetry{TracerProvider: tc.tp}, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 			var outer, seen *http.Request
-			inner := func(w http.ResponseWriter, r *http.Request) (answer, error) {
+			inner := func(w http.ResponseWriter, r *http.Request) (Answer, error) {
 				seen = r
-				stateFrom(r.Context()).Route = "GET /x"
-				return answer{status: http.StatusNoContent}, nil
+				StateOf(r.Context()).route = "GET /x"
+				return Answer{Status: http.StatusNoContent}, nil
 			}
-			chain := s.withTelemetry(s.accessLog(writeAnswers(inner)))
-			h := withRequestID(func(w http.ResponseWriter, r *http.Request) (answer, error) {
+			chain := c.withTelemetry(c.accessLog(c.writeAnswers(inner)))
+			h := c.withRequestID(func(w http.ResponseWriter, r *http.Request) (Answer, error) {
 				outer = r
 				return chain(w, r)
 			})

@@ -1,4 +1,4 @@
-package gateway
+package web
 
 import (
 	"fmt"
@@ -62,7 +62,7 @@ func withCORS(allowed []string, routed func(method string, u *url.URL) bool) lay
 			// (caches keep one copy), and preflights meet the router's 405.
 			return next
 		}
-		return func(w http.ResponseWriter, r *http.Request) (answer, error) {
+		return func(w http.ResponseWriter, r *http.Request) (Answer, error) {
 			h := w.Header()
 			h.Add("Vary", "Origin")
 			origin := r.Header.Get("Origin")
@@ -75,7 +75,7 @@ func withCORS(allowed []string, routed func(method string, u *url.URL) bool) lay
 					h.Set("Access-Control-Allow-Methods", corsAllowMethods)
 					h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
 					h.Set("Access-Control-Max-Age", corsMaxAge)
-					return answer{status: http.StatusNoContent}, nil
+					return Answer{Status: http.StatusNoContent}, nil
 				}
 				// An origin not listed, or no such operation: the router
 				// answers as it would without CORS (405 or 404), with no

@@ -1,0 +1,27 @@
+package web
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestParseOrigins(t *testing.T) {
+	good := map[string][]string{
+		"":                       nil,
+		" , ":                    nil,
+		"https://app.example.ao": {"https://app.example.ao"},
+		"HTTPS://App.Example.AO:8443, http://localhost:3000": {"https://app.example.ao:8443", "http://localhost:3000"},
+	}
+	for in, want := range good {
+		got, err := ParseOrigins(in)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("ParseOrigins(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"*", "https://*.example.ao", "app.example.ao", "https://app.example.ao/", "https://app.example.ao/x",
+		"ftp://x", "https://u:p@x.ao", "https://x.ao?a=1", "null", "https://a.ao,*"} {
+		if got, err := ParseOrigins(in); err == nil {
+			t.Errorf("ParseOrigins(%q) = %v, want an error", in, got)
+		}
+	}
+}
