@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/admin/console"
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/gateway/apidocs"
 	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // Config holds the administration's dependencies.
@@ -80,14 +80,11 @@ func New(cfg Config) *Service {
 	return s
 }
 
-// Handler is the admin listener's handler: gw's health, readiness and
-// metrics (gateway.Server.AdminHandler), and the admin API, the console and
-// the runtime profiles, behind the admin token. It is never mounted on the
+// Routes registers the admin API, the console and the runtime profiles,
+// behind the admin token, on the admin listener's router (the binary
+// assembles the listener: cmd/gateway). They are never mounted on the
 // public listener.
-func (s *Service) Handler(gw *gateway.Server) http.Handler { return gw.AdminHandler(s.routes) }
-
-// routes registers the admin listener's routes of this package.
-func (s *Service) routes(rt *gateway.Router) {
+func (s *Service) Routes(rt *web.Router) {
 	s.adminRoute(rt, http.MethodPost, "/admin/v1/keys", s.adminCreateKey)
 	s.adminRoute(rt, http.MethodGet, "/admin/v1/keys", s.adminListKeys)
 	s.adminRoute(rt, http.MethodGet, "/admin/v1/keys/:id", s.adminGetKey)
@@ -119,17 +116,17 @@ func (s *Service) routes(rt *gateway.Router) {
 	// The console is an app that asks for the token itself; its files hold
 	// no data.
 	for _, a := range console.Assets() {
-		h := gateway.FileHandler(apidocs.NewFile(a.Path, a.ContentType, a.Body, apidocs.Revalidate, console.CSP, true))
-		rt.Handle(http.MethodGet, a.Path, func(*http.Request, gateway.Params) (gateway.Answer, error) {
-			return gateway.Answer{Serve: h}, nil
+		h := apidocs.NewFile(a.Path, a.ContentType, a.Body, apidocs.Revalidate, console.CSP, true) // served as the portal's files are
+		rt.Handle(http.MethodGet, a.Path, func(*http.Request, web.Params) (web.Answer, error) {
+			return web.Answer{Serve: h}, nil
 		})
 	}
 	// A browser pointed at the admin address, or at the console with a
 	// trailing slash, is sent to the console rather than shown a JSON 404.
 	toConsole := http.RedirectHandler(console.Path, http.StatusFound)
 	for _, path := range []string{"/", console.Path + "/"} {
-		rt.Handle(http.MethodGet, path, func(*http.Request, gateway.Params) (gateway.Answer, error) {
-			return gateway.Answer{Serve: toConsole}, nil
+		rt.Handle(http.MethodGet, path, func(*http.Request, web.Params) (web.Answer, error) {
+			return web.Answer{Serve: toConsole}, nil
 		})
 	}
 }
@@ -138,18 +135,18 @@ func (s *Service) routes(rt *gateway.Router) {
 // <admin token>", compared in constant time. Without a configured token the
 // admin API stays closed. Every change (any method but GET) also needs
 // X-Actor, the dashboard user it is made for: the audit log names them.
-func (s *Service) adminRoute(rt *gateway.Router, method, path string, h gateway.RouteFunc) {
-	rt.Handle(method, path, func(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+func (s *Service) adminRoute(rt *web.Router, method, path string, h web.RouteFunc) {
+	rt.Handle(method, path, func(r *http.Request, p web.Params) (web.Answer, error) {
 		if err := s.authorize(r); err != nil {
-			return gateway.Answer{}, err
+			return web.Answer{}, err
 		}
 		if method != http.MethodGet {
 			if len(r.Header.Values("X-Actor")) > 1 {
-				return gateway.Answer{}, &gateway.Error{Code: "invalid_actor", Detail: "Send X-Actor once: the name of the person this change is made for.",
-					Fields: []gateway.FieldError{{Field: "X-Actor", Message: "is given more than once"}}}
+				return web.Answer{}, &web.Error{Code: "invalid_actor", Detail: "Send X-Actor once: the name of the person this change is made for.",
+					Fields: []web.FieldError{{Field: "X-Actor", Message: "is given more than once"}}}
 			}
 			if err := checkActor(actor(r)); err != nil {
-				return gateway.Answer{}, err
+				return web.Answer{}, err
 			}
 		}
 		return h(r, p)
@@ -161,9 +158,9 @@ func (s *Service) adminRoute(rt *gateway.Router, method, path string, h gateway.
 // without counting.
 func (s *Service) authorize(r *http.Request) error {
 	if s.adminToken == "" {
-		return &gateway.Error{Code: "admin_disabled", Detail: "No admin token is configured (GATEWAY_ADMIN_TOKEN)."}
+		return &web.Error{Code: "admin_disabled", Detail: "No admin token is configured (GATEWAY_ADMIN_TOKEN)."}
 	}
-	unauthorized := &gateway.Error{Code: "unauthorized_admin", Detail: "Send Authorization: Bearer <admin token>."}
+	unauthorized := &web.Error{Code: "unauthorized_admin", Detail: "Send Authorization: Bearer <admin token>."}
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		return unauthorized
@@ -174,10 +171,10 @@ func (s *Service) authorize(r *http.Request) error {
 		if starts {
 			s.logger.Warn("admin: wrong admin tokens throttled", "source", src.String(), "retryAfter", wait.Round(time.Millisecond).String())
 		}
-		return &gateway.Error{Code: "admin_token_throttled", RetryAfter: wait,
+		return &web.Error{Code: "admin_token_throttled", RetryAfter: wait,
 			Detail: "Too many wrong admin tokens came from this address: retry with the right one after the Retry-After delay."}
 	}
-	tok, ok := gateway.Bearer(h)
+	tok, ok := web.Bearer(h)
 	right := ok && tokenEqual(tok, s.adminToken)
 	done(right)
 	if !right {
@@ -202,20 +199,20 @@ func actor(r *http.Request) string { return r.Header.Get("X-Actor") }
 
 // fieldError is err, an input refused, as one of a body's errors: its
 // invoicing.FieldError's message, in the caller's words.
-func fieldError(field string, err error) gateway.FieldError {
+func fieldError(field string, err error) web.FieldError {
 	var fe *invoicing.FieldError
 	if errors.As(err, &fe) {
-		return gateway.FieldError{Field: fe.Field, Message: fe.Message}
+		return web.FieldError{Field: fe.Field, Message: fe.Message}
 	}
-	return gateway.FieldError{Field: field, Message: err.Error()}
+	return web.FieldError{Field: field, Message: err.Error()}
 }
 
 // result answers v with 200, or err.
-func result[T any](v T, err error) (gateway.Answer, error) {
+func result[T any](v T, err error) (web.Answer, error) {
 	if err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
-	return gateway.Answer{Body: v}, nil
+	return web.Answer{Body: v}, nil
 }
 
 // Companies knows the platform's companies (backend.Store, the live
@@ -228,7 +225,7 @@ type Companies interface {
 func parseCompany(id string) (string, error) {
 	c, err := invoicing.ParseCompanyID(id)
 	if err != nil {
-		return "", &gateway.Error{Code: "unknown_company", Detail: "No company " + invoicing.Clip(id) + " exists on the platform: a company id is a UUID.", Err: err}
+		return "", &web.Error{Code: "unknown_company", Detail: "No company " + invoicing.Clip(id) + " exists on the platform: a company id is a UUID.", Err: err}
 	}
 	return c, nil
 }
@@ -244,7 +241,7 @@ func (s *Service) knownCompany(ctx context.Context, id string) (string, error) {
 	}
 	if _, err := s.companies.Company(ctx, c); err != nil {
 		if invoicing.KindOf(err) == invoicing.NotFound {
-			return "", &gateway.Error{Code: "unknown_company", Detail: "No company " + c + " exists on the platform.", Err: err}
+			return "", &web.Error{Code: "unknown_company", Detail: "No company " + c + " exists on the platform.", Err: err}
 		}
 		return "", err
 	}

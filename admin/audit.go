@@ -11,7 +11,7 @@ import (
 
 	"github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/authz"
-	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // AuditLog records and reads who changed which key or limit (audit.Log).
@@ -28,12 +28,12 @@ func checkActor(actor string) error {
 	case err == nil:
 		return nil
 	case strings.TrimSpace(actor) == "":
-		return &gateway.Error{Code: "missing_actor", Detail: "Send X-Actor with the name of the person this change is made for: the audit log records it.",
-			Fields: []gateway.FieldError{{Field: "X-Actor", Message: "is required"}}, Err: err}
+		return &web.Error{Code: "missing_actor", Detail: "Send X-Actor with the name of the person this change is made for: the audit log records it.",
+			Fields: []web.FieldError{{Field: "X-Actor", Message: "is required"}}, Err: err}
 	}
-	return &gateway.Error{Code: "invalid_actor", Err: err,
+	return &web.Error{Code: "invalid_actor", Err: err,
 		Detail: "X-Actor must name the person this change is made for in 1 to " + strconv.Itoa(audit.MaxActorLen) + " bytes of printable text, never a key.",
-		Fields: []gateway.FieldError{{Field: "X-Actor", Message: fieldError("X-Actor", err).Message}}}
+		Fields: []web.FieldError{{Field: "X-Actor", Message: fieldError("X-Actor", err).Message}}}
 }
 
 // recordKey records a change of a key at, its time: its view before (nil
@@ -103,7 +103,7 @@ func notAudited(e audit.Entry, err error) error {
 		d = "Webhook endpoint " + e.WebhookID + " was created, but the audit log did not record it (Redis did not take the event), so its signing secret is not shown: " +
 			"delete it (gateway webhooks delete " + e.WebhookID + ") once Redis answers, and create another."
 	}
-	return &gateway.Error{Code: "change_not_audited", Detail: d, Err: err}
+	return &web.Error{Code: "change_not_audited", Detail: d, Err: err}
 }
 
 // AuditView is a page of a company's audit log, oldest first.
@@ -122,11 +122,11 @@ type AuditView struct {
 // admin API and "gateway audit".
 func (s *Service) CompanyAudit(ctx context.Context, companyID string, since time.Time, limit int) (AuditView, error) {
 	if s.audit == nil {
-		return AuditView{}, &gateway.Error{Code: "audit_unavailable", Detail: "The audit log is not configured."}
+		return AuditView{}, &web.Error{Code: "audit_unavailable", Detail: "The audit log is not configured."}
 	}
 	if limit < 1 || limit > audit.MaxRead {
-		return AuditView{}, &gateway.Error{Code: "invalid_parameter", Detail: "limit must be 1 to " + strconv.Itoa(audit.MaxRead) + ".",
-			Fields: []gateway.FieldError{{Field: "limit", Message: "must be 1 to " + strconv.Itoa(audit.MaxRead)}}}
+		return AuditView{}, &web.Error{Code: "invalid_parameter", Detail: "limit must be 1 to " + strconv.Itoa(audit.MaxRead) + ".",
+			Fields: []web.FieldError{{Field: "limit", Message: "must be 1 to " + strconv.Itoa(audit.MaxRead)}}}
 	}
 	companyID, err := s.knownCompany(ctx, companyID)
 	if err != nil {
@@ -186,8 +186,8 @@ func (s *Service) withExpiries(events []audit.Event, keys []authz.Key, since, un
 	return append(out, exp...)
 }
 
-func (s *Service) adminAudit(r *http.Request, p gateway.Params) (gateway.Answer, error) {
-	q := gateway.ParseQuery(r.URL.RawQuery, "since", "limit")
+func (s *Service) adminAudit(r *http.Request, p web.Params) (web.Answer, error) {
+	q := web.ParseQuery(r.URL.RawQuery, "since", "limit")
 	limit := q.Int("limit", audit.MaxRead, 1, audit.MaxRead)
 	var since time.Time
 	if v, ok := q.Get("since"); ok {
@@ -198,7 +198,7 @@ func (s *Service) adminAudit(r *http.Request, p gateway.Params) (gateway.Answer,
 		since = t
 	}
 	if err := q.Err(); err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
 	return result(s.CompanyAudit(r.Context(), p.ByName("id"), since, limit))
 }

@@ -11,7 +11,7 @@ import (
 	"unicode"
 
 	"github.com/invoicing-ao/gateway/admin"
-	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // The errors the admin API makes itself are defined in this package (the
@@ -35,7 +35,7 @@ func TestAdminOwnErrors(t *testing.T) {
 		{"right", "Bearer right", "/admin/v1/limits/headroom", 503, "usage_unavailable", "Usage unavailable"},
 	} {
 		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-		srv := httptest.NewServer(admin.New(admin.Config{Token: c.token, Logger: quiet}).Handler(gateway.New(gateway.Config{Logger: quiet})))
+		srv := httptest.NewServer(web.Listener(web.Config{Logger: quiet, HostCheck: true}, admin.New(admin.Config{Token: c.token, Logger: quiet}).Routes))
 		r := do(t, srv.URL, req{Path: c.path, Header: map[string]string{"Authorization": c.auth}})
 		srv.Close()
 		var p struct {
@@ -59,7 +59,7 @@ func TestAdminOwnErrors(t *testing.T) {
 // as the field.
 func TestActorErrors(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := httptest.NewServer(admin.New(admin.Config{Token: "right", Logger: quiet}).Handler(gateway.New(gateway.Config{Logger: quiet})))
+	srv := httptest.NewServer(web.Listener(web.Config{Logger: quiet, HostCheck: true}, admin.New(admin.Config{Token: "right", Logger: quiet}).Routes))
 	defer srv.Close()
 	for _, c := range []struct {
 		actors      []string // the X-Actor headers sent

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // Directory finds the platform's companies by name, NIF or id
@@ -58,24 +58,24 @@ type CompanyFind struct {
 // or NIF holds f.Search, or those of f.IDs (unknown ids are left out).
 func (s *Service) FindCompanies(ctx context.Context, f CompanyFind) (CompaniesView, error) {
 	if s.directory == nil {
-		return CompaniesView{}, &gateway.Error{Code: "database_unavailable", Detail: "This instance has no live database to read companies from."}
+		return CompaniesView{}, &web.Error{Code: "database_unavailable", Detail: "This instance has no live database to read companies from."}
 	}
-	var fe []gateway.FieldError
+	var fe []web.FieldError
 	if f.Limit < 1 || f.Limit > MaxCompaniesPage {
-		fe = append(fe, gateway.FieldError{Field: "limit", Message: "must be 1 to " + strconv.Itoa(MaxCompaniesPage)})
+		fe = append(fe, web.FieldError{Field: "limit", Message: "must be 1 to " + strconv.Itoa(MaxCompaniesPage)})
 	}
 	if len(f.IDs) > MaxCompanyIDs {
-		fe = append(fe, gateway.FieldError{Field: "ids", Message: "must be at most " + strconv.Itoa(MaxCompanyIDs) + " ids"})
+		fe = append(fe, web.FieldError{Field: "ids", Message: "must be at most " + strconv.Itoa(MaxCompanyIDs) + " ids"})
 	}
 	if len(f.Search) > maxSearch {
-		fe = append(fe, gateway.FieldError{Field: "search", Message: "must be at most " + strconv.Itoa(maxSearch) + " bytes"})
+		fe = append(fe, web.FieldError{Field: "search", Message: "must be at most " + strconv.Itoa(maxSearch) + " bytes"})
 	}
 	after, err := decodeCompanyCursor(f.Cursor)
 	if err != nil {
-		fe = append(fe, gateway.FieldError{Field: "cursor", Message: "must be a page's next, as answered"})
+		fe = append(fe, web.FieldError{Field: "cursor", Message: "must be a page's next, as answered"})
 	}
 	if len(fe) > 0 {
-		return CompaniesView{}, &gateway.Error{Code: "invalid_parameter", Detail: "The companies' query is invalid.", Fields: fe}
+		return CompaniesView{}, &web.Error{Code: "invalid_parameter", Detail: "The companies' query is invalid.", Fields: fe}
 	}
 	// One more than the page: whether there is a next one.
 	cs, err := s.directory.SearchCompanies(ctx, invoicing.CompanyQuery{Search: strings.TrimSpace(f.Search), IDs: f.IDs, After: after, Limit: f.Limit + 1})
@@ -127,8 +127,8 @@ func decodeCompanyCursor(c string) (*invoicing.CompanyPosition, error) {
 
 // adminCompanies: GET /admin/v1/companies?search=TEXT&limit=N&cursor=C, or
 // ?ids=ID,ID,... for the names of companies known by id.
-func (s *Service) adminCompanies(r *http.Request, _ gateway.Params) (gateway.Answer, error) {
-	q := gateway.ParseQuery(r.URL.RawQuery, "search", "ids", "limit", "cursor")
+func (s *Service) adminCompanies(r *http.Request, _ web.Params) (web.Answer, error) {
+	q := web.ParseQuery(r.URL.RawQuery, "search", "ids", "limit", "cursor")
 	f := CompanyFind{Limit: q.Int("limit", 20, 1, MaxCompaniesPage)}
 	f.Search, _ = q.Get("search")
 	f.Cursor, _ = q.Get("cursor")
@@ -144,7 +144,7 @@ func (s *Service) adminCompanies(r *http.Request, _ gateway.Params) (gateway.Ans
 		}
 	}
 	if err := q.Err(); err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
 	return result(s.FindCompanies(r.Context(), f))
 }

@@ -6,10 +6,11 @@
 // the same operations for the command line (Service.CreateKey, ListKeys,
 // CompanyLimits, CompanyAudit, ...), with the views both show.
 //
-// It speaks HTTP through the admin listener that the gateway package builds
-// (Server.AdminHandler): the same middleware chain, and the one layer that
-// writes every answer and problem of both listeners. Its handlers return an
-// answer or an error (a *gateway.Error, or an adapter's error, which carries
+// It speaks HTTP through web, the HTTP layer of both listeners: its routes
+// (Service.Routes, which the binary mounts on the admin listener beside
+// the instance's health and metrics) are in the same middleware chain, and
+// the one layer that writes every answer and problem. Its handlers return
+// an answer or an error (a *web.Error, or an adapter's error, which carries
 // its kind); none writes. authz, tenants, usage, audit and the live database
 // are reached through the small interfaces declared here, for what
 // administration needs: create, roll, revoke and list keys; read and set
@@ -18,7 +19,7 @@
 //
 // A new administered resource (e.g. a company's webhook endpoints) is one
 // file here: its interface, its operations and views, and its handlers,
-// registered in Service.routes (behind the token and X-Actor like every
+// registered in Service.Routes (behind the token and X-Actor like every
 // admin route); its store is given in Config, its errors carry their kind
 // and code (invoicing.Define), and each change is recorded with its actor
 // (record).

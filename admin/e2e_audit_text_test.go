@@ -15,10 +15,10 @@ import (
 	"github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/events"
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // Secret-shaped strings, as the attack used them: a LIVE key's form (49
@@ -138,7 +138,7 @@ func TestChangeNotAudited(t *testing.T) {
 	ctx := context.Background()
 	scopes, _ := authz.ParseScopes("clients:read")
 	_, err := s.CreateKey(ctx, testActor, admin.KeySpec{CompanyID: coA, Mode: invoicing.Live, Scopes: scopes, Name: "ERP nightly"})
-	p := gateway.Problem(err)
+	p := web.Problem(err)
 	list, _ := s.ListKeys(ctx, coA)
 	if len(list) != 1 {
 		t.Fatalf("%d keys: the creation was not made", len(list))
@@ -149,14 +149,14 @@ func TestChangeNotAudited(t *testing.T) {
 		t.Errorf("creation: %d %s %q", p.Status(), p.Code, p.Detail)
 	}
 	_, err = s.RevokeKey(ctx, testActor, id)
-	if p := gateway.Problem(err); p.Code != "change_not_audited" || !strings.Contains(p.Detail, "in effect") {
+	if p := web.Problem(err); p.Code != "change_not_audited" || !strings.Contains(p.Detail, "in effect") {
 		t.Errorf("revocation: %s %q", p.Code, p.Detail)
 	}
 	if k, _ := keys.Get(ctx, id); k.State != authz.StateRevoked {
 		t.Errorf("the revocation was not made: %+v", k)
 	}
 	_, err = s.SetCompanyLimit(ctx, testActor, coA, "LIVE", 5, 5)
-	if p := gateway.Problem(err); p.Code != "change_not_audited" {
+	if p := web.Problem(err); p.Code != "change_not_audited" {
 		t.Errorf("limit: %v", err)
 	}
 	var lines int

@@ -3,11 +3,11 @@ package admin
 import "github.com/invoicing-ao/gateway/invoicing"
 
 // The admin API's own codes: the errors it makes itself about the admin
-// token, company ids and actors. They are defined here rather than in gateway's
-// table so that a new one touches no file of gateway: gateway answers a
-// *gateway.Error of a defined code with its kind's status and its title,
-// and its errors guide and the OpenAPI document's enum list every defined
-// code of the binary, which links admin. Each error's detail is its own
+// token, company ids and actors. They are defined here rather than in web's
+// table so that a new one touches no file of web: web answers a *web.Error
+// of a defined code with its kind's status and its title, and the errors
+// guide and the OpenAPI document's enum list every defined code of the
+// binary, which links admin. Each error's detail is its own
 // (the company it names). audit_unavailable and usage_unavailable, answered
 // when no audit log or usage counter is configured, are audit's and usage's.
 // change_not_replicated (503: Redis's replicas did not confirm a change in

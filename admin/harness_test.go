@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invoicing-ao/gateway/admin"
@@ -28,6 +29,7 @@ import (
 	"github.com/invoicing-ao/gateway/shape"
 	"github.com/invoicing-ao/gateway/tenants"
 	"github.com/invoicing-ao/gateway/usage"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // The admin API end to end: each test runs whole gateways (both listeners,
@@ -70,6 +72,7 @@ type instance struct {
 	srv        *gateway.Server
 	adm        *admin.Service
 	pub, admin *httptest.Server
+	adminH     http.Handler // the admin listener's handler, as in.admin serves it
 	clock      *testenv.Clock
 	logs       *testenv.SyncBuffer
 	usage      *usage.Counter // flushed only when a test says so
@@ -127,9 +130,10 @@ func (w *world) start(opts ...func(*instanceConfig)) *instance {
 	in.shape = shape.New(shape.Config{Redis: w.rdb, Prefix: w.prefix + "shape:", Now: in.clock.Now, Logger: logger})
 	in.usage = usage.New(usage.Config{Redis: w.rdb, Prefix: w.prefix + "usage:", FlushEvery: time.Hour, Now: in.clock.Now, Logger: logger})
 	// The instance's clock drives keys' expiry and the views of it alike.
+	reg := prometheus.NewRegistry()
 	in.srv = gateway.New(gateway.Config{Live: live, Test: test, Keys: keys, Limiter: limiter,
 		Guard: tenants.NewGuard(tenants.GuardConfig{}), Logger: logger, Now: in.clock.Now, Usage: in.usage,
-		Idempotency: idempotency.New(idempotency.Config{Redis: w.rdb, Prefix: w.prefix + "idem:"})})
+		Idempotency: idempotency.New(idempotency.Config{Redis: w.rdb, Prefix: w.prefix + "idem:"}), Metrics: reg})
 	// Webhooks to receivers on this machine (plain http, loopback), with
 	// ticks and a settle short enough for a test.
 	ev, err := events.New(events.Config{Redis: w.rdb, Prefix: w.prefix + "events:", Logger: logger,
@@ -146,7 +150,8 @@ func (w *world) start(opts ...func(*instanceConfig)) *instance {
 		Logger: logger, Now: in.clock.Now})
 	in.pub = httptest.NewServer(in.srv.Handler())
 	in.hold = &holdback{}
-	in.admin = httptest.NewServer(in.hold.wrap(in.adm.Handler(in.srv)))
+	in.adminH = adminListener(logger, in.clock.Now, in.srv, reg, in.adm)
+	in.admin = httptest.NewServer(in.hold.wrap(in.adminH))
 	t.Cleanup(func() {
 		in.pub.Close()
 		in.admin.Close()
@@ -154,6 +159,15 @@ func (w *world) start(opts ...func(*instanceConfig)) *instance {
 		_ = keys.Close()
 	})
 	return in
+}
+
+// adminListener is the admin listener as the binary assembles it
+// (cmd/gateway/listeners.go): the instance's health and metrics, and the
+// admin API.
+func adminListener(logger *slog.Logger, now func() time.Time, srv *gateway.Server, reg *prometheus.Registry, adm *admin.Service) http.Handler {
+	return web.Listener(web.Config{Logger: logger, Now: now, HostCheck: true}, srv.Health, func(rt *web.Router) {
+		rt.Handle(http.MethodGet, "/metrics", web.MetricsRoute(reg))
+	}, adm.Routes)
 }
 
 // runEvents runs the instance's events (detection and delivery) until the

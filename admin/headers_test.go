@@ -12,7 +12,7 @@ import (
 // listener's are (gateway's TestSecurityHeadersEverywhere).
 func TestSecurityHeadersOnAdminListener(t *testing.T) {
 	in := newWorld(t).start()
-	adm := in.adm.Handler(in.srv)
+	adm := in.adminH
 	tok := map[string]string{"Authorization": "Bearer " + in.adminToken}
 	for _, c := range []struct {
 		method, path, ctype, body string

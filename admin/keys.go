@@ -13,8 +13,8 @@ import (
 
 	"github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/authz"
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // Keys creates, lists, rolls and revokes API keys (authz.Keyring).
@@ -186,62 +186,62 @@ func (s *Service) RevokeKey(ctx context.Context, actor, keyID string) (KeyView, 
 	return s.viewKey(k), nil
 }
 
-func (s *Service) adminCreateKey(r *http.Request, _ gateway.Params) (gateway.Answer, error) {
-	m, fe, err := gateway.ReadJSONBody(r, []string{"companyId", "mode", "scopes", "name", "expiresAt", "allowedCidrs"})
+func (s *Service) adminCreateKey(r *http.Request, _ web.Params) (web.Answer, error) {
+	m, fe, err := web.ReadJSONBody(r, []string{"companyId", "mode", "scopes", "name", "expiresAt", "allowedCidrs"})
 	if err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
 	var spec KeySpec
-	spec.CompanyID, _ = gateway.StringMember(m, "companyId", &fe)
-	modeS, _ := gateway.StringMember(m, "mode", &fe)
-	spec.Name, _ = gateway.StringMember(m, "name", &fe)
+	spec.CompanyID, _ = web.StringMember(m, "companyId", &fe)
+	modeS, _ := web.StringMember(m, "mode", &fe)
+	spec.Name, _ = web.StringMember(m, "name", &fe)
 	fe = append(fe, checkTexts(textField{"name", spec.Name})...)
 	if spec.Mode, err = invoicing.ParseMode(modeS); err != nil {
-		fe = append(fe, gateway.FieldError{Field: "mode", Message: "must be LIVE or TEST"})
+		fe = append(fe, web.FieldError{Field: "mode", Message: "must be LIVE or TEST"})
 	}
 	var scopeList []string
 	if raw, ok := m["scopes"]; !ok || json.Unmarshal(raw, &scopeList) != nil {
-		fe = append(fe, gateway.FieldError{Field: "scopes", Message: "must be an array of scopes"})
+		fe = append(fe, web.FieldError{Field: "scopes", Message: "must be an array of scopes"})
 	} else if spec.Scopes, err = authz.ParseScopes(strings.Join(scopeList, ",")); err != nil {
 		fe = append(fe, fieldError("scopes", err))
 	}
 	if spec.CompanyID == "" {
-		fe = append(fe, gateway.FieldError{Field: "companyId", Message: "is required"})
+		fe = append(fe, web.FieldError{Field: "companyId", Message: "is required"})
 	}
-	if v, ok := gateway.StringMember(m, "expiresAt", &fe); ok {
+	if v, ok := web.StringMember(m, "expiresAt", &fe); ok {
 		if t, err := time.Parse(time.RFC3339Nano, v); err != nil {
-			fe = append(fe, gateway.FieldError{Field: "expiresAt", Message: "must be an RFC 3339 time such as 2027-01-31T00:00:00Z"})
+			fe = append(fe, web.FieldError{Field: "expiresAt", Message: "must be an RFC 3339 time such as 2027-01-31T00:00:00Z"})
 		} else if !t.After(s.now()) {
-			fe = append(fe, gateway.FieldError{Field: "expiresAt", Message: "must be in the future"})
+			fe = append(fe, web.FieldError{Field: "expiresAt", Message: "must be in the future"})
 		} else {
 			spec.ExpiresAt = &t
 		}
 	}
 	if raw, ok := m["allowedCidrs"]; ok && string(raw) != "null" && json.Unmarshal(raw, &spec.AllowedCIDRs) != nil {
-		fe = append(fe, gateway.FieldError{Field: "allowedCidrs", Message: "must be an array of CIDRs such as 203.0.113.0/24"})
+		fe = append(fe, web.FieldError{Field: "allowedCidrs", Message: "must be an array of CIDRs such as 203.0.113.0/24"})
 	}
 	if len(fe) > 0 {
-		return gateway.Answer{}, &gateway.Error{Code: "invalid_body", Detail: "The key request is invalid.", Fields: fe}
+		return web.Answer{}, &web.Error{Code: "invalid_body", Detail: "The key request is invalid.", Fields: fe}
 	}
 	v, err := s.CreateKey(r.Context(), actor(r), spec)
 	if err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
-	return gateway.Answer{Status: http.StatusCreated, Body: v, Location: "/admin/v1/keys/" + v.ID}, nil
+	return web.Answer{Status: http.StatusCreated, Body: v, Location: "/admin/v1/keys/" + v.ID}, nil
 }
 
 // adminRollKey rolls a key: {"overlapSeconds": N}, or no body for the
 // default overlap.
-func (s *Service) adminRollKey(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+func (s *Service) adminRollKey(r *http.Request, p web.Params) (web.Answer, error) {
 	overlap, err := readOverlap(r, authz.DefaultOverlap, authz.MaxOverlap)
 	if err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
 	v, err := s.RollKey(r.Context(), actor(r), p.ByName("id"), overlap)
 	if err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
-	return gateway.Answer{Status: http.StatusCreated, Body: v, Location: "/admin/v1/keys/" + v.ID}, nil
+	return web.Answer{Status: http.StatusCreated, Body: v, Location: "/admin/v1/keys/" + v.ID}, nil
 }
 
 // readOverlap reads an optional body {"overlapSeconds": N}, 0 to most in
@@ -251,7 +251,7 @@ func readOverlap(r *http.Request, def, most time.Duration) (time.Duration, error
 	if r.ContentLength == 0 {
 		return def, nil
 	}
-	m, fe, err := gateway.ReadJSONBody(r, []string{"overlapSeconds"})
+	m, fe, err := web.ReadJSONBody(r, []string{"overlapSeconds"})
 	if err != nil {
 		return 0, err
 	}
@@ -260,20 +260,20 @@ func readOverlap(r *http.Request, def, most time.Duration) (time.Duration, error
 		limit := int64(most / time.Second)
 		n, err := strconv.ParseInt(string(raw), 10, 64)
 		if err != nil || n < 0 || n > limit {
-			fe = append(fe, gateway.FieldError{Field: "overlapSeconds", Message: "must be an integer from 0 to " + strconv.FormatInt(limit, 10)})
+			fe = append(fe, web.FieldError{Field: "overlapSeconds", Message: "must be an integer from 0 to " + strconv.FormatInt(limit, 10)})
 		}
 		overlap = time.Duration(n) * time.Second
 	}
 	if len(fe) > 0 {
-		return 0, &gateway.Error{Code: "invalid_body", Detail: "The body is invalid.", Fields: fe}
+		return 0, &web.Error{Code: "invalid_body", Detail: "The body is invalid.", Fields: fe}
 	}
 	return overlap, nil
 }
 
 // adminListKeys: GET /admin/v1/keys?companyId=ID&limit=N&cursor=C, a page
 // of the company's keys, newest first.
-func (s *Service) adminListKeys(r *http.Request, _ gateway.Params) (gateway.Answer, error) {
-	q := gateway.ParseQuery(r.URL.RawQuery, "companyId", "limit", "cursor")
+func (s *Service) adminListKeys(r *http.Request, _ web.Params) (web.Answer, error) {
+	q := web.ParseQuery(r.URL.RawQuery, "companyId", "limit", "cursor")
 	company, _ := q.Get("companyId")
 	if company == "" {
 		q.Fail("companyId", "is required")
@@ -281,18 +281,18 @@ func (s *Service) adminListKeys(r *http.Request, _ gateway.Params) (gateway.Answ
 	limit := q.Int("limit", MaxKeysPage, 1, MaxKeysPage)
 	cursor, _ := q.Get("cursor")
 	if err := q.Err(); err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
 	keys, err := s.ListKeys(r.Context(), company)
 	if err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
 	page, next, err := pageKeys(keys, cursor, limit)
 	if err != nil {
-		return gateway.Answer{}, &gateway.Error{Code: "invalid_parameter", Detail: "cursor must be a page's next, as answered.",
-			Fields: []gateway.FieldError{{Field: "cursor", Message: "must be a page's next, as answered"}}, Err: err}
+		return web.Answer{}, &web.Error{Code: "invalid_parameter", Detail: "cursor must be a page's next, as answered.",
+			Fields: []web.FieldError{{Field: "cursor", Message: "must be a page's next, as answered"}}, Err: err}
 	}
-	return gateway.Answer{Body: map[string]any{"data": page, "next": next}}, nil
+	return web.Answer{Body: map[string]any{"data": page, "next": next}}, nil
 }
 
 // MaxKeysPage bounds a page of a company's keys (and is the page without a
@@ -337,19 +337,19 @@ func pageKeys(keys []KeyView, cursor string, limit int) ([]KeyView, *string, err
 // namedKey makes a key's "not found" say which key.
 func namedKey(id string, err error) error {
 	if invoicing.KindOf(err) == invoicing.NotFound {
-		return &gateway.Error{Code: "not_found", Detail: "No API key " + invoicing.Clip(id) + " exists.", Err: err}
+		return &web.Error{Code: "not_found", Detail: "No API key " + invoicing.Clip(id) + " exists.", Err: err}
 	}
 	return err
 }
 
-func (s *Service) adminGetKey(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+func (s *Service) adminGetKey(r *http.Request, p web.Params) (web.Answer, error) {
 	k, err := s.keys.Get(r.Context(), p.ByName("id"))
 	if err != nil {
-		return gateway.Answer{}, namedKey(p.ByName("id"), err)
+		return web.Answer{}, namedKey(p.ByName("id"), err)
 	}
-	return gateway.Answer{Body: s.viewKey(k)}, nil
+	return web.Answer{Body: s.viewKey(k)}, nil
 }
 
-func (s *Service) adminRevokeKey(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+func (s *Service) adminRevokeKey(r *http.Request, p web.Params) (web.Answer, error) {
 	return result(s.RevokeKey(r.Context(), actor(r), p.ByName("id")))
 }

@@ -7,9 +7,9 @@ import (
 	"net/http"
 
 	"github.com/invoicing-ao/gateway/audit"
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // Limiter reads, overrides and resets each company's rate limits
@@ -116,32 +116,32 @@ func (s *Service) limitsChanged(ctx context.Context, actor, action string, befor
 // inEffect reports whether err is a change made but not confirmed by
 // Redis's replicas (redisMinReplicas): in effect now, possibly undone by a
 // failover.
-func inEffect(err error) bool { return gateway.Problem(err).Code == "change_not_replicated" }
+func inEffect(err error) bool { return web.Problem(err).Code == "change_not_replicated" }
 
-func (s *Service) adminGetLimits(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+func (s *Service) adminGetLimits(r *http.Request, p web.Params) (web.Answer, error) {
 	return result(s.CompanyLimits(r.Context(), p.ByName("id")))
 }
 
-func (s *Service) adminSetLimits(r *http.Request, p gateway.Params) (gateway.Answer, error) {
-	m, fe, err := gateway.ReadJSONBody(r, []string{"mode", "rate", "burst"})
+func (s *Service) adminSetLimits(r *http.Request, p web.Params) (web.Answer, error) {
+	m, fe, err := web.ReadJSONBody(r, []string{"mode", "rate", "burst"})
 	if err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
-	mode, _ := gateway.StringMember(m, "mode", &fe)
+	mode, _ := web.StringMember(m, "mode", &fe)
 	var rate float64
 	var burst int
 	if raw, ok := m["rate"]; !ok || json.Unmarshal(raw, &rate) != nil {
-		fe = append(fe, gateway.FieldError{Field: "rate", Message: "must be a number of requests per second"})
+		fe = append(fe, web.FieldError{Field: "rate", Message: "must be a number of requests per second"})
 	}
 	if raw, ok := m["burst"]; !ok || json.Unmarshal(raw, &burst) != nil {
-		fe = append(fe, gateway.FieldError{Field: "burst", Message: "must be an integer"})
+		fe = append(fe, web.FieldError{Field: "burst", Message: "must be an integer"})
 	}
 	if len(fe) > 0 {
-		return gateway.Answer{}, &gateway.Error{Code: "invalid_body", Detail: "The limit is invalid.", Fields: fe}
+		return web.Answer{}, &web.Error{Code: "invalid_body", Detail: "The limit is invalid.", Fields: fe}
 	}
 	return result(s.SetCompanyLimit(r.Context(), actor(r), p.ByName("id"), mode, rate, burst))
 }
 
-func (s *Service) adminResetLimits(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+func (s *Service) adminResetLimits(r *http.Request, p web.Params) (web.Answer, error) {
 	return result(s.ResetCompanyLimits(r.Context(), actor(r), p.ByName("id")))
 }

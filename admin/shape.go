@@ -5,9 +5,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/shape"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // ShapeView is a company's recorded traffic in one mode: the distribution
@@ -30,7 +30,7 @@ type ShapeView struct {
 func (s *Service) TrafficShape(ctx context.Context, companyID, mode string, since time.Time) (ShapeView, error) {
 	m, fe := s.shapeFields(mode, since)
 	if len(fe) > 0 {
-		return ShapeView{}, &gateway.Error{Code: "invalid_parameter", Detail: "The traffic shape query is invalid.", Fields: fe}
+		return ShapeView{}, &web.Error{Code: "invalid_parameter", Detail: "The traffic shape query is invalid.", Fields: fe}
 	}
 	company, series, cur, err := s.recorded(ctx, companyID, m, since)
 	if err != nil {
@@ -71,10 +71,10 @@ func (s *Service) LimitHeadroom(ctx context.Context, mode string, top int) (Head
 		return HeadroomView{}, err
 	}
 	if len(fe) > 0 {
-		return HeadroomView{}, &gateway.Error{Code: "invalid_parameter", Detail: "The headroom query is invalid.", Fields: fe}
+		return HeadroomView{}, &web.Error{Code: "invalid_parameter", Detail: "The headroom query is invalid.", Fields: fe}
 	}
 	if s.shape == nil {
-		return HeadroomView{}, &gateway.Error{Code: "usage_unavailable", Detail: "Traffic is not recorded (no traffic shape store is configured)."}
+		return HeadroomView{}, &web.Error{Code: "usage_unavailable", Detail: "Traffic is not recorded (no traffic shape store is configured)."}
 	}
 	peaks, err := s.shape.Peaks(ctx, m)
 	if err != nil {

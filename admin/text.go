@@ -4,8 +4,8 @@ import (
 	"strings"
 
 	"github.com/invoicing-ao/gateway/audit"
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // The text of a change. What a person types into a key's name or an
@@ -26,13 +26,13 @@ const secretMessage = "must not hold what looks like an API key or a webhook sig
 	"the audit log records every change, and never a secret"
 
 // checkTexts returns an error for each field whose value cannot be taken.
-func checkTexts(fields ...textField) []gateway.FieldError {
-	var fe []gateway.FieldError
+func checkTexts(fields ...textField) []web.FieldError {
+	var fe []web.FieldError
 	for _, f := range fields {
 		if holdsSecret(f.value) {
-			fe = append(fe, gateway.FieldError{Field: f.name, Message: secretMessage})
+			fe = append(fe, web.FieldError{Field: f.name, Message: secretMessage})
 		} else if r, ok := invoicing.HiddenRune(f.value); ok {
-			fe = append(fe, gateway.FieldError{Field: f.name, Message: invoicing.HiddenMessage(r)})
+			fe = append(fe, web.FieldError{Field: f.name, Message: invoicing.HiddenMessage(r)})
 		}
 	}
 	return fe
@@ -43,7 +43,7 @@ func checkTexts(fields ...textField) []gateway.FieldError {
 // taken.
 func refuseTexts(what string, fields ...textField) error {
 	if fe := checkTexts(fields...); len(fe) > 0 {
-		return &gateway.Error{Code: "invalid_body", Detail: what + " cannot be taken: " + fe[0].Field + " " + fe[0].Message + ".", Fields: fe}
+		return &web.Error{Code: "invalid_body", Detail: what + " cannot be taken: " + fe[0].Field + " " + fe[0].Message + ".", Fields: fe}
 	}
 	return nil
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/usage"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // The platform team's view of traffic (the admin console): every company's
@@ -114,18 +114,18 @@ func (s *Service) TrafficOverview(ctx context.Context, top int) (OverviewView, e
 	return v, nil
 }
 
-func (s *Service) adminMinutes(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+func (s *Service) adminMinutes(r *http.Request, p web.Params) (web.Answer, error) {
 	n, err := intParam(r, "minutes", 60)
 	if err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
 	return result(s.CompanyMinutes(r.Context(), p.ByName("id"), n))
 }
 
-func (s *Service) adminOverview(r *http.Request, _ gateway.Params) (gateway.Answer, error) {
+func (s *Service) adminOverview(r *http.Request, _ web.Params) (web.Answer, error) {
 	n, err := intParam(r, "top", 10)
 	if err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
 	return result(s.TrafficOverview(r.Context(), n))
 }

@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/usage"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // Usage reads each company's request counts, by day and by minute, and the
@@ -55,7 +55,7 @@ func (s *Service) usageOf(ctx context.Context, companyID, name string, n, lo, hi
 
 func (s *Service) usageReady() error {
 	if s.usage == nil {
-		return &gateway.Error{Code: "usage_unavailable", Detail: "Usage counting is not configured."}
+		return &web.Error{Code: "usage_unavailable", Detail: "Usage counting is not configured."}
 	}
 	return nil
 }
@@ -64,7 +64,7 @@ func (s *Service) usageReady() error {
 func inRange(name string, n, lo, hi int) error {
 	if n < lo || n > hi {
 		msg := "must be " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi)
-		return &gateway.Error{Code: "invalid_parameter", Detail: name + " " + msg + ".", Fields: []gateway.FieldError{{Field: name, Message: msg}}}
+		return &web.Error{Code: "invalid_parameter", Detail: name + " " + msg + ".", Fields: []web.FieldError{{Field: name, Message: msg}}}
 	}
 	return nil
 }
@@ -77,15 +77,15 @@ func intParam(r *http.Request, name string, def int) (int, error) {
 	}
 	n, err := strconv.Atoi(v[0])
 	if err != nil || len(v) > 1 {
-		return 0, &gateway.Error{Code: "invalid_parameter", Detail: name + " must be one integer.", Fields: []gateway.FieldError{{Field: name, Message: "must be an integer"}}}
+		return 0, &web.Error{Code: "invalid_parameter", Detail: name + " must be one integer.", Fields: []web.FieldError{{Field: name, Message: "must be an integer"}}}
 	}
 	return n, nil
 }
 
-func (s *Service) adminUsage(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+func (s *Service) adminUsage(r *http.Request, p web.Params) (web.Answer, error) {
 	days, err := intParam(r, "days", DefaultUsageDays)
 	if err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
 	return result(s.CompanyUsage(r.Context(), p.ByName("id"), days))
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/events"
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // Webhooks manages companies' webhook endpoints and reads their delivery
@@ -71,7 +71,7 @@ func (s *Service) recordWebhook(ctx context.Context, actor, action string, at ti
 // named makes an endpoint's "not found" say which endpoint.
 func named(id string, err error) error {
 	if invoicing.KindOf(err) == invoicing.NotFound {
-		return &gateway.Error{Code: "not_found", Detail: "No webhook endpoint " + invoicing.Clip(id) + " exists.", Err: err}
+		return &web.Error{Code: "not_found", Detail: "No webhook endpoint " + invoicing.Clip(id) + " exists.", Err: err}
 	}
 	return err
 }
@@ -79,7 +79,7 @@ func named(id string, err error) error {
 // webhooksReady refuses webhook calls when no events service is configured.
 func (s *Service) webhooksReady() error {
 	if s.webhooks == nil {
-		return &gateway.Error{Code: "events_unavailable", Detail: "Webhooks are not configured on this instance."}
+		return &web.Error{Code: "events_unavailable", Detail: "Webhooks are not configured on this instance."}
 	}
 	return nil
 }
@@ -260,58 +260,58 @@ func (s *Service) WebhookDeliveries(ctx context.Context, id string, q events.Del
 
 // The admin API's handlers.
 
-func (s *Service) adminCreateWebhook(r *http.Request, p gateway.Params) (gateway.Answer, error) {
-	m, fe, err := gateway.ReadJSONBody(r, []string{"mode", "url", "types", "description", "enabled"})
+func (s *Service) adminCreateWebhook(r *http.Request, p web.Params) (web.Answer, error) {
+	m, fe, err := web.ReadJSONBody(r, []string{"mode", "url", "types", "description", "enabled"})
 	if err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
 	spec := WebhookSpec{CompanyID: p.ByName("id")}
-	modeS, _ := gateway.StringMember(m, "mode", &fe)
+	modeS, _ := web.StringMember(m, "mode", &fe)
 	if spec.Mode, err = invoicing.ParseMode(modeS); err != nil {
-		fe = append(fe, gateway.FieldError{Field: "mode", Message: "must be LIVE or TEST"})
+		fe = append(fe, web.FieldError{Field: "mode", Message: "must be LIVE or TEST"})
 	}
 	var ok bool
-	if spec.URL, ok = gateway.StringMember(m, "url", &fe); !ok {
-		fe = append(fe, gateway.FieldError{Field: "url", Message: "is required"})
+	if spec.URL, ok = web.StringMember(m, "url", &fe); !ok {
+		fe = append(fe, web.FieldError{Field: "url", Message: "is required"})
 	}
-	spec.Description, _ = gateway.StringMember(m, "description", &fe)
+	spec.Description, _ = web.StringMember(m, "description", &fe)
 	fe = append(fe, checkTexts(textField{"url", spec.URL}, textField{"description", spec.Description})...)
 	spec.Types = typesMember(m, &fe)
 	if enabled, given := boolMember(m, "enabled", &fe); given {
 		spec.Disabled = !enabled
 	}
 	if len(fe) > 0 {
-		return gateway.Answer{}, &gateway.Error{Code: "invalid_body", Detail: "The webhook endpoint is invalid.", Fields: fe}
+		return web.Answer{}, &web.Error{Code: "invalid_body", Detail: "The webhook endpoint is invalid.", Fields: fe}
 	}
 	v, err := s.CreateWebhook(r.Context(), actor(r), spec)
 	if err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
-	return gateway.Answer{Status: http.StatusCreated, Body: v, Location: "/admin/v1/webhooks/" + v.ID}, nil
+	return web.Answer{Status: http.StatusCreated, Body: v, Location: "/admin/v1/webhooks/" + v.ID}, nil
 }
 
-func (s *Service) adminListWebhooks(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+func (s *Service) adminListWebhooks(r *http.Request, p web.Params) (web.Answer, error) {
 	eps, err := s.ListWebhooks(r.Context(), p.ByName("id"))
 	if err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
-	return gateway.Answer{Body: map[string]any{"data": eps}}, nil
+	return web.Answer{Body: map[string]any{"data": eps}}, nil
 }
 
-func (s *Service) adminGetWebhook(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+func (s *Service) adminGetWebhook(r *http.Request, p web.Params) (web.Answer, error) {
 	return result(s.Webhook(r.Context(), p.ByName("id")))
 }
 
-func (s *Service) adminUpdateWebhook(r *http.Request, p gateway.Params) (gateway.Answer, error) {
-	m, fe, err := gateway.ReadJSONBody(r, []string{"url", "types", "description", "enabled"})
+func (s *Service) adminUpdateWebhook(r *http.Request, p web.Params) (web.Answer, error) {
+	m, fe, err := web.ReadJSONBody(r, []string{"url", "types", "description", "enabled"})
 	if err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
 	var patch events.Patch
-	if v, ok := gateway.StringMember(m, "url", &fe); ok {
+	if v, ok := web.StringMember(m, "url", &fe); ok {
 		patch.URL = &v
 	}
-	if v, ok := gateway.StringMember(m, "description", &fe); ok {
+	if v, ok := web.StringMember(m, "description", &fe); ok {
 		patch.Description = &v
 	}
 	if _, ok := m["types"]; ok {
@@ -323,31 +323,31 @@ func (s *Service) adminUpdateWebhook(r *http.Request, p gateway.Params) (gateway
 	}
 	fe = append(fe, checkTexts(patchTexts(patch)...)...)
 	if len(fe) > 0 {
-		return gateway.Answer{}, &gateway.Error{Code: "invalid_body", Detail: "The change is invalid.", Fields: fe}
+		return web.Answer{}, &web.Error{Code: "invalid_body", Detail: "The change is invalid.", Fields: fe}
 	}
 	return result(s.UpdateWebhook(r.Context(), actor(r), p.ByName("id"), patch))
 }
 
-func (s *Service) adminDeleteWebhook(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+func (s *Service) adminDeleteWebhook(r *http.Request, p web.Params) (web.Answer, error) {
 	return result(s.DeleteWebhook(r.Context(), actor(r), p.ByName("id")))
 }
 
 // adminRotateWebhookSecret rotates the secret: {"overlapSeconds": N}, or no
 // body for the default overlap (a day).
-func (s *Service) adminRotateWebhookSecret(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+func (s *Service) adminRotateWebhookSecret(r *http.Request, p web.Params) (web.Answer, error) {
 	overlap, err := readOverlap(r, events.DefaultOverlap, events.MaxOverlap)
 	if err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
 	v, err := s.RotateWebhookSecret(r.Context(), actor(r), p.ByName("id"), overlap)
 	if err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
-	return gateway.Answer{Status: http.StatusCreated, Body: v}, nil
+	return web.Answer{Status: http.StatusCreated, Body: v}, nil
 }
 
-func (s *Service) adminWebhookDeliveries(r *http.Request, p gateway.Params) (gateway.Answer, error) {
-	q := gateway.ParseQuery(r.URL.RawQuery, "limit", "cursor", "state", "type")
+func (s *Service) adminWebhookDeliveries(r *http.Request, p web.Params) (web.Answer, error) {
+	q := web.ParseQuery(r.URL.RawQuery, "limit", "cursor", "state", "type")
 	dq := events.DeliveryQuery{Limit: q.Int("limit", 20, 1, events.MaxDeliveriesPage)}
 	dq.Cursor, _ = q.Get("cursor")
 	dq.State, _ = q.Get("state")
@@ -363,7 +363,7 @@ func (s *Service) adminWebhookDeliveries(r *http.Request, p gateway.Params) (gat
 		q.Fail("type", "must be an event type such as invoice.paid")
 	}
 	if err := q.Err(); err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
 	return result(s.WebhookDeliveries(r.Context(), p.ByName("id"), dq))
 }
@@ -382,14 +382,14 @@ func patchTexts(p events.Patch) []textField {
 
 // typesMember reads "types": an array of event type names (absent or null:
 // every type).
-func typesMember(m map[string]json.RawMessage, fe *[]gateway.FieldError) []string {
+func typesMember(m map[string]json.RawMessage, fe *[]web.FieldError) []string {
 	raw, ok := m["types"]
 	if !ok || string(raw) == "null" {
 		return nil
 	}
 	var types []string
 	if json.Unmarshal(raw, &types) != nil {
-		*fe = append(*fe, gateway.FieldError{Field: "types", Message: "must be an array of event types such as [\"invoice.paid\"]"})
+		*fe = append(*fe, web.FieldError{Field: "types", Message: "must be an array of event types such as [\"invoice.paid\"]"})
 		return nil
 	}
 	if types == nil {
@@ -399,13 +399,13 @@ func typesMember(m map[string]json.RawMessage, fe *[]gateway.FieldError) []strin
 }
 
 // boolMember reads an optional boolean member.
-func boolMember(m map[string]json.RawMessage, name string, fe *[]gateway.FieldError) (v, given bool) {
+func boolMember(m map[string]json.RawMessage, name string, fe *[]web.FieldError) (v, given bool) {
 	raw, ok := m[name]
 	if !ok || string(raw) == "null" {
 		return false, false
 	}
 	if json.Unmarshal(raw, &v) != nil {
-		*fe = append(*fe, gateway.FieldError{Field: name, Message: "must be true or false"})
+		*fe = append(*fe, web.FieldError{Field: name, Message: "must be true or false"})
 		return false, false
 	}
 	return v, true

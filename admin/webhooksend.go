@@ -7,8 +7,8 @@ import (
 
 	"github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/events"
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // Deliveries sent again on request: one event replayed, the failed ones
@@ -39,7 +39,7 @@ func (s *Service) ReplayWebhookDelivery(ctx context.Context, actor, id, eventID 
 	before, err := s.webhooks.Replay(ctx, id, eventID)
 	if invoicing.KindOf(err) == invoicing.NotFound {
 		if _, gerr := s.webhooks.Endpoint(ctx, id); gerr == nil {
-			return events.Delivery{}, &gateway.Error{Code: "not_found", Err: err,
+			return events.Delivery{}, &web.Error{Code: "not_found", Err: err,
 				Detail: "No event " + invoicing.Clip(eventID) + " was sent to webhook endpoint " + id + " (or it is older than the retention)."}
 		}
 	}
@@ -107,32 +107,32 @@ func (s *Service) TestWebhook(ctx context.Context, actor, id string) (TestSentVi
 	return v, nil
 }
 
-func (s *Service) adminReplayWebhookDelivery(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+func (s *Service) adminReplayWebhookDelivery(r *http.Request, p web.Params) (web.Answer, error) {
 	return result(s.ReplayWebhookDelivery(r.Context(), actor(r), p.ByName("id"), p.ByName("event")))
 }
 
 // adminRecoverWebhook: {"since": RFC 3339}.
-func (s *Service) adminRecoverWebhook(r *http.Request, p gateway.Params) (gateway.Answer, error) {
-	m, fe, err := gateway.ReadJSONBody(r, []string{"since"})
+func (s *Service) adminRecoverWebhook(r *http.Request, p web.Params) (web.Answer, error) {
+	m, fe, err := web.ReadJSONBody(r, []string{"since"})
 	if err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
-	var sinceErr []gateway.FieldError
-	v, ok := gateway.StringMember(m, "since", &sinceErr)
+	var sinceErr []web.FieldError
+	v, ok := web.StringMember(m, "since", &sinceErr)
 	since, perr := time.Parse(time.RFC3339Nano, v)
 	if len(sinceErr) > 0 || !ok || perr != nil {
-		fe = append(fe, gateway.FieldError{Field: "since", Message: "must be an RFC 3339 time such as 2026-03-10T00:00:00Z"})
+		fe = append(fe, web.FieldError{Field: "since", Message: "must be an RFC 3339 time such as 2026-03-10T00:00:00Z"})
 	}
 	if len(fe) > 0 {
-		return gateway.Answer{}, &gateway.Error{Code: "invalid_body", Detail: "The recovery is invalid.", Fields: fe}
+		return web.Answer{}, &web.Error{Code: "invalid_body", Detail: "The recovery is invalid.", Fields: fe}
 	}
 	return result(s.RecoverWebhook(r.Context(), actor(r), p.ByName("id"), since))
 }
 
-func (s *Service) adminTestWebhook(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+func (s *Service) adminTestWebhook(r *http.Request, p web.Params) (web.Answer, error) {
 	v, err := s.TestWebhook(r.Context(), actor(r), p.ByName("id"))
 	if err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
-	return gateway.Answer{Status: http.StatusAccepted, Body: v}, nil
+	return web.Answer{Status: http.StatusAccepted, Body: v}, nil
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/events"
-	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // Bounds of an endpoint's statistics.
@@ -106,11 +106,11 @@ func (v WebhookStatsView) withRate() WebhookStatsView {
 }
 
 // adminWebhookStats: GET /admin/v1/webhooks/{id}/stats?hours=N (default 24).
-func (s *Service) adminWebhookStats(r *http.Request, p gateway.Params) (gateway.Answer, error) {
-	q := gateway.ParseQuery(r.URL.RawQuery, "hours")
+func (s *Service) adminWebhookStats(r *http.Request, p web.Params) (web.Answer, error) {
+	q := web.ParseQuery(r.URL.RawQuery, "hours")
 	hours := q.Int("hours", 24, 1, MaxStatsHours)
 	if err := q.Err(); err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
 	return result(s.WebhookStats(r.Context(), p.ByName("id"), time.Duration(hours)*time.Hour))
 }

@@ -5,10 +5,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/shape"
 	"github.com/invoicing-ao/gateway/tenants"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // Tuning limits from evidence: what a limit would have refused of a
@@ -90,7 +90,7 @@ type BurstFit struct {
 func (s *Service) WhatIf(ctx context.Context, q WhatIfQuery) (WhatIfView, error) {
 	m, fe := s.whatIfFields(q)
 	if len(fe) > 0 {
-		return WhatIfView{}, &gateway.Error{Code: "invalid_parameter", Detail: "The what-if query is invalid.", Fields: fe}
+		return WhatIfView{}, &web.Error{Code: "invalid_parameter", Detail: "The what-if query is invalid.", Fields: fe}
 	}
 	company, series, current, err := s.recorded(ctx, q.CompanyID, m, q.Since)
 	if err != nil {
@@ -111,16 +111,16 @@ func (s *Service) WhatIf(ctx context.Context, q WhatIfQuery) (WhatIfView, error)
 
 // whatIfFields checks a what-if query's mode, window, limit and share,
 // and says which is at fault.
-func (s *Service) whatIfFields(q WhatIfQuery) (invoicing.Mode, []gateway.FieldError) {
+func (s *Service) whatIfFields(q WhatIfQuery) (invoicing.Mode, []web.FieldError) {
 	m, fe := s.shapeFields(q.Mode, q.Since)
 	if err := (tenants.Limit{Rate: q.Rate, Burst: 1}).Validate(); err != nil {
-		fe = append(fe, gateway.FieldError{Field: "rate", Message: "must be " + strconv.FormatFloat(tenants.MinRate, 'g', -1, 64) + " to " + strconv.Itoa(tenants.MaxRate) + " requests per second"})
+		fe = append(fe, web.FieldError{Field: "rate", Message: "must be " + strconv.FormatFloat(tenants.MinRate, 'g', -1, 64) + " to " + strconv.Itoa(tenants.MaxRate) + " requests per second"})
 	}
 	if err := (tenants.Limit{Rate: 1, Burst: q.Burst}).Validate(); err != nil {
-		fe = append(fe, gateway.FieldError{Field: "burst", Message: "must be 1 to " + strconv.Itoa(tenants.MaxBurst)})
+		fe = append(fe, web.FieldError{Field: "burst", Message: "must be 1 to " + strconv.Itoa(tenants.MaxBurst)})
 	}
 	if !(q.MaxRefused >= 0 && q.MaxRefused < 1) {
-		fe = append(fe, gateway.FieldError{Field: "maxRefused", Message: "must be a share from 0 to below 1"})
+		fe = append(fe, web.FieldError{Field: "maxRefused", Message: "must be a share from 0 to below 1"})
 	}
 	return m, fe
 }
@@ -136,14 +136,14 @@ func outcome(w tenants.WhatIf, custom bool) Outcome {
 
 // shapeFields checks a query's mode and window start, and says which is
 // at fault.
-func (s *Service) shapeFields(mode string, since time.Time) (invoicing.Mode, []gateway.FieldError) {
-	var fe []gateway.FieldError
+func (s *Service) shapeFields(mode string, since time.Time) (invoicing.Mode, []web.FieldError) {
+	var fe []web.FieldError
 	m, err := invoicing.ParseMode(mode)
 	if err != nil {
-		fe = append(fe, gateway.FieldError{Field: "mode", Message: "must be LIVE or TEST"})
+		fe = append(fe, web.FieldError{Field: "mode", Message: "must be LIVE or TEST"})
 	}
 	if now := s.now(); !since.Before(now) || since.Before(now.Add(-shape.MaxWindow)) {
-		fe = append(fe, gateway.FieldError{Field: "since", Message: "must be within the last 30 days"})
+		fe = append(fe, web.FieldError{Field: "since", Message: "must be within the last 30 days"})
 	}
 	return m, fe
 }
@@ -159,7 +159,7 @@ type limitInForce struct {
 // its limit in force.
 func (s *Service) recorded(ctx context.Context, companyID string, m invoicing.Mode, since time.Time) (string, shape.Series, limitInForce, error) {
 	if s.shape == nil {
-		return "", shape.Series{}, limitInForce{}, &gateway.Error{Code: "usage_unavailable", Detail: "Traffic is not recorded (no traffic shape store is configured)."}
+		return "", shape.Series{}, limitInForce{}, &web.Error{Code: "usage_unavailable", Detail: "Traffic is not recorded (no traffic shape store is configured)."}
 	}
 	company, err := s.knownCompany(ctx, companyID)
 	if err != nil {

@@ -11,11 +11,11 @@ import (
 
 	"github.com/invoicing-ao/gateway/admin"
 	"github.com/invoicing-ao/gateway/backend/gendata"
-	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/shape"
 	"github.com/invoicing-ao/gateway/tenants"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // coS is a third company (the demo's suspended one: the recording is
@@ -159,7 +159,7 @@ func TestWhatIfRefusesWhatItCannotAnswer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := w.adm.WhatIf(ctx, tc.q)
-			pr := gateway.Problem(err)
+			pr := web.Problem(err)
 			var fields []string
 			for _, f := range pr.Fields {
 				fields = append(fields, f.Field)
@@ -170,7 +170,7 @@ func TestWhatIfRefusesWhatItCannotAnswer(t *testing.T) {
 		})
 	}
 	unrecorded := admin.New(admin.Config{Limiter: w.limiter, Logger: quietLog()})
-	if _, err := unrecorded.WhatIf(ctx, admin.WhatIfQuery{CompanyID: coA, Mode: "LIVE", Rate: 1, Burst: 1, Since: time.Now().Add(-time.Hour)}); gateway.Problem(err).Code != "usage_unavailable" {
+	if _, err := unrecorded.WhatIf(ctx, admin.WhatIfQuery{CompanyID: coA, Mode: "LIVE", Rate: 1, Burst: 1, Since: time.Now().Add(-time.Hour)}); web.Problem(err).Code != "usage_unavailable" {
 		t.Errorf("without a recording: %v", err)
 	}
 }

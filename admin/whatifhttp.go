@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // The admin API of what-if, shape and headroom (whatif.go, shape.go): GET
@@ -19,7 +19,7 @@ import (
 // defaultWindow is how far back a what-if or shape query looks unless told.
 const defaultWindow = 24 * time.Hour
 
-// query is a query string as the HTTP layer reads it (gateway.ParseQuery):
+// query is a query string as the HTTP layer reads it (web.ParseQuery):
 // unknown and repeated parameters already failed.
 type query interface {
 	Get(name string) (string, bool)
@@ -35,7 +35,7 @@ type shapeQuery struct {
 }
 
 func readShapeQuery(r *http.Request, known ...string) *shapeQuery {
-	return &shapeQuery{query: gateway.ParseQuery(r.URL.RawQuery, known...), failed: map[string]bool{}}
+	return &shapeQuery{query: web.ParseQuery(r.URL.RawQuery, known...), failed: map[string]bool{}}
 }
 
 func (q *shapeQuery) fail(field, msg string) {
@@ -112,14 +112,14 @@ func (q *shapeQuery) since(now time.Time) time.Time {
 
 // err is the invalid_parameter error of every failure: the query's, then
 // the operation's (fe) for the parameters the query did not already fail.
-func (q *shapeQuery) err(fe []gateway.FieldError) error {
+func (q *shapeQuery) err(fe []web.FieldError) error {
 	for _, f := range fe {
 		q.fail(f.Field, f.Message)
 	}
 	return q.Err()
 }
 
-func (s *Service) adminWhatIf(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+func (s *Service) adminWhatIf(r *http.Request, p web.Params) (web.Answer, error) {
 	q := readShapeQuery(r, "mode", "rate", "burst", "since", "maxRefused")
 	wq := WhatIfQuery{CompanyID: p.ByName("id")}
 	wq.Mode, _ = q.text("mode", true)
@@ -129,23 +129,23 @@ func (s *Service) adminWhatIf(r *http.Request, p gateway.Params) (gateway.Answer
 	wq.MaxRefused = q.number("maxRefused", DefaultMaxRefused, false, "a share from 0 to below 1")
 	_, fe := s.whatIfFields(wq)
 	if err := q.err(fe); err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
 	return result(s.WhatIf(r.Context(), wq))
 }
 
-func (s *Service) adminShape(r *http.Request, p gateway.Params) (gateway.Answer, error) {
+func (s *Service) adminShape(r *http.Request, p web.Params) (web.Answer, error) {
 	q := readShapeQuery(r, "mode", "since")
 	mode, _ := q.text("mode", true)
 	since := q.since(s.now())
 	_, fe := s.shapeFields(mode, since)
 	if err := q.err(fe); err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
 	return result(s.TrafficShape(r.Context(), p.ByName("id"), mode, since))
 }
 
-func (s *Service) adminHeadroom(r *http.Request, _ gateway.Params) (gateway.Answer, error) {
+func (s *Service) adminHeadroom(r *http.Request, _ web.Params) (web.Answer, error) {
 	q := readShapeQuery(r, "mode", "top")
 	mode, ok := q.text("mode", false)
 	if !ok {
@@ -154,10 +154,10 @@ func (s *Service) adminHeadroom(r *http.Request, _ gateway.Params) (gateway.Answ
 	top := q.integer("top", 10, false)
 	_, fe := s.shapeFields(mode, s.now().Add(-time.Hour))
 	if top < 1 || top > 100 {
-		fe = append(fe, gateway.FieldError{Field: "top", Message: "must be 1 to 100"})
+		fe = append(fe, web.FieldError{Field: "top", Message: "must be 1 to 100"})
 	}
 	if err := q.err(fe); err != nil {
-		return gateway.Answer{}, err
+		return web.Answer{}, err
 	}
 	return result(s.LimitHeadroom(r.Context(), mode, top))
 }

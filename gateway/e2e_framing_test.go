@@ -54,7 +54,7 @@ func TestAmbiguousLengthRefused(t *testing.T) {
 	in := w.start()
 	k := in.key(t, coA, invoicing.Live, allScopes)
 	pub := serveLimited(t, in.srv.Handler(), web.HTTPConfig{})
-	adm := serveLimited(t, in.adm.Handler(in.srv), web.HTTPConfig{})
+	adm := serveLimited(t, in.adminH, web.HTTPConfig{})
 	auth := "Authorization: Bearer " + k.Key + "\r\nX-Company-Id: " + coA + "\r\n"
 	smuggled := "GET /api/v1/v1/clients?search=Smuggled HTTP/1.1\r\nHost: gw\r\n" + auth + "\r\n"
 	body := `{"name":"Smuggled Lda"}`

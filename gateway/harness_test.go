@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invoicing-ao/gateway/admin"
@@ -28,6 +29,7 @@ import (
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
 	"github.com/invoicing-ao/gateway/usage"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 const (
@@ -61,6 +63,7 @@ type instance struct {
 	srv        *gateway.Server
 	adm        *admin.Service // the admin API, and the tests' keys
 	pub, admin *httptest.Server
+	adminH     http.Handler // the admin listener's handler, as in.admin serves it
 	keys       *authz.Keyring
 	limiter    *tenants.Limiter
 	audit      *audit.Log
@@ -120,9 +123,10 @@ func (w *world) start(opts ...instanceOpt) *instance {
 		LiveDefault: cfg.liveLimit, TestDefault: cfg.testLimit, Logger: logger})
 	in.audit = audit.New(audit.Config{Redis: cfg.redis, Prefix: w.prefix + "audit:", Now: in.clock.Now})
 	// The instance's clock drives keys' expiry and the views of it alike.
+	reg := prometheus.NewRegistry()
 	gcfg := gateway.Config{Live: in.live, Test: in.test, Keys: in.keys, Limiter: in.limiter,
 		Guard:  tenants.NewGuard(tenants.GuardConfig{}),
-		Logger: logger, Now: in.clock.Now, TrustedProxies: cfg.proxies}
+		Logger: logger, Now: in.clock.Now, TrustedProxies: cfg.proxies, Metrics: reg}
 	in.usage = usage.New(usage.Config{Redis: cfg.redis, Prefix: w.prefix + "usage:", FlushEvery: time.Hour, Now: in.clock.Now, Logger: logger})
 	gcfg.Usage = in.usage
 	if !cfg.noIdem {
@@ -137,7 +141,8 @@ func (w *world) start(opts ...instanceOpt) *instance {
 	in.adm = admin.New(admin.Config{Keys: in.keys, Limiter: in.limiter, Usage: in.usage, Audit: in.audit, Companies: in.live,
 		Token: cfg.adminToken, Logger: logger, Now: in.clock.Now})
 	in.pub = httptest.NewServer(in.srv.Handler())
-	in.admin = httptest.NewServer(in.adm.Handler(in.srv))
+	in.adminH = adminListener(logger, in.clock.Now, in.srv, reg, in.adm)
+	in.admin = httptest.NewServer(in.adminH)
 	t.Cleanup(func() {
 		in.pub.Close()
 		in.admin.Close()
@@ -147,6 +152,15 @@ func (w *world) start(opts ...instanceOpt) *instance {
 		in.test.Close()
 	})
 	return in
+}
+
+// adminListener is the admin listener as the binary assembles it
+// (cmd/gateway/listeners.go): the instance's health and metrics, and the
+// admin API.
+func adminListener(logger *slog.Logger, now func() time.Time, srv *gateway.Server, reg *prometheus.Registry, adm *admin.Service) http.Handler {
+	return web.Listener(web.Config{Logger: logger, Now: now, HostCheck: true}, srv.Health, func(rt *web.Router) {
+		rt.Handle(http.MethodGet, "/metrics", web.MetricsRoute(reg))
+	}, adm.Routes)
 }
 
 // key creates a key through the same path as the admin API and the CLI.

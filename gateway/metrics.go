@@ -1,11 +1,7 @@
 package gateway
 
 import (
-	"net/http"
-
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invoicing-ao/gateway/authz"
@@ -30,11 +26,12 @@ type (
 	RedisPool interface{ PoolStats() *redis.PoolStats }
 )
 
-// metrics are the server's own Prometheus registry, not the process-wide
-// default: several servers (tests) can live in one process. No metric has
-// a company label: companies are unbounded; per-company counts are usage's.
+// metrics are the rate limit's decisions, and the state of the
+// dependencies, registered on the registry Config.Metrics names, not the
+// process-wide default: several servers (tests) can live in one process. No
+// metric has a company label: companies are unbounded; per-company counts
+// are usage's.
 type metrics struct {
-	reg       *prometheus.Registry
 	ratelimit *prometheus.CounterVec
 	// The series each decision touches, found once: a vector's lookup by
 	// label values hashes them and takes the vector's lock on every call.
@@ -47,9 +44,8 @@ var (
 	sourceNames   = [3]string{"redis", "lease", "local"}
 )
 
-func newMetrics(s *Server, redisPool RedisPool) *metrics {
+func newMetrics(s *Server, redisPool RedisPool, reg prometheus.Registerer) *metrics {
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
 		ratelimit: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_ratelimit_decisions_total",
 			Help: "Rate-limit decisions by mode, outcome (allowed, rejected) and decider (redis, lease: this instance's leased tokens, local: fallback).",
@@ -62,9 +58,9 @@ func newMetrics(s *Server, redisPool RedisPool) *metrics {
 			}
 		}
 	}
-	m.reg.MustRegister(m.ratelimit,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&stateCollector{s: s, redis: redisPool})
+	if reg != nil {
+		reg.MustRegister(m.ratelimit, &stateCollector{s: s, redis: redisPool})
+	}
 	return m
 }
 
@@ -84,10 +80,6 @@ func (m *metrics) decided(mode invoicing.Mode, d tenants.Decision) {
 		return
 	}
 	m.decisions[mode.Index()][allowed][source].Inc()
-}
-
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
 // stateCollector reads the state of the dependencies at scrape time: breaker

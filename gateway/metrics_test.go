@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
@@ -27,12 +30,12 @@ type plainLimiter struct{ Limiter }
 
 var fallbackLine = regexp.MustCompile(`(?m)^gateway_ratelimit_fallback_active(\{[^}]*\})? (\S+)$`)
 
-// fallbackMetric is the value /metrics on the admin listener reports, or
-// "absent".
-func fallbackMetric(t *testing.T, s *Server) string {
+// fallbackMetric is the value the registry the server's metrics are
+// registered on (Config.Metrics) reports, or "absent".
+func fallbackMetric(t *testing.T, reg *prometheus.Registry) string {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	s.AdminHandler(nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:8081/metrics", nil))
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("/metrics: %d", rec.Code)
 	}
@@ -49,22 +52,24 @@ func fallbackMetric(t *testing.T, s *Server) string {
 func TestFallbackMetric(t *testing.T) {
 	t.Run("follows the limiter", func(t *testing.T) {
 		var fl *fallbackLimiter
-		g := newLocalGateway(t, func(c *Config) { fl = &fallbackLimiter{Limiter: c.Limiter}; c.Limiter = fl })
-		if got := fallbackMetric(t, g.srv); got != "0" {
+		reg := prometheus.NewRegistry()
+		newLocalGateway(t, func(c *Config) { fl = &fallbackLimiter{Limiter: c.Limiter}; c.Limiter, c.Metrics = fl, reg })
+		if got := fallbackMetric(t, reg); got != "0" {
 			t.Fatalf("Redis reachable: %s, want 0", got)
 		}
 		fl.on.Store(true)
-		if got := fallbackMetric(t, g.srv); got != "1" {
+		if got := fallbackMetric(t, reg); got != "1" {
 			t.Fatalf("in fallback: %s, want 1", got)
 		}
 		fl.on.Store(false)
-		if got := fallbackMetric(t, g.srv); got != "0" {
+		if got := fallbackMetric(t, reg); got != "0" {
 			t.Fatalf("back on Redis: %s, want 0", got)
 		}
 	})
 	t.Run("absent without the ability", func(t *testing.T) {
-		g := newLocalGateway(t, func(c *Config) { c.Limiter = plainLimiter{c.Limiter} })
-		if got := fallbackMetric(t, g.srv); got != "absent" {
+		reg := prometheus.NewRegistry()
+		newLocalGateway(t, func(c *Config) { c.Limiter, c.Metrics = plainLimiter{c.Limiter}, reg })
+		if got := fallbackMetric(t, reg); got != "absent" {
 			t.Fatalf("a limiter without Fallback: %s, want no series", got)
 		}
 	})
@@ -73,15 +78,16 @@ func TestFallbackMetric(t *testing.T) {
 	t.Run("tenants.Limiter", func(t *testing.T) {
 		rdb, mr := testenv.Miniredis(t)
 		lim := tenants.New(tenants.Config{Redis: rdb})
-		g := newLocalGateway(t, func(c *Config) { c.Limiter = lim })
-		if got := fallbackMetric(t, g.srv); got != "0" {
+		reg := prometheus.NewRegistry()
+		newLocalGateway(t, func(c *Config) { c.Limiter, c.Metrics = lim, reg })
+		if got := fallbackMetric(t, reg); got != "0" {
 			t.Fatalf("Redis up: %s, want 0", got)
 		}
 		mr.Close()
 		if d, err := lim.Allow(context.Background(), gendata.DemoCompanyA, invoicing.Live); err != nil || !d.Local {
 			t.Fatalf("Allow with Redis down: %+v, %v; want a local decision", d, err)
 		}
-		if got := fallbackMetric(t, g.srv); got != "1" {
+		if got := fallbackMetric(t, reg); got != "1" {
 			t.Fatalf("Redis down: %s, want 1", got)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -86,13 +87,13 @@ type Config struct {
 	// persistence, eviction policy, replicas), as "redisDurability"; nil
 	// says nothing.
 	RedisDurability func() any
-	// AdminHosts are the host names the admin listener answers to besides
-	// its IP addresses and loopback names (web.ParseHosts); empty means
-	// none.
-	AdminHosts []string
 	// Feed serves GET /events, the events feed; nil answers it 404
 	// route_not_found (a gateway run without events).
 	Feed Feed
+	// Metrics registers the public listener's metrics (its requests and
+	// latencies, the rate limit's decisions) on the registry the admin
+	// listener serves on /metrics; nil registers them nowhere.
+	Metrics prometheus.Registerer
 }
 
 // Server holds the dependencies of the handlers.
@@ -106,7 +107,6 @@ type Server struct {
 	metrics    *metrics
 	idem       Idempotency
 	cursorKey  []byte
-	adminHosts []string
 	draining   atomic.Bool
 	durability func() any // Config.RedisDurability
 	feed       Feed
@@ -140,11 +140,10 @@ func New(cfg Config) *Server {
 	if cfg.CursorSecret == "" {
 		s.cursorKey = []byte(defaultCursorKey)
 	}
-	s.adminHosts = cfg.AdminHosts
-	s.metrics = newMetrics(s, cfg.RedisPool)
+	s.metrics = newMetrics(s, cfg.RedisPool, cfg.Metrics)
 	s.web = web.Config{
 		Logger: s.logger, Now: s.now,
-		Telemetry: &web.Telemetry{TracerProvider: cfg.TracerProvider, Metrics: web.NewMetrics(s.metrics.reg),
+		Telemetry: &web.Telemetry{TracerProvider: cfg.TracerProvider, Metrics: web.NewMetrics(cfg.Metrics),
 			Usage: cfg.Usage, Attributes: s.spanAttributes},
 		CORSAllowedOrigins: cfg.CORSAllowedOrigins, TrustedProxies: cfg.TrustedProxies,
 		RouteNotFound: routeHint, Answers: answers,

@@ -19,9 +19,9 @@ const module = "github.com/invoicing-ao/gateway/"
 // backend, events) only those; web, the HTTP layer of both listeners, only
 // the vocabulary and internal helpers; gateway, the public API, stands on
 // web and reaches the adapters a request needs; admin, the admin API,
-// mounts on gateway's admin listener and reaches the adapters
-// administration needs, and gateway never imports it; the commands may
-// import anything.
+// stands on web and reaches the adapters administration needs; neither
+// gateway nor admin imports the other (the binary assembles the admin
+// listener from both); the commands may import anything.
 var allowedImports = map[string][]string{
 	"invoicing":           {},
 	"internal/tracing":    {},
@@ -49,7 +49,7 @@ var allowedImports = map[string][]string{
 	"web":                 {"invoicing", "internal/tracing", "internal/jsonlog"},
 	"gateway":             {"invoicing", "web", "authz", "tenants", "idempotency", "backend", "gateway/apidocs", "internal/jsonstr"},
 	"state":               {"internal/durable"}, // the file and the writes' order; each adapter its own records, wired by cmd/gateway
-	"admin":               {"invoicing", "authz", "tenants", "usage", "shape", "audit", "events", "gateway", "gateway/apidocs", "admin/console", "web"},
+	"admin":               {"invoicing", "web", "authz", "tenants", "usage", "shape", "audit", "events", "gateway/apidocs", "admin/console"},
 }
 
 // TestImportRules reads every non-test Go file of the module and fails on an
@@ -345,15 +345,15 @@ func adapterErrorsNamed(fset *token.FileSet, f *ast.File, errNames map[string]ma
 	return found
 }
 
-// TestAdminAnswersThroughGateway holds the admin API to the one writer: its
-// handlers return an answer or an error and gateway's writeAnswers writes
-// it, so no file of admin takes a ResponseWriter or writes a status itself.
-func TestAdminAnswersThroughGateway(t *testing.T) {
+// TestAdminAnswersThroughWeb holds the admin API to the one writer: its
+// handlers return an answer or an error and web's writeAnswers writes it,
+// so no file of admin takes a ResponseWriter or writes a status itself.
+func TestAdminAnswersThroughWeb(t *testing.T) {
 	fset := token.NewFileSet()
 	for _, f := range sourceFiles(t, fset, "admin") {
 		ast.Inspect(f, func(n ast.Node) bool {
 			if sel, ok := n.(*ast.SelectorExpr); ok && (sel.Sel.Name == "ResponseWriter" || sel.Sel.Name == "WriteHeader") {
-				t.Errorf("%s: %s: admin's handlers return their answer or error; gateway writes it", fset.Position(sel.Pos()), sel.Sel.Name)
+				t.Errorf("%s: %s: admin's handlers return their answer or error; web writes it", fset.Position(sel.Pos()), sel.Sel.Name)
 			}
 			return true
 		})

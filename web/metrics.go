@@ -1,11 +1,13 @@
 package web
 
 import (
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Metrics are a listener's requests, by route and status, and their
@@ -62,4 +64,12 @@ func (m *Metrics) observe(route string, status int, elapsed time.Duration) {
 	se := v.(*routeSeries)
 	se.requests.Inc()
 	se.duration.Observe(elapsed.Seconds())
+}
+
+// MetricsRoute answers with reg's metrics in Prometheus's exposition format
+// (the admin listener's /metrics), and counts its own failures there
+// (promhttp_metric_handler_errors_total).
+func MetricsRoute(reg *prometheus.Registry) RouteFunc {
+	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+	return func(*http.Request, Params) (Answer, error) { return Answer{Serve: h}, nil }
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // target is an in-process gateway on this test's own databases (the demo
@@ -82,7 +83,7 @@ func startGatewayEvents(t *testing.T, ev *events.Config) *target {
 		t.Cleanup(func() { cancel(); <-ran })
 	}
 	svc := admin.New(acfg)
-	pub, adm := httptest.NewServer(srv.Handler()), httptest.NewServer(svc.Handler(srv))
+	pub, adm := httptest.NewServer(srv.Handler()), httptest.NewServer(web.Listener(web.Config{Logger: logger, HostCheck: true}, srv.Health, svc.Routes))
 	t.Cleanup(pub.Close)
 	t.Cleanup(adm.Close)
 	g.pub, g.admin = pub.URL, adm.URL

@@ -143,7 +143,7 @@ func BenchmarkDemoBurst(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			pub, adm := httptest.NewServer(d.server.Handler()), httptest.NewServer(d.admin.Handler(d.server))
+			pub, adm := httptest.NewServer(d.server.Handler()), httptest.NewServer(d.adminHandler())
 			defer pub.Close()
 			defer adm.Close()
 			url := pub.URL + "/api/v1/v1/clients?pageSize=1"

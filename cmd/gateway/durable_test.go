@@ -53,7 +53,7 @@ func TestChangesConfirmedByReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Close)
-	adminSrv := httptest.NewServer(d.admin.Handler(d.server))
+	adminSrv := httptest.NewServer(d.adminHandler())
 	t.Cleanup(adminSrv.Close)
 	for _, c := range []struct{ method, path, body, want string }{
 		{http.MethodDelete, "/admin/v1/keys/" + adminHeld.ID, "", "revoke it again"},

@@ -8,8 +8,8 @@ import (
 )
 
 // eventsFeed serves the gateway's GET /events from the events service,
-// which connectWith makes after the gateway (it registers its metrics on
-// the gateway's registry): it is read when a request comes, by then made.
+// which connectWith makes after the gateway: it is read when a request
+// comes, by then made.
 type eventsFeed struct{ d *deps }
 
 func (f eventsFeed) EventTypes() []string {

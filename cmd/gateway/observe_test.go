@@ -200,7 +200,7 @@ func startObserved(t *testing.T, extra map[string]string) *observedGateway {
 	}
 	t.Cleanup(g.d.Close)
 	g.pub = httptest.NewServer(g.d.server.Handler())
-	g.admin = httptest.NewServer(g.d.admin.Handler(g.d.server))
+	g.admin = httptest.NewServer(g.d.adminHandler())
 	t.Cleanup(g.pub.Close)
 	t.Cleanup(g.admin.Close)
 	return g

@@ -95,7 +95,7 @@ func serveOn(ctx context.Context, cfg config.Config, d *deps, logger *slog.Logge
 		// The defaults: 5s to send the request head, 16 KiB of headers.
 		return web.NewHTTPServer(h, web.HTTPConfig{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)})
 	}
-	pub, adm := newServer(d.server.Handler()), newServer(d.admin.Handler(d.server))
+	pub, adm := newServer(d.server.Handler()), newServer(d.adminHandler())
 	errc := make(chan error, 2)
 	go func() { errc <- pub.Serve(pubLn) }()
 	go func() { errc <- adm.Serve(admLn) }()

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 
@@ -32,13 +33,16 @@ type deps struct {
 	live, test *backend.Store
 	keys       *authz.Keyring
 	limiter    *tenants.Limiter
-	server     *gateway.Server // the public API, and the admin listener's frame
+	server     *gateway.Server // the public API
 	admin      *admin.Service  // keys, limits, usage, audit and webhooks: the admin API and the CLI
 	events     *events.Service // webhooks: run by serve and demo, managed through admin
 	audit      *audit.Log
 	usage      *usagecounter.Counter
-	guard      *redisGuard  // what Redis allows, and the replicas changes wait for
-	shape      *shape.Store // each company's traffic per second: recorded by serve and demo (serveOn)
+	guard      *redisGuard          // what Redis allows, and the replicas changes wait for
+	shape      *shape.Store         // each company's traffic per second: recorded by serve and demo (serveOn)
+	metrics    *prometheus.Registry // what the admin listener serves on /metrics (listeners.go)
+	adminHosts []string             // the admin listener's names (adminHandler)
+	logger     *slog.Logger
 }
 
 // connect opens Redis and both databases and builds the server and the
@@ -58,7 +62,7 @@ func connect(ctx context.Context, cfg config.Config, logger *slog.Logger, opts .
 // must answer now, or it fails naming the one that does not and why.
 func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rdb redis.UniversalClient, opts ...wireOption) (*deps, error) {
 	o := wireOptionsOf(opts)
-	d := &deps{cfg: cfg, rdb: rdb}
+	d := &deps{cfg: cfg, rdb: rdb, metrics: newRegistry(), logger: logger}
 	if o.needs&config.NeedRedis != 0 && !o.lazy {
 		if err := pingRedis(ctx, rdb); err != nil {
 			d.Close()
@@ -80,7 +84,7 @@ func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rd
 		d.Close()
 		return nil, fmt.Errorf("setting %s: %w", config.SettingName("TrustedProxies"), err)
 	}
-	adminHosts, err := web.ParseHosts(cfg.AdminHosts) // validated with the configuration
+	d.adminHosts, err = web.ParseHosts(cfg.AdminHosts) // validated with the configuration
 	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("setting %s: %w", config.SettingName("AdminHosts"), err)
@@ -113,10 +117,10 @@ func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rd
 		CORSAllowedOrigins: origins,
 		TracerProvider:     o.tp, Usage: d.usage, RedisPool: rdb,
 		Idempotency:    idempotency.New(idempotency.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "idem:"}),
-		TrustedProxies: proxies, RedisDurability: d.guard.readiness, AdminHosts: adminHosts,
+		TrustedProxies: proxies, RedisDurability: d.guard.readiness, Metrics: d.metrics,
 		Feed: eventsFeed{d},
 	})
-	if err := d.guard.watch(ctx, cfg, rdb, d.server.MetricsRegisterer(), o.needs&config.NeedRedis != 0); err != nil { // a mistake of ours
+	if err := d.guard.watch(ctx, cfg, rdb, d.metrics, o.needs&config.NeedRedis != 0); err != nil { // a mistake of ours
 		d.Close()
 		return nil, err
 	}
@@ -159,12 +163,12 @@ func (d *deps) openStores(ctx context.Context, cfg config.Config, logger *slog.L
 }
 
 // openEvents makes d's events service on d's Redis and databases, its
-// metrics on the gateway's registry and its changes confirmed as every
+// metrics on d's registry and its changes confirmed as every
 // administrative change is (d.guard's target).
 func (d *deps) openEvents(cfg config.Config, logger *slog.Logger, o wireOptions) error {
 	ec := eventsConfig(cfg)
 	ec.Redis, ec.Logger, ec.Sources = d.rdb, logger, map[invoicing.Mode]events.Source{}
-	ec.Metrics, ec.TracerProvider = d.server.MetricsRegisterer(), o.tp
+	ec.Metrics, ec.TracerProvider = d.metrics, o.tp
 	var err error
 	if ec.Secrets, err = cfg.SecretsKeyring(); err != nil { // checked with the configuration
 		return err
