@@ -129,8 +129,10 @@ func (w *world) start(opts ...func(*instanceConfig)) *instance {
 	in.limiter = limiter
 	in.shape = shape.New(shape.Config{Redis: w.rdb, Prefix: w.prefix + "shape:", Now: in.clock.Now, Logger: logger})
 	in.usage = usage.New(usage.Config{Redis: w.rdb, Prefix: w.prefix + "usage:", FlushEvery: time.Hour, Now: in.clock.Now, Logger: logger})
-	// The instance's clock drives keys' expiry and the views of it alike.
+	// The instance's metrics, as the binary registers them (cmd/gateway).
 	reg := prometheus.NewRegistry()
+	reg.MustRegister(keys.Collector(), limiter.Collector(), live.Collector("live"), test.Collector("test"))
+	// The instance's clock drives keys' expiry and the views of it alike.
 	in.srv = gateway.New(gateway.Config{Live: live, Test: test, Keys: keys, Limiter: limiter,
 		Guard: tenants.NewGuard(tenants.GuardConfig{}), Logger: logger, Now: in.clock.Now, Usage: in.usage,
 		Idempotency: idempotency.New(idempotency.Config{Redis: w.rdb, Prefix: w.prefix + "idem:"}), Metrics: reg})

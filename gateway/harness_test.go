@@ -122,8 +122,10 @@ func (w *world) start(opts ...instanceOpt) *instance {
 	in.limiter = tenants.New(tenants.Config{Redis: cfg.redis, Prefix: w.prefix + "tenants:",
 		LiveDefault: cfg.liveLimit, TestDefault: cfg.testLimit, Logger: logger})
 	in.audit = audit.New(audit.Config{Redis: cfg.redis, Prefix: w.prefix + "audit:", Now: in.clock.Now})
-	// The instance's clock drives keys' expiry and the views of it alike.
+	// The instance's metrics, as the binary registers them (cmd/gateway).
 	reg := prometheus.NewRegistry()
+	reg.MustRegister(in.keys.Collector(), in.limiter.Collector(), in.live.Collector("live"), in.test.Collector("test"))
+	// The instance's clock drives keys' expiry and the views of it alike.
 	gcfg := gateway.Config{Live: in.live, Test: in.test, Keys: in.keys, Limiter: in.limiter,
 		Guard:  tenants.NewGuard(tenants.GuardConfig{}),
 		Logger: logger, Now: in.clock.Now, TrustedProxies: cfg.proxies, Metrics: reg}

@@ -77,8 +77,6 @@ type Config struct {
 	// still bound to their company, mode and filters and checked for
 	// alteration, but not unforgeable.
 	CursorSecret string
-	// RedisPool is reported on /metrics; nil leaves Redis pool metrics out.
-	RedisPool RedisPool
 	// TrustedProxies are the networks of the proxies in front of the
 	// gateway whose X-Forwarded-For is believed (see clientAddr); empty
 	// means none: the client is the connection's peer.
@@ -140,7 +138,7 @@ func New(cfg Config) *Server {
 	if cfg.CursorSecret == "" {
 		s.cursorKey = []byte(defaultCursorKey)
 	}
-	s.metrics = newMetrics(s, cfg.RedisPool, cfg.Metrics)
+	s.metrics = newMetrics(cfg.Metrics)
 	s.web = web.Config{
 		Logger: s.logger, Now: s.now,
 		Telemetry: &web.Telemetry{TracerProvider: cfg.TracerProvider, Metrics: web.NewMetrics(cfg.Metrics),
@@ -151,8 +149,12 @@ func New(cfg Config) *Server {
 	return s
 }
 
+// breakerStater is a store with a circuit breaker (backend.Store); test
+// doubles need not have one.
+type breakerStater interface{ BreakerState() string }
+
 // spanAttributes adds to a request's span the state of its database's
-// breaker, when the store has one (backend.Store).
+// breaker, when the store has one.
 func (s *Server) spanAttributes(c web.Caller, attrs []attribute.KeyValue) []attribute.KeyValue {
 	if b, ok := s.store(c.Mode).(breakerStater); ok {
 		attrs = append(attrs, attribute.String("db.breaker.state", b.BreakerState()))

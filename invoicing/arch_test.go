@@ -47,7 +47,7 @@ var allowedImports = map[string][]string{
 	"backend/gendata":     {"backend", "invoicing"},
 	"events":              {"invoicing", "internal/tracing", "internal/durable"},
 	"web":                 {"invoicing", "internal/tracing", "internal/jsonlog"},
-	"gateway":             {"invoicing", "web", "authz", "tenants", "idempotency", "backend", "gateway/apidocs", "internal/jsonstr"},
+	"gateway":             {"invoicing", "web", "authz", "tenants", "idempotency", "gateway/apidocs", "internal/jsonstr"},
 	"state":               {"internal/durable"}, // the file and the writes' order; each adapter its own records, wired by cmd/gateway
 	"admin":               {"invoicing", "web", "authz", "tenants", "usage", "shape", "audit", "events", "gateway/apidocs", "admin/console"},
 }

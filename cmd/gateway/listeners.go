@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/invoicing-ao/gateway/web"
 )
@@ -34,4 +35,32 @@ func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
+}
+
+// redisPoolCollector reports the connection pool of the Redis client every
+// component shares, read at scrape time.
+type redisPoolCollector struct{ rdb redis.UniversalClient }
+
+var (
+	descRedisConns = prometheus.NewDesc("gateway_redis_pool_connections",
+		"Connections of the Redis pool, by state (idle, total).", []string{"state"}, nil)
+	descRedisEvents = prometheus.NewDesc("gateway_redis_pool_events_total",
+		"Redis pool events: hits (idle connection reused), misses (new connection), timeouts (no connection in time), waits, stale (closed as stale).", []string{"event"}, nil)
+)
+
+func (redisPoolCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descRedisConns
+	ch <- descRedisEvents
+}
+
+func (c redisPoolCollector) Collect(ch chan<- prometheus.Metric) {
+	ps := c.rdb.PoolStats()
+	ch <- prometheus.MustNewConstMetric(descRedisConns, prometheus.GaugeValue, float64(ps.IdleConns), "idle")
+	ch <- prometheus.MustNewConstMetric(descRedisConns, prometheus.GaugeValue, float64(ps.TotalConns), "total")
+	for _, e := range []struct {
+		name string
+		n    uint32
+	}{{"hit", ps.Hits}, {"miss", ps.Misses}, {"timeout", ps.Timeouts}, {"wait", ps.WaitCount}, {"stale", ps.StaleConns}} {
+		ch <- prometheus.MustNewConstMetric(descRedisEvents, prometheus.CounterValue, float64(e.n), e.name)
+	}
 }

@@ -110,12 +110,13 @@ func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rd
 	})
 	d.shape = shape.New(shape.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "shape:", Logger: logger, AddByScript: o.noBitfield})
 	d.usage = usagecounter.New(usagecounter.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "usage:", Logger: logger})
+	d.metrics.MustRegister(d.keys.Collector(), d.limiter.Collector(), redisPoolCollector{rdb})
 	d.server = gateway.New(gateway.Config{
 		Live: live, Test: test, Keys: d.keys, Limiter: d.limiter,
 		Guard:        tenants.NewGuard(tenants.GuardConfig{PerCompany: cfg.InflightPerCompany, Total: cfg.InflightTotal}),
 		CursorSecret: cfg.CursorSecret, Logger: logger,
 		CORSAllowedOrigins: origins,
-		TracerProvider:     o.tp, Usage: d.usage, RedisPool: rdb,
+		TracerProvider:     o.tp, Usage: d.usage,
 		Idempotency:    idempotency.New(idempotency.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "idem:"}),
 		TrustedProxies: proxies, RedisDurability: d.guard.readiness, Metrics: d.metrics,
 		Feed: eventsFeed{d},
@@ -141,15 +142,16 @@ func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rd
 	return d, nil
 }
 
-// openStores opens the databases the command needs (o.needs) into d, and
-// returns them as the gateway's stores: nil interfaces for those not needed.
+// openStores opens the databases the command needs (o.needs) into d, each
+// reporting its breaker and pool on /metrics, and returns them as the
+// gateway's stores: nil interfaces for those not needed.
 func (d *deps) openStores(ctx context.Context, cfg config.Config, logger *slog.Logger, o wireOptions) (live, test gateway.Store, err error) {
 	for _, db := range []struct {
-		field string
-		need  config.Needs
-		st    **backend.Store
-		as    *gateway.Store
-	}{{"LiveDatabaseURL", config.NeedLive, &d.live, &live}, {"TestDatabaseURL", config.NeedTest, &d.test, &test}} {
+		field, name string // the setting, and the database's label on /metrics
+		need        config.Needs
+		st          **backend.Store
+		as          *gateway.Store
+	}{{"LiveDatabaseURL", "live", config.NeedLive, &d.live, &live}, {"TestDatabaseURL", "test", config.NeedTest, &d.test, &test}} {
 		if o.needs&db.need == 0 {
 			continue
 		}
@@ -158,6 +160,7 @@ func (d *deps) openStores(ctx context.Context, cfg config.Config, logger *slog.L
 			return nil, nil, err
 		}
 		*db.st, *db.as = st, st
+		d.metrics.MustRegister(st.Collector(db.name))
 	}
 	return live, test, nil
 }
