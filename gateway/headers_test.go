@@ -29,11 +29,6 @@ func TestSecurityHeadersEverywhere(t *testing.T) {
 			ownClient = cl.ID
 		}
 	}
-	type call struct {
-		method, path, key, company, ctype, body string
-		hdr                                     map[string]string
-		status                                  int
-	}
 	const p = "/api/v1/v1"
 	calls := []call{
 		{"GET", p + "/invoices", a, co, "", "", nil, 200},
@@ -59,32 +54,7 @@ func TestSecurityHeadersEverywhere(t *testing.T) {
 		{"GET", "/healthz", "", "", "", "", nil, 200},
 		{"GET", "/readyz", "", "", "", "", nil, 200},
 	}
-	run := func(h http.Handler, c call) {
-		t.Helper()
-		r := httptest.NewRequest(c.method, "http://127.0.0.1:8080"+c.path, strings.NewReader(c.body)) // an address: the admin listener answers it
-		if c.key != "" {
-			r.Header.Set("Authorization", "Bearer "+c.key)
-		}
-		if c.company != "" {
-			r.Header.Set("X-Company-Id", c.company)
-		}
-		if c.ctype != "" {
-			r.Header.Set("Content-Type", c.ctype)
-		}
-		for k, v := range c.hdr {
-			r.Header.Set(k, v)
-		}
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		if w.Code != c.status {
-			t.Errorf("%s %.60s: %d, want %d: %.200s", c.method, c.path, w.Code, c.status, w.Body)
-		}
-		hd := w.Header()
-		if hd.Get("Cache-Control") != "no-store" || hd.Get("X-Content-Type-Options") != "nosniff" || hd.Get("X-Request-Id") == "" {
-			t.Errorf("%s %.60s (%d): Cache-Control %q, X-Content-Type-Options %q", c.method, c.path, w.Code,
-				hd.Get("Cache-Control"), hd.Get("X-Content-Type-Options"))
-		}
-	}
+	run := func(h http.Handler, c call) { t.Helper(); runCall(t, h, c) }
 	for _, c := range calls {
 		run(g.h, c)
 	}
@@ -119,4 +89,41 @@ func TestSecurityHeadersEverywhere(t *testing.T) {
 	if w.Code == 200 && w.Header().Get("X-Content-Type-Options") != "nosniff" {
 		t.Errorf("/api/docs without nosniff")
 	}
+}
+
+// call is one request of TestSecurityHeadersEverywhere and the status it
+// gets.
+type call struct {
+	method, path, key, company, ctype, body string
+	hdr                                     map[string]string
+	status                                  int
+}
+
+// runCall sends c to h and checks its status and the security headers.
+func runCall(t *testing.T, h http.Handler, c call) {
+	t.Helper()
+	r := httptest.NewRequest(c.method, "http://127.0.0.1:8080"+c.path, strings.NewReader(c.body)) // an address: the admin listener answers it
+	if c.key != "" {
+		r.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	if c.company != "" {
+		r.Header.Set("X-Company-Id", c.company)
+	}
+	if c.ctype != "" {
+		r.Header.Set("Content-Type", c.ctype)
+	}
+	for k, v := range c.hdr {
+		r.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != c.status {
+		t.Errorf("%s %.60s: %d, want %d: %.200s", c.method, c.path, w.Code, c.status, w.Body)
+	}
+	hd := w.Header()
+	if hd.Get("Cache-Control") != "no-store" || hd.Get("X-Content-Type-Options") != "nosniff" || hd.Get("X-Request-Id") == "" {
+		t.Errorf("%s %.60s (%d): Cache-Control %q, X-Content-Type-Options %q", c.method, c.path, w.Code,
+			hd.Get("Cache-Control"), hd.Get("X-Content-Type-Options"))
+	}
+
 }

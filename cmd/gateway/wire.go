@@ -93,24 +93,7 @@ func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rd
 	// guard's target, which follows Redis's topology (redisguard.go).
 	d.guard = newRedisGuard(cfg, logger)
 	target, replicaTimeout := d.guard.target, cfg.RedisReplicaTimeout
-	d.keys = authz.New(authz.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "authz:", CacheTTL: cfg.KeyCacheTTL, StaleTTL: cfg.KeyStaleTTL, Logger: logger, TracerProvider: o.tp,
-		RefuseLegacyForm: cfg.KeyRefuseLegacyForm,
-		ReplicaTarget:    target, ReplicaTimeout: replicaTimeout})
-	d.limiter = tenants.New(tenants.Config{
-		Redis:          rdb,
-		Prefix:         cfg.RedisPrefix + "tenants:",
-		LiveDefault:    tenants.Limit{Rate: cfg.LiveRate, Burst: cfg.LiveBurst},
-		TestDefault:    tenants.Limit{Rate: cfg.TestRate, Burst: cfg.TestBurst},
-		RedisTimeout:   o.redisTimeout,
-		Logger:         logger,
-		TracerProvider: o.tp,
-		ReplicaTarget:  target,
-		ReplicaTimeout: replicaTimeout,
-		CountOffered:   true, // taken by d.shape while serving
-	})
-	d.shape = shape.New(shape.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "shape:", Logger: logger, AddByScript: o.noBitfield})
-	d.usage = usagecounter.New(usagecounter.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "usage:", Logger: logger})
-	d.metrics.MustRegister(d.keys.Collector(), d.limiter.Collector(), redisPoolCollector{rdb})
+	d.openAdapters(cfg, logger, o)
 	d.server = gateway.New(gateway.Config{
 		Live: live, Test: test, Keys: d.keys, Limiter: d.limiter,
 		Guard:        tenants.NewGuard(tenants.GuardConfig{PerCompany: cfg.InflightPerCompany, Total: cfg.InflightTotal}),
@@ -140,6 +123,32 @@ func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rd
 		Audit:    d.audit,
 		Webhooks: d.events, Token: cfg.AdminToken, Logger: logger})
 	return d, nil
+}
+
+// openAdapters makes d's keys, limiter, traffic shape and usage on d's
+// Redis, their changes confirmed as every administrative change is
+// (d.guard's target); the keys, the limiter and the Redis pool report on
+// d's registry.
+func (d *deps) openAdapters(cfg config.Config, logger *slog.Logger, o wireOptions) {
+	target, replicaTimeout := d.guard.target, cfg.RedisReplicaTimeout
+	d.keys = authz.New(authz.Config{Redis: d.rdb, Prefix: cfg.RedisPrefix + "authz:", CacheTTL: cfg.KeyCacheTTL, StaleTTL: cfg.KeyStaleTTL, Logger: logger, TracerProvider: o.tp,
+		RefuseLegacyForm: cfg.KeyRefuseLegacyForm,
+		ReplicaTarget:    target, ReplicaTimeout: replicaTimeout})
+	d.limiter = tenants.New(tenants.Config{
+		Redis:          d.rdb,
+		Prefix:         cfg.RedisPrefix + "tenants:",
+		LiveDefault:    tenants.Limit{Rate: cfg.LiveRate, Burst: cfg.LiveBurst},
+		TestDefault:    tenants.Limit{Rate: cfg.TestRate, Burst: cfg.TestBurst},
+		RedisTimeout:   o.redisTimeout,
+		Logger:         logger,
+		TracerProvider: o.tp,
+		ReplicaTarget:  target,
+		ReplicaTimeout: replicaTimeout,
+		CountOffered:   true, // taken by d.shape while serving
+	})
+	d.shape = shape.New(shape.Config{Redis: d.rdb, Prefix: cfg.RedisPrefix + "shape:", Logger: logger, AddByScript: o.noBitfield})
+	d.usage = usagecounter.New(usagecounter.Config{Redis: d.rdb, Prefix: cfg.RedisPrefix + "usage:", Logger: logger})
+	d.metrics.MustRegister(d.keys.Collector(), d.limiter.Collector(), redisPoolCollector{d.rdb})
 }
 
 // openStores opens the databases the command needs (o.needs) into d, each
