@@ -197,6 +197,13 @@ func (g gen) documentAt(p docPlan, i int, seqs map[string]int) Document {
 	if seqs != nil {
 		nLines = 1 + r.IntN(4)
 	}
+	addLines(r, &d, nLines)
+	return d
+}
+
+// addLines draws d's n lines and sets its totals from them; its draws come
+// after every other of the document's, so the data stays the same for a seed.
+func addLines(r *rand.Rand, d *Document, nLines int) {
 	var net, tax int64 // cents
 	for l := 1; l <= nLines; l++ {
 		qty := int64(1+r.IntN(20)) * 1000 // thousandths
@@ -215,7 +222,6 @@ func (g gen) documentAt(p docPlan, i int, seqs map[string]int) Document {
 			Quantity: fixed(qty, 3), UnitPrice: fixed(price, 4), TaxRate: fixed(rate, 2), LineTotal: fixed(total, 2)})
 	}
 	d.NetTotal, d.TaxTotal, d.GrossTotal = fixed(net, 2), fixed(tax, 2), fixed(net+tax, 2)
-	return d
 }
 
 // fixed renders v / 10^scale as exact decimal text.
