@@ -83,26 +83,26 @@ type KeySpec struct {
 // CreateKey creates a key for an existing company and records who did; it
 // is the one path used by the admin API and by "gateway keys create".
 func (s *Service) CreateKey(ctx context.Context, actor string, spec KeySpec) (KeyView, error) {
-	if err := checkActor(actor); err != nil {
-		return KeyView{}, err
-	}
-	if err := refuseTexts("The key", textField{"name", spec.Name}); err != nil {
-		return KeyView{}, err
-	}
-	nets, err := authz.ParseCIDRs(spec.AllowedCIDRs)
+	var secret string
+	k, err := apply(ctx, change[none, authz.Key]{actor: actor, what: "The key", texts: []textField{{"name", spec.Name}},
+		make: func(ctx context.Context, _ none) (authz.Key, bool, error) {
+			nets, err := authz.ParseCIDRs(spec.AllowedCIDRs)
+			if err != nil {
+				return authz.Key{}, false, err
+			}
+			companyID, err := s.knownCompany(ctx, spec.CompanyID)
+			if err != nil {
+				return authz.Key{}, false, err
+			}
+			k, sec, err := s.keys.Create(ctx, authz.NewKey{CompanyID: companyID, Mode: spec.Mode, Scopes: spec.Scopes,
+				Name: spec.Name, ExpiresAt: spec.ExpiresAt, AllowedCIDRs: nets})
+			secret = sec
+			return k, err == nil, err
+		},
+		record: func(ctx context.Context, _ none, k authz.Key) error {
+			return s.recordKey(ctx, actor, audit.ActionKeyCreated, k.CreatedAt, nil, k)
+		}})
 	if err != nil {
-		return KeyView{}, err
-	}
-	companyID, err := s.knownCompany(ctx, spec.CompanyID)
-	if err != nil {
-		return KeyView{}, err
-	}
-	k, secret, err := s.keys.Create(ctx, authz.NewKey{CompanyID: companyID, Mode: spec.Mode, Scopes: spec.Scopes,
-		Name: spec.Name, ExpiresAt: spec.ExpiresAt, AllowedCIDRs: nets})
-	if err != nil {
-		return KeyView{}, err
-	}
-	if err := s.recordKey(ctx, actor, audit.ActionKeyCreated, k.CreatedAt, nil, k); err != nil {
 		return KeyView{}, err
 	}
 	v := s.viewKey(k)
@@ -121,22 +121,26 @@ type RolledView struct {
 // keeps working for overlap (authz.Keyring.Roll). The one path of the admin
 // API and "gateway keys roll".
 func (s *Service) RollKey(ctx context.Context, actor, keyID string, overlap time.Duration) (RolledView, error) {
-	if err := checkActor(actor); err != nil {
+	r, err := apply(ctx, change[authz.Key, authz.Rolled]{actor: actor,
+		read: func(ctx context.Context) (authz.Key, error) {
+			k, err := s.keys.Get(ctx, keyID)
+			return k, namedKey(keyID, err)
+		},
+		make: func(ctx context.Context, _ authz.Key) (authz.Rolled, bool, error) {
+			r, err := s.keys.Roll(ctx, keyID, overlap)
+			return r, err == nil, namedKey(keyID, err)
+		},
+		// Either event unrecorded fails the roll's answer, and its new
+		// secret is not shown: the successor is to be revoked (notAudited).
+		record: func(ctx context.Context, old authz.Key, r authz.Rolled) error {
+			if err := errors.Join(s.recordKey(ctx, actor, audit.ActionKeyRolled, r.New.CreatedAt, &old, r.Old),
+				s.recordKey(ctx, actor, audit.ActionKeyCreated, r.New.CreatedAt, nil, r.New)); err != nil {
+				return notAudited(audit.Entry{Action: audit.ActionKeyCreated, KeyID: r.New.ID}, err)
+			}
+			return nil
+		}})
+	if err != nil {
 		return RolledView{}, err
-	}
-	old, err := s.keys.Get(ctx, keyID)
-	if err != nil {
-		return RolledView{}, namedKey(keyID, err)
-	}
-	r, err := s.keys.Roll(ctx, keyID, overlap)
-	if err != nil {
-		return RolledView{}, namedKey(keyID, err)
-	}
-	// Either event unrecorded fails the roll's answer, and its new secret
-	// is not shown: the successor is to be revoked (notAudited).
-	if err := errors.Join(s.recordKey(ctx, actor, audit.ActionKeyRolled, r.New.CreatedAt, &old, r.Old),
-		s.recordKey(ctx, actor, audit.ActionKeyCreated, r.New.CreatedAt, nil, r.New)); err != nil {
-		return RolledView{}, notAudited(audit.Entry{Action: audit.ActionKeyCreated, KeyID: r.New.ID}, err)
 	}
 	v := RolledView{KeyView: s.viewKey(r.New), Previous: s.viewKey(r.Old)}
 	v.Key = r.Secret
@@ -161,25 +165,20 @@ func (s *Service) ListKeys(ctx context.Context, companyID string) ([]KeyView, er
 }
 
 // RevokeKey revokes a key by id; every instance refuses it within a second.
-// Revoking a revoked key changes nothing and records nothing.
+// Revoking a revoked key changes nothing and records nothing: so a
+// revocation in effect but not confirmed by Redis's replicas, recorded at
+// once, is recorded once when its error says to revoke it again.
 func (s *Service) RevokeKey(ctx context.Context, actor, keyID string) (KeyView, error) {
-	if err := checkActor(actor); err != nil {
-		return KeyView{}, err
-	}
-	k, revoked, err := s.keys.Revoke(ctx, keyID)
-	if err != nil && !(revoked && inEffect(err)) {
-		return KeyView{}, namedKey(keyID, err)
-	}
-	// A revocation in effect but not confirmed by Redis's replicas is
-	// recorded now: revoking again (what its error says to do) changes
-	// nothing and records nothing.
-	if revoked && k.RevokedAt != nil {
-		before := k
-		before.State, before.RevokedAt = authz.StateActive, nil
-		if rerr := s.recordKey(ctx, actor, audit.ActionKeyRevoked, *k.RevokedAt, &before, k); rerr != nil {
-			return KeyView{}, rerr
-		}
-	}
+	k, err := apply(ctx, change[none, authz.Key]{actor: actor,
+		make: func(ctx context.Context, _ none) (authz.Key, bool, error) {
+			k, revoked, err := s.keys.Revoke(ctx, keyID)
+			return k, revoked && k.RevokedAt != nil, namedKey(keyID, err)
+		},
+		record: func(ctx context.Context, _ none, k authz.Key) error {
+			before := k
+			before.State, before.RevokedAt = authz.StateActive, nil
+			return s.recordKey(ctx, actor, audit.ActionKeyRevoked, *k.RevokedAt, &before, k)
+		}})
 	if err != nil {
 		return KeyView{}, err
 	}

@@ -53,70 +53,57 @@ func (s *Service) CompanyLimits(ctx context.Context, companyID string) (LimitsVi
 // SetCompanyLimit overrides a company's limit for one mode (LIVE or TEST in
 // any letter case; "" for both), and records who did.
 func (s *Service) SetCompanyLimit(ctx context.Context, actor, companyID, mode string, rate float64, burst int) (LimitsView, error) {
-	if err := checkActor(actor); err != nil {
-		return LimitsView{}, err
-	}
-	companyID, err := parseCompany(companyID)
-	if err != nil {
-		return LimitsView{}, err
-	}
 	var m invoicing.Mode
-	if mode != "" {
-		if m, err = invoicing.ParseMode(mode); err != nil {
-			return LimitsView{}, err
+	parseMode := func() (err error) {
+		if mode != "" {
+			m, err = invoicing.ParseMode(mode)
 		}
+		return err
 	}
-	before, err := s.CompanyLimits(ctx, companyID)
-	if err != nil {
-		return LimitsView{}, err
-	}
-	return s.limitsChanged(ctx, actor, audit.ActionLimitsSet, before,
-		s.limiter.SetLimit(ctx, companyID, m, tenants.Limit{Rate: rate, Burst: burst}))
+	return apply(ctx, s.limitsChange(actor, audit.ActionLimitsSet, companyID, parseMode, func(ctx context.Context, companyID string) error {
+		return s.limiter.SetLimit(ctx, companyID, m, tenants.Limit{Rate: rate, Burst: burst})
+	}))
 }
 
 // ResetCompanyLimits puts a company back on the default limits, and records
 // who did.
 func (s *Service) ResetCompanyLimits(ctx context.Context, actor, companyID string) (LimitsView, error) {
-	if err := checkActor(actor); err != nil {
-		return LimitsView{}, err
-	}
-	companyID, err := parseCompany(companyID)
-	if err != nil {
-		return LimitsView{}, err
-	}
-	before, err := s.CompanyLimits(ctx, companyID)
-	if err != nil {
-		return LimitsView{}, err
-	}
-	return s.limitsChanged(ctx, actor, audit.ActionLimitsReset, before, s.limiter.ResetLimits(ctx, companyID))
+	return apply(ctx, s.limitsChange(actor, audit.ActionLimitsReset, companyID, nil, s.limiter.ResetLimits))
 }
 
-// limitsChanged reads a company's limits after a change (changeErr its
-// outcome) and records it. A change in effect but not confirmed by Redis's
-// replicas is recorded too (it may be undone by a failover, but it applies
-// now, and its repetition changes nothing the log would show), and its
-// error returned.
-func (s *Service) limitsChanged(ctx context.Context, actor, action string, before LimitsView, changeErr error) (LimitsView, error) {
-	if changeErr != nil && !inEffect(changeErr) {
-		return LimitsView{}, changeErr
-	}
-	after, err := s.CompanyLimits(ctx, before.CompanyID)
-	if err != nil {
-		return LimitsView{}, errors.Join(changeErr, err)
-	}
-	if err := s.record(ctx, audit.Entry{Actor: actor, CompanyID: before.CompanyID, Action: action}, before, after); err != nil {
-		return LimitsView{}, err
-	}
-	if changeErr != nil {
-		return LimitsView{}, changeErr
-	}
-	return after, nil
+// limitsChange is a change of a company's limits (set): check (nil: none)
+// refuses its input once the company id is read; the audit log keeps the
+// limits before and after. A change the replicas did not confirm applies
+// now: the limits after it are read and recorded all the same (apply).
+func (s *Service) limitsChange(actor, action, companyID string, check func() error,
+	set func(ctx context.Context, companyID string) error) change[LimitsView, LimitsView] {
+	return change[LimitsView, LimitsView]{actor: actor,
+		read: func(ctx context.Context) (LimitsView, error) {
+			if _, err := parseCompany(companyID); err != nil {
+				return LimitsView{}, err
+			}
+			if check != nil {
+				if err := check(); err != nil {
+					return LimitsView{}, err
+				}
+			}
+			return s.CompanyLimits(ctx, companyID)
+		},
+		make: func(ctx context.Context, before LimitsView) (LimitsView, bool, error) {
+			err := set(ctx, before.CompanyID)
+			if err != nil && !inEffect(err) {
+				return LimitsView{}, false, err
+			}
+			after, rerr := s.CompanyLimits(ctx, before.CompanyID)
+			if rerr != nil {
+				return LimitsView{}, false, errors.Join(err, rerr)
+			}
+			return after, true, err
+		},
+		record: func(ctx context.Context, before, after LimitsView) error {
+			return s.record(ctx, audit.Entry{Actor: actor, CompanyID: before.CompanyID, Action: action}, before, after)
+		}}
 }
-
-// inEffect reports whether err is a change made but not confirmed by
-// Redis's replicas (redisMinReplicas): in effect now, possibly undone by a
-// failover.
-func inEffect(err error) bool { return web.Problem(err).Code == "change_not_replicated" }
 
 func (s *Service) adminGetLimits(r *http.Request, p web.Params) (web.Answer, error) {
 	return result(s.CompanyLimits(r.Context(), p.ByName("id")))

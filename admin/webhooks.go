@@ -95,28 +95,20 @@ type WebhookSpec struct {
 // did; the answer holds its signing secret, shown this once. The one path of
 // the admin API and "gateway webhooks create".
 func (s *Service) CreateWebhook(ctx context.Context, actor string, spec WebhookSpec) (WebhookView, error) {
-	if err := s.webhooksReady(); err != nil {
-		return WebhookView{}, err
-	}
-	if err := checkActor(actor); err != nil {
-		return WebhookView{}, err
-	}
-	if err := refuseTexts("The webhook endpoint", textField{"url", spec.URL}, textField{"description", spec.Description}); err != nil {
-		return WebhookView{}, err
-	}
-	company, err := s.knownCompany(ctx, spec.CompanyID)
-	if err != nil {
-		return WebhookView{}, err
-	}
-	e, secret, err := s.webhooks.CreateEndpoint(ctx, events.NewEndpoint{CompanyID: company, Mode: spec.Mode, URL: spec.URL,
-		Types: spec.Types, Description: spec.Description, Disabled: spec.Disabled, ExpiresAt: spec.ExpiresAt})
-	if err != nil {
-		return WebhookView{}, err
-	}
-	if err := s.recordWebhook(ctx, actor, audit.ActionWebhookCreated, e.CreatedAt, nil, &e); err != nil {
-		return WebhookView{}, err
-	}
-	return WebhookView{Endpoint: e, Secret: secret}, nil
+	return apply(ctx, change[none, WebhookView]{actor: actor, ready: s.webhooksReady,
+		what: "The webhook endpoint", texts: []textField{{"url", spec.URL}, {"description", spec.Description}},
+		make: func(ctx context.Context, _ none) (WebhookView, bool, error) {
+			company, err := s.knownCompany(ctx, spec.CompanyID)
+			if err != nil {
+				return WebhookView{}, false, err
+			}
+			e, secret, err := s.webhooks.CreateEndpoint(ctx, events.NewEndpoint{CompanyID: company, Mode: spec.Mode, URL: spec.URL,
+				Types: spec.Types, Description: spec.Description, Disabled: spec.Disabled, ExpiresAt: spec.ExpiresAt})
+			return WebhookView{Endpoint: e, Secret: secret}, err == nil, err
+		},
+		record: func(ctx context.Context, _ none, v WebhookView) error {
+			return s.recordWebhook(ctx, actor, audit.ActionWebhookCreated, v.CreatedAt, nil, &v.Endpoint)
+		}})
 }
 
 // ListWebhooks lists a company's endpoints, LIVE then TEST, oldest first.
@@ -148,86 +140,55 @@ func (s *Service) Webhook(ctx context.Context, id string) (WebhookView, error) {
 	return WebhookView{Endpoint: e}, named(id, err)
 }
 
+// readWebhook reads webhook id before a change of it, for the audit log.
+func (s *Service) readWebhook(id string) func(context.Context) (events.Endpoint, error) {
+	return func(ctx context.Context) (events.Endpoint, error) {
+		e, err := s.webhooks.Endpoint(ctx, id)
+		return e, named(id, err)
+	}
+}
+
 // UpdateWebhook changes an endpoint (URL, types, description, enabled) and
 // records who did.
 func (s *Service) UpdateWebhook(ctx context.Context, actor, id string, p events.Patch) (WebhookView, error) {
-	if err := s.webhooksReady(); err != nil {
-		return WebhookView{}, err
-	}
-	if err := checkActor(actor); err != nil {
-		return WebhookView{}, err
-	}
-	if err := refuseTexts("The change", patchTexts(p)...); err != nil {
-		return WebhookView{}, err
-	}
-	before, err := s.webhooks.Endpoint(ctx, id)
-	if err != nil {
-		return WebhookView{}, named(id, err)
-	}
-	// A change in effect but not confirmed by Redis's replicas is recorded
-	// (it applies now), and its error returned.
-	after, err := s.webhooks.UpdateEndpoint(ctx, id, p)
-	if err != nil && !(inEffect(err) && after.ID != "") {
-		return WebhookView{}, named(id, err)
-	}
-	if rerr := s.recordWebhook(ctx, actor, audit.ActionWebhookUpdated, after.UpdatedAt, &before, &after); rerr != nil {
-		return WebhookView{}, rerr
-	}
-	if err != nil {
-		return WebhookView{}, err
-	}
-	return WebhookView{Endpoint: after}, nil
+	return apply(ctx, change[events.Endpoint, WebhookView]{actor: actor, ready: s.webhooksReady,
+		what: "The change", texts: patchTexts(p), read: s.readWebhook(id),
+		make: func(ctx context.Context, _ events.Endpoint) (WebhookView, bool, error) {
+			e, err := s.webhooks.UpdateEndpoint(ctx, id, p)
+			return WebhookView{Endpoint: e}, err == nil || e.ID != "", named(id, err)
+		},
+		record: func(ctx context.Context, before events.Endpoint, after WebhookView) error {
+			return s.recordWebhook(ctx, actor, audit.ActionWebhookUpdated, after.UpdatedAt, &before, &after.Endpoint)
+		}})
 }
 
 // DeleteWebhook deletes an endpoint, what waits for it and its delivery log,
 // and records who did. Deleting an endpoint deleted lately answers it as it
-// was and records nothing (events.Service.DeleteEndpoint).
+// was and records nothing (events.Service.DeleteEndpoint): so a deletion in
+// effect but not confirmed by Redis's replicas, recorded at once, is
+// recorded once when its error says to delete it again.
 func (s *Service) DeleteWebhook(ctx context.Context, actor, id string) (WebhookView, error) {
-	if err := s.webhooksReady(); err != nil {
-		return WebhookView{}, err
-	}
-	if err := checkActor(actor); err != nil {
-		return WebhookView{}, err
-	}
-	e, deleted, err := s.webhooks.DeleteEndpoint(ctx, id)
-	if err != nil && !(deleted && inEffect(err)) {
-		return WebhookView{}, named(id, err)
-	}
-	// A deletion in effect but not confirmed by Redis's replicas is
-	// recorded now: deleting again (what its error says to do) records
-	// nothing.
-	if deleted {
-		if rerr := s.recordWebhook(ctx, actor, audit.ActionWebhookDeleted, s.now(), &e, nil); rerr != nil {
-			return WebhookView{}, rerr
-		}
-	}
-	if err != nil {
-		return WebhookView{}, err
-	}
-	return WebhookView{Endpoint: e}, nil
+	return apply(ctx, change[none, WebhookView]{actor: actor, ready: s.webhooksReady,
+		make: func(ctx context.Context, _ none) (WebhookView, bool, error) {
+			e, deleted, err := s.webhooks.DeleteEndpoint(ctx, id)
+			return WebhookView{Endpoint: e}, deleted, named(id, err)
+		},
+		record: func(ctx context.Context, _ none, v WebhookView) error {
+			return s.recordWebhook(ctx, actor, audit.ActionWebhookDeleted, s.now(), &v.Endpoint, nil)
+		}})
 }
 
 // RotateWebhookSecret gives an endpoint a new signing secret (in the
 // answer, shown this once); the old one signs beside it for overlap.
 func (s *Service) RotateWebhookSecret(ctx context.Context, actor, id string, overlap time.Duration) (WebhookView, error) {
-	if err := s.webhooksReady(); err != nil {
-		return WebhookView{}, err
-	}
-	if err := checkActor(actor); err != nil {
-		return WebhookView{}, err
-	}
-	before, err := s.webhooks.Endpoint(ctx, id)
-	if err != nil {
-		return WebhookView{}, named(id, err)
-	}
-	after, secret, err := s.webhooks.RotateSecret(ctx, id, overlap)
-	if err != nil {
-		return WebhookView{}, named(id, err)
-	}
-	if err := s.recordWebhook(ctx, actor, audit.ActionWebhookSecretRotated, after.SecretRotatedAt, &before, &after); err != nil {
-		return WebhookView{}, err
-	}
-	return WebhookView{Endpoint: after, Secret: secret}, nil
+	return apply(ctx, change[events.Endpoint, WebhookView]{actor: actor, ready: s.webhooksReady, read: s.readWebhook(id),
+		make: func(ctx context.Context, _ events.Endpoint) (WebhookView, bool, error) {
+			e, secret, err := s.webhooks.RotateSecret(ctx, id, overlap)
+			return WebhookView{Endpoint: e, Secret: secret}, err == nil, named(id, err)
+		},
+		record: func(ctx context.Context, before events.Endpoint, after WebhookView) error {
+			return s.recordWebhook(ctx, actor, audit.ActionWebhookSecretRotated, after.SecretRotatedAt, &before, &after.Endpoint)
+		}})
 }
 
 // DeliveriesView is a page of an endpoint's delivery log, newest first.

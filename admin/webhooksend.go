@@ -27,29 +27,36 @@ func (s *Service) recordSend(ctx context.Context, actor, action, id string, befo
 	return s.record(ctx, audit.Entry{Actor: actor, CompanyID: e.CompanyID, Action: action, WebhookID: id}, before, after)
 }
 
+// sendChange is a delivery sent again on request to webhook id (send, whose
+// error names what it did not find), recorded with what was queued
+// (recordSend).
+func sendChange[A any](s *Service, actor, action, id string, send func(ctx context.Context) (A, error)) change[none, A] {
+	return change[none, A]{actor: actor, ready: s.webhooksReady,
+		make: func(ctx context.Context, _ none) (A, bool, error) {
+			v, err := send(ctx)
+			return v, err == nil, err
+		},
+		record: func(ctx context.Context, _ none, v A) error { return s.recordSend(ctx, actor, action, id, nil, v) }}
+}
+
 // ReplayWebhookDelivery sends one event to an endpoint again, now, and
 // records who did.
 func (s *Service) ReplayWebhookDelivery(ctx context.Context, actor, id, eventID string) (events.Delivery, error) {
-	if err := s.webhooksReady(); err != nil {
-		return events.Delivery{}, err
-	}
-	if err := checkActor(actor); err != nil {
-		return events.Delivery{}, err
-	}
-	before, err := s.webhooks.Replay(ctx, id, eventID)
-	if invoicing.KindOf(err) == invoicing.NotFound {
-		if _, gerr := s.webhooks.Endpoint(ctx, id); gerr == nil {
-			return events.Delivery{}, &web.Error{Code: "not_found", Err: err,
-				Detail: "No event " + invoicing.Clip(eventID) + " was sent to webhook endpoint " + id + " (or it is older than the retention)."}
+	c := sendChange(s, actor, audit.ActionWebhookReplayed, id, func(ctx context.Context) (events.Delivery, error) {
+		d, err := s.webhooks.Replay(ctx, id, eventID)
+		if invoicing.KindOf(err) == invoicing.NotFound {
+			if _, gerr := s.webhooks.Endpoint(ctx, id); gerr == nil {
+				return d, &web.Error{Code: "not_found", Err: err,
+					Detail: "No event " + invoicing.Clip(eventID) + " was sent to webhook endpoint " + id + " (or it is older than the retention)."}
+			}
 		}
+		return d, named(id, err)
+	})
+	// The log keeps which event was sent again, not the delivery.
+	c.record = func(ctx context.Context, _ none, d events.Delivery) error {
+		return s.recordSend(ctx, actor, audit.ActionWebhookReplayed, id, nil, map[string]any{"eventId": eventID, "type": d.Type})
 	}
-	if err != nil {
-		return events.Delivery{}, named(id, err)
-	}
-	if err := s.recordSend(ctx, actor, audit.ActionWebhookReplayed, id, nil, map[string]any{"eventId": eventID, "type": before.Type}); err != nil {
-		return events.Delivery{}, err
-	}
-	return before, nil
+	return apply(ctx, c)
 }
 
 // RecoveredView is how many deliveries a recovery queued again: Queued in
@@ -64,21 +71,10 @@ type RecoveredView struct {
 // RecoverWebhook sends again, now, every delivery of an endpoint queued
 // since a time that failed or waits for a retry, and records who did.
 func (s *Service) RecoverWebhook(ctx context.Context, actor, id string, since time.Time) (RecoveredView, error) {
-	if err := s.webhooksReady(); err != nil {
-		return RecoveredView{}, err
-	}
-	if err := checkActor(actor); err != nil {
-		return RecoveredView{}, err
-	}
-	r, err := s.webhooks.Recover(ctx, id, since)
-	if err != nil {
-		return RecoveredView{}, named(id, err)
-	}
-	v := RecoveredView{EndpointID: id, Since: since.UTC(), Queued: r.Failed + r.Waiting, Recovered: r}
-	if err := s.recordSend(ctx, actor, audit.ActionWebhookRecovered, id, nil, v); err != nil {
-		return RecoveredView{}, err
-	}
-	return v, nil
+	return apply(ctx, sendChange(s, actor, audit.ActionWebhookRecovered, id, func(ctx context.Context) (RecoveredView, error) {
+		r, err := s.webhooks.Recover(ctx, id, since)
+		return RecoveredView{EndpointID: id, Since: since.UTC(), Queued: r.Failed + r.Waiting, Recovered: r}, named(id, err)
+	}))
 }
 
 // TestSentView is a test delivery queued.
@@ -90,21 +86,10 @@ type TestSentView struct {
 
 // TestWebhook queues a test delivery to an endpoint, and records who did.
 func (s *Service) TestWebhook(ctx context.Context, actor, id string) (TestSentView, error) {
-	if err := s.webhooksReady(); err != nil {
-		return TestSentView{}, err
-	}
-	if err := checkActor(actor); err != nil {
-		return TestSentView{}, err
-	}
-	ev, err := s.webhooks.SendTest(ctx, id)
-	if err != nil {
-		return TestSentView{}, named(id, err)
-	}
-	v := TestSentView{EndpointID: id, EventID: ev.ID, Type: ev.Type}
-	if err := s.recordSend(ctx, actor, audit.ActionWebhookTested, id, nil, v); err != nil {
-		return TestSentView{}, err
-	}
-	return v, nil
+	return apply(ctx, sendChange(s, actor, audit.ActionWebhookTested, id, func(ctx context.Context) (TestSentView, error) {
+		ev, err := s.webhooks.SendTest(ctx, id)
+		return TestSentView{EndpointID: id, EventID: ev.ID, Type: ev.Type}, named(id, err)
+	}))
 }
 
 func (s *Service) adminReplayWebhookDelivery(r *http.Request, p web.Params) (web.Answer, error) {
