@@ -109,7 +109,7 @@ func (s *Service) Routes(rt *web.Router) {
 	s.adminRoute(rt, http.MethodPost, "/admin/v1/webhooks/:id/rotate-secret", s.adminRotateWebhookSecret)
 	s.adminRoute(rt, http.MethodGet, "/admin/v1/webhooks/:id/deliveries", s.adminWebhookDeliveries)
 	s.adminRoute(rt, http.MethodGet, "/admin/v1/webhooks/:id/stats", s.adminWebhookStats)
-	s.adminRoute(rt, http.MethodPost, "/admin/v1/webhooks/:id/deliveries/:event/replay", s.adminReplayWebhookDelivery)
+	s.adminRoute(rt, http.MethodPost, "/admin/v1/webhooks/:id/deliveries/:event/replay", s.adminReplayWebhook)
 	s.adminRoute(rt, http.MethodPost, "/admin/v1/webhooks/:id/recover", s.adminRecoverWebhook)
 	s.adminRoute(rt, http.MethodPost, "/admin/v1/webhooks/:id/test", s.adminTestWebhook)
 	s.adminRoute(rt, http.MethodGet, "/debug/pprof/*name", s.adminPprof)

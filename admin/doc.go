@@ -21,6 +21,7 @@
 // file here: its interface, its operations and views, and its handlers,
 // registered in Service.Routes (behind the token and X-Actor like every
 // admin route); its store is given in Config, its errors carry their kind
-// and code (invoicing.Define), and each change is recorded with its actor
-// (record).
+// and code (invoicing.Define), and each change is made by apply (change.go:
+// actor and text checks, the state before, the change, its audit record
+// with its actor).
 package admin

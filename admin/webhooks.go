@@ -45,7 +45,7 @@ type webhookRecord struct {
 	PreviousSecretUntil *time.Time     `json:"previousSecretUntil"`
 }
 
-func recordOf(e events.Endpoint) webhookRecord {
+func webhookRecordOf(e events.Endpoint) webhookRecord {
 	return webhookRecord{ID: e.ID, Mode: e.Mode, URL: e.URL, Types: e.Types, Description: e.Description, Enabled: e.Enabled,
 		SecretRotatedAt: e.SecretRotatedAt, PreviousSecretUntil: e.PreviousSecretUntil}
 }
@@ -56,16 +56,16 @@ func (s *Service) recordWebhook(ctx context.Context, actor, action string, at ti
 	e := audit.Entry{Time: at, Actor: actor, Action: action}
 	var b, a any
 	if before != nil {
-		e.CompanyID, e.WebhookID, b = before.CompanyID, before.ID, recordOf(*before)
+		e.CompanyID, e.WebhookID, b = before.CompanyID, before.ID, webhookRecordOf(*before)
 	}
 	if after != nil {
-		e.CompanyID, e.WebhookID, a = after.CompanyID, after.ID, recordOf(*after)
+		e.CompanyID, e.WebhookID, a = after.CompanyID, after.ID, webhookRecordOf(*after)
 	}
 	return s.record(ctx, e, b, a)
 }
 
-// named makes an endpoint's "not found" say which endpoint.
-func named(id string, err error) error {
+// namedWebhook makes a webhook endpoint's "not found" say which endpoint.
+func namedWebhook(id string, err error) error {
 	if invoicing.KindOf(err) == invoicing.NotFound {
 		return &web.Error{Code: "not_found", Detail: "No webhook endpoint " + invoicing.Clip(id) + " exists.", Err: err}
 	}
@@ -137,14 +137,14 @@ func (s *Service) Webhook(ctx context.Context, id string) (WebhookView, error) {
 		return WebhookView{}, err
 	}
 	e, err := s.webhooks.Endpoint(ctx, id)
-	return WebhookView{Endpoint: e}, named(id, err)
+	return WebhookView{Endpoint: e}, namedWebhook(id, err)
 }
 
 // readWebhook reads webhook id before a change of it, for the audit log.
 func (s *Service) readWebhook(id string) func(context.Context) (events.Endpoint, error) {
 	return func(ctx context.Context) (events.Endpoint, error) {
 		e, err := s.webhooks.Endpoint(ctx, id)
-		return e, named(id, err)
+		return e, namedWebhook(id, err)
 	}
 }
 
@@ -155,7 +155,7 @@ func (s *Service) UpdateWebhook(ctx context.Context, actor, id string, p events.
 		what: "The change", texts: patchTexts(p), read: s.readWebhook(id),
 		make: func(ctx context.Context, _ events.Endpoint) (WebhookView, bool, error) {
 			e, err := s.webhooks.UpdateEndpoint(ctx, id, p)
-			return WebhookView{Endpoint: e}, err == nil || e.ID != "", named(id, err)
+			return WebhookView{Endpoint: e}, err == nil || e.ID != "", namedWebhook(id, err)
 		},
 		record: func(ctx context.Context, before events.Endpoint, after WebhookView) error {
 			return s.recordWebhook(ctx, actor, audit.ActionWebhookUpdated, after.UpdatedAt, &before, &after.Endpoint)
@@ -171,7 +171,7 @@ func (s *Service) DeleteWebhook(ctx context.Context, actor, id string) (WebhookV
 	return apply(ctx, change[none, WebhookView]{actor: actor, ready: s.webhooksReady,
 		make: func(ctx context.Context, _ none) (WebhookView, bool, error) {
 			e, deleted, err := s.webhooks.DeleteEndpoint(ctx, id)
-			return WebhookView{Endpoint: e}, deleted, named(id, err)
+			return WebhookView{Endpoint: e}, deleted, namedWebhook(id, err)
 		},
 		record: func(ctx context.Context, _ none, v WebhookView) error {
 			return s.recordWebhook(ctx, actor, audit.ActionWebhookDeleted, s.now(), &v.Endpoint, nil)
@@ -184,7 +184,7 @@ func (s *Service) RotateWebhookSecret(ctx context.Context, actor, id string, ove
 	return apply(ctx, change[events.Endpoint, WebhookView]{actor: actor, ready: s.webhooksReady, read: s.readWebhook(id),
 		make: func(ctx context.Context, _ events.Endpoint) (WebhookView, bool, error) {
 			e, secret, err := s.webhooks.RotateSecret(ctx, id, overlap)
-			return WebhookView{Endpoint: e, Secret: secret}, err == nil, named(id, err)
+			return WebhookView{Endpoint: e, Secret: secret}, err == nil, namedWebhook(id, err)
 		},
 		record: func(ctx context.Context, before events.Endpoint, after WebhookView) error {
 			return s.recordWebhook(ctx, actor, audit.ActionWebhookSecretRotated, after.SecretRotatedAt, &before, &after.Endpoint)
@@ -206,7 +206,7 @@ func (s *Service) WebhookDeliveries(ctx context.Context, id string, q events.Del
 	}
 	ds, next, err := s.webhooks.Deliveries(ctx, id, q)
 	if err != nil {
-		return DeliveriesView{}, named(id, err)
+		return DeliveriesView{}, namedWebhook(id, err)
 	}
 	v := DeliveriesView{EndpointID: id, Data: ds}
 	if next != "" {

@@ -39,9 +39,9 @@ func sendChange[A any](s *Service, actor, action, id string, send func(ctx conte
 		record: func(ctx context.Context, _ none, v A) error { return s.recordSend(ctx, actor, action, id, nil, v) }}
 }
 
-// ReplayWebhookDelivery sends one event to an endpoint again, now, and
+// ReplayWebhook sends one event to an endpoint again, now, and
 // records who did.
-func (s *Service) ReplayWebhookDelivery(ctx context.Context, actor, id, eventID string) (events.Delivery, error) {
+func (s *Service) ReplayWebhook(ctx context.Context, actor, id, eventID string) (events.Delivery, error) {
 	c := sendChange(s, actor, audit.ActionWebhookReplayed, id, func(ctx context.Context) (events.Delivery, error) {
 		d, err := s.webhooks.Replay(ctx, id, eventID)
 		if invoicing.KindOf(err) == invoicing.NotFound {
@@ -50,7 +50,7 @@ func (s *Service) ReplayWebhookDelivery(ctx context.Context, actor, id, eventID 
 					Detail: "No event " + invoicing.Clip(eventID) + " was sent to webhook endpoint " + id + " (or it is older than the retention)."}
 			}
 		}
-		return d, named(id, err)
+		return d, namedWebhook(id, err)
 	})
 	// The log keeps which event was sent again, not the delivery.
 	c.record = func(ctx context.Context, _ none, d events.Delivery) error {
@@ -73,7 +73,7 @@ type RecoveredView struct {
 func (s *Service) RecoverWebhook(ctx context.Context, actor, id string, since time.Time) (RecoveredView, error) {
 	return apply(ctx, sendChange(s, actor, audit.ActionWebhookRecovered, id, func(ctx context.Context) (RecoveredView, error) {
 		r, err := s.webhooks.Recover(ctx, id, since)
-		return RecoveredView{EndpointID: id, Since: since.UTC(), Queued: r.Failed + r.Waiting, Recovered: r}, named(id, err)
+		return RecoveredView{EndpointID: id, Since: since.UTC(), Queued: r.Failed + r.Waiting, Recovered: r}, namedWebhook(id, err)
 	}))
 }
 
@@ -88,12 +88,12 @@ type TestSentView struct {
 func (s *Service) TestWebhook(ctx context.Context, actor, id string) (TestSentView, error) {
 	return apply(ctx, sendChange(s, actor, audit.ActionWebhookTested, id, func(ctx context.Context) (TestSentView, error) {
 		ev, err := s.webhooks.SendTest(ctx, id)
-		return TestSentView{EndpointID: id, EventID: ev.ID, Type: ev.Type}, named(id, err)
+		return TestSentView{EndpointID: id, EventID: ev.ID, Type: ev.Type}, namedWebhook(id, err)
 	}))
 }
 
-func (s *Service) adminReplayWebhookDelivery(r *http.Request, p web.Params) (web.Answer, error) {
-	return result(s.ReplayWebhookDelivery(r.Context(), actor(r), p.ByName("id"), p.ByName("event")))
+func (s *Service) adminReplayWebhook(r *http.Request, p web.Params) (web.Answer, error) {
+	return result(s.ReplayWebhook(r.Context(), actor(r), p.ByName("id"), p.ByName("event")))
 }
 
 // adminRecoverWebhook: {"since": RFC 3339}.

@@ -55,7 +55,7 @@ func (s *Service) WebhookStats(ctx context.Context, id string, window time.Durat
 	for {
 		ds, next, err := s.webhooks.Deliveries(ctx, id, q)
 		if err != nil {
-			return WebhookStatsView{}, named(id, err)
+			return WebhookStatsView{}, namedWebhook(id, err)
 		}
 		for _, d := range ds { // newest first: the window ends at the first older one
 			if d.QueuedAt.Before(v.Since) {

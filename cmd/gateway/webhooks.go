@@ -106,7 +106,7 @@ func printWebhooks(w io.Writer, eps []admin.WebhookView) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tMODE\tURL\tTYPES\tSTATE\tLAST SUCCESS\tFAILING SINCE\tDESCRIPTION")
 	for _, e := range eps {
-		state := endpointState(e)
+		state := webhookState(e)
 		types := "all"
 		if len(e.Types) > 0 {
 			types = describeTypes(e.Types)
@@ -122,9 +122,9 @@ func printWebhooks(w io.Writer, eps []admin.WebhookView) {
 	}
 }
 
-// endpointState is an endpoint's state in the console's words: disabled,
+// webhookState is an endpoint's state in the console's words: disabled,
 // failing (its deliveries fail since FAILING SINCE), or enabled.
-func endpointState(e admin.WebhookView) string {
+func webhookState(e admin.WebhookView) string {
 	switch {
 	case !e.Enabled:
 		return "disabled"
@@ -263,7 +263,7 @@ func printDeliveries(w io.Writer, v admin.DeliveriesView) error {
 func webhooksReplay(asJSON *bool) action {
 	return func(ctx context.Context, c *invocation) error {
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (events.Delivery, error) {
-			return d.admin.ReplayWebhookDelivery(ctx, commandActor(), c.args[0], c.args[1])
+			return d.admin.ReplayWebhook(ctx, commandActor(), c.args[0], c.args[1])
 		}, func(w io.Writer, v events.Delivery) error {
 			fmt.Fprintf(w, "Queued %s (%s) for %s again, now, with its id.\n", v.EventID, v.Type, c.args[0])
 			return nil

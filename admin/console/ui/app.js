@@ -34,7 +34,7 @@ function route() {
   if (!m) return overviewView();
   const arg = decodeURIComponent(m[2]);
   if (m[1] === "company") return companyView(arg);
-  if (m[1] === "webhook") return endpointView(arg);
+  if (m[1] === "webhook") return webhookView(arg);
   return companiesView(arg);
 }
 

@@ -72,9 +72,9 @@ function webhooksPanel(companyId) {
   return { el, load };
 }
 
-// endpointView is one endpoint's page: what it is, its health, what can be
+// webhookView is one endpoint's page: what it is, its health, what can be
 // done to it, and its delivery log.
-async function endpointView(id) {
+async function webhookView(id) {
   const e = await api("GET", "/admin/v1/webhooks/" + enc(id));
   await loadNames([e.companyId]);
   const msg = h("p", { class: "note", id: "endpoint-msg", role: "status" });
