@@ -131,6 +131,7 @@ func even(n int, total float64) []float64 {
 // is spread evenly or not; Redis is asked at most 0.05 times per admitted
 // request above 1,000 requests/s.
 func TestSimulatedAccuracy(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		lim      Limit
 		offered  []float64
@@ -169,6 +170,7 @@ func TestSimulatedAccuracy(t *testing.T) {
 // burst plus the refill in any window, on three instances (the target allows
 // one more request per instance; leasing would need a lease of two tokens).
 func TestSimulatedLowLimitIsExact(t *testing.T) {
+	t.Parallel()
 	lim := Limit{Rate: 1, Burst: 5}
 	s := newSim(t, 3, Config{LiveDefault: lim})
 	evs := s.run("acme", invoicing.Live, 0, 20*time.Second, even(3, 60))
@@ -203,6 +205,7 @@ func TestSimulatedLowLimitIsExact(t *testing.T) {
 // reports the old limit, and from then on the instances admit at the new
 // rate, within the lease bound (0.1 s of the rate).
 func TestSimulatedLimitChange(t *testing.T) {
+	t.Parallel()
 	s := newSim(t, 4, Config{LiveDefault: Limit{Rate: 1000, Burst: 200}})
 	admin, ttl := s.ls[3], s.ls[0].leaseTTL
 	ctx := context.Background()
@@ -244,6 +247,7 @@ func TestSimulatedLimitChange(t *testing.T) {
 // refresh; the leases of all shrink to keep the total bound, and the
 // accuracy holds.
 func TestSimulatedInstanceJoins(t *testing.T) {
+	t.Parallel()
 	lim := Limit{Rate: 3000, Burst: 3000}
 	s := newSim(t, 1, Config{LiveDefault: lim})
 	evs := s.run("acme", invoicing.Live, 0, 2*time.Second, []float64{4000})

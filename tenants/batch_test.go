@@ -2,9 +2,9 @@ package tenants
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
@@ -45,6 +45,7 @@ func drain(t *testing.T, l *Limiter) {
 // Cluster): every request is answered, by Redis, and exactly the burst is
 // admitted, as one call per request would.
 func TestRoundDecidesEachRequest(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedisServer(t, 0)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -52,7 +53,7 @@ func TestRoundDecidesEachRequest(t *testing.T) {
 	lim := Limit{Rate: MinRate, Burst: 7}
 	for _, perCompany := range []bool{false, true} {
 		for _, flush := range []bool{true, false} {
-			l := New(Config{Redis: rdb, Logger: discard()})
+			l := newLimiter(Config{Redis: rdb, Logger: discard()})
 			l.oneCompanyPerCall = perCompany
 			if err := l.SetLimit(ctx, "acme", invoicing.Live, lim); err != nil {
 				t.Fatal(err)
@@ -100,9 +101,10 @@ func TestRoundDecidesEachRequest(t *testing.T) {
 // Many concurrent Allow calls on one instance (they share refreshes) admit
 // exactly the burst of an unleased limit, all decided by Redis.
 func TestConcurrentDecisionsShareRounds(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := testenv.Redis(t)
 	ctx := context.Background()
-	l := New(Config{Redis: rdb, Prefix: prefix, Logger: discard()})
+	l := newLimiter(Config{Redis: rdb, Prefix: prefix, Logger: discard()})
 	lim := Limit{Rate: MinRate, Burst: 25}
 	if err := l.SetLimit(ctx, "acme", invoicing.Live, lim); err != nil {
 		t.Fatal(err)
@@ -133,25 +135,22 @@ func TestConcurrentDecisionsShareRounds(t *testing.T) {
 	// A refresh counts its outcome just after it hands the decisions over
 	// (the counts are for dashboards): the last one's may still be on its
 	// way when the callers have returned, so wait for all 200.
-	s := l.Stats()
-	for deadline := time.Now().Add(10 * time.Second); s.AdmittedRedis+s.RejectedRedis < 200 && time.Now().Before(deadline); s = l.Stats() {
-		time.Sleep(time.Millisecond)
-	}
+	var s Stats
+	testenv.Eventually(t, "the counts of all 200 decisions", func() error {
+		s = l.Stats()
+		return testenv.Want(s.AdmittedRedis+s.RejectedRedis, 200, "counted")
+	})
 	if s.AdmittedRedis != 25 || s.RejectedRedis != 175 || s.Refreshes > 200 || s.TokensLeased != 0 {
 		t.Errorf("stats %+v: want 25 admitted and 175 refused by Redis, nothing leased", s)
 	}
 	// The sending goroutine marks the batcher idle just after it delivers
-	// the last decision, so give it a moment.
-	idle := func() (bool, int) {
+	// the last decision: wait for it.
+	testenv.Eventually(t, "the batcher to be idle after the calls", func() error {
 		l.batch.mu.Lock()
 		defer l.batch.mu.Unlock()
-		return !l.batch.busy && len(l.batch.queue) == 0, len(l.batch.queue)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for ok, _ := idle(); !ok && time.Now().Before(deadline); ok, _ = idle() {
-		time.Sleep(time.Millisecond)
-	}
-	if ok, queued := idle(); !ok {
-		t.Errorf("batcher not idle after the calls: %d queued", queued)
-	}
+		if l.batch.busy || len(l.batch.queue) != 0 {
+			return fmt.Errorf("busy %v, %d queued", l.batch.busy, len(l.batch.queue))
+		}
+		return nil
+	})
 }

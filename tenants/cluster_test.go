@@ -17,14 +17,15 @@ import (
 // {company} hash tag. A decision that fell back to local memory would hide a
 // CROSSSLOT refusal, so every decision here must come from Redis.
 func TestLimiterOnRedisCluster(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.RedisClusterClient(t)
 	ctx := context.Background()
 	if err := rdb.Eval(ctx, "return 1", []string{"a", "b"}).Err(); err == nil || !strings.Contains(err.Error(), "CROSSSLOT") {
 		t.Fatalf("a script over two slots = %v, want CROSSSLOT: the test would prove nothing", err)
 	}
 	const prefix = "gw:tenants:"
-	l1 := New(Config{Redis: rdb, Prefix: prefix, Logger: discard(), LiveDefault: Limit{Rate: 0.01, Burst: 5}})
-	l2 := New(Config{Redis: rdb, Prefix: prefix, Logger: discard(), LiveDefault: Limit{Rate: 0.01, Burst: 5}})
+	l1 := newLimiter(Config{Redis: rdb, Prefix: prefix, Logger: discard(), LiveDefault: Limit{Rate: 0.01, Burst: 5}})
+	l2 := newLimiter(Config{Redis: rdb, Prefix: prefix, Logger: discard(), LiveDefault: Limit{Rate: 0.01, Burst: 5}})
 
 	allowed := func(l *Limiter, company string, mode invoicing.Mode) bool {
 		t.Helper()

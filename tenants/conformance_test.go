@@ -17,9 +17,10 @@ var (
 )
 
 func TestLimitsSetGetReset(t *testing.T) {
+	t.Parallel()
 	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		ctx := context.Background()
-		l := New(Config{Redis: rdb, Prefix: prefix, Logger: discard()})
+		l := newLimiter(Config{Redis: rdb, Prefix: prefix, Logger: discard()})
 		check := func(step string, want Limits) {
 			t.Helper()
 			got, err := l.Limits(ctx, "acme")
@@ -76,10 +77,11 @@ func TestLimitsSetGetReset(t *testing.T) {
 // under the one before (a leased limit within the lease TTL:
 // TestSimulatedLimitChange).
 func TestOverrideReachesEveryInstance(t *testing.T) {
+	t.Parallel()
 	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		ctx := context.Background()
-		a := New(Config{Redis: rdb, Prefix: prefix, Logger: discard()})
-		b := New(Config{Redis: rdb, Prefix: prefix, Logger: discard()})
+		a := newLimiter(Config{Redis: rdb, Prefix: prefix, Logger: discard()})
+		b := newLimiter(Config{Redis: rdb, Prefix: prefix, Logger: discard()})
 		if d, err := b.Allow(ctx, "acme", invoicing.Live); err != nil || d.Limit != liveDef {
 			t.Fatalf("before: %+v, %v; want the default", d, err)
 		}
@@ -107,10 +109,11 @@ func TestOverrideReachesEveryInstance(t *testing.T) {
 
 // Exhausting TEST leaves LIVE untouched, and the two have their own defaults.
 func TestLiveAndTestApart(t *testing.T) {
+	t.Parallel()
 	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		ctx := context.Background()
 		// Slow rates: nothing refills while the test runs, on either clock.
-		l := New(Config{Redis: rdb, Prefix: prefix, Logger: discard(),
+		l := newLimiter(Config{Redis: rdb, Prefix: prefix, Logger: discard(),
 			LiveDefault: Limit{Rate: 0.01, Burst: 6}, TestDefault: Limit{Rate: 0.01, Burst: 2}})
 		count := func(m invoicing.Mode, n int) (admitted int, last Decision) {
 			for range n {
@@ -167,10 +170,11 @@ func firstDecision(t *testing.T, l *Limiter, company string, m invoicing.Mode) D
 // After a run of rejections, waiting what the decision said (1/rate at most)
 // is enough: rejected requests took nothing.
 func TestRejectedRequestsDoNotConsumeBudget(t *testing.T) {
+	t.Parallel()
 	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		ctx := context.Background()
 		lim := Limit{Rate: 20, Burst: 2} // 50ms apart
-		l := New(Config{Redis: rdb, Prefix: prefix, Logger: discard(), LiveDefault: lim})
+		l := newLimiter(Config{Redis: rdb, Prefix: prefix, Logger: discard(), LiveDefault: lim})
 		for round := range 3 {
 			var last Decision
 			rejected := 0
@@ -196,6 +200,9 @@ func TestRejectedRequestsDoNotConsumeBudget(t *testing.T) {
 			if last.RetryAfter <= 0 || last.RetryAfter > lim.interval() {
 				t.Fatalf("round %d: retry after %v, want within (0, %v]", round, last.RetryAfter, lim.interval())
 			}
+			// The script reads Redis's own clock (TIME), which only waiting
+			// moves; waiting longer than advised would prove less, never
+			// fail.
 			time.Sleep(last.RetryAfter)
 			if d := firstDecision(t, l, "acme", invoicing.Live); !d.Allowed {
 				t.Fatalf("round %d: after %d rejections and the advised %v: %+v", round, rejected, last.RetryAfter, d)

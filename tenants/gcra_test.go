@@ -13,9 +13,10 @@ import (
 // script reads with TIME) the test sets. Limit 10/s, burst 3: one request
 // every 100ms, three at once.
 func TestGCRASteps(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb, mr := testenv.Miniredis(t)
-	l := New(Config{Redis: rdb, LiveDefault: Limit{Rate: 10, Burst: 3}, Logger: discard()})
+	l := newLimiter(Config{Redis: rdb, LiveDefault: Limit{Rate: 10, Burst: 3}, Logger: discard()})
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	ms := time.Millisecond
 	for i, step := range []struct {
@@ -58,9 +59,10 @@ func TestGCRASteps(t *testing.T) {
 // the old one: its bucket counts as empty under the new limit, so it waits one
 // new interval, not the old one.
 func TestGCRARaisedLimitIsNotHeldBackByOldDebt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb, mr := testenv.Miniredis(t)
-	l := New(Config{Redis: rdb, Logger: discard()})
+	l := newLimiter(Config{Redis: rdb, Logger: discard()})
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	mr.SetTime(t0)
 	if err := l.SetLimit(ctx, "acme", invoicing.Live, Limit{Rate: 0.1, Burst: 1}); err != nil {
@@ -90,9 +92,10 @@ func TestGCRARaisedLimitIsNotHeldBackByOldDebt(t *testing.T) {
 // Lowering a limit applies the new rate from the next request on; what is
 // left of the bucket is carried over, never more than the new burst.
 func TestGCRALoweredLimit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb, mr := testenv.Miniredis(t)
-	l := New(Config{Redis: rdb, LiveDefault: Limit{Rate: 1000, Burst: 1000}, Logger: discard()})
+	l := newLimiter(Config{Redis: rdb, LiveDefault: Limit{Rate: 1000, Burst: 1000}, Logger: discard()})
 	mr.SetTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	if err := l.SetLimit(ctx, "acme", "", Limit{Rate: 1, Burst: 5}); err != nil {
 		t.Fatal(err)

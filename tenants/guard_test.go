@@ -3,11 +3,15 @@ package tenants
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
 func TestGuardPerCompanyCap(t *testing.T) {
+	t.Parallel()
 	g := NewGuard(GuardConfig{PerCompany: 2, Total: 10})
 	ctx := context.Background()
 	r1, err1 := g.Acquire(ctx, "acme")
@@ -46,36 +50,49 @@ func TestGuardPerCompanyCap(t *testing.T) {
 }
 
 func TestGuardTotalCapWaits(t *testing.T) {
+	t.Parallel()
 	g := NewGuard(GuardConfig{PerCompany: 5, Total: 2})
 	ctx := context.Background()
 	ra, _ := g.Acquire(ctx, "a")
 	rb, _ := g.Acquire(ctx, "b")
+	var released atomic.Bool
 	got := make(chan error, 1)
 	go func() {
 		release, err := g.Acquire(ctx, "c")
 		if err == nil {
 			defer release.Release()
+			if !released.Load() {
+				err = errors.New("a slot beyond Total 2 taken before any was released")
+			}
 		}
 		got <- err
 	}()
+	// Once c counts as in flight, its Acquire is past the per-company
+	// check: it can only wait for a slot, which none gives back yet.
+	testenv.Eventually(t, "the third acquire to wait", func() error {
+		c, _ := g.InFlight("c")
+		return testenv.Want(c, 1, "c in flight")
+	})
 	select {
 	case err := <-got:
 		t.Fatalf("third acquire with Total 2 returned %v without waiting", err)
-	case <-time.After(20 * time.Millisecond):
+	default:
 	}
+	released.Store(true)
 	ra.Release()
 	select {
 	case err := <-got:
 		if err != nil {
 			t.Fatalf("after a release: %v", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testenv.Patience):
 		t.Fatal("a released slot was not handed to the waiter")
 	}
 	rb.Release()
 }
 
 func TestGuardWaitEndsWithContext(t *testing.T) {
+	t.Parallel()
 	g := NewGuard(GuardConfig{PerCompany: 1, Total: 1})
 	release, err := g.Acquire(context.Background(), "a")
 	if err != nil {
@@ -99,6 +116,7 @@ func TestGuardWaitEndsWithContext(t *testing.T) {
 }
 
 func TestGuardDefaults(t *testing.T) {
+	t.Parallel()
 	g := NewGuard(GuardConfig{})
 	if g.per != 8 || cap(g.slots) != 64 {
 		t.Errorf("defaults: per company %d, total %d; want 8, 64", g.per, cap(g.slots))

@@ -13,6 +13,7 @@ import (
 // the burst); what is left when it expires is given back at the next refresh,
 // and the bucket in Redis gets it back.
 func TestLeaseGrowsAndGivesBack(t *testing.T) {
+	t.Parallel()
 	// A TTL shorter than the 327 ms the leases below take from the bucket:
 	// what is given back then shows in Redis.
 	s := newSim(t, 1, Config{LiveDefault: Limit{Rate: 1000, Burst: 1000}, LeaseTTL: 250 * time.Millisecond})
@@ -78,6 +79,7 @@ func TestLeaseGrowsAndGivesBack(t *testing.T) {
 // it got and then refuses locally, without asking Redis, until half the
 // burst (or a lease span) has refilled; then it takes what accrued.
 func TestLeaseShortBucketRefusesLocally(t *testing.T) {
+	t.Parallel()
 	lim := Limit{Rate: 1000, Burst: 100} // lease bound 50 (half the burst)
 	s := newSim(t, 1, Config{LiveDefault: lim})
 	l := s.ls[0]
@@ -122,6 +124,7 @@ func TestLeaseShortBucketRefusesLocally(t *testing.T) {
 // A waiter that gives up leaves the queue; one already served keeps its
 // decision.
 func TestLeaseLeave(t *testing.T) {
+	t.Parallel()
 	var ls lease
 	a, first := ls.join()
 	b, second := ls.join()

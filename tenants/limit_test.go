@@ -14,6 +14,7 @@ import (
 
 // A limit out of bounds is refused naming its field, rate or burst.
 func TestLimitValidate(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		lim   Limit
 		field string // "": valid
@@ -49,6 +50,7 @@ func TestLimitValidate(t *testing.T) {
 // TestModeValidity: the limiter takes only the two modes, exactly as the
 // vocabulary spells them (callers parse what people type).
 func TestModeValidity(t *testing.T) {
+	t.Parallel()
 	l := New(Config{Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})})
 	for _, in := range []invoicing.Mode{"live", "", "PROD"} {
 		if _, err := l.Allow(context.Background(), "acme", in); !errors.Is(err, invoicing.ErrInvalidMode) {
@@ -58,6 +60,7 @@ func TestModeValidity(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
+	t.Parallel()
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer rdb.Close()
 	for _, tc := range []struct {
@@ -99,6 +102,7 @@ func hashTag(key string) string {
 }
 
 func TestKeysShareOneSlot(t *testing.T) {
+	t.Parallel()
 	for _, id := range []string{"c1", "6f1c2d3e-0000-4000-8000-000000000001", "we}ird", "{odd", "a b"} {
 		keys := []string{tatKey("tenants:", id, invoicing.Live), tatKey("tenants:", id, invoicing.Test), overrideKey("tenants:", id),
 			instancesKey("tenants:", id, invoicing.Live), instancesKey("tenants:", id, invoicing.Test)}
@@ -118,6 +122,7 @@ func TestKeysShareOneSlot(t *testing.T) {
 }
 
 func TestParseOverride(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		rate, burst any
 		want        Limit
@@ -146,6 +151,7 @@ func TestParseOverride(t *testing.T) {
 }
 
 func TestParseReply(t *testing.T) {
+	t.Parallel()
 	good := []any{int64(3), int64(4), int64(0), int64(250000), "20", int64(5), int64(2)}
 	g, err := parseReply(good)
 	want := grant{tokens: 3, remaining: 4, reset: 250 * time.Millisecond, limit: Limit{20, 5}, lmax: 2}

@@ -5,10 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 func TestDecideLocal(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	ms := time.Millisecond
 	lim := Limit{Rate: 10, Burst: 3}
@@ -57,6 +59,7 @@ func approx(a, b Decision) bool {
 }
 
 func TestStatesStayBounded(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	s := newStates()
 	s.max = 100
@@ -96,23 +99,20 @@ func mapLen(s *states) (n int64) {
 
 // The sweep runs by itself in the background once due.
 func TestStatesSweepByThemselves(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	s := newStates()
 	s.state("a", invoicing.Live, t0)
 	later := t0.Add(s.idle + s.sweepEvery + time.Second)
-	deadline := time.Now().Add(5 * time.Second)
 	// A use at a later time starts the sweep in the background; wait for it
 	// to have removed "a" (and to have finished).
-	for {
+	testenv.Eventually(t, "the idle entry a to be swept", func() error {
 		s.state("b", invoicing.Live, later)
-		if _, ok := s.m.Load(stateKey{"a", invoicing.Live}); !ok && !s.sweeping.Load() {
-			break
+		if _, ok := s.m.Load(stateKey{"a", invoicing.Live}); ok || s.sweeping.Load() {
+			return fmt.Errorf("%d entries, sweeping %v", mapLen(s), s.sweeping.Load())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("idle entry a not swept: %d entries", mapLen(s))
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	if _, ok := s.m.Load(stateKey{"b", invoicing.Live}); !ok || mapLen(s) != 1 {
 		t.Errorf("after the sweep: %d entries, want only the used one", mapLen(s))
 	}

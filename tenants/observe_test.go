@@ -7,17 +7,17 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // TestAllowSpans: a traced decision says allowed or not and whether Redis or
 // the local fallback decided; an untraced one leaves no span.
 func TestAllowSpans(t *testing.T) {
-	rdb, mr := testenv.Miniredis(t)
+	t.Parallel()
+	rdb, mr := downableMiniredis(t)
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	l := New(Config{Redis: rdb, Logger: discard(), TracerProvider: tp,
+	l := newLimiter(Config{Redis: rdb, Logger: discard(), TracerProvider: tp,
 		LiveDefault: Limit{Rate: 0.001, Burst: 1}})
 	allow := func() {
 		ctx, parent := tp.Tracer("test").Start(context.Background(), "request")

@@ -28,12 +28,13 @@ func take(l *Limiter, t0 time.Time) map[offeredKey]int {
 // whoever decides it: the script (admitted or refused), a lease, the
 // fallback.
 func TestOfferedCountsEveryDecision(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	rdb, mr := testenv.Miniredis(t)
+	rdb, mr := downableMiniredis(t)
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clk := testenv.NewClock(t0)
 	mr.SetTime(t0)
-	l := New(Config{Redis: rdb, LiveDefault: Limit{Rate: 2, Burst: 2}, TestDefault: Limit{Rate: 1000, Burst: 1000},
+	l := newLimiter(Config{Redis: rdb, LiveDefault: Limit{Rate: 2, Burst: 2}, TestDefault: Limit{Rate: 1000, Burst: 1000},
 		Now: clk.Now, Logger: discard(), CountOffered: true})
 	offer := func(company string, m invoicing.Mode, n int) (admitted int) {
 		for range n {
@@ -80,12 +81,13 @@ func TestOfferedCountsEveryDecision(t *testing.T) {
 // Without CountOffered nothing is counted; with it and nobody taking the
 // counts, each state keeps at most maxOfferedSeconds seconds.
 func TestOfferedStaysBounded(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb, _ := testenv.Miniredis(t)
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clk := testenv.NewClock(t0)
-	off := New(Config{Redis: rdb, Now: clk.Now, Logger: discard()})
-	on := New(Config{Redis: rdb, Prefix: "other:", Now: clk.Now, Logger: discard(), CountOffered: true})
+	off := newLimiter(Config{Redis: rdb, Now: clk.Now, Logger: discard()})
+	on := newLimiter(Config{Redis: rdb, Prefix: "other:", Now: clk.Now, Logger: discard(), CountOffered: true})
 	for range maxOfferedSeconds + 10 {
 		for _, l := range []*Limiter{off, on} {
 			if _, err := l.Allow(ctx, "a", invoicing.Live); err != nil {

@@ -19,11 +19,12 @@ import (
 // unconfirmed (ErrNotReplicated), its retry from another instance too, and
 // the failover loses it.
 func TestLimitChangesSurviveFailover(t *testing.T) {
+	t.Parallel()
 	r := testenv.RedisReplicated(t)
 	ctx := context.Background()
 	const company = "0b7e3c6a-5f1d-4c1e-9a51-2d3f4e5a6b7c"
 	limiter := func(rdb redis.UniversalClient, replicas int, timeout time.Duration) *Limiter {
-		return New(Config{Redis: rdb, Prefix: "gw:tenants:", Logger: discard(), MinReplicas: replicas, ReplicaTimeout: timeout})
+		return newLimiter(Config{Redis: rdb, Prefix: "gw:tenants:", Logger: discard(), MinReplicas: replicas, ReplicaTimeout: timeout})
 	}
 	sure := limiter(r.Client(), 1, 30*time.Second)
 	quick := limiter(r.Client(), 1, 200*time.Millisecond)

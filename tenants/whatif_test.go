@@ -17,11 +17,12 @@ import (
 // low to lease, where every request is one decision of the script, and to
 // gcra.allow.
 func TestGCRAPortAgreesWithScript(t *testing.T) {
+	t.Parallel()
 	rnd := rand.New(rand.NewPCG(1, 2))
 	for _, lim := range []Limit{{Rate: 5, Burst: 3}, {Rate: 2, Burst: 1}, {Rate: 0.5, Burst: 2}, {Rate: 7.3, Burst: 3}} {
 		t.Run(fmt.Sprintf("%g/s burst %d", lim.Rate, lim.Burst), func(t *testing.T) {
 			rdb, mr := testenv.Miniredis(t)
-			l := New(Config{Redis: rdb, LiveDefault: lim, Logger: discard()})
+			l := newLimiter(Config{Redis: rdb, LiveDefault: lim, Logger: discard()})
 			t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 			g := newGCRA(lim)
 			at := time.Duration(0)
@@ -52,6 +53,7 @@ func TestGCRAPortAgreesWithScript(t *testing.T) {
 // same TAT after each second, over random traffic and limits, nice ones
 // (whose arrivals fall exactly on the limit's intervals) included.
 func TestSpreadAgreesWithAllow(t *testing.T) {
+	t.Parallel()
 	rnd := rand.New(rand.NewPCG(3, 4))
 	rates := []float64{1, 2, 10, 20, 50, 100, 1000, 0.5, 3.7, 33.3}
 	bursts := []int{1, 2, 3, 4, 10, 40, 100, 1000}
@@ -86,6 +88,7 @@ func TestSpreadAgreesWithAllow(t *testing.T) {
 }
 
 func TestWhatIf(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 3, 10, 14, 59, 30, 0, time.UTC)
 	repeat := func(n uint32, times int) []uint32 {
 		s := make([]uint32, times)
@@ -129,6 +132,7 @@ func TestWhatIf(t *testing.T) {
 }
 
 func TestSmallestBurst(t *testing.T) {
+	t.Parallel()
 	busy := []uint32{0, 100, 0, 0}
 	for _, tc := range []struct {
 		name    string
@@ -168,6 +172,7 @@ func TestSmallestBurst(t *testing.T) {
 // SmallestBurst bisects, which is right only if a larger burst never
 // refuses more: checked on random bursty traffic.
 func TestRefusalsFallAsTheBurstGrows(t *testing.T) {
+	t.Parallel()
 	rnd := rand.New(rand.NewPCG(5, 6))
 	for range 60 {
 		rate := 1 + rnd.Float64()*50
