@@ -3,15 +3,19 @@ package authz
 import (
 	"crypto/sha256"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
 func dg(i int) digest { return sha256.Sum256([]byte(fmt.Sprint(i))) }
 
 func TestPosCacheBounded(t *testing.T) {
+	t.Parallel()
 	c := newPosCache(320)
 	for i := 0; i < 5000; i++ {
 		d := dg(i)
@@ -38,6 +42,7 @@ func TestPosCacheBounded(t *testing.T) {
 }
 
 func TestNegCache(t *testing.T) {
+	t.Parallel()
 	c := newNegCache(64)
 	for i := 0; i < 1000; i++ {
 		d := dg(i)
@@ -56,6 +61,7 @@ func TestNegCache(t *testing.T) {
 	}
 }
 
+// Not parallel: it counts the goroutines of the process waiting in a flight.
 func TestFlightShares(t *testing.T) {
 	var f flight
 	var runs atomic.Int32
@@ -75,12 +81,11 @@ func TestFlightShares(t *testing.T) {
 			results <- k.ID
 		}()
 	}
-	// Let the callers pile up behind the first, then release it.
-	deadline := time.Now().Add(2 * time.Second)
-	for runs.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond)
+	// Release the first caller's run only once every other caller waits
+	// for it (or runs its own, which the count below would catch).
+	testenv.Eventually(t, "the 19 other callers to wait for the first", func() error {
+		return testenv.Want(int(runs.Load())-1+goroutinesWaitingIn("authz.(*flight).do"), 19, "waiting")
+	})
 	close(release)
 	wg.Wait()
 	close(results)
@@ -89,10 +94,22 @@ func TestFlightShares(t *testing.T) {
 			t.Fatalf("caller got %q", id)
 		}
 	}
-	if n := runs.Load(); n < 1 || n > 20 {
-		t.Fatalf("runs = %d", n)
-	}
 	if n := runs.Load(); n != 1 {
-		t.Logf("%d runs (callers that arrived after the release start their own)", n)
+		t.Fatalf("runs = %d, want 1: callers of one digest in flight share its run", n)
 	}
+}
+
+// goroutinesWaitingIn counts the goroutines blocked in a select directly
+// inside fn, as their stacks say ("goroutine 7 [select]:", then fn's frame).
+func goroutinesWaitingIn(fn string) int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		lines := strings.SplitN(g, "\n", 3)
+		if len(lines) > 1 && strings.Contains(lines[0], " [select") && strings.HasPrefix(lines[1], "github.com/invoicing-ao/gateway/"+fn+"(") {
+			n++
+		}
+	}
+	return n
 }

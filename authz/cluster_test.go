@@ -21,6 +21,7 @@ import (
 // whose keys span slots fails with CROSSSLOT: it proves the {company} hash
 // tags keep each multi-key step in one slot.
 func TestKeyringOnRedisCluster(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.RedisClusterClient(t)
 
 	// The check has teeth: this cluster refuses a cross-slot script.
@@ -86,9 +87,12 @@ func TestKeyringOnRedisCluster(t *testing.T) {
 		victim = id
 		break
 	}
-	eventually(t, "last-used to be written through the cluster", func() bool {
+	testenv.Eventually(t, "last-used to be written through the cluster", func() error {
 		g, err := k1.Get(ctx, victim)
-		return err == nil && g.LastUsedAt != nil
+		if err == nil && g.LastUsedAt == nil {
+			err = errors.New("no last-used time")
+		}
+		return err
 	})
 
 	// Revoke on one instance; pub/sub tells the other at once (its clock
@@ -96,9 +100,9 @@ func TestKeyringOnRedisCluster(t *testing.T) {
 	if _, _, err := k1.Revoke(ctx, victim); err != nil {
 		t.Fatalf("Revoke: %v", err)
 	}
-	eventually(t, "the revocation to reach the other instance", func() bool {
+	testenv.Eventually(t, "the revocation to reach the other instance", func() error {
 		_, err := k2.Verify(ctx, secrets[victim])
-		return errors.Is(err, ErrInvalidKey)
+		return wantErr(err, ErrInvalidKey)
 	})
 	// The slot is free again, once.
 	mustCreate(t, k2, companyA, invoicing.Test, "clients:write")
@@ -135,9 +139,9 @@ func TestKeyringOnRedisCluster(t *testing.T) {
 	if _, err := k1.Roll(ctx, r.New.ID, 0); err != nil {
 		t.Fatalf("Roll with no overlap: %v", err)
 	}
-	eventually(t, "the roll to reach the other instance", func() bool {
+	testenv.Eventually(t, "the roll to reach the other instance", func() error {
 		_, err := k2.Verify(ctx, r.Secret)
-		return errors.Is(err, ErrExpiredKey)
+		return wantErr(err, ErrExpiredKey)
 	})
 	// An expiring key stops counting once expired (the scripts' pruning).
 	expiring := "00000000-0000-4000-8000-00000000ffff"

@@ -3,6 +3,7 @@ package authz
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -166,15 +167,25 @@ func mustCreate(t testing.TB, k *Keyring, company string, m invoicing.Mode, scop
 	return key, secret
 }
 
-// eventually polls cond until it holds or a generous deadline passes; it
-// waits for background work, it does not measure speed.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
+// wantErr is the condition of an Eventually that waits for err to be want.
+func wantErr(err, want error) error {
+	if errors.Is(err, want) {
+		return nil
 	}
+	return fmt.Errorf("got %v, want %v", err, want)
+}
+
+// lastUsed is the condition of an Eventually that waits for the key's
+// last-used time to be at.
+func lastUsed(k *Keyring, id string, at time.Time) error {
+	g, err := k.Get(context.Background(), id)
+	switch {
+	case err != nil:
+		return err
+	case g.LastUsedAt == nil:
+		return errors.New("no last-used time")
+	case !g.LastUsedAt.Equal(at):
+		return fmt.Errorf("last used at %v, want %v", g.LastUsedAt, at)
+	}
+	return nil
 }

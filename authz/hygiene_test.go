@@ -17,6 +17,7 @@ import (
 // TestNoSecretInLogsOrErrors drives every path that logs or fails (outage,
 // recovery, corrupt record, revocation, bad input) and scans all of it.
 func TestNoSecretInLogsOrErrors(t *testing.T) {
+	t.Parallel()
 	rdb, _ := testenv.Miniredis(t)
 	p := attachProbe(t, rdb)
 	var logs testenv.SyncBuffer
@@ -92,6 +93,7 @@ func TestNoSecretInLogsOrErrors(t *testing.T) {
 
 // TestCloseEndsGoroutines: Close leaves none of the Keyring's goroutines
 // running (the Redis client's own connections are the caller's).
+// Not parallel: it counts every Keyring goroutine of the process.
 func TestCloseEndsGoroutines(t *testing.T) {
 	rdb, _ := testenv.Miniredis(t)
 	var rings []*Keyring
@@ -115,16 +117,10 @@ func TestCloseEndsGoroutines(t *testing.T) {
 	}
 	// A goroutine go-redis started for the subscription (its stack says
 	// "created by ...Keyring.listen") ends just after Close: wait for it,
-	// generously, rather than count at once.
-	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
-		n := keyringGoroutines()
-		if n == 0 {
-			break
-		}
-		if time.Since(start) > 10*time.Second {
-			t.Fatalf("%d Keyring goroutines left 10 s after Close", n)
-		}
-	}
+	// rather than count at once.
+	testenv.Eventually(t, "the Keyring goroutines to end after Close", func() error {
+		return testenv.Want(keyringGoroutines(), 0, "Keyring goroutines")
+	})
 }
 
 func keyringGoroutines() int {

@@ -18,6 +18,7 @@ var ctx = context.Background()
 
 // TestKeyring is the conformance suite, run on real Redis and on miniredis.
 func TestKeyring(t *testing.T) {
+	t.Parallel()
 	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		t.Run("lifecycle", func(t *testing.T) { testLifecycle(t, rdb, prefix+"life:") })
 		t.Run("validation", func(t *testing.T) { testValidation(t, rdb, prefix+"val:") })
@@ -336,9 +337,9 @@ func testRevocationPubSub(t *testing.T, rdb *redis.Client, prefix string) {
 	if _, _, err := a.Revoke(ctx, key.ID); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the revocation to reach instance b", func() bool {
+	testenv.Eventually(t, "the revocation to reach instance b", func() error {
 		_, err := b.Verify(ctx, secret)
-		return errors.Is(err, ErrInvalidKey)
+		return wantErr(err, ErrInvalidKey)
 	})
 }
 
@@ -490,10 +491,7 @@ func testLastUsed(t *testing.T, rdb *redis.Client, prefix string) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "last-used to be written", func() bool {
-		g, _ := k.Get(ctx, key.ID)
-		return g.LastUsedAt != nil && g.LastUsedAt.Equal(first)
-	})
+	testenv.Eventually(t, "last-used to be written", func() error { return lastUsed(k, key.ID, first) })
 	touches := p.n("evalsha", "eval")
 	c.Add(30 * time.Second)
 	for i := 0; i < 100; i++ {
@@ -502,10 +500,7 @@ func testLastUsed(t *testing.T, rdb *redis.Client, prefix string) {
 	c.Add(31 * time.Second)
 	k.Verify(ctx, secret)
 	later := c.Now()
-	eventually(t, "the next last-used write, a minute later", func() bool {
-		g, _ := k.Get(ctx, key.ID)
-		return g.LastUsedAt != nil && g.LastUsedAt.Equal(later)
-	})
+	testenv.Eventually(t, "the next last-used write, a minute later", func() error { return lastUsed(k, key.ID, later) })
 	if n := p.n("evalsha", "eval") - touches; n != 1 {
 		t.Errorf("201 checks over a minute wrote last-used %d more times, want 1", n)
 	}

@@ -18,6 +18,7 @@ import (
 // TestKeyLifecycle is the conformance suite of expiry, networks and rolls,
 // on real Redis and on miniredis.
 func TestKeyLifecycle(t *testing.T) {
+	t.Parallel()
 	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		t.Run("expiry", func(t *testing.T) { testExpiry(t, rdb, prefix+"exp:") })
 		t.Run("expired keys do not count", func(t *testing.T) { testExpiryCount(t, rdb, prefix+"expcount:") })
@@ -176,6 +177,7 @@ func testLegacyCount(t *testing.T, rdb *redis.Client, prefix string) {
 }
 
 func TestParseCIDRs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   []string
 		want string // formatCIDRs of the result, or "error"
@@ -214,6 +216,7 @@ func TestParseCIDRs(t *testing.T) {
 }
 
 func TestAllowsSource(t *testing.T) {
+	t.Parallel()
 	nets, _ := ParseCIDRs([]string{"203.0.113.0/24", "2001:db8::/32"})
 	k := Key{AllowedCIDRs: nets}
 	for addr, want := range map[string]bool{

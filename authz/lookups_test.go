@@ -40,6 +40,7 @@ func unknownSecret(series string, i int) string {
 }
 
 func TestLookupBound(t *testing.T) {
+	t.Parallel()
 	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		c := newClock()
 		p := attachProbe(t, rdb)
@@ -181,6 +182,7 @@ func (slowLookups) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // (a bucket checked only before and charged after would let them all
 // through).
 func TestLookupBoundConcurrent(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := testenv.Redis(t)
 	slow := redis.NewClient(rdb.Options())
 	slow.AddHook(slowLookups{})
@@ -238,6 +240,7 @@ func makeLegacy(t *testing.T, k *Keyring, key Key, secret string) string {
 // marked so, and are counted; RefuseLegacyForm refuses them without a
 // lookup. Rolling one gives a key of the current form.
 func TestLegacyForm(t *testing.T) {
+	t.Parallel()
 	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		p := attachProbe(t, rdb)
 		k := newRing(t, rdb, prefix, newClock(), nil)
@@ -284,6 +287,7 @@ func TestLegacyForm(t *testing.T) {
 
 // The sources tracked stay bounded, whoever sends.
 func TestLookupSourcesBounded(t *testing.T) {
+	t.Parallel()
 	l := newLookupLimit(LookupLimit{Rate: 1, Burst: 2}, LookupLimit{Rate: -1}, 8)
 	now := time.Now()
 	for i := range 100 {

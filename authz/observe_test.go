@@ -17,6 +17,7 @@ import (
 // TestVerifyOutcomes walks a key through every cache outcome and checks both
 // Stats and the span each traced Verify leaves, on both Redis backends.
 func TestVerifyOutcomes(t *testing.T) {
+	t.Parallel()
 	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		exp := tracetest.NewInMemoryExporter()
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
@@ -90,6 +91,7 @@ func TestVerifyOutcomes(t *testing.T) {
 // TestVerifyUntracedMakesNoSpan: without a recording parent, Verify starts
 // no span even on a recording provider (the hot path stays allocation-free).
 func TestVerifyUntracedMakesNoSpan(t *testing.T) {
+	t.Parallel()
 	rdb, _ := testenv.Miniredis(t)
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))

@@ -14,6 +14,7 @@ import (
 
 // TestMiniredisGone stops the Redis server itself, not just its replies.
 func TestMiniredisGone(t *testing.T) {
+	t.Parallel()
 	rdb, mr := testenv.Miniredis(t)
 	testenv.QuietRedisLog(t, mr.Addr())
 	c := newClock()
@@ -46,6 +47,7 @@ func TestMiniredisGone(t *testing.T) {
 // TestRedisClosedPort: a Keyring whose Redis address answers nothing says
 // "unavailable", never "invalid", and does not wait longer than its timeout.
 func TestRedisClosedPort(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -44,7 +45,7 @@ func testRenewal(t *testing.T, rdb *redis.Client, prefix string) {
 	if k.Stats().Misses != misses {
 		t.Fatal("the hit past half the TTL waited for Redis")
 	}
-	eventually(t, "the renewal", func() bool { return k.Stats().Renewed == 1 })
+	testenv.Eventually(t, "the renewal", func() error { return testenv.Want(k.Stats().Renewed, 1, "renewed") })
 	if n := p.n("hgetall") - lookups; n != 1 {
 		t.Errorf("the renewal cost %d lookups, want 1", n)
 	}
@@ -82,7 +83,7 @@ func testRenewalRevoked(t *testing.T, rdb *redis.Client, prefix string) {
 	if _, err := b.Verify(ctx, secret); err != nil {
 		t.Fatalf("within its TTL the cached copy answers (else this test proves nothing): %v", err)
 	}
-	eventually(t, "the renewal to drop the key", func() bool { return b.Stats().RenewDropped == 1 })
+	testenv.Eventually(t, "the renewal to drop the key", func() error { return testenv.Want(b.Stats().RenewDropped, 1, "dropped") })
 	if _, err := b.Verify(ctx, secret); !errors.Is(err, ErrInvalidKey) {
 		t.Fatalf("after the renewal found it revoked: %v, want ErrInvalidKey", err)
 	}
@@ -104,7 +105,7 @@ func testRenewalOutage(t *testing.T, rdb *redis.Client, prefix string) {
 	if _, err := k.Verify(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the renewal to fail", func() bool { return k.Stats().RenewFailed == 1 })
+	testenv.Eventually(t, "the renewal to fail", func() error { return testenv.Want(k.Stats().RenewFailed, 1, "failed") })
 	e := cached(k, secret)
 	if e == nil || e.verified != verified || e.renewing.Load() {
 		t.Fatalf("after a failed renewal: %+v, want the first reading, not marked", e)
@@ -113,7 +114,7 @@ func testRenewalOutage(t *testing.T, rdb *redis.Client, prefix string) {
 	if _, err := k.Verify(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the renewal after the outage", func() bool { return k.Stats().Renewed == 1 })
+	testenv.Eventually(t, "the renewal after the outage", func() error { return testenv.Want(k.Stats().Renewed, 1, "renewed") })
 }
 
 // testRenewalBatch: keys that reach half their TTL together are read in one
@@ -140,7 +141,7 @@ func testRenewalBatch(t *testing.T, rdb *redis.Client, prefix string) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "the renewals", func() bool { return k.Stats().Renewed == 5 })
+	testenv.Eventually(t, "the renewals", func() error { return testenv.Want(k.Stats().Renewed, 5, "renewed") })
 	if n := p.pipes.Load() - pipes; n != 1 {
 		t.Errorf("5 renewals took %d pipelines, want 1", n)
 	}

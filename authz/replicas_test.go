@@ -25,6 +25,7 @@ import (
 // revocation reported done comes back after the failover: the fault the
 // setting exists for.
 func TestChangesSurviveFailover(t *testing.T) {
+	t.Parallel()
 	r := testenv.RedisReplicated(t)
 	rdb := r.Client()
 	const prefix = "gw:authz:"
@@ -64,9 +65,12 @@ func TestChangesSurviveFailover(t *testing.T) {
 	r.Link.Pause()
 	done := make(chan error, 1)
 	go func() { _, _, err := sure.Revoke(ctx, keys["revoked-after-lag"].ID); done <- err }()
-	eventually(t, "the revocation on the master", func() bool {
+	testenv.Eventually(t, "the revocation on the master", func() error {
 		k, err := plain.Get(ctx, keys["revoked-after-lag"].ID)
-		return err == nil && k.State == StateRevoked
+		if err != nil {
+			return err
+		}
+		return testenv.Want(k.State, StateRevoked, "state")
 	})
 	r.Link.Resume()
 	if err := <-done; err != nil {
@@ -230,6 +234,7 @@ func (h *holdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // stopped, that key's revocation is in effect but unconfirmed, while
 // another key's, on another master, is confirmed.
 func TestKeyringWaitsOnRedisCluster(t *testing.T) {
+	t.Parallel()
 	c := testenv.RedisClusterReplicated(t)
 	rdb := c.Client()
 	const prefix = "gw:authz:"

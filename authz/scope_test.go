@@ -10,6 +10,7 @@ import (
 )
 
 func TestParseMode(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want invoicing.Mode
@@ -35,6 +36,7 @@ func TestParseMode(t *testing.T) {
 }
 
 func TestParseScopes(t *testing.T) {
+	t.Parallel()
 	all := ScopeSet(0)
 	for _, c := range canonical {
 		all |= bit(c)
@@ -73,6 +75,7 @@ func TestParseScopes(t *testing.T) {
 }
 
 func TestScopeSet(t *testing.T) {
+	t.Parallel()
 	s, _ := ParseScopes("clients:write,invoices:read")
 	if !s.Has(InvoicesRead) || !s.Has(ClientsWrite) || s.Has(ClientsRead) || s.Has("bogus") {
 		t.Errorf("Has wrong for %08b", s)
@@ -96,6 +99,7 @@ func TestScopeSet(t *testing.T) {
 }
 
 func TestAuthorize(t *testing.T) {
+	t.Parallel()
 	const company = "0b7e3c6a-5f1d-4c1e-9a51-2d3f4e5a6b7c"
 	k := Key{CompanyID: company, Scopes: bit(InvoicesRead) | bit(ClientsRead)}
 	for _, tc := range []struct {
@@ -119,6 +123,7 @@ func TestAuthorize(t *testing.T) {
 }
 
 func TestValidators(t *testing.T) {
+	t.Parallel()
 	long := make([]byte, MaxNameLen+1)
 	for i := range long {
 		long[i] = 'a'
@@ -151,6 +156,7 @@ func contains(s, sub string) bool {
 }
 
 func TestNewRefusesBracedPrefix(t *testing.T) {
+	t.Parallel()
 	defer func() {
 		if recover() == nil {
 			t.Error("New accepted a prefix with a brace")

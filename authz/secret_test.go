@@ -8,6 +8,7 @@ import (
 )
 
 func TestNewSecretShape(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for i := 0; i < 500; i++ {
 		m := invoicing.Live
@@ -45,6 +46,7 @@ func TestNewSecretShape(t *testing.T) {
 }
 
 func TestParseSecret(t *testing.T) {
+	t.Parallel()
 	body := strings.Repeat("aZ9", 15)[:secretBody]
 	// The checksums below were computed outside Go (Python's zlib.crc32,
 	// then base62 0-9A-Za-z, most significant digit first): they pin the
@@ -96,6 +98,7 @@ func TestParseSecret(t *testing.T) {
 // finds every error within 32 consecutive bits), so no typo of a real key
 // reaches Redis.
 func TestChecksumCatchesTypos(t *testing.T) {
+	t.Parallel()
 	for i := 0; i < 5; i++ {
 		s, err := newSecret(invoicing.Live)
 		if err != nil {
@@ -122,6 +125,7 @@ func TestChecksumCatchesTypos(t *testing.T) {
 }
 
 func TestKeyID(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for i := 0; i < 200; i++ {
 		id, err := newKeyID()
