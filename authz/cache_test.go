@@ -3,8 +3,6 @@ package authz
 import (
 	"crypto/sha256"
 	"fmt"
-	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -84,7 +82,7 @@ func TestFlightShares(t *testing.T) {
 	// Release the first caller's run only once every other caller waits
 	// for it (or runs its own, which the count below would catch).
 	testenv.Eventually(t, "the 19 other callers to wait for the first", func() error {
-		return testenv.Want(int(runs.Load())-1+goroutinesWaitingIn("authz.(*flight).do"), 19, "waiting")
+		return testenv.Want(int(runs.Load())-1+testenv.GoroutinesWaitingIn("github.com/invoicing-ao/gateway/authz.(*flight).do"), 19, "waiting")
 	})
 	close(release)
 	wg.Wait()
@@ -97,19 +95,4 @@ func TestFlightShares(t *testing.T) {
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("runs = %d, want 1: callers of one digest in flight share its run", n)
 	}
-}
-
-// goroutinesWaitingIn counts the goroutines blocked in a select directly
-// inside fn, as their stacks say ("goroutine 7 [select]:", then fn's frame).
-func goroutinesWaitingIn(fn string) int {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	n := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		lines := strings.SplitN(g, "\n", 3)
-		if len(lines) > 1 && strings.Contains(lines[0], " [select") && strings.HasPrefix(lines[1], "github.com/invoicing-ao/gateway/"+fn+"(") {
-			n++
-		}
-	}
-	return n
 }

@@ -11,6 +11,7 @@ import (
 // The bookmark memory: nearest is the largest offset at or before the page
 // among fresh bookmarks, and the memory stays bounded per list and in lists.
 func TestBookmarkMemory(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	b := newBookmarks(10*time.Second, 1000, nil)
 	k := countKey{company: "c", query: "q"}

@@ -16,9 +16,10 @@ import (
 // from a bookmark starts where it did, for at most TotalMaxAge, while pages
 // before BookmarkFrom are exact at once.
 func TestDeepPagesFromBookmarks(t *testing.T) {
-	t.Run("postgres", func(t *testing.T) { testBookmarks(t, postgresDB(false)) })
-	t.Run("postgres+indexes", func(t *testing.T) { testBookmarks(t, postgresDB(true)) })
-	t.Run("sqlite", func(t *testing.T) { testBookmarks(t, sqliteDB) })
+	t.Parallel()
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); testBookmarks(t, postgresDB(false)) })
+	t.Run("postgres+indexes", func(t *testing.T) { t.Parallel(); testBookmarks(t, postgresDB(true)) })
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); testBookmarks(t, sqliteDB) })
 }
 
 func testBookmarks(t *testing.T, mk newDB) {

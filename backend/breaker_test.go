@@ -73,6 +73,7 @@ func probeFails(t *testing.T, s *backend.Store) {
 // touching the database, saying when its probe is due; Ping still sees the
 // truth; a failed probe reopens it, a good one closes it.
 func TestBreakerOpensFailsFastAndRecovers(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cfg := backend.Config{QueryTimeout: 2 * time.Second, BreakerFailures: 3, BreakerFirstProbe: 400 * time.Millisecond}
 	clock := breakerClock(&cfg)
@@ -90,18 +91,17 @@ func TestBreakerOpensFailsFastAndRecovers(t *testing.T) {
 	}
 
 	// Paused, the database would hold any call for the 2 s query timeout: a
-	// refusal that does not take it did not wait on it, and the pool handed
-	// out no connection. (Not the proxy's count of connections: the pool may
-	// still be dialing in the background for the calls that failed above, and
-	// CI once saw such a dial land here.)
+	// refusal for which the pool handed out no connection did not wait on
+	// it. (Not the proxy's count of connections: the pool may still be
+	// dialing in the background for the calls that failed above, and CI once
+	// saw such a dial land here.)
 	proxy.Pause()
 	seen := s.PoolStats().Acquires
-	start := time.Now()
 	if ra := refusedFor(t, s); ra != 400*time.Millisecond {
 		t.Errorf("RetryAfter %v just after opening, want the first probe's 400ms", ra)
 	}
-	if took, n := time.Since(start), s.PoolStats().Acquires-seen; took >= cfg.QueryTimeout || n != 0 {
-		t.Errorf("open breaker took %v and %d connections from the pool: it waited on the database", took, n)
+	if n := s.PoolStats().Acquires - seen; n != 0 {
+		t.Errorf("open breaker took %d connections from the pool: it waited on the database", n)
 	}
 	clock.Add(300 * time.Millisecond)
 	if ra := refusedFor(t, s); ra != 100*time.Millisecond {
@@ -147,6 +147,7 @@ func TestBreakerOpensFailsFastAndRecovers(t *testing.T) {
 // more than it lasts and a long one costs the database one call per
 // BreakerOpenFor; an answer resets it.
 func TestBreakerProbesSoonThenBacksOff(t *testing.T) {
+	t.Parallel()
 	cfg := backend.Config{QueryTimeout: 2 * time.Second, BreakerFailures: 2, BreakerOpenFor: 3 * time.Second}
 	clock := breakerClock(&cfg)
 	s, proxy, _ := breakerStore(t, cfg)
@@ -189,6 +190,7 @@ func TestBreakerProbesSoonThenBacksOff(t *testing.T) {
 // the gateway says 1 s); a probe whose caller leaves does not count, and
 // the next call probes instead.
 func TestBreakerOneProbeAtATime(t *testing.T) {
+	t.Parallel()
 	cfg := backend.Config{QueryTimeout: 2 * time.Second, BreakerFailures: 1}
 	clock := breakerClock(&cfg)
 	halfOpen := make(chan struct{}, 4)
@@ -240,6 +242,7 @@ func TestBreakerOneProbeAtATime(t *testing.T) {
 // Answers to wrong requests and callers that give up never count: only the
 // database failing does, and only in an unbroken run.
 func TestBreakerCountsOnlyDatabaseFailures(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, proxy, _ := breakerStore(t, backend.Config{QueryTimeout: 2 * time.Second, BreakerFailures: 2, BreakerOpenFor: time.Minute})
 	const unknown = "99000000-0000-4000-8000-000000000099"
@@ -318,6 +321,7 @@ func TestBreakerCountsOnlyDatabaseFailures(t *testing.T) {
 // milliseconds: a sub-millisecond one must not become 0, which means none), and the server enforces it
 // even on a call without a client deadline.
 func TestStatementTimeout(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := postgresDB(false)(t)
 	for _, c := range []struct {
@@ -339,9 +343,10 @@ func TestStatementTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	start := time.Now()
+	// Without a deadline of its own, only statement_timeout can end the
+	// sleep with an error: without it, it would succeed after 5 s.
 	err = backend.SleepWithoutDeadline(ctx, s, 5)
-	if !errors.Is(err, backend.ErrUnavailable) || time.Since(start) > 3*time.Second {
-		t.Fatalf("pg_sleep(5) under a 200ms statement_timeout: %v after %v", err, time.Since(start))
+	if !errors.Is(err, backend.ErrUnavailable) {
+		t.Fatalf("pg_sleep(5) under a 200ms statement_timeout: %v, want ErrUnavailable", err)
 	}
 }

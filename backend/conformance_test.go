@@ -44,9 +44,10 @@ func sqliteDB(t testing.TB) string {
 }
 
 func TestConformance(t *testing.T) {
-	t.Run("postgres", func(t *testing.T) { runConformance(t, postgresDB(false)) })
-	t.Run("postgres+indexes", func(t *testing.T) { runConformance(t, postgresDB(true)) })
-	t.Run("sqlite", func(t *testing.T) { runConformance(t, sqliteDB) })
+	t.Parallel()
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); runConformance(t, postgresDB(false)) })
+	t.Run("postgres+indexes", func(t *testing.T) { t.Parallel(); runConformance(t, postgresDB(true)) })
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); runConformance(t, sqliteDB) })
 }
 
 func openStore(t *testing.T, url string, now time.Time) *backend.Store {

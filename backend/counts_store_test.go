@@ -15,6 +15,7 @@ import (
 // TotalMaxAge old and never longer, rows are always live, and each company
 // and filter has its own total.
 func TestKeptTotals(t *testing.T) {
+	t.Parallel()
 	for name, mk := range map[string]newDB{"postgres": postgresDB(true), "sqlite": sqliteDB} {
 		t.Run(name, func(t *testing.T) {
 			url := mk(t)

@@ -52,20 +52,21 @@ func mustTotal(t *testing.T, c *countCache, k countKey, cnt *counter) int64 {
 // waitIdle waits until no count runs for k (background refreshes finish).
 func waitIdle(t *testing.T, c *countCache, k countKey) {
 	t.Helper()
-	for i := 0; i < 1000; i++ {
+	testenv.Eventually(t, "the count to end", func() error {
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		e := c.entries[k]
-		busy := e != nil && e.flight != nil
-		c.mu.Unlock()
-		if !busy {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatal("count still running")
+		return testenv.Want(e != nil && e.flight != nil, false, "count running")
+	})
 }
 
+// waitingForCount is what testenv.GoroutinesWaitingIn counts: requests
+// waiting for a count in flight. The tests that count them do not run in
+// parallel.
+const waitingForCount = "github.com/invoicing-ao/gateway/backend.(*countCache).totalBelow"
+
 func TestCountCacheSmallListsAreExact(t *testing.T) {
+	t.Parallel()
 	clock := testenv.NewClock(time.Unix(1e9, 0))
 	c := newTestCache(clock)
 	var cnt counter
@@ -83,6 +84,7 @@ func TestCountCacheSmallListsAreExact(t *testing.T) {
 // TestCountCacheStalenessBound walks the clock through a total's life: kept
 // and served while young, refreshed in the background from half its age on,
 // never served at or past maxAge.
+// Not parallel: it counts the requests of the process waiting for a count.
 func TestCountCacheStalenessBound(t *testing.T) {
 	clock := testenv.NewClock(time.Unix(1e9, 0))
 	c := newTestCache(clock)
@@ -124,17 +126,21 @@ func TestCountCacheStalenessBound(t *testing.T) {
 		n, _ := c.total(context.Background(), keyA, cnt.count)
 		done <- n
 	}()
-	select {
-	case n := <-done:
-		t.Fatalf("served %d at maxAge without counting", n)
-	case <-time.After(20 * time.Millisecond):
-	}
+	testenv.Eventually(t, "the request to wait for the count", func() error {
+		select {
+		case n := <-done:
+			t.Fatalf("served %d at maxAge without counting", n)
+		default:
+		}
+		return testenv.Want(testenv.GoroutinesWaitingIn(waitingForCount), 1, "requests waiting")
+	})
 	cnt.gate <- struct{}{}
 	if got := <-done; got != 2000 {
 		t.Fatalf("total at maxAge %d, want a fresh 2000", got)
 	}
 }
 
+// Not parallel: it counts the requests of the process waiting for a count.
 func TestCountCacheSingleFlight(t *testing.T) {
 	clock := testenv.NewClock(time.Unix(1e9, 0))
 	c := newTestCache(clock)
@@ -154,11 +160,11 @@ func TestCountCacheSingleFlight(t *testing.T) {
 			results <- v
 		}()
 	}
-	// Let every goroutine reach the cache before the one count ends.
-	for cnt.calls.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond)
+	// Every request waits for the one count before it ends (or starts its
+	// own, which the count of calls below catches).
+	testenv.Eventually(t, "every request to wait for the count", func() error {
+		return testenv.Want(testenv.GoroutinesWaitingIn(waitingForCount), n, "requests waiting")
+	})
 	close(cnt.gate)
 	wg.Wait()
 	close(results)
@@ -174,6 +180,7 @@ func TestCountCacheSingleFlight(t *testing.T) {
 
 // TestCountCacheKeys: a filter or a company never gets another's total.
 func TestCountCacheKeys(t *testing.T) {
+	t.Parallel()
 	clock := testenv.NewClock(time.Unix(1e9, 0))
 	c := newTestCache(clock)
 	keys := []countKey{
@@ -199,6 +206,7 @@ func TestCountCacheKeys(t *testing.T) {
 }
 
 func TestCountCacheErrors(t *testing.T) {
+	t.Parallel()
 	clock := testenv.NewClock(time.Unix(1e9, 0))
 	c := newTestCache(clock)
 	var cnt counter
@@ -236,6 +244,7 @@ func TestCountCacheErrors(t *testing.T) {
 // A caller that gives up does not cancel the count others wait for, and its
 // result is kept.
 func TestCountCacheCallerCancels(t *testing.T) {
+	t.Parallel()
 	clock := testenv.NewClock(time.Unix(1e9, 0))
 	c := newTestCache(clock)
 	cnt := counter{gate: make(chan struct{})}
@@ -252,9 +261,7 @@ func TestCountCacheCallerCancels(t *testing.T) {
 		})
 		errc <- err
 	}()
-	for cnt.calls.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	testenv.Eventually(t, "the count to begin", func() error { return testenv.Want(cnt.calls.Load(), 1, "counts") })
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled caller: %v", err)
@@ -267,6 +274,7 @@ func TestCountCacheCallerCancels(t *testing.T) {
 }
 
 func TestCountCacheBounded(t *testing.T) {
+	t.Parallel()
 	clock := testenv.NewClock(time.Unix(1e9, 0))
 	c := newTestCache(clock)
 	c.maxEntries = 2
@@ -286,6 +294,7 @@ func TestCountCacheBounded(t *testing.T) {
 }
 
 func TestCountCacheDisabled(t *testing.T) {
+	t.Parallel()
 	clock := testenv.NewClock(time.Unix(1e9, 0))
 	c := newCountCache(-1, 100, clock.Now)
 	var cnt counter

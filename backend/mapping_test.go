@@ -9,6 +9,7 @@ import (
 )
 
 func TestNormalizePhone(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"+244923456789":    "+244923456789",
 		"923456789":        "+244923456789",
@@ -31,6 +32,7 @@ func TestNormalizePhone(t *testing.T) {
 }
 
 func TestNormalizeNIF(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"5417001234":       "5417001234",
 		" 541 700 1234 ":   "5417001234",
@@ -46,6 +48,7 @@ func TestNormalizeNIF(t *testing.T) {
 }
 
 func TestClientType(t *testing.T) {
+	t.Parallel()
 	s := func(v string) *string { return &v }
 	cases := []struct {
 		kind *string
@@ -70,6 +73,7 @@ func TestClientType(t *testing.T) {
 }
 
 func TestInvoiceStatus(t *testing.T) {
+	t.Parallel()
 	d := func(v string) *string { return &v }
 	cases := []struct {
 		typ, state string
@@ -105,6 +109,7 @@ func TestInvoiceStatus(t *testing.T) {
 }
 
 func TestCanonicalDecimal(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in    string
 		scale int
@@ -144,6 +149,7 @@ func TestCanonicalDecimal(t *testing.T) {
 }
 
 func TestTransmission(t *testing.T) {
+	t.Parallel()
 	s := func(v string) *string { return &v }
 	at := time.Date(2026, 3, 2, 10, 0, 0, 500e6, time.UTC)
 	cases := []struct {
@@ -182,6 +188,7 @@ func TestTransmission(t *testing.T) {
 }
 
 func TestLuandaDays(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		now  time.Time
 		want string
@@ -207,6 +214,7 @@ func TestLuandaDays(t *testing.T) {
 }
 
 func TestEscapeLikeAndRebind(t *testing.T) {
+	t.Parallel()
 	if got := escapeLike(`50%_a\b`); got != `50\%\_a\\b` {
 		t.Errorf("escapeLike = %s", got)
 	}
@@ -216,6 +224,7 @@ func TestEscapeLikeAndRebind(t *testing.T) {
 }
 
 func TestSQLiteTimeRoundTrip(t *testing.T) {
+	t.Parallel()
 	in := time.Date(2026, 3, 1, 9, 15, 2, 120_000_000, time.FixedZone("x", 3600))
 	s := formatSQLiteTime(in)
 	if s != "2026-03-01T08:15:02.120000Z" {

@@ -5,6 +5,7 @@ import "testing"
 // A statement's span is named by its operation and first table, a WITH
 // statement by the statement its expressions introduce.
 func TestSummarize(t *testing.T) {
+	t.Parallel()
 	for sql, want := range map[string][2]string{
 		"SELECT count(*) FROM customers c\nWHERE c.company_id = $1":                                     {"SELECT", "customers"},
 		"INSERT INTO customers (id) VALUES ($1)":                                                        {"INSERT", "customers"},

@@ -17,6 +17,7 @@ import (
 // span with the engine, the parameterized text and the rows it returned;
 // no value sent by a caller appears in any attribute.
 func TestStatementSpans(t *testing.T) {
+	t.Parallel()
 	for name, mk := range map[string]newDB{"postgres": postgresDB(false), "sqlite": sqliteDB} {
 		t.Run(name, func(t *testing.T) {
 			url := mk(t)

@@ -17,8 +17,9 @@ import (
 // receives the primary's writes: a replica with infinite lag, so every read
 // shows where it went.
 func TestReadReplica(t *testing.T) {
-	t.Run("postgres", func(t *testing.T) { testReadReplica(t, postgresDB(true)) })
-	t.Run("sqlite", func(t *testing.T) { testReadReplica(t, sqliteDB) })
+	t.Parallel()
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); testReadReplica(t, postgresDB(true)) })
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); testReadReplica(t, sqliteDB) })
 }
 
 func testReadReplica(t *testing.T, mk newDB) {
@@ -129,6 +130,7 @@ func testReadReplica(t *testing.T, mk newDB) {
 }
 
 func TestReplicaOfAnotherEngineRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	_, err := backend.Open(context.Background(), backend.Config{
 		URL:        "sqlite:" + filepath.Join(dir, "a.db"),
@@ -146,8 +148,9 @@ func TestReplicaOfAnotherEngineRefused(t *testing.T) {
 // earlier attempt (same id) sees the primary. The replica differs from the
 // primary in the names it holds and never receives writes.
 func TestReplicaReadsByFreshness(t *testing.T) {
-	t.Run("postgres", func(t *testing.T) { testReplicaReadsByFreshness(t, postgresDB(true)) })
-	t.Run("sqlite", func(t *testing.T) { testReplicaReadsByFreshness(t, sqliteDB) })
+	t.Parallel()
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); testReplicaReadsByFreshness(t, postgresDB(true)) })
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); testReplicaReadsByFreshness(t, sqliteDB) })
 }
 
 func testReplicaReadsByFreshness(t *testing.T, mk newDB) {

@@ -66,6 +66,7 @@ func dump(t *testing.T, url string) string {
 }
 
 func TestLoadSmall(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	live, sandbox := sqliteURL(t, "live.db"), sqliteURL(t, "sandbox.db")
 	sum, err := gendata.LoadSmall(ctx, live, sandbox, 7)
@@ -202,6 +203,7 @@ func assertPhoneForms(t *testing.T, url string) {
 }
 
 func TestLoadLargeScaledDown(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgURL(t)
 	spec := gendata.LargeSpec{BigDocuments: 3000, BigCustomers: 400, SmallCompanies: 3}
@@ -248,6 +250,7 @@ func TestLoadLargeScaledDown(t *testing.T) {
 // dates past at every age; aging, the newest issued documents not yet due
 // and the old ones mostly paid.
 func TestLargeShapes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	today := time.Date(2026, 6, 15, 0, 0, 0, 0, time.UTC)
 	const big = "company_id = '" + gendata.LargeCompany + "' AND doc_type IN ('FT', 'ND') AND state = 'issued' AND created_at >= '2026-01-01'"

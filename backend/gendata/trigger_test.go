@@ -13,6 +13,7 @@ import (
 // Each trigger makes the change of its kind in a sandbox, on both engines,
 // as the adapter then reads it.
 func TestTrigger(t *testing.T) {
+	t.Parallel()
 	for name, mk := range map[string]func(t *testing.T) string{
 		"postgres": pgURL,
 		"sqlite":   func(t *testing.T) string { return sqliteURL(t, "sandbox.db") },

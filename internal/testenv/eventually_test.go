@@ -65,3 +65,23 @@ func TestWant(t *testing.T) {
 		t.Errorf("Want(a, b) = %v", err)
 	}
 }
+
+type waiter struct{}
+
+func (waiter) wait(a, b chan struct{}) {
+	select {
+	case <-a:
+	case <-b:
+	}
+}
+
+func TestGoroutinesWaitingIn(t *testing.T) {
+	a, b := make(chan struct{}), make(chan struct{})
+	for range 3 {
+		go waiter{}.wait(a, b)
+	}
+	const fn = "github.com/invoicing-ao/gateway/internal/testenv.waiter.wait"
+	Eventually(t, "three goroutines in the select", func() error { return Want(GoroutinesWaitingIn(fn), 3, "waiting") })
+	close(a)
+	Eventually(t, "none after the release", func() error { return Want(GoroutinesWaitingIn(fn), 0, "waiting") })
+}
