@@ -27,6 +27,7 @@ func newClock() *testenv.Clock {
 
 // TestLog is the conformance suite, on real Redis and on miniredis.
 func TestLog(t *testing.T) {
+	t.Parallel()
 	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		t.Run("record and read", func(t *testing.T) { testRecordRead(t, rdb, prefix+"rr:") })
 		t.Run("refused entries", func(t *testing.T) { testRefused(t, rdb, prefix+"ref:") })
@@ -269,6 +270,7 @@ func testBounded(t *testing.T, rdb *redis.Client, prefix string) {
 }
 
 func TestUnavailable(t *testing.T) {
+	t.Parallel()
 	_, mr := testenv.Miniredis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1, DialerRetries: 1})
 	defer rdb.Close()
@@ -286,6 +288,7 @@ func TestUnavailable(t *testing.T) {
 // a real three-master Redis Cluster: the append script's one key, and the
 // company's hash tag, keep each step in one slot.
 func TestOnRedisCluster(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.RedisClusterClient(t)
 	c := newClock()
 	l := New(Config{Redis: rdb, Prefix: "gw:audit:", Now: c.Now})
@@ -308,6 +311,7 @@ func TestOnRedisCluster(t *testing.T) {
 // edge) is taken once Redact has replaced it, and nothing of the secret is
 // left, the checksum included.
 func TestHoldsSecretAndRedact(t *testing.T) {
+	t.Parallel()
 	key := "igw_live_" + strings.Repeat("a1B2", 10) + "xyz" + "0Ab9Zq"
 	whsec := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw+/=="
 	for s, want := range map[string]bool{

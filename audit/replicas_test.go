@@ -15,6 +15,7 @@ import (
 // first; an event recorded while the replica is held back is returned with
 // ErrNotReplicated, and the failover loses it.
 func TestEventsSurviveFailover(t *testing.T) {
+	t.Parallel()
 	r := testenv.RedisReplicated(t)
 	c := newClock()
 	const prefix = "gw:audit:"

@@ -18,6 +18,7 @@ const coA, coB = "0b7e3c6a-5f1d-4c1e-9a51-2d3f4e5a6b7c", "7d1f0e2a-9c3b-4d5e-8f6
 
 // TestStore runs the same rules on the real Redis and on miniredis.
 func TestStore(t *testing.T) {
+	t.Parallel()
 	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		ctx := context.Background()
 		s := New(Config{Redis: rdb, Prefix: prefix + "idem:", TTL: time.Hour, LockTTL: time.Minute})
@@ -93,6 +94,7 @@ func TestStore(t *testing.T) {
 
 // TestOneClaim: of many concurrent first attempts, exactly one runs.
 func TestOneClaim(t *testing.T) {
+	t.Parallel()
 	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		s := New(Config{Redis: rdb, Prefix: prefix + "idem:"})
 		sc := Scope{Company: coA, Mode: invoicing.Test, Key: "k"}
@@ -121,6 +123,7 @@ func TestOneClaim(t *testing.T) {
 }
 
 func TestUnavailable(t *testing.T) {
+	t.Parallel()
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	defer rdb.Close()
 	s := New(Config{Redis: rdb})
@@ -130,6 +133,7 @@ func TestUnavailable(t *testing.T) {
 }
 
 func TestResourceID(t *testing.T) {
+	t.Parallel()
 	sc := Scope{Company: coA, Mode: invoicing.Live, Key: "k1"}
 	id := ResourceID(sc, "client")
 	if c, ok := invoicing.CanonicalUUID(id); !ok || c != id || id[14] != '8' {

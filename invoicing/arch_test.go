@@ -56,6 +56,7 @@ var allowedImports = map[string][]string{
 // import between our packages that the layout does not allow, or on a new
 // package the table does not place.
 func TestImportRules(t *testing.T) {
+	t.Parallel()
 	fset := token.NewFileSet()
 	seen := map[string]bool{}
 	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
@@ -125,6 +126,7 @@ var (
 // problem tells through interfaces of invoicing (invoicing.ClientConflict),
 // so a new adapter error needs no edit in it.
 func TestHTTPLayerMapsErrorsByKind(t *testing.T) {
+	t.Parallel()
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "../web/problem.go", nil, parser.ImportsOnly)
 	if err != nil {
@@ -349,6 +351,7 @@ func adapterErrorsNamed(fset *token.FileSet, f *ast.File, errNames map[string]ma
 // handlers return an answer or an error and web's writeAnswers writes it,
 // so no file of admin takes a ResponseWriter or writes a status itself.
 func TestAdminAnswersThroughWeb(t *testing.T) {
+	t.Parallel()
 	fset := token.NewFileSet()
 	for _, f := range sourceFiles(t, fset, "admin") {
 		ast.Inspect(f, func(n ast.Node) bool {

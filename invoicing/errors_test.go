@@ -7,6 +7,7 @@ import (
 )
 
 func TestKindOf(t *testing.T) {
+	t.Parallel()
 	notFound := &Error{Kind: NotFound, Code: "not_found", Title: "Resource not found", Message: "x: not found"}
 	for _, c := range []struct {
 		err  error
@@ -27,6 +28,7 @@ func TestKindOf(t *testing.T) {
 }
 
 func TestDefine(t *testing.T) {
+	t.Parallel()
 	e := Define(Error{Kind: Conflict, Code: "test_define_conflict", Title: "Test conflict", Message: "test: conflict"})
 	if e.Error() != "test: conflict" || !errors.Is(fmt.Errorf("w: %w", e), e) {
 		t.Fatalf("Define gave %#v", e)
@@ -62,6 +64,7 @@ func TestDefine(t *testing.T) {
 }
 
 func TestKindString(t *testing.T) {
+	t.Parallel()
 	for k, want := range map[Kind]string{Internal: "internal", NotFound: "not found", Unavailable: "unavailable", Kind(200): "Kind(200)"} {
 		if got := k.String(); got != want {
 			t.Errorf("%d: %q, want %q", k, got, want)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestCanonicalUUID(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"a0000000-0000-4000-8000-00000000000a":  "a0000000-0000-4000-8000-00000000000a",
 		"A0000000-0000-4000-8000-00000000000A":  "a0000000-0000-4000-8000-00000000000a",
@@ -30,6 +31,7 @@ func TestCanonicalUUID(t *testing.T) {
 }
 
 func TestParseCompanyID(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		" 0B7E3C6A-5F1D-4C1E-9A51-2D3F4E5A6B7C ": "0b7e3c6a-5f1d-4c1e-9a51-2d3f4e5a6b7c",
 		"0b7e3c6a-5f1d-4c1e-9a51-2d3f4e5a6b7c":   "0b7e3c6a-5f1d-4c1e-9a51-2d3f4e5a6b7c",
@@ -45,6 +47,7 @@ func TestParseCompanyID(t *testing.T) {
 }
 
 func TestParseMode(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]Mode{"LIVE": Live, "live": Live, "Test": Test, "TEST": Test, "": "", "prod": "", " LIVE": ""} {
 		got, err := ParseMode(in)
 		if got != want || (err == nil) != (want != "") || (err != nil && !errors.Is(err, ErrInvalidMode)) {

@@ -5,6 +5,7 @@ import "testing"
 // The characters that hide text or reverse it are found wherever they are;
 // the letters, accents, spaces and symbols of real names are not.
 func TestHiddenRune(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		s    string
 		want rune // 0: none

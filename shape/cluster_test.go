@@ -14,6 +14,7 @@ import (
 // by slot (each company's keys share its slot), the due set and the peaks
 // live in the {all} slot, and every read stays in one slot per company.
 func TestRecordOnRedisCluster(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.RedisClusterClient(t)
 	ctx := context.Background()
 	t0 := recent()

@@ -17,6 +17,7 @@ func blockOf600(f func(i int) uint32) *[blockSeconds]uint32 {
 }
 
 func TestCompact(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		counts *[blockSeconds]uint32
@@ -44,6 +45,7 @@ func TestCompact(t *testing.T) {
 }
 
 func TestUncompactRefusesWhatItCannotRead(t *testing.T) {
+	t.Parallel()
 	long := binary.AppendUvarint(nil, 601<<1|1)                          // more idle seconds than a block has
 	over := binary.AppendUvarint(nil, (maxCount+1)<<1)                   // a count no counter holds
 	past := binary.AppendUvarint(binary.AppendUvarint(nil, 600<<1|1), 2) // a count after the block
@@ -59,6 +61,7 @@ func TestUncompactRefusesWhatItCannotRead(t *testing.T) {
 
 // Every count falls in its class's range, whatever the minute's busiest.
 func TestClassRanges(t *testing.T) {
+	t.Parallel()
 	for m := uint32(1); m <= 700; m++ {
 		for n := uint32(1); n <= m; n++ {
 			lo, hi := classRange(class(n, m), m)
@@ -70,6 +73,7 @@ func TestClassRanges(t *testing.T) {
 }
 
 func TestSummaries(t *testing.T) {
+	t.Parallel()
 	burst := make([]uint32, 60) // a sync's burst, then a trickle
 	for i := range burst {
 		burst[i] = 5
@@ -107,6 +111,7 @@ func TestSummaries(t *testing.T) {
 // What expand gives back is a minute with the summary's total, busiest
 // second, classes and runs, whatever the minute.
 func TestExpandKeepsTheSummary(t *testing.T) {
+	t.Parallel()
 	seed := uint32(1)
 	for range 2000 {
 		secs := make([]uint32, 60)
@@ -126,6 +131,7 @@ func TestExpandKeepsTheSummary(t *testing.T) {
 }
 
 func TestMinuteRecords(t *testing.T) {
+	t.Parallel()
 	poll := blockOf600(func(i int) uint32 { return uint32(1 - min(i%30, 1)) })
 	quiet := blockOf600(func(i int) uint32 { return uint32(i / 599) })
 	busy := blockOf600(func(i int) uint32 { return uint32(i * 7 % 90) })
@@ -162,6 +168,7 @@ func TestMinuteRecords(t *testing.T) {
 }
 
 func TestRateClasses(t *testing.T) {
+	t.Parallel()
 	prev := 0
 	for n := uint32(1); n <= maxCount; n++ {
 		c := rateClass(n)
@@ -181,6 +188,7 @@ func TestRateClasses(t *testing.T) {
 
 // Blocks and days are Luanda's: 23:00 UTC starts a day.
 func TestDays(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 3, 10, 23, 0, 0, 0, time.UTC).Unix()
 	b := blockOf(at)
 	if dateText(dayOfBlock(b)) != "2026-03-11" || blockOfDay(b) != 0 {

@@ -7,6 +7,7 @@ import (
 )
 
 func TestHours(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 3, 10, 13, 59, 58, 0, time.UTC)
 	counts := make([]uint32, 2+3600+5)
 	counts[0], counts[1] = 7, 3 // the end of 13:00

@@ -79,6 +79,7 @@ func mustSeries(t *testing.T, s *Store, company string, m invoicing.Mode, from t
 // company and mode, in the second it was offered. On the real Redis, and on
 // miniredis, which has no BITFIELD (AddByScript).
 func TestRecordSumsInstances(t *testing.T) {
+	t.Parallel()
 	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		_, mini := rdb.BitField(context.Background(), prefix+"probe", "GET", "u8", "0").Result()
 		recordSumsInstances(t, rdb, prefix, mini != nil)
@@ -135,6 +136,7 @@ func recordSumsInstances(t *testing.T, rdb *redis.Client, prefix string, byScrip
 // (49 hours after the day) from its minute summaries, which keep each
 // minute's requests, busiest second and busy seconds.
 func TestSummarizedBlocks(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb, prefix := testenv.Redis(t)
 	t0 := recent()
@@ -222,6 +224,7 @@ func busy(s []uint32) (n int) {
 // Counts that arrive more than a minute after their block ended are
 // dropped: the block may be summarized already.
 func TestLateCountsAreDropped(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb, prefix := testenv.Redis(t)
 	t0 := recent()
@@ -242,6 +245,7 @@ func TestLateCountsAreDropped(t *testing.T) {
 // While Redis cannot be reached, counts wait (at most MaxPending distinct
 // seconds) and are written by the next flush that reaches it.
 func TestCountsWaitForRedis(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	real, prefix := testenv.Redis(t)
 	proxy := testenv.NewFaultProxy(t, real.Options().Addr)
@@ -269,6 +273,7 @@ func TestCountsWaitForRedis(t *testing.T) {
 }
 
 func TestSeriesRefusesWhatItCannotRead(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := testenv.Redis(t)
 	clk := testenv.NewClock(recent())
 	s := newStore(rdb, prefix, clk)

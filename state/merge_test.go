@@ -22,6 +22,7 @@ import (
 // from P's export E0; then P changes and exports E1, Q changes after that
 // (its changes are newer), and E1 is imported into Q.
 func TestMergeRules(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := testenv.Redis(t)
 	clock := testenv.NewClock(time.Now())
 	ctx := context.Background()

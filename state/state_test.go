@@ -40,6 +40,7 @@ func (p *plane) verify(name string) error {
 // revoked keys are still refused, the others work; an encrypted file holds
 // none of the secrets. Importing again changes nothing.
 func TestRoundTripAfterLoss(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := testenv.Redis(t)
 	p := newPlane(t, rdb, prefix, sealKey(t))
 	p.populate()
@@ -117,6 +118,7 @@ func equal(a, b map[string]string) bool {
 // a record that cannot be (in its last part, after parts that could be
 // written).
 func TestRefusedFilesChangeNothing(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := testenv.Redis(t)
 	p := newPlane(t, rdb, prefix, sealKey(t))
 	p.populate()
@@ -181,6 +183,7 @@ func checksumLine(body []byte) string {
 // A plain file says what it is and holds the secrets: the operator is told
 // so by the command; an encrypted one holds neither in any part.
 func TestPlainFileIsReadable(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := testenv.Redis(t)
 	p := newPlane(t, rdb, prefix, sealKey(t))
 	p.populate()

@@ -13,6 +13,7 @@ import (
 // pipeline and reads them back on a real three-master Redis Cluster, where
 // go-redis must split the pipeline by slot.
 func TestCountsOnRedisCluster(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.RedisClusterClient(t)
 	ctx := context.Background()
 	now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestMinutes(t *testing.T) {
+	t.Parallel()
 	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		// 09:58:30 in Luanda: the last 3 minutes cross an hour.
 		clk := testenv.NewClock(time.Date(2026, 3, 1, 8, 58, 30, 0, time.UTC))
@@ -62,6 +63,7 @@ func TestMinutes(t *testing.T) {
 }
 
 func TestOverview(t *testing.T) {
+	t.Parallel()
 	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		clk := testenv.NewClock(time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)) // 09:00 in Luanda
 		c := newCounter(t, rdb, prefix, clk, nil)

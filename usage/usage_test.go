@@ -39,6 +39,7 @@ func newCounter(t *testing.T, rdb redis.UniversalClient, prefix string, clk *tes
 }
 
 func TestDayBoundaries(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		utc  string
 		date string
@@ -56,6 +57,7 @@ func TestDayBoundaries(t *testing.T) {
 }
 
 func TestCountsPerDayModeAndClass(t *testing.T) {
+	t.Parallel()
 	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		clk := testenv.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 		c := newCounter(t, rdb, prefix, clk, nil)
@@ -160,6 +162,7 @@ func (f *failing) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // TestFailedFlushKeepsCounts: counts survive a Redis outage and are written
 // by the first flush that works, bounded by MaxPending.
 func TestFailedFlushKeepsCounts(t *testing.T) {
+	t.Parallel()
 	rdb, _ := testenv.Miniredis(t)
 	f := &failing{}
 	rdb.AddHook(f)
@@ -192,21 +195,18 @@ func TestFailedFlushKeepsCounts(t *testing.T) {
 // TestPeriodicFlushAndClose: counts reach Redis without an explicit Flush,
 // and Close writes what is left.
 func TestPeriodicFlushAndClose(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := testenv.Redis(t)
 	clk := testenv.NewClock(time.Now())
 	c := New(Config{Redis: rdb, Prefix: prefix, FlushEvery: 20 * time.Millisecond, Now: clk.Now, Logger: quiet()})
 	c.Add(coA, "TEST", 200)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testenv.Eventually(t, "the count to be flushed", func() error {
 		days, err := c.Days(ctx, coA, 1)
-		if err == nil && days[0].Test["2xx"] == 1 {
-			break
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("count not flushed: %+v %v", days, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return testenv.Want(days[0].Test["2xx"], 1, "TEST 2xx")
+	})
 	c.Add(coA, "TEST", 200)
 	if err := c.Close(ctx); err != nil {
 		t.Fatal(err)

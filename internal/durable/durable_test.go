@@ -23,6 +23,7 @@ func set(ctx context.Context, key, v string) func(redis.Cmdable) error {
 // vouches for the first attempt), is confirmed when the lag ends within the
 // timeout, and a failover keeps what was confirmed and loses what was not.
 func TestWaitsForTheReplica(t *testing.T) {
+	t.Parallel()
 	r := testenv.RedisReplicated(t)
 	rdb := r.Client()
 	replica := r.Direct(r.Replica)
@@ -60,11 +61,9 @@ func TestWaitsForTheReplica(t *testing.T) {
 	// A lag that ends while the WAIT waits: confirmed.
 	done := make(chan error, 1)
 	go func() { done <- confirm.Write(ctx, rdb, "d", set(ctx, "d", "1")) }()
-	for deadline := time.Now().Add(30 * time.Second); rdb.Get(ctx, "d").Val() != "1"; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the write never reached the master")
-		}
-	}
+	testenv.Eventually(t, "the write to reach the master", func() error {
+		return testenv.Want(rdb.Get(ctx, "d").Val(), "1", "d")
+	})
 	r.Link.Resume()
 	if err := <-done; err != nil {
 		t.Fatalf("write confirmed after the lag ended: %v", err)
@@ -96,6 +95,7 @@ func TestWaitsForTheReplica(t *testing.T) {
 // key's master makes the write unconfirmed. A WAIT sent to any other node
 // would vouch for nothing and pass.
 func TestWaitOnClusterGoesToTheKeysMaster(t *testing.T) {
+	t.Parallel()
 	c := testenv.RedisClusterReplicated(t)
 	rdb := c.Client()
 	ctx := context.Background()
@@ -140,6 +140,7 @@ func TestWaitOnClusterGoesToTheKeysMaster(t *testing.T) {
 // TestOtherClientsRefused: a client that cannot name the key's master is
 // refused rather than trusted with a WAIT that may vouch for nothing.
 func TestOtherClientsRefused(t *testing.T) {
+	t.Parallel()
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
 	defer ring.Close()
 	called := false
@@ -154,6 +155,7 @@ func TestOtherClientsRefused(t *testing.T) {
 // reaches every component sharing it. The tests' Redis has no replica: a
 // write waiting for one is unconfirmed.
 func TestTargetReadAtEachWrite(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := testenv.Redis(t)
 	ctx := context.Background()
 	target := durable.NewTarget(0)

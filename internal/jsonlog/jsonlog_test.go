@@ -58,6 +58,7 @@ func randAttr(r *rand.Rand) slog.Attr {
 // Every record, on the fast path or not, is written as slog.JSONHandler
 // writes it.
 func TestSameLinesAsSlog(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	var got, want bytes.Buffer
 	h := New(&got, &slog.HandlerOptions{Level: slog.LevelDebug})
@@ -86,6 +87,7 @@ func TestSameLinesAsSlog(t *testing.T) {
 }
 
 func TestLevelsAndOptions(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	h := New(&buf, &slog.HandlerOptions{Level: slog.LevelWarn})
 	if h.Enabled(context.Background(), slog.LevelInfo) || !h.Enabled(context.Background(), slog.LevelWarn) {
@@ -149,6 +151,7 @@ func (w *wholeBuffer) WritesWhole() {}
 // A writer that keeps its writes whole is written to as it is; any other is
 // locked, so that both paths (Line and slog's) never interleave on it.
 func TestLocksOnlyWritersThatNeedIt(t *testing.T) {
+	t.Parallel()
 	var wb wholeBuffer
 	if h := New(&wb, nil); h.w != io.Writer(&wb) {
 		t.Errorf("a whole-writes writer was wrapped: %T", h.w)

@@ -12,6 +12,7 @@ import (
 
 // A Line writes what slog.JSONHandler writes for the same record.
 func TestLineSameAsSlog(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	floats := []float64{0, 0.042, 1.5, -2, 1e-7, 1e21, math.NaN(), math.Inf(1), math.Inf(-1)}
 	levels := []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError, slog.LevelInfo + 2}
@@ -58,6 +59,7 @@ func TestLineSameAsSlog(t *testing.T) {
 // Options the fast path does not follow, and years slog writes its own
 // way, leave the line to slog.
 func TestLineFallsBack(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	replace := New(&buf, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr { return a }})
 	if replace.Begin(time.Now(), slog.LevelInfo, "m") != nil {

@@ -25,6 +25,7 @@ func samples() []string {
 
 // Both styles write exactly what their model writes.
 func TestAppendEqualsTheModels(t *testing.T) {
+	t.Parallel()
 	for _, s := range samples() {
 		want, _ := json.Marshal(s)
 		if got := Append(nil, s, JSON); !bytes.Equal(got, want) {

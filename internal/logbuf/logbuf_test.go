@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
 // out records each write to the underlying writer.
@@ -32,6 +34,7 @@ func (o *out) get() []string {
 const never = time.Hour
 
 func TestBatchesUntilFlush(t *testing.T) {
+	t.Parallel()
 	var o out
 	w := New(&o, Config{Interval: never})
 	defer w.Close()
@@ -53,6 +56,7 @@ func TestBatchesUntilFlush(t *testing.T) {
 }
 
 func TestSizeBounds(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		writes []string
@@ -84,20 +88,18 @@ func TestSizeBounds(t *testing.T) {
 }
 
 func TestFlushesByItself(t *testing.T) {
+	t.Parallel()
 	var o out
 	w := New(&o, Config{Interval: 5 * time.Millisecond})
 	defer w.Close()
 	_, _ = w.Write([]byte("line\n"))
-	deadline := time.Now().Add(5 * time.Second)
-	for len(o.get()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the line was never written out")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testenv.Eventually(t, "the line to be written out", func() error {
+		return testenv.Want(strings.Join(o.get(), ""), "line\n", "written")
+	})
 }
 
 func TestCloseWritesOutAndLaterLinesGoDirect(t *testing.T) {
+	t.Parallel()
 	var o out
 	w := New(&o, Config{Interval: never})
 	_, _ = w.Write([]byte("before\n"))
@@ -118,6 +120,7 @@ func TestCloseWritesOutAndLaterLinesGoDirect(t *testing.T) {
 
 // Concurrent loggers: every line arrives whole and exactly once.
 func TestConcurrentLinesStayWhole(t *testing.T) {
+	t.Parallel()
 	var o out
 	w := New(&o, Config{Interval: time.Millisecond, Size: 256})
 	var wg sync.WaitGroup

@@ -9,6 +9,7 @@ import (
 // The verdicts over the masters of a report: the weakest wins, a server
 // that would not say makes the check unknown unless another is at risk.
 func TestChecks(t *testing.T) {
+	t.Parallel()
 	aof := Server{Addr: "a:1", ConfigKnown: true, AOF: true, Policy: "noeviction", ReplicasKnown: true, Replicas: 1, Configured: 1}
 	bare := Server{Addr: "b:1", ConfigKnown: true, Policy: "noeviction", ReplicasKnown: true}
 	rdb := Server{Addr: "c:1", ConfigKnown: true, RDB: true, Policy: "noeviction", ReplicasKnown: true, Replicas: 2, Configured: 2}
@@ -65,6 +66,7 @@ func TestChecks(t *testing.T) {
 // Replicated: Sentinel by design; Cluster when a master has a replica,
 // even one down; one server when a replica is online.
 func TestReplicated(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name      string
 		r         Report

@@ -30,6 +30,7 @@ func client(t *testing.T, opt *redis.Options) *redis.Client {
 // is read as it is, and a server that hides its configuration (CONFIG
 // renamed away, or a user without it) is unknown, never a failure.
 func TestInspectServers(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, c := range []struct {
 		name string
@@ -91,6 +92,7 @@ func TestInspectServers(t *testing.T) {
 // Sentinel: replicated, one replica online; held back, it stays online
 // (the link is up, only slow).
 func TestInspectReplicated(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := testenv.RedisReplicated(t)
 	for _, c := range []struct {
@@ -130,6 +132,7 @@ func TestInspectReplicated(t *testing.T) {
 // replica stopped still counts as configured, so the deployment is still
 // replicated, and the fewest online is what the replicas check says.
 func TestInspectCluster(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := testenv.RedisClusterReplicated(t)
 	rdb := c.Client()

@@ -18,6 +18,7 @@ import (
 // timer), tells each reading to OnReport, keeps the last for the metrics,
 // and reads again sooner while Redis cannot be reached.
 func TestWatcher(t *testing.T) {
+	t.Parallel()
 	s := testenv.StartRedisServer(t, 0)
 	rdb := client(t, &redis.Options{Addr: s.Addr(), MaxRetries: -1})
 	clock := testenv.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))

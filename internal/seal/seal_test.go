@@ -19,6 +19,7 @@ func newKey(t *testing.T) string {
 // the next key once that one is current and the old one kept; without the
 // old key it is refused, never returned garbled.
 func TestSealOpenRotate(t *testing.T) {
+	t.Parallel()
 	const secret = "whsec_c2VjcmV0IHNpZ25pbmcga2V5IG9mIDMyIGJ5dGVzIQ=="
 	k1 := newKey(t)
 	ring1, err := NewKeyring(k1)
@@ -63,6 +64,7 @@ func TestSealOpenRotate(t *testing.T) {
 // Plain values (written before sealing was configured) keep working; a
 // Keyring without keys seals nothing and cannot open a sealed value.
 func TestPlainValues(t *testing.T) {
+	t.Parallel()
 	const secret = "whsec_plain"
 	none, err := NewKeyring("")
 	if err != nil || none.Enabled() {
@@ -90,6 +92,7 @@ func TestPlainValues(t *testing.T) {
 
 // A key that is not an age identity is refused without being repeated.
 func TestBadKey(t *testing.T) {
+	t.Parallel()
 	for _, k := range []string{"not-a-key-SECRETVALUE", "age1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq"} {
 		_, err := NewKeyring(k)
 		if err == nil || strings.Contains(err.Error(), k) {

@@ -42,21 +42,30 @@ func TestRedisLogChild(t *testing.T) {
 // go-redis prints its dial failures unless the test asked for quiet: run
 // the child both ways, in processes of their own (the logger is global).
 func TestQuietRedisLog(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"loud", "quiet"} {
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestRedisLogChild$", "-test.v", "-test.count=1")
-		cmd.Env = append(os.Environ(), "TESTENV_REDISLOG_CHILD="+mode)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s child: %v\n%s", mode, err, out)
-		}
-		printed := strings.Contains(string(out), "failed to dial") || strings.Contains(string(out), "connection refused")
-		if printed != (mode == "loud") || !strings.Contains(string(out), "unrelated lines still print") {
-			t.Errorf("%s: go-redis's dial failures printed: %v\n%s", mode, printed, out)
-		}
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			quietRedisLogChild(t, mode)
+		})
+	}
+}
+
+func quietRedisLogChild(t *testing.T, mode string) {
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestRedisLogChild$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), "TESTENV_REDISLOG_CHILD="+mode)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s child: %v\n%s", mode, err, out)
+	}
+	printed := strings.Contains(string(out), "failed to dial") || strings.Contains(string(out), "connection refused")
+	if printed != (mode == "loud") || !strings.Contains(string(out), "unrelated lines still print") {
+		t.Errorf("%s: go-redis's dial failures printed: %v\n%s", mode, printed, out)
 	}
 }
 
 func TestConnectionFailureFilter(t *testing.T) {
+	t.Parallel()
 	for msg, drop := range map[string]bool{
 		"redis: connection pool: failed to dial after 5 attempts: dial tcp 127.0.0.1:1: connect: connection refused": true,
 		"redis: discarding bad PubSub connection: read tcp 127.0.0.1:5->127.0.0.1:6: read: connection reset by peer": true,
