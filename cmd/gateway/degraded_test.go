@@ -147,9 +147,9 @@ func checkRecovered(t *testing.T, p *process, r *degradedRig, down string) {
 		t.Errorf("recovery line: %v", rec)
 	}
 	for _, m := range invoicing.Modes {
-		eventually(t, 30*time.Second, func() (bool, string) {
+		testenv.Eventually(t, string(m)+" requests answered again", func() error {
 			st, _, body := call(t, http.MethodGet, p.pub+"/api/v1/v1/clients?pageSize=1", r.secret[m], gendata.DemoCompanyA, "", nil)
-			return st == 200, string(body)
+			return testenv.Want(st, 200, string(body))
 		})
 	}
 	if ready := readiness(t, p.pub); ready.Status != "ready" {
@@ -202,22 +202,5 @@ func (p *process) waitLog(t *testing.T, match func(map[string]any) bool) map[str
 			t.Fatal("the awaited log line did not come within a minute")
 			return nil
 		}
-	}
-}
-
-// eventually retries cond until it holds, or fails after limit, with what
-// cond said last.
-func eventually(t *testing.T, limit time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	end := time.Now().Add(limit)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(end) {
-			t.Fatalf("still not so after %v: %s", limit, last)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/internal/testenv"
@@ -264,9 +263,9 @@ func TestReplicaDownWithoutFailover(t *testing.T) {
 
 	rr.Link.Cut()
 	master := rr.Direct(rr.Master)
-	eventually(t, time.Minute, func() (bool, string) {
+	testenv.Eventually(t, "the master to see its replica gone", func() error {
 		info := master.Info(context.Background(), "replication").Val()
-		return strings.Contains(info, "connected_slaves:0\r\n"), info
+		return testenv.Want(strings.Contains(info, "connected_slaves:0\r\n"), true, info)
 	})
 	changes := [][]string{
 		{"keys", "revoke", revoked.ID},

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/client"
+	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
 // receiver is an integrator's webhook endpoint: it verifies every delivery
@@ -164,8 +165,7 @@ func (rc *receiver) duplicates() []string {
 // webhook-id n times.
 func waitAccepted(t *testing.T, rc *receiver, id string, n int) {
 	t.Helper()
-	eventually(t, 3*time.Minute, func() (bool, string) {
-		got := rc.accepted(id)
-		return got >= n, fmt.Sprintf("event %s accepted %d times, want %d", id, got, n)
+	testenv.Eventually(t, fmt.Sprintf("event %s to be accepted %d times", id, n), func() error {
+		return testenv.Want(rc.accepted(id) >= n, true, fmt.Sprintf("accepted %d times", rc.accepted(id)))
 	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -108,7 +109,7 @@ func TestFlushallThenImport(t *testing.T) {
 func (r *rig) waitAttempted(ep, change string) {
 	r.t.Helper()
 	typ, id, _ := strings.Cut(change, " ")
-	eventually(r.t, 2*time.Minute, func() (bool, string) {
+	testenv.Eventually(r.t, "an attempt of "+change+" waiting for its retry", func() error {
 		var log struct {
 			Data []struct {
 				ResourceID, State string
@@ -118,10 +119,10 @@ func (r *rig) waitAttempted(ep, change string) {
 		r.json(&log, "webhooks", "deliveries", ep, "--type", typ)
 		for _, d := range log.Data {
 			if d.ResourceID == id && len(d.Log) > 0 && d.State == "pending" {
-				return true, ""
+				return nil
 			}
 		}
-		return false, "no attempt of " + change + " waiting for its retry"
+		return fmt.Errorf("deliveries %+v", log.Data)
 	})
 }
 
@@ -130,11 +131,11 @@ func (r *rig) waitAttempted(ep, change string) {
 // endpoint, is then passed by.
 func waitWatermarkPast(t *testing.T, rdb *redis.Client, wm string, at time.Time) {
 	t.Helper()
-	eventually(t, 2*time.Minute, func() (bool, string) {
+	testenv.Eventually(t, "the watermark "+wm+" past "+at.String(), func() error {
 		v := rdb.Get(context.Background(), wm).Val()
 		us, _, _ := strings.Cut(v, "|")
 		n, err := strconv.ParseInt(us, 10, 64)
-		return err == nil && time.UnixMicro(n).After(at), "watermark " + v
+		return testenv.Want(err == nil && time.UnixMicro(n).After(at), true, "watermark "+v)
 	})
 }
 

@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/internal/testenv"
@@ -220,17 +219,17 @@ func (r *rig) answer(p *process, secret string) int {
 // ask is answer with the RateLimit-Policy of the answer.
 func (r *rig) ask(p *process, secret string) (status int, policy string) {
 	r.t.Helper()
-	eventually(r.t, 2*time.Minute, func() (bool, string) {
+	testenv.Eventually(r.t, "an answer other than 503", func() error {
 		req, _ := http.NewRequest(http.MethodGet, p.pub+"/api/v1/v1/clients?pageSize=1", nil)
 		req.Header.Set("Authorization", "Bearer "+secret)
 		req.Header.Set("X-Company-Id", r.co)
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		res.Body.Close()
 		status, policy = res.StatusCode, res.Header.Get("RateLimit-Policy")
-		return status != http.StatusServiceUnavailable, res.Status
+		return testenv.Want(status != http.StatusServiceUnavailable, true, res.Status)
 	})
 	return status, policy
 }
@@ -239,32 +238,15 @@ func (r *rig) ask(p *process, secret string) (status int, policy string) {
 // instance within a second (its key cache), or fails saying what.
 func (r *rig) becomes(p *process, secret string, want int, what string) {
 	r.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		got := r.answer(p, secret)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("%s: answered %d, want %d", what, got, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(r.t, what, func() error { return testenv.Want(r.answer(p, secret), want, "answered") })
 }
 
 // policyBecomes waits until p's answers to secret carry RateLimit-Policy
 // want: a limit reaches every instance within a second.
 func (r *rig) policyBecomes(p *process, secret, want string) {
 	r.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	testenv.Eventually(r.t, "RateLimit-Policy "+want, func() error {
 		_, got := r.ask(p, secret)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("RateLimit-Policy %q, want %q", got, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return testenv.Want(got, want, "RateLimit-Policy")
+	})
 }

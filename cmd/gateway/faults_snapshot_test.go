@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -114,9 +113,9 @@ func TestRedisRestartedWithAOF(t *testing.T) {
 	// Redis writes each command to the AOF before it answers; a disk that
 	// stalls can delay that write (by up to 2 s with everysec): wait for
 	// the buffer to be written, as it is unless the disk stalls.
-	eventually(t, time.Minute, func() (bool, string) {
+	testenv.Eventually(t, "the AOF buffer to be written", func() error {
 		info := rdb.Info(context.Background(), "persistence").Val()
-		return strings.Contains(info, "aof_buffer_length:0\r\n"), info
+		return testenv.Want(strings.Contains(info, "aof_buffer_length:0\r\n"), true, info)
 	})
 
 	r.becomes(p, active.Key, http.StatusOK, "an active key, before the kill")
