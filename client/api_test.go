@@ -22,6 +22,7 @@ var (
 // The five operations through the client against a real gateway: typed
 // results, every page of a list, errors as *Problem.
 func TestOperations(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t)
 	a := g.api(t, client.Config{})
 	ctx := context.Background()
@@ -163,6 +164,7 @@ func expectProblem(t *testing.T, err error, status int, code client.ProblemCode)
 }
 
 func TestNewChecksItsConfig(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range []client.Config{
 		{BaseURL: "", APIKey: "k", CompanyID: "c"},
 		{BaseURL: "api.invoicing.ao", APIKey: "k", CompanyID: "c"},

@@ -4,16 +4,17 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/client"
+	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
 // The feed through the client: clients created through the API come as
 // client.created events, each once, by PollEvents and by Events, with the
 // data of Get client and the cursor to poll again from.
 func TestEventsWalkers(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t)
 	a := g.api(t, client.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -36,7 +37,7 @@ func TestEventsWalkers(t *testing.T) {
 		made[c.Id.String()] = true
 	}
 	got := map[string]int{}
-	for deadline := time.Now().Add(time.Minute); len(got) < len(made) && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	testenv.Eventually(t, "the three clients' events in the feed", func() error {
 		cursor, err = a.PollEvents(ctx, client.ListEventsParams{Type: &typ}, cursor, func(e client.Event) error {
 			c, err := e.Client()
 			if err != nil {
@@ -50,7 +51,8 @@ func TestEventsWalkers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	}
+		return testenv.Want(len(got), len(made), "clients seen")
+	})
 	for id := range made {
 		if got[id] != 1 {
 			t.Errorf("client %s: %d events", id, got[id])

@@ -37,6 +37,7 @@ func Example() {
 }
 
 func TestDocsShowExample(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../docs/integrators.md")
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +59,7 @@ func TestDocsShowExample(t *testing.T) {
 // docs/integrators.md's npm commands install the versions the TypeScript
 // program is tested with (client/typescript/package.json).
 func TestDocsPinTheTypeScriptTools(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../docs/integrators.md")
 	if err != nil {
 		t.Fatal(err)

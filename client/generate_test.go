@@ -15,6 +15,7 @@ import (
 // module proxy (pinned), so without it the test is skipped, except under
 // CI=true.
 func TestGeneratedCodeIsCurrent(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: runs the generator")
 	}

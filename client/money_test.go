@@ -26,6 +26,7 @@ const (
 // The values are ones a float would change: the test would mean nothing
 // otherwise (float32 is what oapi-codegen made of money before).
 func TestMoneyValuesNeedExactness(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{bigTotal, fineUnit} {
 		f, _ := strconv.ParseFloat(s, 32)
 		if strconv.FormatFloat(float64(float32(f)), 'f', -1, 32) == s {
@@ -40,6 +41,7 @@ func TestMoneyValuesNeedExactness(t *testing.T) {
 // Through a real gateway and back: the generated types hold the exact
 // digits, and encode them again as the same JSON numbers.
 func TestMoneyRoundTripsExactly(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t)
 	id := uuid.New()
 	issued := time.Date(2026, 3, 1, 9, 15, 2, 120_000_000, time.UTC)

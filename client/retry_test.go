@@ -52,6 +52,7 @@ func (s *sleeps) taken() []time.Duration {
 // through; each create carries an Idempotency-Key of its own, the same on
 // its retries. A wait over the bound is not waited: the 429 is the answer.
 func TestRetriesAfterRateLimit(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t)
 	var s sleeps
 	a := g.api(t, client.Config{Sleep: s.sleep})
@@ -112,6 +113,7 @@ func TestRetriesAfterRateLimit(t *testing.T) {
 // carries its Idempotency-Key; a create without one is not (it may have
 // happened).
 func TestRetriesWhenUnavailable(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t)
 	s := sleeps{hook: g.liveVia.Resume}
 	a := g.api(t, client.Config{Sleep: s.sleep})
@@ -160,6 +162,7 @@ func TestRetriesWhenUnavailable(t *testing.T) {
 // made to answer these on demand): the bound on attempts, doubling waits,
 // HTTP-date Retry-After, cancellation, and what is never retried.
 func TestRetryPolicy(t *testing.T) {
+	t.Parallel()
 	type step struct {
 		status     int
 		retryAfter string
@@ -306,6 +309,7 @@ func TestRetryPolicy(t *testing.T) {
 // database go and waits for the first to end), and gets its answer: one
 // client, the same record for both.
 func TestWaitsForTheRunningAttempt(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t)
 	ctx := context.Background()
 	var (

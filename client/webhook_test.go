@@ -70,6 +70,7 @@ func verifierAt(t *testing.T, now time.Time, tolerance time.Duration, secrets ..
 }
 
 func TestWebhookVerifierAcceptsLibrarySignatures(t *testing.T) {
+	t.Parallel()
 	secret := newSecret(t)
 	sent := time.Date(2026, 3, 20, 14, 2, 12, 0, time.UTC)
 	h := deliveryHeaders(eventID, sent, librarySignature(t, secret, eventID, sent, invoiceBody))
@@ -100,6 +101,7 @@ func TestWebhookVerifierAcceptsLibrarySignatures(t *testing.T) {
 }
 
 func TestWebhookVerifierRefuses(t *testing.T) {
+	t.Parallel()
 	secret := newSecret(t)
 	sent := time.Date(2026, 3, 20, 14, 2, 12, 0, time.UTC)
 	sig := librarySignature(t, secret, eventID, sent, invoiceBody)
@@ -159,6 +161,7 @@ func TestWebhookVerifierRefuses(t *testing.T) {
 // During a rotation the gateway signs with both secrets, the new one first:
 // a receiver that knows either verifies; one that knows neither does not.
 func TestWebhookVerifierDuringRotation(t *testing.T) {
+	t.Parallel()
 	oldSecret, current, other := newSecret(t), newSecret(t), newSecret(t)
 	sent := time.Date(2026, 3, 20, 14, 2, 12, 0, time.UTC)
 	h := deliveryHeaders(eventID, sent,
@@ -188,6 +191,7 @@ func referenceSignature(t *testing.T, secret, id string, at time.Time, body stri
 }
 
 func TestLibraryVerifiesTheWireFormat(t *testing.T) {
+	t.Parallel()
 	secret, rotated := newSecret(t), newSecret(t)
 	wh, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
@@ -218,6 +222,7 @@ func TestLibraryVerifiesTheWireFormat(t *testing.T) {
 }
 
 func TestNewWebhookVerifierChecksSecrets(t *testing.T) {
+	t.Parallel()
 	short := "whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 16))
 	for name, secrets := range map[string][]string{
 		"none":          nil,
@@ -242,6 +247,7 @@ func TestNewWebhookVerifierChecksSecrets(t *testing.T) {
 }
 
 func TestWebhookEventClient(t *testing.T) {
+	t.Parallel()
 	secret := newSecret(t)
 	sent := time.Now()
 	body := `{"type":"client.updated","timestamp":"2026-03-12T08:30:45.310Z","companyId":"0a5e7c1e-0000-4000-8000-00000000000a","mode":"TEST","data":{"id":"3b9a8f51-2c4d-4e6f-8a1b-2c3d4e5f6a7b","name":"Kianda Comércio Lda","nif":null,"email":"financeiro@kianda.co.ao","phone":null,"address":null,"type":null,"createdAt":"2026-03-01T09:15:02.120Z","updatedAt":"2026-03-12T08:30:45.310Z"}}`

@@ -94,6 +94,7 @@ func startGatewayEvents(t *testing.T, ev *events.Config) *target {
 // creates its keys, lifts the limits, runs every operation of the mix for a
 // second, reports requests and no transport error, and undoes its changes.
 func TestBenchCommand(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t)
 	ctx := context.Background()
 	companies := []string{gendata.DemoCompanyA, gendata.DemoCompanyB}
@@ -147,6 +148,7 @@ func TestBenchCommand(t *testing.T) {
 // --walk copies a company's whole list by cursor and by page number and
 // counts the same items both ways.
 func TestWalk(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t)
 	var out, errb strings.Builder
 	code := run(context.Background(), []string{"--url", g.pub, "--admin-url", g.admin, "--admin-token", g.adminToken,
@@ -167,6 +169,7 @@ func TestWalk(t *testing.T) {
 }
 
 func TestCeilingService(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

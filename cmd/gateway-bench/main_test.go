@@ -9,6 +9,7 @@ import (
 // --help shows the flags and succeeds; a bad command line is refused with
 // exit status 2 before anything is loaded.
 func TestCommandLine(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		code int
@@ -33,6 +34,7 @@ func TestCommandLine(t *testing.T) {
 // Each operation's requests are reported under its name, the list targets'
 // apart from the mix's filters and deep pages.
 func TestOpOf(t *testing.T) {
+	t.Parallel()
 	for path, want := range map[string]string{
 		"/invoices?page=1&pageSize=20":                  "list-invoices",
 		"/invoices?page=1&pageSize=20&status=OVERDUE":   "list-invoices-filter",
@@ -52,6 +54,7 @@ func TestOpOf(t *testing.T) {
 // --webhooks and --changes are refused where they do not fit, before
 // anything is made.
 func TestEventsCommandLine(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		want string

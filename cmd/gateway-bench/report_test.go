@@ -33,6 +33,7 @@ func spin(t *testing.T, d time.Duration) {
 // tool), processes by name, and the machine's busy and idle time, each
 // counted only between begin and end.
 func TestCPUMeterWatchesTheMachine(t *testing.T) {
+	t.Parallel()
 	comm, err := os.ReadFile("/proc/self/comm")
 	if err != nil {
 		t.Skipf("no /proc: %v", err)
@@ -79,6 +80,7 @@ func TestCPUMeterWatchesTheMachine(t *testing.T) {
 // between them (CI once reported PostgreSQL at -20 µs per request: a backend
 // of another test ended during the measure).
 func TestGrowthOfProcessesByName(t *testing.T) {
+	t.Parallel()
 	ms := time.Millisecond
 	readings := []map[int]time.Duration{
 		{1: 10 * ms, 2: 20 * ms},     // the first reading: everything so far
@@ -100,6 +102,7 @@ func TestGrowthOfProcessesByName(t *testing.T) {
 }
 
 func TestMachineCPU(t *testing.T) {
+	t.Parallel()
 	busy, idle, err := machineCPU()
 	if err != nil {
 		t.Skipf("no /proc/stat: %v", err)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"regexp"
@@ -15,11 +16,13 @@ import (
 
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/events"
+	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
 // N changes split by the measurement's shares; what the companies lack is
 // created instead.
 func TestPlanChanges(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		n, issued, clients int
 		want               changeCounts
@@ -40,6 +43,7 @@ func TestPlanChanges(t *testing.T) {
 
 // Batches of at most the size, the kinds in turn, covering every row once.
 func TestChangeBatches(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		counts changeCounts
 		size   int
@@ -68,6 +72,7 @@ func TestChangeBatches(t *testing.T) {
 // The drain ends when every expected event arrived, when nothing arrived
 // for the quiet time, or at the timeout.
 func TestDrainVerdict(t *testing.T) {
+	t.Parallel()
 	from := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 	sec := func(n int) time.Time { return from.Add(time.Duration(n) * time.Second) }
 	for _, c := range []struct {
@@ -94,6 +99,7 @@ func TestDrainVerdict(t *testing.T) {
 // The receiver counts every delivery, each event once, and its types; one
 // that did not verify is counted apart, with why.
 func TestReceiverTally(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		got  [][3]string // id, type, why
@@ -119,6 +125,7 @@ func TestReceiverTally(t *testing.T) {
 
 // A refused endpoint says what the gateway needs.
 func TestEndpointRefused(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		err  error
 		want string
@@ -147,6 +154,7 @@ func loopbackEvents() *events.Config {
 // load, every event delivered once and verified, counted by type, and the
 // endpoints and keys gone at the end.
 func TestWebhooksAndChanges(t *testing.T) {
+	t.Parallel()
 	g := startGatewayEvents(t, loopbackEvents())
 	ctx := context.Background()
 	var out, errb strings.Builder
@@ -197,6 +205,7 @@ func TestWebhooksAndChanges(t *testing.T) {
 // the receiver: the run fails saying what the gateway needs, and undoes
 // what it made.
 func TestWebhooksRefused(t *testing.T) {
+	t.Parallel()
 	g := startGatewayEvents(t, &events.Config{})
 	var out, errb strings.Builder
 	code := run(context.Background(), []string{"--url", g.pub, "--admin-url", g.admin, "--admin-token", g.adminToken,
@@ -210,6 +219,7 @@ func TestWebhooksRefused(t *testing.T) {
 // Interrupted (Ctrl-C cancels the run's context), the run deletes its
 // endpoints and revokes its keys.
 func TestWebhooksInterrupted(t *testing.T) {
+	t.Parallel()
 	g := startGatewayEvents(t, loopbackEvents())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -219,16 +229,14 @@ func TestWebhooksInterrupted(t *testing.T) {
 		done <- run(ctx, []string{"--url", g.pub, "--admin-url", g.admin, "--admin-token", g.adminToken,
 			"--company", gendata.DemoCompanyA + "," + gendata.DemoCompanyB, "--webhooks", "--duration", "10m", "--rate", "5"}, &out, &errb, noEnv)
 	}()
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+	testenv.Eventually(t, "the run's endpoints", func() error {
 		a, errA := g.events.ListEndpoints(context.Background(), gendata.DemoCompanyA)
 		b, errB := g.events.ListEndpoints(context.Background(), gendata.DemoCompanyB)
-		if errA == nil && errB == nil && len(a) == 1 && len(b) == 1 {
-			break
+		if errA != nil || errB != nil || len(a) != 1 || len(b) != 1 {
+			return fmt.Errorf("A %v %v, B %v %v", a, errA, b, errB)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no endpoints after 2 minutes: %v %v %v %v", a, b, errA, errB)
-		}
-	}
+		return nil
+	})
 	cancel()
 	select {
 	case code := <-done:
