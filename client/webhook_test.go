@@ -281,6 +281,7 @@ func TestWebhookEventClient(t *testing.T) {
 // verifier to use, and only that verifier's secret verifies the delivery,
 // so a body altered to name another company or mode is refused.
 func TestWebhookOwnerChoosesTheVerifier(t *testing.T) {
+	t.Parallel()
 	const a, b = "0a5e7c1e-0000-4000-8000-00000000000a", "0b5e7c1e-0000-4000-8000-00000000000b"
 	sent := time.Date(2026, 3, 20, 14, 2, 12, 0, time.UTC)
 	type owner struct{ company, mode string }
@@ -340,6 +341,7 @@ func TestWebhookOwnerChoosesTheVerifier(t *testing.T) {
 // still verifies, its event's CompanyID and Mode empty: only a receiver
 // that routes by them (WebhookOwner) refuses it.
 func TestWebhookVerifierReadsABodyWithoutOwner(t *testing.T) {
+	t.Parallel()
 	secret := newSecret(t)
 	sent := time.Date(2026, 3, 20, 14, 2, 12, 0, time.UTC)
 	body := strings.Replace(invoiceBody, `"companyId":"0a5e7c1e-0000-4000-8000-00000000000a","mode":"LIVE",`, "", 1)
@@ -351,6 +353,7 @@ func TestWebhookVerifierReadsABodyWithoutOwner(t *testing.T) {
 
 // The generated body types read whose an event is, typed.
 func TestGeneratedWebhookBodies(t *testing.T) {
+	t.Parallel()
 	var b client.InvoicePaidJSONBody
 	if err := json.Unmarshal([]byte(invoiceBody), &b); err != nil {
 		t.Fatal(err)
