@@ -264,18 +264,7 @@ func madeAsError(v ast.Expr) bool {
 // identifier of an adapter given to errors.Is or errors.As (directly, or as
 // the type of the variable errors.As fills), asserted or switched on.
 func adapterErrorsNamed(fset *token.FileSet, f *ast.File, errNames map[string]map[string]bool) []string {
-	local := map[string]string{} // local name → adapter
-	for _, imp := range f.Imports {
-		dep, ours := strings.CutPrefix(strings.Trim(imp.Path.Value, `"`), module)
-		if !ours || !contains(adapterPackages, dep) {
-			continue
-		}
-		name := filepath.Base(dep)
-		if imp.Name != nil {
-			name = imp.Name.Name
-		}
-		local[name] = dep
-	}
+	local := adapterImports(f)
 	var found []string
 	seen := map[token.Pos]bool{}
 	flag := func(sel *ast.SelectorExpr) {
@@ -345,6 +334,24 @@ func adapterErrorsNamed(fset *token.FileSet, f *ast.File, errNames map[string]ma
 		return true
 	})
 	return found
+}
+
+// adapterImports maps the names f gives the adapters it imports to the
+// adapters' paths within the module.
+func adapterImports(f *ast.File) map[string]string {
+	local := map[string]string{}
+	for _, imp := range f.Imports {
+		dep, ours := strings.CutPrefix(strings.Trim(imp.Path.Value, `"`), module)
+		if !ours || !contains(adapterPackages, dep) {
+			continue
+		}
+		name := filepath.Base(dep)
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		local[name] = dep
+	}
+	return local
 }
 
 // TestAdminAnswersThroughWeb holds the admin API to the one writer: its
