@@ -65,7 +65,7 @@ var (
 	// than Config.MinReplicas replicas confirmed it in time, so a Redis
 	// failover could lose it. Recording it again would record it twice:
 	// the recorder keeps the event elsewhere instead (the gateway logs it).
-	ErrNotReplicated = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: "change_not_replicated", Title: "Change not confirmed by Redis replicas",
+	ErrNotReplicated = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: durable.ProblemCode, Title: durable.ProblemTitle,
 		Detail:  "The audit event is recorded, but Redis's replicas did not confirm it in time: if Redis fails over now, it could be lost.",
 		Message: "audit: the event is recorded but Redis's replicas did not confirm it, so a Redis failover could lose it"})
 )

@@ -37,22 +37,15 @@ var (
 	// so refused everywhere within CacheTTL, but fewer than MinReplicas
 	// replicas confirmed it in time: a failover now could make it work
 	// again.
-	ErrRevocationNotReplicated = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: codeNotReplicated, Title: titleNotReplicated,
+	ErrRevocationNotReplicated = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: durable.ProblemCode, Title: durable.ProblemTitle,
 		Detail:  "Redis's replicas did not confirm the revocation in time, so it may or may not have applied: the key is refused now but could work again if Redis fails over; revoke it again once Redis is healthy (repeating it is safe).",
 		Message: "authz: the key is revoked but Redis's replicas did not confirm it, so a Redis failover could undo it; revoke it again until this succeeds"})
 	// ErrNotReplicated: a creation or a roll that fewer than MinReplicas
 	// replicas confirmed in time, and that was therefore taken back: no
 	// secret was issued, the old key of a roll is as it was.
-	ErrNotReplicated = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: codeNotReplicated, Title: titleNotReplicated,
+	ErrNotReplicated = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: durable.ProblemCode, Title: durable.ProblemTitle,
 		Detail:  "Redis's replicas did not confirm the change in time, so it was taken back and no secret was issued; make the same request again once Redis is healthy (it makes one key, never two).",
 		Message: "authz: the change was not made: Redis's replicas did not confirm it in time, so it was taken back (no secret issued); retry"})
-)
-
-// The code and title every adapter gives a change its replicas did not
-// confirm.
-const (
-	codeNotReplicated  = "change_not_replicated"
-	titleNotReplicated = "Change not confirmed by Redis replicas"
 )
 
 // failed is the error of a change op whose write failed: ErrNotReplicated

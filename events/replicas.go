@@ -39,22 +39,15 @@ import (
 var (
 	// ErrNotReplicated: the change is in effect, but fewer replicas than
 	// required confirmed it in time: a failover now could undo it.
-	ErrNotReplicated = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: codeNotReplicated, Title: titleNotReplicated,
+	ErrNotReplicated = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: durable.ProblemCode, Title: durable.ProblemTitle,
 		Detail:  "Redis's replicas did not confirm the change to the webhook endpoint in time, so it may or may not have applied: it is in effect now but a Redis failover could undo it; make the same change again once Redis is healthy (repeating it is safe).",
 		Message: "events: the endpoint change is in effect but Redis's replicas did not confirm it, so a Redis failover could undo it; make it again"})
 	// ErrNotReplicatedTakenBack: a creation or a rotation that fewer
 	// replicas than required confirmed in time, and that was therefore
 	// taken back: no secret was issued.
-	ErrNotReplicatedTakenBack = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: codeNotReplicated, Title: titleNotReplicated,
+	ErrNotReplicatedTakenBack = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: durable.ProblemCode, Title: durable.ProblemTitle,
 		Detail:  "Redis's replicas did not confirm the change in time, so it was taken back and no signing secret was issued; make the same request again once Redis is healthy.",
 		Message: "events: the endpoint creation or rotation was not confirmed by Redis's replicas and was taken back (no secret issued); make it again"})
-)
-
-// The code and title every package gives a change its replicas did not
-// confirm.
-const (
-	codeNotReplicated  = "change_not_replicated"
-	titleNotReplicated = "Change not confirmed by Redis replicas"
 )
 
 // confirm runs write, the writes of one change, all in key's hash slot, and

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invoicing-ao/gateway/internal/durable"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -112,7 +113,7 @@ func (es *Endpoints) Reseal(ctx context.Context) (Resealed, error) {
 
 // ErrResealNotReplicated: the secrets sealed again are in effect, but fewer
 // replicas than required confirmed it in time.
-var ErrResealNotReplicated = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: codeNotReplicated, Title: titleNotReplicated,
+var ErrResealNotReplicated = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: durable.ProblemCode, Title: durable.ProblemTitle,
 	Detail:  "Redis's replicas did not confirm the signing secrets sealed again in time: they are in effect, but a Redis failover could undo it; keep the old keys and run the reseal again once Redis is healthy.",
 	Message: "events: the signing secrets sealed again are in effect but Redis's replicas did not confirm them, so a Redis failover could undo it: keep the old keys (webhookSecretsOldKeys) and run `gateway webhooks reseal` again once Redis is healthy"})
 

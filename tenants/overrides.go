@@ -70,7 +70,7 @@ func (l *Limiter) limitsFrom(v []any) Limits {
 // change again is safe, and confirms it once the replicas answer: each
 // change writes even when it finds nothing to change, so that the wait
 // after a retry vouches for the first attempt.
-var ErrNotReplicated = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: "change_not_replicated", Title: "Change not confirmed by Redis replicas",
+var ErrNotReplicated = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: durable.ProblemCode, Title: durable.ProblemTitle,
 	Detail:  "Redis's replicas did not confirm the limit change in time, so it may or may not have applied: it is in effect now but the previous limit could return if Redis fails over; make the same change again once Redis is healthy (repeating it is safe).",
 	Message: "tenants: the limit is changed but Redis's replicas did not confirm it, so a Redis failover could undo it; make the change again until this succeeds"})
 

@@ -28,6 +28,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invoicing-ao/gateway/internal/durable"
 	"github.com/invoicing-ao/gateway/internal/jsonlog"
 
 	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
@@ -175,7 +176,7 @@ func message(err error) string {
 		return dep.Error()
 	}
 	p := web.Problem(err)
-	if p.Code == "change_not_replicated" { // one sentence: what happened, and what to do
+	if p.Code == durable.ProblemCode { // one sentence: what happened, and what to do
 		return p.Detail
 	}
 	if p.Code == "internal_error" || p.Status() >= 500 {

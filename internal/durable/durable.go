@@ -24,6 +24,14 @@ import (
 // failover before a replica receives it loses it.
 var ErrNotAcknowledged = errors.New("durable: write not acknowledged by enough replicas")
 
+// The problem code and title of every change that the required replicas
+// did not confirm, whichever package made it: one code, so that the admin
+// API, the console and the CLI tell an unconfirmed change by it alone.
+const (
+	ProblemCode  = "change_not_replicated"
+	ProblemTitle = "Change not confirmed by Redis replicas"
+)
+
 // DefaultTimeout is Policy.Timeout's zero value.
 const DefaultTimeout = time.Second
 
