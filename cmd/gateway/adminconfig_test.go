@@ -16,6 +16,7 @@ const testAdminToken = "9f4c2a7e1b8d3c6f0a5e9b2d7c4f1a8e6b3d0c9f2a7e5b1d"
 // The admin listener on anything but loopback starts with a warning that
 // names the address and the setting.
 func TestWarnAdminAddrNotLoopback(t *testing.T) {
+	t.Parallel()
 	for addr, warned := range map[string]bool{"127.0.0.1:0": false, "[::1]:0": false, "0.0.0.0:0": true, "[::]:0": true} {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {

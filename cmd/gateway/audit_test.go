@@ -16,6 +16,7 @@ import (
 // creation disabled, a rotation without overlap, one delivery recovered)
 // are here. Keys and limits keep their lines.
 func TestAuditLinesOfWebhooks(t *testing.T) {
+	t.Parallel()
 	const ep = "ep_aaaaaaaaaaaaaaaaaaaaaaaaaa"
 	at := time.Date(2026, 3, 2, 9, 30, 0, 0, time.UTC)
 	endpoint := func(url, desc string, enabled bool, types ...string) string {

@@ -13,6 +13,7 @@ import (
 // the server's own words, never the API's public text, and says what to do
 // next where that is known.
 func TestErrorsNameTheCause(t *testing.T) {
+	t.Parallel()
 	_, prefix := testenv.Redis(t)
 	admin, err := url.Parse(testenv.PostgresAdminURL())
 	if err != nil {

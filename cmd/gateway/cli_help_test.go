@@ -31,6 +31,7 @@ func runCLI(env func(string) string, args ...string) (int, string, string) {
 // its usage line, its own flags only (and all of them), and an example that
 // the command's own parser accepts.
 func TestEveryCommandHasHelp(t *testing.T) {
+	t.Parallel()
 	flagLine := regexp.MustCompile(`(?m)^  --([a-z-]+)`)
 	for _, c := range commands {
 		fs, _, _ := c.newFlagSet()
@@ -78,6 +79,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 }
 
 func TestGroupsAndOverview(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
 		code, out, _ := runCLI(envOf(nil), args...)
 		if code != 0 || !strings.Contains(out, "keys create") || !strings.Contains(out, "data load") {
@@ -109,6 +111,7 @@ func TestGroupsAndOverview(t *testing.T) {
 // A wrong command line exits 2 with the error and one line of usage, and
 // nothing else: not the flag list, not the overview.
 func TestUsageErrorsAreOneLine(t *testing.T) {
+	t.Parallel()
 	cases := [][]string{
 		{"keys", "create", "--bogus"},
 		{"keys", "create", "--company", gendata.DemoCompanyA},

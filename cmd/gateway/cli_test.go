@@ -39,6 +39,7 @@ func gw(t *testing.T, env func(string) string, args ...string) (int, string, str
 }
 
 func TestKeysCommands(t *testing.T) {
+	t.Parallel()
 	env := cliEnv(t)
 	code, out, errs := gw(t, env, "keys", "create", "--company", gendata.DemoCompanyA, "--mode", "LIVE",
 		"--scopes", "invoices:read,clients:read", "--name", "erp", "--json")
@@ -97,6 +98,7 @@ func TestKeysCommands(t *testing.T) {
 }
 
 func TestLimitsCommands(t *testing.T) {
+	t.Parallel()
 	env := cliEnv(t)
 	co := gendata.DemoCompanyA
 	code, out, errs := gw(t, env, "limits", "get", "--company", co)
@@ -138,6 +140,7 @@ func TestLimitsCommands(t *testing.T) {
 }
 
 func TestUsageAndVersion(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	if code := run(context.Background(), []string{"version"}, &out, &errb, envOf(nil)); code != 0 || !strings.HasPrefix(out.String(), "gateway ") {
 		t.Fatalf("version: %d %q", code, out.String())

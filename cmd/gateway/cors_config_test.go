@@ -16,6 +16,7 @@ import (
 // corsAllowedOrigins travels from the environment to the running handler,
 // and a wildcard or a malformed origin stops start-up naming the setting.
 func TestCORSSetting(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	env := map[string]string{
 		"GATEWAY_LIVE_DATABASE_URL":    "sqlite:" + filepath.Join(dir, "live.db"),

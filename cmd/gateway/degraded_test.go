@@ -22,9 +22,11 @@ import (
 // says what is down and why, and recovers alone when the dependency comes
 // back, with no restart.
 func TestServeStartsDegradedAndRecovers(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	for _, down := range []string{"live database", "sandbox database", "Redis"} {
 		t.Run(strings.ReplaceAll(down, " ", "_"), func(t *testing.T) {
+			t.Parallel()
 			r := newDegradedRig(t, down)
 			p := startProcess(t, bin, []string{
 				"GATEWAY_ADDR=127.0.0.1:0", "GATEWAY_ADMIN_ADDR=127.0.0.1:0", "GATEWAY_REDIS_URL=" + r.redisURL,

@@ -19,6 +19,7 @@ import (
 // printed; each fails visibly (a non-zero exit, the problem printed) when
 // the request fails, so that a script that copies one notices.
 func TestDemoCurlLinesWork(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl not installed")
 	}
@@ -75,6 +76,7 @@ func TestDemoCurlLinesWork(t *testing.T) {
 // and each answers there; the explorer's company field starts with the id
 // of the demo's company A.
 func TestDemoPrintsWhereTheDocsAre(t *testing.T) {
+	t.Parallel()
 	printed := runDemo(t)
 	base := regexp.MustCompile(`ready on (http://\S+)`).FindStringSubmatch(printed)
 	if base == nil {
@@ -106,6 +108,7 @@ func TestDemoPrintsWhereTheDocsAre(t *testing.T) {
 // On the demo's SQLite and in-process Redis, a create retried with its
 // Idempotency-Key is answered as the first and makes one client.
 func TestDemoIdempotentCreate(t *testing.T) {
+	t.Parallel()
 	printed := runDemo(t)
 	base := regexp.MustCompile(`ready on (http://\S+)`).FindStringSubmatch(printed)
 	key := regexp.MustCompile(`LIVE full access\s+company A\s+(igw_live_\S+)`).FindStringSubmatch(printed)
@@ -140,6 +143,7 @@ func TestDemoIdempotentCreate(t *testing.T) {
 // The demo's first minute shows an event: a client created with the printed
 // curl line reaches the demo's receiver, which prints it verified.
 func TestDemoShowsAnEvent(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl not installed")
 	}
@@ -180,6 +184,7 @@ func TestDemoShowsAnEvent(t *testing.T) {
 // change triggered with the printed environment and command reaches the
 // demo's receiver as a TEST event.
 func TestDemoFromAnotherTerminal(t *testing.T) {
+	t.Parallel()
 	demo := runDemoLive(t)
 	printed := demo.String()
 	m := regexp.MustCompile(`(?m)^  export (.+)$`).FindStringSubmatch(printed)

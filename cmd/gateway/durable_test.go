@@ -27,6 +27,7 @@ import (
 // back, each succeeds and makes one change, not two; and a failover keeps
 // every change reported done and loses the ones reported unconfirmed.
 func TestChangesConfirmedByReplicas(t *testing.T) {
+	t.Parallel()
 	r := testenv.RedisReplicated(t)
 	ctx := context.Background()
 	rig := newReplicaRig(t, r)
@@ -308,6 +309,7 @@ func mustConfig(t *testing.T, env func(string) string) config.Config {
 // limits reset included) and succeeds, and the audit log, confirmed the
 // same way, has every event.
 func TestChangesConfirmedOnRedisCluster(t *testing.T) {
+	t.Parallel()
 	c := testenv.RedisClusterReplicated(t)
 	ctx := context.Background()
 	live, test := testenv.Postgres(t), testenv.Postgres(t)

@@ -76,6 +76,7 @@ func runEventsAhead(t *testing.T, env func(string) string, ahead time.Duration) 
 // over, and only it. The pipeline runs here on a clock ahead of the
 // expiry, so that the test waits for a sweep, not for the minute.
 func TestEventsListenAbandonedEndpointExpires(t *testing.T) {
+	t.Parallel()
 	env := eventsEnv(t, nil)
 	co := gendata.DemoCompanyA
 	bin := buildBinary(t)

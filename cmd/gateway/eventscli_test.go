@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -26,7 +27,10 @@ import (
 // says NOT VERIFIED of a delivery it cannot verify; stopping the listener
 // removes its endpoint; bad input says what is wrong and changes nothing.
 func TestEventsListenAndTrigger(t *testing.T) {
-	env := eventsEnv(t, map[string]string{"GATEWAY_ADDR": "127.0.0.1:0", "GATEWAY_ADMIN_ADDR": "127.0.0.1:0", "GATEWAY_DRAIN_DELAY": "0s"})
+	t.Parallel()
+	vars := map[string]string{"GATEWAY_ADDR": "127.0.0.1:0", "GATEWAY_ADMIN_ADDR": "127.0.0.1:0", "GATEWAY_DRAIN_DELAY": "0s"}
+	maps.Copy(vars, keepTestGC)
+	env := eventsEnv(t, vars)
 	co := gendata.DemoCompanyA
 
 	// The gateway that detects and delivers.

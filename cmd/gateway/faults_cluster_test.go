@@ -23,6 +23,7 @@ import (
 // done is in effect on every instance; the refused revocation was lost,
 // never answered ok and then active.
 func TestClusterFailoverOnShippedDefaults(t *testing.T) {
+	t.Parallel()
 	c := testenv.RedisClusterReplicated(t)
 	url := "redis+cluster://" + c.Addrs[0] + "?addr=" + strings.Join(c.Addrs[1:], "&addr=")
 	r := newRig(t, url)

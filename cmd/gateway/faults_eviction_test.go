@@ -26,6 +26,7 @@ import (
 // noeviction, give Redis room, and import the last export, which brings
 // every record back.
 func TestEvictionLosesTheControlPlane(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedisServerWith(t, 0, "--appendonly", "yes", "--maxmemory", "8mb", "--maxmemory-policy", "allkeys-lru")
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -79,6 +80,7 @@ func TestEvictionLosesTheControlPlane(t *testing.T) {
 // keys keep verifying.
 // Given room, the same commands succeed.
 func TestFullRedisRefusesChanges(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedisServerWith(t, 0, "--appendonly", "yes", "--maxmemory", "8mb", "--maxmemory-policy", "noeviction")
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })

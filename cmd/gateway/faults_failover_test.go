@@ -27,6 +27,7 @@ import (
 // whatever became of it: a revocation either kept or refused, never
 // answered ok and then active.
 func TestFailoverOnShippedDefaults(t *testing.T) {
+	t.Parallel()
 	rr := testenv.RedisReplicated(t)
 	r := newRig(t, "redis+sentinel://"+rr.Sentinel+"/0?master_name="+rr.Name)
 	procs := []*process{r.serve(), r.serve(), r.serve()}
@@ -255,6 +256,7 @@ func secretIn(t *testing.T, body string) string {
 // has it), other changes may or may not have applied. Keys keep verifying.
 // Once the replica is back and in sync, each change repeated is done.
 func TestReplicaDownWithoutFailover(t *testing.T) {
+	t.Parallel()
 	rr := testenv.RedisReplicated(t)
 	r := newRig(t, "redis+sentinel://"+rr.Sentinel+"/0?master_name="+rr.Name)
 	p := r.serve()

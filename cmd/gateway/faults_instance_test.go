@@ -16,6 +16,7 @@ import (
 // lease ends (the receiver, which had taken it, gets it twice, under one
 // webhook-id); and the changes that follow are delivered.
 func TestInstanceKilled(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedisServerWith(t, 0, "--appendonly", "yes")
 	r := newRig(t, "redis://"+srv.Addr()+"/0")
 	rc := newReceiver(t)

@@ -29,6 +29,7 @@ import (
 // webhook-id. What came after the export is lost as documented: a key
 // revoked since works again, until revoked again.
 func TestFlushallThenImport(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedisServerWith(t, 0, "--appendonly", "yes")
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })

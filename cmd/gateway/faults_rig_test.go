@@ -9,9 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
-	"sync"
 	"testing"
 
 	"github.com/invoicing-ao/gateway/backend/gendata"
@@ -26,33 +24,6 @@ import (
 // faultsAdminToken is the admin token of the fault tests' gateways: random,
 // as a deployment's is.
 const faultsAdminToken = "3b7e91c04fa2d8653e0c17b9a4f2d6e8c5013a9f7b2e4d60"
-
-var faultsBin struct {
-	once sync.Once
-	path string
-	out  []byte
-	err  error
-}
-
-// faultsBinary is the gateway binary, built once for all the fault tests,
-// beside the test binary (go test removes that directory after the run),
-// or in the test's own directory when that one cannot be written.
-func faultsBinary(t *testing.T) string {
-	t.Helper()
-	faultsBin.once.Do(func() {
-		exe, err := os.Executable()
-		if err != nil {
-			faultsBin.err = err
-			return
-		}
-		faultsBin.path = filepath.Join(filepath.Dir(exe), "gateway-faults")
-		faultsBin.out, faultsBin.err = exec.Command("go", "build", "-o", faultsBin.path, ".").CombinedOutput()
-	})
-	if faultsBin.err != nil {
-		return buildBinary(t)
-	}
-	return faultsBin.path
-}
 
 // rig is one deployment: `gateway serve` processes and the command line on
 // one Redis, the shipped configuration file, and only what every deployment
@@ -80,7 +51,7 @@ func newRig(t *testing.T, redisURL string, extra ...string) *rig {
 		"GATEWAY_ADDR=127.0.0.1:0", "GATEWAY_ADMIN_ADDR=127.0.0.1:0", "GATEWAY_DRAIN_DELAY=0s",
 		"GATEWAY_EVENTS_ALLOW_HTTP=true", "GATEWAY_EVENTS_ALLOWED_NETWORKS=127.0.0.0/8",
 	}, extra...)
-	return &rig{t: t, bin: faultsBinary(t), env: withSecretsKey(env), co: gendata.DemoCompanyA}
+	return &rig{t: t, bin: buildBinary(t), env: withSecretsKey(env), co: gendata.DemoCompanyA}
 }
 
 // serve starts a `gateway serve` process, with extra settings.

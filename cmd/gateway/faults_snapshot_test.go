@@ -23,6 +23,7 @@ import (
 // under the same webhook-id. An export newer than the snapshot, imported,
 // brings back what it holds (the revocation wins, the newer records win).
 func TestRedisRestartedFromSnapshot(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedisServerWith(t, 0, "--save", "3600 1 300 100 60 10000")
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -94,6 +95,7 @@ func TestRedisRestartedFromSnapshot(t *testing.T) {
 // delivered twice), and the change made while Redis was down is
 // delivered.
 func TestRedisRestartedWithAOF(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedisServerWith(t, 0, "--appendonly", "yes", "--appendfsync", "everysec")
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })

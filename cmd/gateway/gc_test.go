@@ -6,7 +6,8 @@ import (
 	"testing"
 )
 
-// tuneGC sets what the operator left unset, and nothing else.
+// tuneGC sets what the operator left unset, and nothing else. Not
+// parallel: the garbage collector's settings are the process's.
 func TestTuneGC(t *testing.T) {
 	pct0, lim0 := debug.SetGCPercent(100), debug.SetMemoryLimit(math.MaxInt64)
 	t.Cleanup(func() { debug.SetGCPercent(pct0); debug.SetMemoryLimit(lim0) })

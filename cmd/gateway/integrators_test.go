@@ -29,6 +29,7 @@ import (
 // deliveries signed as the gateway signs them. Node and npm are skipped when
 // missing, except under CI=true (.ci/test installs them).
 func TestIntegrators(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short")
 	}

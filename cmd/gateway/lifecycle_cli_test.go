@@ -12,6 +12,7 @@ import (
 // Expiry, networks, rolls and the audit log from the command line, against
 // real PostgreSQL and Redis, as docs/operators.md shows them.
 func TestKeyLifecycleCommands(t *testing.T) {
+	t.Parallel()
 	env := cliEnv(t)
 	co := gendata.DemoCompanyA
 	k := createLimitedKey(t, env, co)

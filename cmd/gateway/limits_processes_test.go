@@ -200,6 +200,7 @@ func (g *gateways) scriptCalls(t *testing.T) int64 {
 // every process applies a second later. The ±5 % figures over 10 s need real
 // load: TestThreeProcessesAccuracy.
 func TestThreeProcessesShareOneLimit(t *testing.T) {
+	t.Parallel()
 	g := startGateways(t)
 
 	g.setLimit([2]int{1, 5})
@@ -258,6 +259,8 @@ func sum(xs []float64) (s float64) {
 // than 5,000 requests/s, so it runs only when asked:
 //
 //	GATEWAY_ACCURACY=1 go test -run TestThreeProcessesAccuracy -v ./cmd/gateway/
+//
+// Not parallel: it measures, and runs before the parallel tests start.
 func TestThreeProcessesAccuracy(t *testing.T) {
 	if os.Getenv("GATEWAY_ACCURACY") != "1" {
 		t.Skip("set GATEWAY_ACCURACY=1 to measure (10 s windows under real load)")

@@ -27,6 +27,7 @@ const (
 // receiver, and checks the spans, the access log, /metrics and the usage
 // counts of one series of requests: created, listed (under the caller's
 // traceparent), refused for a bad key, rate limited, and not routed.
+// Not parallel: startObserved sets the process's OTEL_* variables.
 func TestObservability(t *testing.T) {
 	rc := newOTLPReceiver(t)
 	g := startObserved(t, map[string]string{

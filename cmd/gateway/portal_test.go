@@ -31,6 +31,7 @@ const (
 )
 
 func TestPortal(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short")
 	}

@@ -9,6 +9,7 @@ import (
 )
 
 func TestProbeCommand(t *testing.T) {
+	t.Parallel()
 	status := http.StatusOK
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(status) }))
 	defer srv.Close()

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -21,9 +22,29 @@ type process struct {
 	seen        []string // the lines waitLog has read
 }
 
-// buildBinary compiles the gateway once per test.
+var builtBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// buildBinary is the gateway binary, built once for all the tests that run
+// it, beside the test binary (go test removes that directory after the
+// run), or in the test's own directory when that one cannot be written.
 func buildBinary(t *testing.T) string {
 	t.Helper()
+	builtBin.once.Do(func() {
+		exe, err := os.Executable()
+		if err != nil {
+			builtBin.err = err
+			return
+		}
+		builtBin.path = filepath.Join(filepath.Dir(exe), "gateway-under-test")
+		builtBin.err = exec.Command("go", "build", "-o", builtBin.path, ".").Run()
+	})
+	if builtBin.err == nil {
+		return builtBin.path
+	}
 	bin := filepath.Join(t.TempDir(), "gateway")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {

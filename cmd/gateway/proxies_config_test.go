@@ -22,6 +22,7 @@ import (
 // forwarded address is believed from a listed proxy only; a bad network
 // stops start-up naming the setting.
 func TestTrustedProxiesSetting(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	live, test := "sqlite:"+filepath.Join(dir, "live.db"), "sqlite:"+filepath.Join(dir, "test.db")
 	if _, err := gendata.SetUpSmall(t.Context(), live, test, 3); err != nil {

@@ -13,6 +13,11 @@ import (
 	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
+// keepTestGC are settings that leave the garbage collector of the test
+// process as it is when `gateway serve` runs in it (tuneGC changes only what
+// the operator left unset): the parallel tests share that process.
+var keepTestGC = map[string]string{"GOGC": "100", "GOMEMLIMIT": "off"}
+
 // serveEnv is a configuration for `gateway serve` on redisURL, with this
 // test's own (empty) databases, on free ports.
 func serveEnv(t *testing.T, redisURL string, set map[string]string) func(string) string {
@@ -23,6 +28,7 @@ func serveEnv(t *testing.T, redisURL string, set map[string]string) func(string)
 		"GATEWAY_ADDR":              "127.0.0.1:0", "GATEWAY_ADMIN_ADDR": "127.0.0.1:0", "GATEWAY_DRAIN_DELAY": "0s",
 		"GATEWAY_EVENTS_RUN": "false",
 	}
+	maps.Copy(m, keepTestGC)
 	maps.Copy(m, set)
 	return envOf(m)
 }
@@ -60,6 +66,7 @@ func startServe(t *testing.T, env func(string) string) (string, *testenv.SyncBuf
 // Redis setting and the gateway's; with redisAllowEviction it starts, and
 // says so.
 func TestServeRefusesEvictingRedis(t *testing.T) {
+	t.Parallel()
 	s := testenv.StartRedisServerWith(t, 0, "--appendonly", "yes", "--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru")
 	env := serveEnv(t, "redis://"+s.Addr()+"/0", nil)
 	code, _, errs := runCLI(env, "serve", "--config", "../../configs/gateway.yaml")
@@ -80,6 +87,7 @@ func TestServeRefusesEvictingRedis(t *testing.T) {
 // away, as managed Redis does), the same checks are unknown, said as such,
 // and nothing fails.
 func TestServeNamesRedisThatLosesState(t *testing.T) {
+	t.Parallel()
 	bare := testenv.StartRedisServer(t, 0)
 	addr, logs := startServe(t, serveEnv(t, "redis://"+bare.Addr()+"/0", nil))
 	for _, want := range []string{`"check":"persistence"`, "appendonly yes", `"check":"replicas"`, "Redis has no replica"} {

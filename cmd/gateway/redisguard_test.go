@@ -18,6 +18,7 @@ import (
 // kept at one when they go (changes are then refused, never silently
 // unconfirmed); a fixed setting is what it says whatever Redis has.
 func TestAutoTargetFollowsReadings(t *testing.T) {
+	t.Parallel()
 	alone := redisstate.Report{Topology: redisstate.Single, Servers: []redisstate.Server{{ReplicasKnown: true}}}
 	withReplica := redisstate.Report{Topology: redisstate.Single, Servers: []redisstate.Server{{ReplicasKnown: true, Replicas: 1, Configured: 1}}}
 	silent := redisstate.Report{Topology: redisstate.Single, Servers: []redisstate.Server{{}}}
@@ -59,6 +60,7 @@ func TestAutoTargetFollowsReadings(t *testing.T) {
 // explicit 0 on a replicated Redis is an opt-out start-up names. (Cluster:
 // TestChangesConfirmedOnRedisCluster.)
 func TestAutoReplicasOnRealRedis(t *testing.T) {
+	t.Parallel()
 	alone := testenv.StartRedisServer(t, 0)
 	r := testenv.RedisReplicated(t)
 	for _, c := range []struct {
@@ -101,6 +103,7 @@ func TestAutoReplicasOnRealRedis(t *testing.T) {
 // startup on a reading: refused for eviction unless allowed, with the
 // Redis setting and the gateway setting named; quiet about nothing.
 func TestStartupRefusesEviction(t *testing.T) {
+	t.Parallel()
 	lru := redisstate.Report{Topology: redisstate.Single, Servers: []redisstate.Server{{Addr: "10.0.0.5:6379", ConfigKnown: true, AOF: true,
 		Policy: "volatile-lru", ReplicasKnown: true, Replicas: 1, Configured: 1}}}
 	for _, allow := range []bool{false, true} {

@@ -63,6 +63,7 @@ func refused(addr string) bool {
 // answered), then the listener stops accepting, and a request that was in
 // flight all along (held by a table lock) still completes with 200.
 func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	env := cliEnv(t)
 	// Long enough that a busy machine still sends its requests within it.
 	drain := 5 * time.Second

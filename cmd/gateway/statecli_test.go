@@ -37,6 +37,7 @@ func stateEnv(t *testing.T) (func(string) string, func()) {
 // replaced) encrypts an export that only its identity opens; after a loss,
 // the import puts the limit back, and a second import changes nothing.
 func TestStateCommands(t *testing.T) {
+	t.Parallel()
 	env, lose := stateEnv(t)
 	dir := t.TempDir()
 	co := gendata.DemoCompanyA
@@ -96,6 +97,7 @@ func gwNoConfig(env func(string) string, args ...string) (int, string, string) {
 // how to make one; plain text is a choice that must be named, and excludes a
 // key; a key that is not one is refused without being repeated.
 func TestWebhookSecretsKeySetting(t *testing.T) {
+	t.Parallel()
 	base := map[string]string{"GATEWAY_LIVE_DATABASE_URL": "sqlite:/tmp/l.db", "GATEWAY_TEST_DATABASE_URL": "sqlite:/tmp/t.db"}
 	with := func(kv ...string) func(string) string {
 		m := map[string]string{"GATEWAY_WEBHOOK_SECRETS_KEY": ""}

@@ -9,6 +9,7 @@ import (
 // The production binary links no load generator: the load tool and its
 // ceiling service are gateway-bench's (cmd/gateway-bench).
 func TestBinaryIsThin(t *testing.T) {
+	t.Parallel()
 	goTool, err := exec.LookPath("go") // go test puts its own go first on PATH
 	if err != nil {
 		t.Fatalf("the go tool: %v", err)

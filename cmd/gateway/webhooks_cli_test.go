@@ -13,6 +13,7 @@ import (
 // docs/operators.md shows them; bad input says what is wrong, exits
 // non-zero and changes nothing.
 func TestWebhooksCommands(t *testing.T) {
+	t.Parallel()
 	env := cliEnv(t)
 	co := gendata.DemoCompanyA
 	const url = "https://93.184.216.34/webhooks"

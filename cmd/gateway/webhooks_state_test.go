@@ -13,6 +13,7 @@ import (
 // webhooks list names an endpoint's state as the console does: enabled,
 // failing (since when) or disabled (and why).
 func TestWebhooksListState(t *testing.T) {
+	t.Parallel()
 	since := time.Date(2026, 3, 10, 14, 5, 0, 0, time.UTC)
 	for _, c := range []struct {
 		e    events.Endpoint

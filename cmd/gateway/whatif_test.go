@@ -29,6 +29,7 @@ func (o *offered) TakeOffered(yield func(string, invoicing.Mode, int64, int)) {
 // limits whatif, shape and headroom on a recording: ten requests a second
 // for three minutes, but 100 in one of them, two blocks ago.
 func TestLimitsWhatIfCommands(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb, prefix := testenv.Redis(t)
 	env := envOf(map[string]string{"GATEWAY_REDIS_URL": testenv.RedisURL(), "GATEWAY_REDIS_PREFIX": prefix})

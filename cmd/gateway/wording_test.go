@@ -5,6 +5,7 @@ import "testing"
 // Counts and articles read as English: "1 failed delivery", "an
 // invoice.paid change".
 func TestWording(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		n    int
 		want string
