@@ -3,16 +3,17 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/gateway/apidocs"
+	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
 // The demo starts with nothing installed and its printed curl lines work as
@@ -166,17 +167,10 @@ func TestDemoShowsAnEvent(t *testing.T) {
 	if json.Unmarshal(out, &c) != nil || c.ID == "" {
 		t.Fatalf("create: %s", out)
 	}
-	out2 := demo.String
-	deadline := time.Now().Add(60 * time.Second)
 	want := regexp.MustCompile(`webhook LIVE client\.created +evt_[a-z2-7]{26}  client "Kianda Lda" ` + c.ID + `  \(signature verified\)`)
-	for !want.MatchString(out2()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no verified client.created for %s printed within 60 s:\n%s", c.ID, out2())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if strings.Contains(out2(), "refused") {
-		t.Errorf("the demo's receiver refused a delivery:\n%s", out2())
+	waitPrinted(t, demo, want, "a verified client.created for "+c.ID)
+	if strings.Contains(demo.String(), "refused") {
+		t.Errorf("the demo's receiver refused a delivery:\n%s", demo.String())
 	}
 }
 
@@ -203,13 +197,7 @@ func TestDemoFromAnotherTerminal(t *testing.T) {
 		t.Fatalf("%s: %d %s %s", trigger[1], code, out, errs)
 	}
 	want := regexp.MustCompile(`webhook TEST invoice\.paid +evt_[a-z2-7]{26}  invoice FT \S+ PAID, AGT \w+ ` + id[1] + `  \(signature verified\)`)
-	deadline := time.Now().Add(60 * time.Second)
-	for !want.MatchString(demo.String()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no verified invoice.paid for %s within 60 s:\n%s", id[1], demo.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitPrinted(t, demo, want, "a verified invoice.paid for "+id[1])
 	// The demo records its traffic too (its in-process Redis has no
 	// BITFIELD): what a limit would have refused of requests just made.
 	curl := regexp.MustCompile(`(?m)^  curl -sS --fail-with-body -H "Authorization: Bearer (igw_live_\w+)" -H "X-Company-Id: (\S+)" '([^']+)'`).FindStringSubmatch(printed)
@@ -226,13 +214,22 @@ func TestDemoFromAnotherTerminal(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	for deadline = time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	testenv.Eventually(t, "limits whatif to count the 3 requests", func() error {
 		code, out, errs := gw(t, envOf(vars), "limits", "whatif", "--company", curl[2], "--mode", "LIVE", "--rate", "1", "--burst", "1", "--since", "1h")
-		if code == 0 && strings.Contains(out, ": 3 requests offered") {
-			break
+		if code != 0 || !strings.Contains(out, ": 3 requests offered") {
+			return fmt.Errorf("exit %d: %s %s", code, out, errs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("limits whatif on the demo: %d %s %s", code, out, errs)
+		return nil
+	})
+}
+
+// waitPrinted waits until out holds a line matching want.
+func waitPrinted(t *testing.T, out *testenv.SyncBuffer, want *regexp.Regexp, what string) {
+	t.Helper()
+	testenv.Eventually(t, what+" printed", func() error {
+		if !want.MatchString(out.String()) {
+			return fmt.Errorf("not in:\n%s", out.String())
 		}
-	}
+		return nil
+	})
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -217,8 +218,7 @@ func listenAlone(t *testing.T, env func(string) string, co string) {
 	}
 	// The refused delivery is the change's event, answered 400 by the
 	// listener (its attempt is recorded once the answer is in: polled).
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	testenv.Eventually(t, "the refused delivery's attempt in the endpoint's log", func() error {
 		code, dout, derrs := gw(t, env, "webhooks", "deliveries", ep, "--type", "client.updated", "--json")
 		var log struct {
 			Data []struct {
@@ -229,17 +229,14 @@ func listenAlone(t *testing.T, env func(string) string, co string) {
 		if code != 0 || json.Unmarshal([]byte(dout), &log) != nil {
 			t.Fatalf("deliveries: %d %s %s", code, dout, derrs)
 		}
-		if len(log.Data) == 1 && len(log.Data[0].Log) > 0 {
-			if d := log.Data[0]; d.EventID != refused[1] || d.ResourceID != updated || d.Log[0].Status != http.StatusBadRequest {
-				t.Errorf("the refused delivery: %+v, want %s of %s answered 400", d, refused[1], updated)
-			}
-			break
+		if len(log.Data) != 1 || len(log.Data[0].Log) == 0 {
+			return fmt.Errorf("not yet: %s", dout)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the refused delivery's attempt is not in the endpoint's log within 90 s: %s", dout)
+		if d := log.Data[0]; d.EventID != refused[1] || d.ResourceID != updated || d.Log[0].Status != http.StatusBadRequest {
+			t.Errorf("the refused delivery: %+v, want %s of %s answered 400", d, refused[1], updated)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	l.stopped(t, env, co, "Removed endpoint "+ep)
 }
 

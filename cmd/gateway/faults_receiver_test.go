@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/invoicing-ao/gateway/client"
 	"github.com/invoicing-ao/gateway/internal/testenv"
@@ -114,10 +113,11 @@ func (rc *receiver) holdNext() (waiting <-chan struct{}, release func()) {
 // ("type id") and returns their webhook-ids.
 func (rc *receiver) waitFor(changes ...string) []string {
 	rc.t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
+	var ids []string
+	testenv.Eventually(rc.t, "a verified delivery of each change", func() error {
 		rc.mu.Lock()
-		var ids, missing []string
+		var missing []string
+		ids = ids[:0]
 		for _, c := range changes {
 			if id, ok := rc.changes[c]; ok {
 				ids = append(ids, id)
@@ -130,14 +130,12 @@ func (rc *receiver) waitFor(changes ...string) []string {
 		if unverified > 0 {
 			rc.t.Fatalf("%d deliveries did not verify", unverified)
 		}
-		if len(missing) == 0 {
-			return ids
+		if len(missing) > 0 {
+			return fmt.Errorf("none yet of: %s", strings.Join(missing, ", "))
 		}
-		if time.Now().After(deadline) {
-			rc.t.Fatalf("no verified delivery within 3 minutes of: %s", strings.Join(missing, ", "))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	return ids
 }
 
 // accepted is how many times the receiver accepted the event of webhook-id.

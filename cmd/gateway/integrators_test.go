@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -140,13 +139,7 @@ func typescriptReceiverFromGateway(t *testing.T, dir, printed string) {
 		t.Fatalf("create a client: %d %v", res.StatusCode, err)
 	}
 	want := "client.created LIVE " + company + " " + cl.ID + " Integrador TS Lda"
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(out.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("receiver.ts did not print %q from the gateway's delivery:\n%s", want, out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitPrinted(t, out, regexp.MustCompile(regexp.QuoteMeta(want)), "receiver.ts's line of the gateway's delivery")
 	if n := strings.Count(out.String(), want); n != 1 {
 		t.Errorf("receiver.ts printed the event %d times:\n%s", n, out.String())
 	}

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"maps"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
 )
@@ -39,26 +39,30 @@ func startServe(t *testing.T, env func(string) string) (string, *testenv.SyncBuf
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
 	logs := &testenv.SyncBuffer{}
-	done := make(chan int, 1)
+	var code int
+	ended := make(chan struct{})
 	go func() {
-		done <- run(ctx, []string{"serve", "--config", "../../configs/gateway.yaml"}, io.Discard, logs, env)
+		code = run(ctx, []string{"serve", "--config", "../../configs/gateway.yaml"}, io.Discard, logs, env)
+		close(ended)
 	}()
-	t.Cleanup(func() { stop(); <-done })
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	t.Cleanup(func() { stop(); <-ended })
+	var public string
+	testenv.Eventually(t, "serve's listening line", func() error {
 		for _, line := range strings.Split(logs.String(), "\n") {
 			var m struct{ Msg, Public string }
 			if json.Unmarshal([]byte(line), &m) == nil && m.Msg == "gateway listening" {
-				return m.Public, logs
+				public = m.Public
+				return nil
 			}
 		}
 		select {
-		case code := <-done:
+		case <-ended:
 			t.Fatalf("serve ended with %d:\n%s", code, logs.String())
 		default:
 		}
-	}
-	t.Fatalf("serve never listened:\n%s", logs.String())
-	return "", nil
+		return errors.New("not yet")
+	})
+	return public, logs
 }
 
 // `gateway serve` refuses a Redis that may evict the control plane's

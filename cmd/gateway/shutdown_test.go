@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -98,18 +99,16 @@ func TestGracefulShutdown(t *testing.T) {
 	inflight := requestHeld(t, tx, base+"/api/v1/v1/clients/"+clientID, key)
 
 	sigterm()
-	waitDraining(t, base, drain)
+	waitDraining(t, base)
 	// Still accepted and served during the drain delay, on a connection the
 	// server closes after the answer.
 	if a := get(base+"/api/v1/v1/invoices?pageSize=1", key); a.status != 200 || !a.closed {
 		t.Fatalf("request during the drain delay: status %d, connection closed %v, %v", a.status, a.closed, a.err)
 	}
 
-	for start := time.Now(); !refused(addr); time.Sleep(20 * time.Millisecond) {
-		if time.Since(start) > drain+5*time.Second {
-			t.Fatal("the listener still accepts after the drain delay")
-		}
-	}
+	testenv.Eventually(t, "the listener to stop accepting after the drain delay", func() error {
+		return testenv.Want(refused(addr), true, "connection refused")
+	})
 	select {
 	case a := <-inflight:
 		t.Fatalf("the in-flight request ended before its query could: %+v", a)
@@ -176,7 +175,8 @@ func requestHeld(t *testing.T, tx pgx.Tx, url, key string) <-chan answer {
 	t.Helper()
 	inflight := make(chan answer, 1)
 	go func() { inflight <- get(url, key) }()
-	for waiting := 0; waiting == 0; time.Sleep(10 * time.Millisecond) {
+	testenv.Eventually(t, "the request to wait for the lock", func() error {
+		waiting := 0
 		if err := tx.QueryRow(t.Context(), "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
@@ -185,24 +185,26 @@ func requestHeld(t *testing.T, tx pgx.Tx, url, key string) <-chan answer {
 			t.Fatalf("the request did not wait for the lock: %+v", a)
 		default:
 		}
-	}
+		return testenv.Want(waiting > 0, true, "a query waiting for a lock")
+	})
 	return inflight
 }
 
 // waitDraining waits for readiness to turn 503 (draining) while the
-// listener still serves, within half the drain delay.
-func waitDraining(t *testing.T, base string, drain time.Duration) {
+// listener still serves.
+func waitDraining(t *testing.T, base string) {
 	t.Helper()
-	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+	testenv.Eventually(t, "readiness to turn 503 (draining)", func() error {
 		a := get(base+"/readyz", "")
-		if a.status == 503 {
-			if checks, _ := a.body["checks"].(map[string]any); checks["shutdown"] != "draining" {
-				t.Fatalf("readyz while draining: %+v", a.body)
-			}
-			break
-		}
-		if a.err != nil || time.Since(start) > drain/2 {
+		if a.err != nil {
 			t.Fatalf("readyz did not turn 503 while the listener still served: %+v", a)
 		}
-	}
+		if a.status != 503 {
+			return fmt.Errorf("readyz answered %d", a.status)
+		}
+		if checks, _ := a.body["checks"].(map[string]any); checks["shutdown"] != "draining" {
+			t.Fatalf("readyz while draining: %+v", a.body)
+		}
+		return nil
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -179,13 +180,7 @@ func deliverToReceiver(t *testing.T, port int, out *testenv.SyncBuffer, secret s
 		}
 	}
 	// Events are processed after the answer: wait for the last one's line.
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(out.String(), "client.updated ") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the receiver printed no client.updated line:\n%s", out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitPrinted(t, out, regexp.MustCompile(`client\.updated `), "the receiver's client.updated line")
 	var lines []string
 	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		if strings.HasPrefix(l, "invoice.") || strings.HasPrefix(l, "client.") {
