@@ -13,7 +13,9 @@ import (
 // the server's own words, never the API's public text, and says what to do
 // next where that is known.
 func TestErrorsNameTheCause(t *testing.T) {
-	t.Parallel()
+	// Not parallel: the gateway runs in the test process, where its sub-second
+	// Redis deadlines (a key's verification, a rate-limit decision) must not
+	// compete with the parallel tests for the CPU.
 	_, prefix := testenv.Redis(t)
 	admin, err := url.Parse(testenv.PostgresAdminURL())
 	if err != nil {

@@ -20,7 +20,9 @@ import (
 // printed; each fails visibly (a non-zero exit, the problem printed) when
 // the request fails, so that a script that copies one notices.
 func TestDemoCurlLinesWork(t *testing.T) {
-	t.Parallel()
+	// Not parallel: the gateway runs in the test process, where its sub-second
+	// Redis deadlines (a key's verification, a rate-limit decision) must not
+	// compete with the parallel tests for the CPU.
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl not installed")
 	}
@@ -77,7 +79,9 @@ func TestDemoCurlLinesWork(t *testing.T) {
 // and each answers there; the explorer's company field starts with the id
 // of the demo's company A.
 func TestDemoPrintsWhereTheDocsAre(t *testing.T) {
-	t.Parallel()
+	// Not parallel: the gateway runs in the test process, where its sub-second
+	// Redis deadlines (a key's verification, a rate-limit decision) must not
+	// compete with the parallel tests for the CPU.
 	printed := runDemo(t)
 	base := regexp.MustCompile(`ready on (http://\S+)`).FindStringSubmatch(printed)
 	if base == nil {
@@ -109,7 +113,9 @@ func TestDemoPrintsWhereTheDocsAre(t *testing.T) {
 // On the demo's SQLite and in-process Redis, a create retried with its
 // Idempotency-Key is answered as the first and makes one client.
 func TestDemoIdempotentCreate(t *testing.T) {
-	t.Parallel()
+	// Not parallel: the gateway runs in the test process, where its sub-second
+	// Redis deadlines (a key's verification, a rate-limit decision) must not
+	// compete with the parallel tests for the CPU.
 	printed := runDemo(t)
 	base := regexp.MustCompile(`ready on (http://\S+)`).FindStringSubmatch(printed)
 	key := regexp.MustCompile(`LIVE full access\s+company A\s+(igw_live_\S+)`).FindStringSubmatch(printed)
@@ -144,7 +150,9 @@ func TestDemoIdempotentCreate(t *testing.T) {
 // The demo's first minute shows an event: a client created with the printed
 // curl line reaches the demo's receiver, which prints it verified.
 func TestDemoShowsAnEvent(t *testing.T) {
-	t.Parallel()
+	// Not parallel: the gateway runs in the test process, where its sub-second
+	// Redis deadlines (a key's verification, a rate-limit decision) must not
+	// compete with the parallel tests for the CPU.
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl not installed")
 	}
@@ -178,7 +186,9 @@ func TestDemoShowsAnEvent(t *testing.T) {
 // change triggered with the printed environment and command reaches the
 // demo's receiver as a TEST event.
 func TestDemoFromAnotherTerminal(t *testing.T) {
-	t.Parallel()
+	// Not parallel: the gateway runs in the test process, where its sub-second
+	// Redis deadlines (a key's verification, a rate-limit decision) must not
+	// compete with the parallel tests for the CPU.
 	demo := runDemoLive(t)
 	printed := demo.String()
 	m := regexp.MustCompile(`(?m)^  export (.+)$`).FindStringSubmatch(printed)

@@ -83,7 +83,7 @@ func checkExplorer(t *testing.T, base string) {
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=15000", "--dump-dom", base+"/api/docs")
 	cmd.Stderr = io.Discard
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Patience)
 	defer cancel()
 	dom, err := exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...).Output()
 	if err != nil {

@@ -24,7 +24,9 @@ import (
 // redis+cluster:// URL: a key made through the admin path verifies on a
 // request, the rate limit admits the burst and answers 429 after it.
 func TestGatewayOnRedisCluster(t *testing.T) {
-	t.Parallel()
+	// Not parallel: the gateway runs in the test process, where its sub-second
+	// Redis deadlines (a key's verification, a rate-limit decision) must not
+	// compete with the parallel tests for the CPU.
 	addrs := testenv.RedisCluster(t, 3)
 	d := smokeGateway(t, "redis+cluster://"+addrs[0]+"?addr="+addrs[1]+"&addr="+addrs[2])
 	if _, ok := d.rdb.(*redis.ClusterClient); !ok {
@@ -36,7 +38,9 @@ func TestGatewayOnRedisCluster(t *testing.T) {
 // master has no replica, which the Sentinel says: changes wait for none
 // (redisMinReplicas auto).
 func TestGatewayOnRedisSentinel(t *testing.T) {
-	t.Parallel()
+	// Not parallel: the gateway runs in the test process, where its sub-second
+	// Redis deadlines (a key's verification, a rate-limit decision) must not
+	// compete with the parallel tests for the CPU.
 	addr, master := testenv.RedisSentinel(t)
 	d := smokeGateway(t, "redis+sentinel://"+addr+"/0?master_name="+master)
 	if n := d.guard.target.Replicas(); n != 0 {
