@@ -42,6 +42,7 @@ func ids(p page) map[string]bool {
 }
 
 func TestListsAndGets(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	k := in.key(t, coA, invoicing.Live, allScopes)
@@ -103,6 +104,7 @@ func TestListsAndGets(t *testing.T) {
 
 // LIVE keys see the live database, TEST keys the sandbox, never the other.
 func TestModesAreSeparate(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	live := in.key(t, coA, invoicing.Live, allScopes)
@@ -133,6 +135,7 @@ func TestModesAreSeparate(t *testing.T) {
 
 // Another company's ids answer exactly like unknown ids.
 func TestCrossCompany(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	a := in.key(t, coA, invoicing.Live, allScopes)
@@ -168,6 +171,7 @@ func TestCrossCompany(t *testing.T) {
 }
 
 func TestCreateClient(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	k := in.key(t, coA, invoicing.Live, allScopes)
@@ -214,6 +218,7 @@ func TestCreateClient(t *testing.T) {
 }
 
 func TestInvalidInput(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	k := in.key(t, coA, invoicing.Live, allScopes)
@@ -279,6 +284,7 @@ func TestInvalidInput(t *testing.T) {
 }
 
 func TestRoutingStatuses(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	k := in.key(t, coA, invoicing.Live, allScopes)
@@ -324,6 +330,7 @@ func TestRoutingStatuses(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	k := in.key(t, coA, invoicing.Live, allScopes)
@@ -357,6 +364,7 @@ func TestRateLimit(t *testing.T) {
 
 // A database that goes away answers 503 with Retry-After, not 500.
 func TestDatabaseUnavailable(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	k := in.key(t, coA, invoicing.Test, allScopes)

@@ -37,6 +37,8 @@ func retryAfter(t *testing.T, h hit) time.Duration {
 // while its probe is in flight, other requests are refused at once too; a
 // failed probe doubles the wait; resuming recovers at the next probe.
 func TestPostgresPaused(t *testing.T) {
+	// Not parallel: it measures answer times against the query timeout,
+	// which other tests' load on the machine's cores would stretch.
 	w := newWorld(t)
 	proxy := testenv.PostgresProxy(t)
 	clock := testenv.NewClock(time.Now())
@@ -107,6 +109,7 @@ func TestPostgresPaused(t *testing.T) {
 // is back (a fixed 5 s open time would make a 3 s cut a 5 s outage). Time is
 // the breaker's clock, moved by the client's waits.
 func TestPostgresShortCutSeenForLittleMore(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	proxy := testenv.PostgresProxy(t)
 	clock := testenv.NewClock(time.Now())

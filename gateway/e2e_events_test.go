@@ -66,6 +66,7 @@ SELECT ($3 || lpad(g::text, 12, '0'))::uuid, $1, 'Cliente ' || g, NULL FROM gene
 // client.created once, in the order recorded; nothing of another company
 // or of the other mode.
 func TestEventsFeedPollerSeesEveryChangeOnce(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -163,6 +164,7 @@ func TestEventsFeedPollerSeesEveryChangeOnce(t *testing.T) {
 // What the feed refuses: a key without the scope (named), another
 // company's key, and every malformed parameter, each named.
 func TestEventsFeedRefusals(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	key := in.key(t, coA, invoicing.Live, "events:read").Key
@@ -203,6 +205,7 @@ func TestEventsFeedRefusals(t *testing.T) {
 // A poller's ETag: 304 while nothing new is recorded after its cursor, 200
 // with the new event once one is.
 func TestEventsFeedETag(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	key := in.key(t, coA, invoicing.Test, "events:read").Key

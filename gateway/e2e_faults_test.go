@@ -111,6 +111,8 @@ func firstClient(t *testing.T, s *backend.Store) string {
 // at once without touching the database, and after the database comes back
 // a client that waits the Retry-After it was given is served.
 func TestPostgresCutUnderLoad(t *testing.T) {
+	// Not parallel: it measures answer times against the query timeout,
+	// which other tests' load on the machine's cores would stretch.
 	w := newWorld(t)
 	proxy := testenv.PostgresProxy(t)
 	clock := testenv.NewClock(time.Now())
@@ -207,6 +209,8 @@ func TestPostgresCutUnderLoad(t *testing.T) {
 // A slow query (a table lock held elsewhere) ends at the query timeout with a
 // 503, and other tables keep answering.
 func TestSlowQueryEndsAtDeadline(t *testing.T) {
+	// Not parallel: it measures answer times against the query timeout,
+	// which other tests' load on the machine's cores would stretch.
 	w := newWorld(t)
 	timeout := 300 * time.Millisecond
 	in := w.start(withStore(func(c *backend.Config) { c.QueryTimeout = timeout }))
@@ -241,6 +245,7 @@ func TestSlowQueryEndsAtDeadline(t *testing.T) {
 // are decided locally, an unknown key gets 503 (never 401), a malformed one
 // still 401. Redis restarted: everything works again by itself.
 func TestRedisKilledAndRestarted(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	srv := testenv.StartRedisServer(t, 0)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
@@ -306,6 +311,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 // A burst of client errors (404, 409, 400) never opens the breaker: the
 // database answered every one of them.
 func TestClientErrorsKeepTheBreakerClosed(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start(withStore(func(c *backend.Config) { c.BreakerFailures = 2; c.BreakerOpenFor = time.Minute }))
 	k := in.key(t, coA, invoicing.Live, allScopes)

@@ -132,6 +132,7 @@ func (c *tally) get(k string) int {
 // clock stands still, so the buckets do not refill until the test moves it:
 // the bound is then exactly the bursts.
 func TestUnknownKeyFlood(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedisServer(t, 0)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { rdb.Close() })

@@ -50,6 +50,7 @@ func exchange(t *testing.T, addr, raw string) (answers []*http.Response, bodies 
 // is created. Requests around it, chunked ones and bodies that hold such a
 // head included, are served as before on a connection kept open.
 func TestAmbiguousLengthRefused(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	k := in.key(t, coA, invoicing.Live, allScopes)

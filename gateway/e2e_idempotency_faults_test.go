@@ -25,6 +25,7 @@ import (
 // afterwards every acknowledged client exists exactly once and no create made
 // a second row (rows are counted in the database, not answers).
 func TestIdempotentCreatesUnderFaults(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	proxy := testenv.PostgresProxy(t)
 	srv := testenv.StartRedisServer(t, 0)

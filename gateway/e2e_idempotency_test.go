@@ -57,6 +57,7 @@ func expectReplay(t *testing.T, first, r resp) {
 }
 
 func TestIdempotentCreate(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	k := in.key(t, coA, invoicing.Live, allScopes)
@@ -157,6 +158,7 @@ func TestIdempotentCreate(t *testing.T) {
 // first attempt's outcome was unknown), the database still refuses a second
 // client: the retry meets its own row and answers it.
 func TestIdempotencyWithoutItsRecord(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	k := in.key(t, coA, invoicing.Live, allScopes)

@@ -43,6 +43,7 @@ func serveLimited(t *testing.T, h http.Handler, cfg web.HTTPConfig) string {
 }
 
 func TestRequestSizeLimits(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	k := in.key(t, coA, invoicing.Live, allScopes)
@@ -159,6 +160,7 @@ func postChunked(t *testing.T, url, key, body string) resp {
 // whether it stalls or trickles one byte at a time (slowloris); a normal
 // client of the same server is served.
 func TestSlowClientsAreCut(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	const timeout = 300 * time.Millisecond
@@ -330,6 +332,7 @@ func randomLegacySecret(rng *rand.Rand) string { return "igw_live_" + randomBody
 // the cache. Every one of them is a 401. Many distinct unknown keys are
 // TestUnknownKeyFlood's.
 func TestInvalidKeyFlood(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	counter := &commandCounter{n: map[string]int{}}
 	rdb := redis.NewClient(w.rdb.Options())

@@ -36,6 +36,7 @@ func (c *capture) add(r resp) resp {
 }
 
 func TestNoSecretOrPersonalDataLeaks(t *testing.T) {
+	// Not parallel: it sets otel's global tracer provider.
 	// The gateway, authz and tenants trace through otel's global provider
 	// unless given one. Shut down at the end, it records nothing more, even
 	// through the default provider, which delegates to the first one set.

@@ -70,6 +70,7 @@ func walkPages(t *testing.T, in *instance, key, company, path string) []string {
 }
 
 func TestCursorsThroughTheAPI(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	k := in.key(t, coA, invoicing.Live, allScopes)
@@ -86,6 +87,7 @@ func TestCursorsThroughTheAPI(t *testing.T) {
 // would otherwise read its own data at that position), another mode, another
 // filter, an altered cursor, or one with page, are 400 invalid_parameter.
 func TestCursorIsolation(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	ka := in.key(t, coA, invoicing.Live, allScopes)
@@ -125,6 +127,7 @@ func TestCursorIsolation(t *testing.T) {
 // updatedSince lists changes oldest first and leaves the last moments for
 // the next call; a walk by cursor over it is the same as by page.
 func TestChangesSince(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start(withStore(func(c *backend.Config) { c.ChangesSettle = 50 * time.Millisecond }))
 	k := in.key(t, coA, invoicing.Live, allScopes)
@@ -161,6 +164,7 @@ func TestChangesSince(t *testing.T) {
 // Get invoice and get client carry an ETag; If-None-Match with it is a 304
 // without a body, still rate limited and counted.
 func TestConditionalGet(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	k := in.key(t, coA, invoicing.Live, allScopes)
