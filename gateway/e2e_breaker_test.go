@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -42,7 +43,9 @@ func TestPostgresPaused(t *testing.T) {
 	w := newWorld(t)
 	proxy := testenv.PostgresProxy(t)
 	clock := testenv.NewClock(time.Now())
-	timeout := 300 * time.Millisecond
+	// Long enough for a new connection on a busy machine: the probe after
+	// the pause opens one, through the same deadline.
+	timeout := time.Second
 	in := w.start(viaProxy(proxy, timeout, 3, 4*time.Second, breakerClock(clock),
 		func(c *backend.Config) { c.BreakerFirstProbe = 1500 * time.Millisecond })) // Retry-After 2, rounded up
 	k := in.key(t, coA, invoicing.Live, allScopes)
@@ -78,9 +81,10 @@ func TestPostgresPaused(t *testing.T) {
 	// Half-open: one probe goes to the (still paused) database; a request
 	// meanwhile is refused at once, told to retry in 1 s.
 	clock.Add(1500 * time.Millisecond)
+	idlePool(t, in.live)
 	probe := make(chan hit, 1)
 	go func() { probe <- get() }()
-	time.Sleep(50 * time.Millisecond)
+	probeInFlight(t, in.live)
 	other := get()
 	first := <-probe
 	for _, h := range []hit{first, other} {
@@ -148,4 +152,29 @@ func TestPostgresShortCutSeenForLittleMore(t *testing.T) {
 	if seen > cut+time.Second {
 		t.Errorf("a %v cut was seen for %v (Retry-After %v), want at most 1 s more", cut, seen, waits)
 	}
+}
+
+// idlePool waits until st's pool has nothing in flight: no connection
+// acquired, being opened or being closed.
+func idlePool(t *testing.T, st *backend.Store) {
+	t.Helper()
+	testenv.Eventually(t, "an idle connection pool", func() error {
+		if p := st.PoolStats(); p.InUseConns != 0 || p.TotalConns != p.IdleConns {
+			return fmt.Errorf("pool %+v", p)
+		}
+		return nil
+	})
+}
+
+// probeInFlight waits, after idlePool, until a request of the test holds
+// or opens a connection of st: the breaker admitted it as its probe (a
+// connection is taken only past the breaker).
+func probeInFlight(t *testing.T, st *backend.Store) {
+	t.Helper()
+	testenv.Eventually(t, "the probe to take a connection", func() error {
+		if p := st.PoolStats(); p.TotalConns == p.IdleConns {
+			return fmt.Errorf("pool %+v", p)
+		}
+		return nil
+	})
 }

@@ -200,11 +200,14 @@ func TestSlowClientsAreCut(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		head := "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + strings.Repeat("s", 200) + "\r\n\r\n"
+		// One byte per tick: the pace is the slowloris itself.
+		tick := time.NewTicker(timeout / 6)
+		defer tick.Stop()
 		for i := 0; i < len(head); i++ {
 			if _, err := trickle.Write([]byte{head[i]}); err != nil {
 				return // the server hung up, as it should
 			}
-			time.Sleep(timeout / 6)
+			<-tick.C
 		}
 	}()
 	cut("trickled head", trickle)

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/backend"
+	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -149,15 +151,16 @@ func TestChangesSince(t *testing.T) {
 	since := time.Now().UTC().Add(-time.Second).Format(time.RFC3339Nano)
 	created := do(t, in.pub.URL, req{Method: "POST", Path: clientsPath, Key: k.Key, Company: coA, Body: `{"name":"Mudança Recente"}`})
 	id := created.json(t)["id"]
-	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+	testenv.Eventually(t, "the new client listed as a change", func() error {
 		p := listPage(t, in, k.Key, coA, "/api/v1/v1/clients?updatedSince="+url.QueryEscape(since))
-		if len(p.Data) == 1 && p.Data[0].ID == id {
-			break
-		}
-		if len(p.Data) > 1 || time.Since(start) > 30*time.Second {
+		if len(p.Data) > 1 {
 			t.Fatalf("changes since %s: %+v, want only the new client", since, p)
 		}
-	}
+		if len(p.Data) == 1 && p.Data[0].ID == id {
+			return nil
+		}
+		return fmt.Errorf("changes since %s: %+v", since, p)
+	})
 	expectProblem(t, do(t, in.pub.URL, req{Path: "/api/v1/v1/clients?updatedSince=yesterday", Key: k.Key, Company: coA}), 400, "invalid_parameter")
 }
 
