@@ -81,10 +81,10 @@ func TestPostgresPaused(t *testing.T) {
 	// Half-open: one probe goes to the (still paused) database; a request
 	// meanwhile is refused at once, told to retry in 1 s.
 	clock.Add(1500 * time.Millisecond)
-	idlePool(t, in.live)
+	acquires := noConnectionOpening(t, in.live)
 	probe := make(chan hit, 1)
 	go func() { probe <- get() }()
-	probeInFlight(t, in.live)
+	probeInFlight(t, in.live, acquires)
 	other := get()
 	first := <-probe
 	for _, h := range []hit{first, other} {
@@ -154,25 +154,30 @@ func TestPostgresShortCutSeenForLittleMore(t *testing.T) {
 	}
 }
 
-// idlePool waits until st's pool has nothing in flight: no connection
-// acquired, being opened or being closed.
-func idlePool(t *testing.T, st *backend.Store) {
+// opening is how many connections of p are being opened.
+func opening(p backend.PoolStats) int { return p.TotalConns - p.IdleConns - p.InUseConns }
+
+// noConnectionOpening waits until no connection of st is being opened (a
+// dial the paused database holds ends at its timeout) and returns how many
+// connections the pool has handed out so far.
+func noConnectionOpening(t *testing.T, st *backend.Store) (acquires int64) {
 	t.Helper()
-	testenv.Eventually(t, "an idle connection pool", func() error {
-		if p := st.PoolStats(); p.InUseConns != 0 || p.TotalConns != p.IdleConns {
+	testenv.Eventually(t, "no connection being opened", func() error {
+		if p := st.PoolStats(); opening(p) != 0 {
 			return fmt.Errorf("pool %+v", p)
 		}
 		return nil
 	})
+	return st.PoolStats().Acquires
 }
 
-// probeInFlight waits, after idlePool, until a request of the test holds
-// or opens a connection of st: the breaker admitted it as its probe (a
-// connection is taken only past the breaker).
-func probeInFlight(t *testing.T, st *backend.Store) {
+// probeInFlight waits, after noConnectionOpening, until a request of the
+// test takes a connection of st, idle or new: the breaker admitted it as
+// its probe (a connection is taken only past the breaker).
+func probeInFlight(t *testing.T, st *backend.Store, acquires int64) {
 	t.Helper()
 	testenv.Eventually(t, "the probe to take a connection", func() error {
-		if p := st.PoolStats(); p.TotalConns == p.IdleConns {
+		if p := st.PoolStats(); opening(p) == 0 && p.Acquires == acquires {
 			return fmt.Errorf("pool %+v", p)
 		}
 		return nil
