@@ -26,6 +26,7 @@ func (c *companyStore) Company(_ context.Context, id string) (invoicing.Company,
 // The cache asks the database once per TTL per company and mode, keeps the
 // last status through a database outage, and starts over when full.
 func TestCompanyCache(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	c := newCompanyCache(5*time.Second, func() time.Time { return now })
 	st := &companyStore{status: "active"}

@@ -48,38 +48,7 @@ func (c *conformance) mutations() []mutation {
 			}})
 	}
 	if query["page"] {
-		ms = append(ms,
-			mutation{"page out of range or not an integer", bad, true, func(g valueGen, p *probe) {
-				setQuery(&p.query, "page", pick(g, "0", "-1", "1000001", "abc", "1.5", "1e3", "99999999999999999999"))
-			}},
-			mutation{"pageSize out of range or not an integer", bad, true, func(g valueGen, p *probe) {
-				setQuery(&p.query, "pageSize", pick(g, "0", "101", "1000", "x", "20.0"))
-			}},
-			mutation{"unknown parameter", bad, false, func(g valueGen, p *probe) {
-				p.query = append(p.query, [2]string{pick(g, "pagesize", "q", "limit", "offset", "Page", "sort"), "1"})
-			}},
-			mutation{"a cursor the API did not give", bad, false, func(g valueGen, p *probe) {
-				p.follow = false
-				setQuery(&p.query, "cursor", pick(g, "x", "AQGx1KjQlwcAAAAACgAAAAAAAEAAgAAAAAAAAAoI7y8vjIrPyb8I2QEW2l3B", g.fromSet("ABCDEFabcdef0123456789-_", 40)))
-				p.query = withoutQuery(p.query, "page")
-			}},
-			mutation{"a cursor with page", bad, false, func(g valueGen, p *probe) {
-				// The API's next cursor (one item a page of the whole list, so
-				// there is one), sent with a page number.
-				p.follow, p.query = true, [][2]string{{"pageSize", "1"}, {"page", "1"}}
-			}},
-			mutation{"updatedSince not an RFC 3339 instant", bad, true, func(g valueGen, p *probe) {
-				setQuery(&p.query, "updatedSince", pick(g, "2026-03-01", "yesterday", "2026-03-01T09:00:00", "2026-03-01 09:00:00Z", "1700000000"))
-			}},
-			mutation{"repeated parameter", bad, false, func(g valueGen, p *probe) {
-				name := pick(g, "page", "pageSize")
-				v := queryValue(p.query, name)
-				if v == "" {
-					v = "2"
-				}
-				p.query = append(p.query, [2]string{name, v}, [2]string{name, v})
-			}},
-		)
+		ms = append(ms, pagedListMutations()...)
 	}
 	if query["status"] {
 		ms = append(ms,
@@ -124,6 +93,44 @@ func (c *conformance) mutations() []mutation {
 		}})
 	}
 	return ms
+}
+
+// pagedListMutations make a request of a list by page (or by cursor)
+// invalid.
+func pagedListMutations() []mutation {
+	bad := []int{400}
+	return []mutation{
+		{"page out of range or not an integer", bad, true, func(g valueGen, p *probe) {
+			setQuery(&p.query, "page", pick(g, "0", "-1", "1000001", "abc", "1.5", "1e3", "99999999999999999999"))
+		}},
+		{"pageSize out of range or not an integer", bad, true, func(g valueGen, p *probe) {
+			setQuery(&p.query, "pageSize", pick(g, "0", "101", "1000", "x", "20.0"))
+		}},
+		{"unknown parameter", bad, false, func(g valueGen, p *probe) {
+			p.query = append(p.query, [2]string{pick(g, "pagesize", "q", "limit", "offset", "Page", "sort"), "1"})
+		}},
+		{"a cursor the API did not give", bad, false, func(g valueGen, p *probe) {
+			p.follow = false
+			setQuery(&p.query, "cursor", pick(g, "x", "AQGx1KjQlwcAAAAACgAAAAAAAEAAgAAAAAAAAAoI7y8vjIrPyb8I2QEW2l3B", g.fromSet("ABCDEFabcdef0123456789-_", 40)))
+			p.query = withoutQuery(p.query, "page")
+		}},
+		{"a cursor with page", bad, false, func(g valueGen, p *probe) {
+			// The API's next cursor (one item a page of the whole list, so
+			// there is one), sent with a page number.
+			p.follow, p.query = true, [][2]string{{"pageSize", "1"}, {"page", "1"}}
+		}},
+		{"updatedSince not an RFC 3339 instant", bad, true, func(g valueGen, p *probe) {
+			setQuery(&p.query, "updatedSince", pick(g, "2026-03-01", "yesterday", "2026-03-01T09:00:00", "2026-03-01 09:00:00Z", "1700000000"))
+		}},
+		{"repeated parameter", bad, false, func(g valueGen, p *probe) {
+			name := pick(g, "page", "pageSize")
+			v := queryValue(p.query, name)
+			if v == "" {
+				v = "2"
+			}
+			p.query = append(p.query, [2]string{name, v}, [2]string{name, v})
+		}},
+	}
 }
 
 // bodyMutations make a create's body invalid.

@@ -36,6 +36,7 @@ import (
 const conformancePerOperation = 220 // 60 % valid
 
 func TestSchemaConformance(t *testing.T) {
+	t.Parallel()
 	seed := uint64(14)
 	if s := os.Getenv("CONFORMANCE_SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
@@ -63,6 +64,7 @@ func TestSchemaConformance(t *testing.T) {
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
 			t.Run(op.OperationID, func(t *testing.T) {
+				t.Parallel()
 				c := conformance{t: t, doc: doc, g: valueGen{rand.New(rand.NewPCG(seed, uint64(len(op.OperationID))))},
 					op: op, method: method, path: path, known: known[op.OperationID], keys: map[string]bool{}}
 				muts := c.mutations()

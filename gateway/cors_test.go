@@ -14,6 +14,7 @@ import (
 // read answers (errors included); any other origin, and the same origin
 // (which sends no preflight), gets no Access-Control-* header at all.
 func TestCORS(t *testing.T) {
+	t.Parallel()
 	const allowed = "https://app.example.ao"
 	g := newLocalGateway(t, func(c *Config) { c.CORSAllowedOrigins = []string{allowed} })
 	closed := newLocalGateway(t, nil)

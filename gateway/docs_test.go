@@ -21,6 +21,7 @@ import (
 // links): a code added without documenting it, or documented and never
 // produced, fails here.
 func TestDocumentListsEveryProblemCode(t *testing.T) {
+	t.Parallel()
 	p, err := portal()
 	if err != nil {
 		t.Fatal(err)
@@ -54,6 +55,7 @@ func TestDocumentListsEveryProblemCode(t *testing.T) {
 // compression and, for pages, a Content-Security-Policy; the problem type
 // of every code resolves to an anchor of the errors guide.
 func TestDocsRoutes(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(New(Config{}).Handler())
 	defer srv.Close()
 	get := func(path string, hdr map[string]string) (*http.Response, []byte) {

@@ -12,6 +12,7 @@ import (
 
 // The API's authentication and authorization, in the promised order.
 func TestAuthStatuses(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	base := in.pub.URL
@@ -63,6 +64,7 @@ func TestAuthStatuses(t *testing.T) {
 // Every scope set against every endpoint: allowed exactly when the key has
 // the route's scope.
 func TestScopeMatrix(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	endpoints := []struct {
@@ -110,6 +112,7 @@ func TestScopeMatrix(t *testing.T) {
 // A key revoked on one instance is refused by another within a second: the
 // second instance trusts its cache for at most the cache TTL (1 s).
 func TestRevocationSeenBySecondInstance(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a, b := w.start(), w.start()
 	k := a.key(t, coA, invoicing.Live, allScopes)
@@ -130,6 +133,7 @@ func TestRevocationSeenBySecondInstance(t *testing.T) {
 
 // Redis down: a key never verified cannot be checked, which is a 503, not a 401.
 func TestRedisDownIsNotUnauthorized(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	good := w.start()
 	k := good.key(t, coA, invoicing.Live, allScopes)
@@ -146,6 +150,7 @@ func TestRedisDownIsNotUnauthorized(t *testing.T) {
 // mode, and counted in its company's usage. Refusals before it (401) belong
 // to no one.
 func TestRefusalsAfterAuthenticationAreTheKeys(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	readOnly := in.key(t, coA, invoicing.Live, "clients:read")

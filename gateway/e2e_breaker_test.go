@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -37,10 +38,14 @@ func retryAfter(t *testing.T, h hit) time.Duration {
 // while its probe is in flight, other requests are refused at once too; a
 // failed probe doubles the wait; resuming recovers at the next probe.
 func TestPostgresPaused(t *testing.T) {
+	// Not parallel: it measures answer times against the query timeout,
+	// which other tests' load on the machine's cores would stretch.
 	w := newWorld(t)
 	proxy := testenv.PostgresProxy(t)
 	clock := testenv.NewClock(time.Now())
-	timeout := 300 * time.Millisecond
+	// Long enough for a new connection on a busy machine: the probe after
+	// the pause opens one, through the same deadline.
+	timeout := time.Second
 	in := w.start(viaProxy(proxy, timeout, 3, 4*time.Second, breakerClock(clock),
 		func(c *backend.Config) { c.BreakerFirstProbe = 1500 * time.Millisecond })) // Retry-After 2, rounded up
 	k := in.key(t, coA, invoicing.Live, allScopes)
@@ -76,9 +81,10 @@ func TestPostgresPaused(t *testing.T) {
 	// Half-open: one probe goes to the (still paused) database; a request
 	// meanwhile is refused at once, told to retry in 1 s.
 	clock.Add(1500 * time.Millisecond)
+	acquires := noConnectionOpening(t, in.live)
 	probe := make(chan hit, 1)
 	go func() { probe <- get() }()
-	time.Sleep(50 * time.Millisecond)
+	probeInFlight(t, in.live, acquires)
 	other := get()
 	first := <-probe
 	for _, h := range []hit{first, other} {
@@ -107,6 +113,7 @@ func TestPostgresPaused(t *testing.T) {
 // is back (a fixed 5 s open time would make a 3 s cut a 5 s outage). Time is
 // the breaker's clock, moved by the client's waits.
 func TestPostgresShortCutSeenForLittleMore(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	proxy := testenv.PostgresProxy(t)
 	clock := testenv.NewClock(time.Now())
@@ -145,4 +152,34 @@ func TestPostgresShortCutSeenForLittleMore(t *testing.T) {
 	if seen > cut+time.Second {
 		t.Errorf("a %v cut was seen for %v (Retry-After %v), want at most 1 s more", cut, seen, waits)
 	}
+}
+
+// opening is how many connections of p are being opened.
+func opening(p backend.PoolStats) int { return p.TotalConns - p.IdleConns - p.InUseConns }
+
+// noConnectionOpening waits until no connection of st is being opened (a
+// dial the paused database holds ends at its timeout) and returns how many
+// connections the pool has handed out so far.
+func noConnectionOpening(t *testing.T, st *backend.Store) (acquires int64) {
+	t.Helper()
+	testenv.Eventually(t, "no connection being opened", func() error {
+		if p := st.PoolStats(); opening(p) != 0 {
+			return fmt.Errorf("pool %+v", p)
+		}
+		return nil
+	})
+	return st.PoolStats().Acquires
+}
+
+// probeInFlight waits, after noConnectionOpening, until a request of the
+// test takes a connection of st, idle or new: the breaker admitted it as
+// its probe (a connection is taken only past the breaker).
+func probeInFlight(t *testing.T, st *backend.Store, acquires int64) {
+	t.Helper()
+	testenv.Eventually(t, "the probe to take a connection", func() error {
+		if p := st.PoolStats(); opening(p) == 0 && p.Acquires == acquires {
+			return fmt.Errorf("pool %+v", p)
+		}
+		return nil
+	})
 }

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -66,6 +68,7 @@ SELECT ($3 || lpad(g::text, 12, '0'))::uuid, $1, 'Cliente ' || g, NULL FROM gene
 // client.created once, in the order recorded; nothing of another company
 // or of the other mode.
 func TestEventsFeedPollerSeesEveryChangeOnce(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -85,20 +88,53 @@ func TestEventsFeedPollerSeesEveryChangeOnce(t *testing.T) {
 	writers.Go(func() { errs <- insertClients(ctx, w.test, coB, "c2000000-0000-4000-8000-", 500, 50) })
 	writers.Go(func() { errs <- insertClients(ctx, w.live, coA, "c3000000-0000-4000-8000-", 500, 50) })
 
+	notModified := pollEveryChange(t, in, key, *first.NextCursor, total)
+	writers.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d changes seen once each; %d polls answered 304", total, notModified)
+	// The other company and the other mode have theirs, apart.
+	for _, c := range []struct {
+		company string
+		mode    invoicing.Mode
+		prefix  string
+	}{{coB, invoicing.Test, "c2000000-"}, {coA, invoicing.Live, "c3000000-"}} {
+		k := in.key(t, c.company, c.mode, "events:read").Key
+		if n := countFeedEvents(t, in, k, c.company, c.prefix, 500); n != 500 {
+			t.Errorf("%s %s: %d of its 500 events", c.company, c.mode, n)
+		}
+	}
+}
+
+// pollEveryChange polls company A's sandbox feed from cursor, oldest first,
+// with the last ETag once at the end, until it has seen total
+// client.created events of the c1000000- clients, and fails on any other
+// event, one seen twice or out of order. It returns how many polls were
+// answered 304.
+func pollEveryChange(t *testing.T, in *instance, key, cursor string, total int) (notModified int) {
+	t.Helper()
 	seen := map[string]bool{}
-	cursor, etag, lastAt, notModified := *first.NextCursor, "", "", 0
+	etag, lastAt := "", ""
 	deadline := time.Now().Add(4 * time.Minute)
 	for len(seen) < total && time.Now().Before(deadline) {
 		var h map[string]string
 		if etag != "" {
 			h = map[string]string{"If-None-Match": etag}
 		}
-		r, p := feedGet(t, in, key, coA, "pageSize=100&cursor="+url.QueryEscape(cursor), h)
-		if r.Status == 304 {
-			notModified++
-			time.Sleep(20 * time.Millisecond)
-			continue
-		}
+		var r resp
+		var p feedPage
+		// At the end of the feed: until something new is recorded, 304.
+		testenv.Eventually(t, "an event after the cursor", func() error {
+			if r, p = feedGet(t, in, key, coA, "pageSize=100&cursor="+url.QueryEscape(cursor), h); r.Status == 304 {
+				notModified++
+				return errors.New("304 Not Modified")
+			}
+			return nil
+		})
 		if r.Status != 200 || p.NextCursor == nil {
 			t.Fatalf("poll: %d %s", r.Status, r.Body)
 		}
@@ -119,50 +155,42 @@ func TestEventsFeedPollerSeesEveryChangeOnce(t *testing.T) {
 			etag = r.Header.Get("ETag")
 		}
 	}
-	writers.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	if len(seen) != total {
 		t.Fatalf("the poller saw %d of %d changes", len(seen), total)
 	}
-	t.Logf("%d changes seen once each; %d polls answered 304", total, notModified)
-	// The other company and the other mode have theirs, apart.
-	for _, c := range []struct {
-		company string
-		mode    invoicing.Mode
-		prefix  string
-	}{{coB, invoicing.Test, "c2000000-"}, {coA, invoicing.Live, "c3000000-"}} {
-		k := in.key(t, c.company, c.mode, "events:read").Key
-		n := 0
-		q := "pageSize=100&type=client.created"
-		for deadline := time.Now().Add(time.Minute); n < 500 && time.Now().Before(deadline); {
-			_, p := feedGet(t, in, k, c.company, q, nil)
-			for _, e := range p.Data {
-				if strings.HasPrefix(e.Data.ID, "c") && !strings.HasPrefix(e.Data.ID, c.prefix) {
-					t.Fatalf("%s %s: another feed's event %+v", c.company, c.mode, e)
-				}
-				if strings.HasPrefix(e.Data.ID, c.prefix) {
-					n++
-				}
+	return notModified
+}
+
+// countFeedEvents reads a company's client.created events with key, from
+// the oldest, until want of the clients whose ids start with prefix have
+// come, and fails on another feed's event. It returns how many came.
+func countFeedEvents(t *testing.T, in *instance, key, company, prefix string, want int) int {
+	t.Helper()
+	n := 0
+	q := "pageSize=100&type=client.created"
+	testenv.Eventually(t, fmt.Sprintf("%d events of %s", want, prefix), func() error {
+		_, p := feedGet(t, in, key, company, q, nil)
+		for _, e := range p.Data {
+			if strings.HasPrefix(e.Data.ID, "c") && !strings.HasPrefix(e.Data.ID, prefix) {
+				t.Fatalf("%s: another feed's event %+v", company, e)
 			}
-			q = "pageSize=100&type=client.created&cursor=" + url.QueryEscape(*p.NextCursor)
-			if !p.HasMore && n < 500 {
-				time.Sleep(50 * time.Millisecond)
+			if strings.HasPrefix(e.Data.ID, prefix) {
+				n++
 			}
 		}
-		if n != 500 {
-			t.Errorf("%s %s: %d of its 500 events", c.company, c.mode, n)
+		q = "pageSize=100&type=client.created&cursor=" + url.QueryEscape(*p.NextCursor)
+		if n < want {
+			return fmt.Errorf("%d events", n)
 		}
-	}
+		return nil
+	})
+	return n
 }
 
 // What the feed refuses: a key without the scope (named), another
 // company's key, and every malformed parameter, each named.
 func TestEventsFeedRefusals(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	key := in.key(t, coA, invoicing.Live, "events:read").Key
@@ -203,6 +231,7 @@ func TestEventsFeedRefusals(t *testing.T) {
 // A poller's ETag: 304 while nothing new is recorded after its cursor, 200
 // with the new event once one is.
 func TestEventsFeedETag(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	key := in.key(t, coA, invoicing.Test, "events:read").Key
@@ -223,14 +252,14 @@ func TestEventsFeedETag(t *testing.T) {
 	if err := insertClients(ctx, w.test, coA, "c4000000-0000-4000-8000-", 1, 1); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	testenv.Eventually(t, "the new event", func() error {
 		r, p := feedGet(t, in, key, coA, q, map[string]string{"If-None-Match": etag})
-		if r.Status == 200 {
-			if len(p.Data) != 1 || p.Data[0].Data.ID != "c4000000-0000-4000-8000-000000000000" {
-				t.Fatalf("the new event: %s", r.Body)
-			}
-			return
+		if r.Status != 200 {
+			return fmt.Errorf("%d", r.Status)
 		}
-	}
-	t.Fatal("the new event never came")
+		if len(p.Data) != 1 || p.Data[0].Data.ID != "c4000000-0000-4000-8000-000000000000" {
+			t.Fatalf("the new event: %s", r.Body)
+		}
+		return nil
+	})
 }

@@ -132,6 +132,7 @@ func (c *tally) get(k string) int {
 // clock stands still, so the buckets do not refill until the test moves it:
 // the bound is then exactly the bursts.
 func TestUnknownKeyFlood(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedisServer(t, 0)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { rdb.Close() })
@@ -147,106 +148,14 @@ func TestUnknownKeyFlood(t *testing.T) {
 	if a := fc.send(good.Key, coA, "203.0.113.9"); a.status != 200 {
 		t.Fatalf("good key: %+v", a)
 	}
-	first := redisCalls(t, rdb, "hgetall") // the good key's first lookup
+	f := &unknownFlood{t: t, fc: fc, rdb: rdb, rng: rand.New(rand.NewPCG(3, 4))}
+	f.first = redisCalls(t, rdb, "hgetall") // the good key's first lookup
 
 	// The known key keeps asking, from a quiet source and from the
 	// flooding one, for the whole flood.
-	stop := make(chan struct{})
-	var knownWG sync.WaitGroup
-	var known tally
-	for _, from := range []string{"203.0.113.9", "198.51.100.7"} {
-		knownWG.Add(1)
-		go func() {
-			defer knownWG.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				known.add(fc.send(good.Key, coA, from))
-			}
-		}()
-	}
-
-	rng := rand.New(rand.NewPCG(3, 4))
-	var rngMu sync.Mutex
-	unknownKey := func() string {
-		rngMu.Lock()
-		defer rngMu.Unlock()
-		if rng.IntN(2) == 0 {
-			return randomLegacySecret(rng)
-		}
-		return randomSecret(rng)
-	}
-	// flood sends n distinct unknown keys from each of the sources, with
-	// 8 requests in flight, and tallies the answers per source.
-	flood := func(sources []string, n int) map[string]*tally {
-		per := map[string]*tally{}
-		jobs := make(chan string)
-		for _, s := range sources {
-			per[s] = &tally{}
-		}
-		var wg sync.WaitGroup
-		for range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for from := range jobs {
-					a := fc.send(unknownKey(), coA, from)
-					per[from].add(a)
-					if a.status == 429 && (a.retryAfter == "" || a.rateLimit) {
-						t.Errorf("429 with Retry-After %q and RateLimit fields %v", a.retryAfter, a.rateLimit)
-					}
-				}
-			}()
-		}
-		for i := 0; i < n; i++ {
-			for _, s := range sources {
-				jobs <- s
-			}
-		}
-		close(jobs)
-		wg.Wait()
-		return per
-	}
-	answered := func(per map[string]*tally, k string) (sum int) {
-		for _, c := range per {
-			sum += c.get(k)
-		}
-		return sum
-	}
-
-	// One source, 1,000 keys: 20 lookups (its burst), then refusals.
-	one := flood([]string{"198.51.100.7"}, 1000)
-	lookups := redisCalls(t, rdb, "hgetall") - first
-	if lookups != sourceBurst || answered(one, "401 invalid_api_key") != sourceBurst || answered(one, "429 key_lookups_limited") != 1000-sourceBurst {
-		t.Errorf("1,000 unknown keys from one source: %d lookups, answers %v; want %d lookups and 401s, the rest 429",
-			lookups, one["198.51.100.7"].n, sourceBurst)
-	}
-
-	// Forty other sources, 30 keys each: no source beyond its burst, and all
-	// together stop at the instance's burst.
-	var sources []string
-	for i := range 40 {
-		sources = append(sources, fmt.Sprintf("198.51.100.%d", 10+i))
-	}
-	many := flood(sources, 30)
-	for s, c := range many {
-		if n := c.get("401 invalid_api_key"); n > sourceBurst {
-			t.Errorf("source %s: %d lookups, over its burst %d", s, n, sourceBurst)
-		}
-	}
-	lookups = redisCalls(t, rdb, "hgetall") - first
-	if lookups != instanceBurst || answered(many, "401 invalid_api_key") != instanceBurst-sourceBurst ||
-		answered(many, "429 key_lookups_limited") != 40*30-(instanceBurst-sourceBurst) {
-		t.Errorf("after 1,200 unknown keys from 40 sources: %d lookups in all, answers %d × 401, %d × 429; want %d lookups",
-			lookups, answered(many, "401 invalid_api_key"), answered(many, "429 key_lookups_limited"), instanceBurst)
-	}
-
-	close(stop)
-	knownWG.Wait()
-	if n := known.get("200 "); n == 0 || len(known.n) != 1 {
+	stopKnown := keepAsking(fc, good.Key, "203.0.113.9", "198.51.100.7")
+	one, many := f.fromOneSource(), f.fromManySources()
+	if known := stopKnown(); known.get("200 ") == 0 || len(known.n) != 1 {
 		t.Errorf("the known key during the flood: %v, want only 200s", known.n)
 	}
 
@@ -259,7 +168,7 @@ func TestUnknownKeyFlood(t *testing.T) {
 			t.Fatalf("a typo of the good key: %+v", a)
 		}
 	}
-	expectProblem(t, do(t, in.pub.URL, req{Path: "/api/v1/v1/clients", Key: randomSecret(rng), Company: coA,
+	expectProblem(t, do(t, in.pub.URL, req{Path: "/api/v1/v1/clients", Key: randomSecret(f.rng), Company: coA,
 		Header: map[string]string{"X-Forwarded-For": "198.51.100.7"}}), 429, "key_lookups_limited")
 
 	// The cost of the bound: a good key this instance never verified, sent
@@ -273,13 +182,142 @@ func TestUnknownKeyFlood(t *testing.T) {
 	if a := fc.send(unused.Key, coB, "192.0.2.1"); a.status != 200 {
 		t.Errorf("the unused good key a second later: %+v, want 200", a)
 	}
-	again := flood([]string{"198.51.100.7"}, 100)
+	again := f.flood([]string{"198.51.100.7"}, 100)
 	if n := answered(again, "401 invalid_api_key"); n != sourceRate {
 		t.Errorf("the flooding source a second later: %d lookups, want %d (its rate)", n, sourceRate)
 	}
+	refusals := answered(one, "429 key_lookups_limited") + answered(many, "429 key_lookups_limited") + answered(again, "429 key_lookups_limited") + 2
+	checkLookupMetrics(t, in, rdb, refusals)
+}
 
-	// /metrics says the same as Redis.
-	lookups = redisCalls(t, rdb, "hgetall")
+// keepAsking sends key from each source, over and over, until the returned
+// stop is called; stop returns the answers.
+func keepAsking(fc *floodClient, key string, sources ...string) (stop func() *tally) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var known tally
+	for _, from := range sources {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				known.add(fc.send(key, coA, from))
+			}
+		}()
+	}
+	return func() *tally {
+		close(done)
+		wg.Wait()
+		return &known
+	}
+}
+
+// unknownFlood sends distinct unknown keys and counts the lookups they
+// cost in Redis, from first (the lookups before the flood).
+type unknownFlood struct {
+	t     *testing.T
+	fc    *floodClient
+	rdb   *redis.Client
+	first int
+	mu    sync.Mutex
+	rng   *rand.Rand
+}
+
+// key is a new unknown key, of either form.
+func (f *unknownFlood) key() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.rng.IntN(2) == 0 {
+		return randomLegacySecret(f.rng)
+	}
+	return randomSecret(f.rng)
+}
+
+// flood sends n distinct unknown keys from each of the sources, with 8
+// requests in flight, and tallies the answers per source.
+func (f *unknownFlood) flood(sources []string, n int) map[string]*tally {
+	per := map[string]*tally{}
+	jobs := make(chan string)
+	for _, s := range sources {
+		per[s] = &tally{}
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for from := range jobs {
+				a := f.fc.send(f.key(), coA, from)
+				per[from].add(a)
+				if a.status == 429 && (a.retryAfter == "" || a.rateLimit) {
+					f.t.Errorf("429 with Retry-After %q and RateLimit fields %v", a.retryAfter, a.rateLimit)
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		for _, s := range sources {
+			jobs <- s
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	return per
+}
+
+func answered(per map[string]*tally, k string) (sum int) {
+	for _, c := range per {
+		sum += c.get(k)
+	}
+	return sum
+}
+
+// fromOneSource: 1,000 keys from one source cost 20 lookups (its burst),
+// then are refused.
+func (f *unknownFlood) fromOneSource() map[string]*tally {
+	t := f.t
+	one := f.flood([]string{"198.51.100.7"}, 1000)
+	lookups := redisCalls(t, f.rdb, "hgetall") - f.first
+	if lookups != sourceBurst || answered(one, "401 invalid_api_key") != sourceBurst || answered(one, "429 key_lookups_limited") != 1000-sourceBurst {
+		t.Errorf("1,000 unknown keys from one source: %d lookups, answers %v; want %d lookups and 401s, the rest 429",
+			lookups, one["198.51.100.7"].n, sourceBurst)
+	}
+	return one
+}
+
+// fromManySources: forty other sources, 30 keys each: no source beyond its
+// burst, and all together stop at the instance's burst.
+func (f *unknownFlood) fromManySources() map[string]*tally {
+	t := f.t
+	var sources []string
+	for i := range 40 {
+		sources = append(sources, fmt.Sprintf("198.51.100.%d", 10+i))
+	}
+	many := f.flood(sources, 30)
+	for s, c := range many {
+		if n := c.get("401 invalid_api_key"); n > sourceBurst {
+			t.Errorf("source %s: %d lookups, over its burst %d", s, n, sourceBurst)
+		}
+	}
+	lookups := redisCalls(t, f.rdb, "hgetall") - f.first
+	if lookups != instanceBurst || answered(many, "401 invalid_api_key") != instanceBurst-sourceBurst ||
+		answered(many, "429 key_lookups_limited") != 40*30-(instanceBurst-sourceBurst) {
+		t.Errorf("after 1,200 unknown keys from 40 sources: %d lookups in all, answers %d × 401, %d × 429; want %d lookups",
+			lookups, answered(many, "401 invalid_api_key"), answered(many, "429 key_lookups_limited"), instanceBurst)
+	}
+	return many
+}
+
+// checkLookupMetrics: /metrics says the same as Redis, and counts the
+// refusals and the 50 typos.
+func checkLookupMetrics(t *testing.T, in *instance, rdb *redis.Client, refusals int) {
+	t.Helper()
+	lookups := redisCalls(t, rdb, "hgetall")
 	got := map[string]int{
 		"unknown invalid": metricValue(t, in, `gateway_key_lookups_total{key="unknown",result="invalid"}`),
 		"unknown found":   metricValue(t, in, `gateway_key_lookups_total{key="unknown",result="found"}`),
@@ -288,7 +326,6 @@ func TestUnknownKeyFlood(t *testing.T) {
 		"instance_limit":  metricValue(t, in, `gateway_key_refused_total{reason="instance_limit"}`),
 		"checksum":        metricValue(t, in, `gateway_key_refused_total{reason="checksum"}`),
 	}
-	refusals := answered(one, "429 key_lookups_limited") + answered(many, "429 key_lookups_limited") + answered(again, "429 key_lookups_limited") + 2
 	if got["unknown invalid"]+got["unknown found"]+got["known"] != lookups || got["unknown found"] < 2 ||
 		got["source_limit"]+got["instance_limit"] != refusals || got["checksum"] != 50 {
 		t.Errorf("metrics %v; Redis ran %d lookups, the flood had %d refusals and 50 typos", got, lookups, refusals)

@@ -12,34 +12,64 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/web"
 )
 
-// exchange writes raw to a new connection to addr and reads every answer
-// until the server closes it (or none comes for a while); closed says
-// whether it did.
-func exchange(t *testing.T, addr, raw string) (answers []*http.Response, bodies []string, closed bool) {
+// exchange writes raw to a new connection to addr and reads n answers, or
+// fewer if the server closes the connection first. It then asks whether
+// the connection is still open with one more request of its own (a
+// health check, its request id known): closed says whether the server
+// closed the connection instead of answering it; any answer before it is
+// one more answer to raw.
+func exchange(t *testing.T, addr, raw string, n int) (answers []*http.Response, bodies []string, closed bool) {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	// Only a bound for a server that never answers: each read ends with an
+	// answer or the connection's end long before it.
+	_ = c.SetDeadline(time.Now().Add(testenv.Patience))
 	if _, err := io.WriteString(c, raw); err != nil {
 		t.Fatal(err)
 	}
 	br := bufio.NewReader(c)
-	for {
-		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	read := func() (*http.Response, string, bool) {
 		res, err := http.ReadResponse(br, nil)
 		if err != nil {
 			var ne net.Error
-			return answers, bodies, !errors.As(err, &ne) || !ne.Timeout()
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatalf("no answer nor the connection's end: %v", err)
+			}
+			return nil, "", false
 		}
 		b, _ := io.ReadAll(res.Body)
 		res.Body.Close()
-		answers, bodies = append(answers, res), append(bodies, string(b))
+		return res, string(b), true
+	}
+	for len(answers) < n {
+		res, body, ok := read()
+		if !ok {
+			return answers, bodies, true
+		}
+		answers, bodies = append(answers, res), append(bodies, body)
+	}
+	const probeID = "framing-probe-1"
+	if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Request-Id: "+probeID+"\r\n\r\n"); err != nil {
+		return answers, bodies, true
+	}
+	for {
+		res, body, ok := read()
+		if !ok {
+			return answers, bodies, true
+		}
+		if res.Header.Get("X-Request-Id") == probeID {
+			return answers, bodies, false
+		}
+		answers, bodies = append(answers, res), append(bodies, body)
 	}
 }
 
@@ -50,6 +80,7 @@ func exchange(t *testing.T, addr, raw string) (answers []*http.Response, bodies 
 // is created. Requests around it, chunked ones and bodies that hold such a
 // head included, are served as before on a connection kept open.
 func TestAmbiguousLengthRefused(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	k := in.key(t, coA, invoicing.Live, allScopes)
@@ -78,7 +109,7 @@ func TestAmbiguousLengthRefused(t *testing.T) {
 			"0\r\nX-Trailer: 1\r\n\r\n" + "POST /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " + strconv.Itoa(len(ambiguous)) + "\r\n\r\n" + ambiguous +
 			"POST /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk(ambiguous) + "0\r\n\r\n" + get, []int{201, 405, 405, 200}, false},
 	} {
-		answers, bodies, closed := exchange(t, c.addr, c.raw)
+		answers, bodies, closed := exchange(t, c.addr, c.raw, len(c.want))
 		var got []int
 		for _, a := range answers {
 			got = append(got, a.StatusCode)

@@ -25,6 +25,7 @@ import (
 // afterwards every acknowledged client exists exactly once and no create made
 // a second row (rows are counted in the database, not answers).
 func TestIdempotentCreatesUnderFaults(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	proxy := testenv.PostgresProxy(t)
 	srv := testenv.StartRedisServer(t, 0)
@@ -40,13 +41,9 @@ func TestIdempotentCreatesUnderFaults(t *testing.T) {
 	// The creates are spread over the first 12 faults (3 of each kind): each
 	// batch starts while its fault is on, whatever the machine's speed.
 	const creates, workers, batches = 48, 6, 12
-	var cycle atomic.Int64
-	type outcome struct {
-		status   int
-		id       string
-		attempts int
-	}
-	results := make([]outcome, creates)
+	var ph faultPhases
+	ph.changed = make(chan struct{})
+	results := make([]createOutcome, creates)
 	var next atomic.Int64
 	var unexpected sync.Map // status -> example
 	done := make(chan struct{})
@@ -56,14 +53,12 @@ func TestIdempotentCreatesUnderFaults(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1)) - 1; i < creates; i = int(next.Add(1)) - 1 {
-				for cycle.Load() <= int64(i*batches/creates) {
-					time.Sleep(5 * time.Millisecond)
-				}
+				ph.waitFaults(int64(i*batches/creates) + 1)
 				body := fmt.Sprintf(`{"name":"Falha %d"}`, i)
 				if i%2 == 1 {
 					body = fmt.Sprintf(`{"name":"Falha %d","nif":"54009%05d"}`, i, i)
 				}
-				results[i] = retryCreate(in.pub.URL+clientsPath, k.Key, fmt.Sprintf("fault-%d", i), body, &unexpected)
+				results[i] = retryCreate(in.pub.URL+clientsPath, k.Key, fmt.Sprintf("fault-%d", i), body, &unexpected, ph.next)
 			}
 		}()
 	}
@@ -72,43 +67,108 @@ func TestIdempotentCreatesUnderFaults(t *testing.T) {
 	// The faults, in turn, until every create has its final answer. Held
 	// replies outlast the 1 s query timeout: the database commits a create
 	// whose answer the gateway never gets.
-	kinds := []struct {
-		on, off func()
-		hold    time.Duration
-	}{
+	faults := cycleFaults(&ph, done, []fault{
 		{proxy.Cut, proxy.Resume, 300 * time.Millisecond},
 		{proxy.HoldReplies, proxy.Resume, 1300 * time.Millisecond},
 		{proxy.Pause, proxy.Resume, 300 * time.Millisecond},
 		{srv.Kill, srv.Restart, 300 * time.Millisecond},
+	})
+	unexpected.Range(func(k, v any) bool {
+		t.Errorf("answer %v during the faults: %v", k, v)
+		return true
+	})
+	attempts := checkCreatedOnce(t, w.live, results)
+	t.Logf("%d creates, %d attempts, %d faults", creates, attempts, faults)
+	if faults < batches {
+		t.Fatalf("only %d faults: the creates did not span them", faults)
 	}
+}
+
+// createOutcome is one create's final answer.
+type createOutcome struct {
+	status   int
+	id       string
+	attempts int
+}
+
+// fault is one kind of fault: on, off, and how long it lasts.
+type fault struct {
+	on, off func()
+	hold    time.Duration
+}
+
+// faultPhases tells the clients how the faults go: how many have started,
+// and each change (a fault on or off), which is when a client retries.
+type faultPhases struct {
+	mu      sync.Mutex
+	started int64
+	changed chan struct{} // closed and replaced on every change
+}
+
+func (p *faultPhases) change(faultOn bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if faultOn {
+		p.started++
+	}
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// next is closed at the next change.
+func (p *faultPhases) next() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.changed
+}
+
+// waitFaults waits until n faults have started.
+func (p *faultPhases) waitFaults(n int64) {
+	for {
+		p.mu.Lock()
+		started, ch := p.started, p.changed
+		p.mu.Unlock()
+		if started >= n {
+			return
+		}
+		<-ch
+	}
+}
+
+// cycleFaults turns the kinds of faults on and off in turn until done is
+// closed, and returns how many it made.
+func cycleFaults(ph *faultPhases, done <-chan struct{}, kinds []fault) int {
 	faults := 0
 	for stop := false; !stop; faults++ {
 		f := kinds[faults%len(kinds)]
 		f.on()
-		cycle.Store(int64(faults) + 1)
+		ph.change(true)
 		select {
 		case <-done:
 			stop = true
 		case <-time.After(f.hold):
 		}
 		f.off()
+		ph.change(false)
 		select {
 		case <-done:
 			stop = true
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	unexpected.Range(func(k, v any) bool {
-		t.Errorf("answer %v during the faults: %v", k, v)
-		return true
-	})
+	return faults
+}
 
-	direct, err := backend.Open(context.Background(), backend.Config{URL: w.live})
+// checkCreatedOnce asserts that each create was answered 201 and that its
+// client exists exactly once, in the database at dbURL; it returns the
+// attempts made in all.
+func checkCreatedOnce(t *testing.T, dbURL string, results []createOutcome) (attempts int) {
+	t.Helper()
+	direct, err := backend.Open(context.Background(), backend.Config{URL: dbURL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer direct.Close()
-	attempts := 0
 	for i, r := range results {
 		attempts += r.attempts
 		if r.status != 201 {
@@ -130,22 +190,18 @@ func TestIdempotentCreatesUnderFaults(t *testing.T) {
 			t.Errorf("create %d acknowledged as %s: rows %v, want exactly that one", i, r.id, ids)
 		}
 	}
-	t.Logf("%d creates, %d attempts, %d faults", creates, attempts, faults)
-	if faults < batches {
-		t.Fatalf("only %d faults: the creates did not span them", faults)
-	}
+	return attempts
 }
 
 // retryCreate sends one create with its idempotency key until the answer is
-// final, as a careful client would (honouring Retry-After, briefly).
-func retryCreate(url, key, idemKey, body string, unexpected *sync.Map) (o struct {
-	status   int
-	id       string
-	attempts int
-}) {
+// final, as a careful client would: after an answer lost or refused for
+// now, it retries when the faults next change (a fault lifted, or the next
+// one on), however long that takes, instead of after a fixed wait.
+func retryCreate(url, key, idemKey, body string, unexpected *sync.Map, changed func() <-chan struct{}) (o createOutcome) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		o.attempts++
+		next := changed()
 		r, err := http.NewRequest("POST", url, strings.NewReader(body))
 		if err != nil {
 			panic(err)
@@ -156,7 +212,7 @@ func retryCreate(url, key, idemKey, body string, unexpected *sync.Map) (o struct
 		r.Header.Set("Idempotency-Key", idemKey)
 		res, err := faultClient.Do(r)
 		if err != nil {
-			time.Sleep(50 * time.Millisecond) // the answer was lost: retry
+			<-next // the answer was lost: retry
 			continue
 		}
 		b, _ := io.ReadAll(res.Body)
@@ -175,7 +231,7 @@ func retryCreate(url, key, idemKey, body string, unexpected *sync.Map) (o struct
 				o.status = res.StatusCode
 				return o
 			}
-			time.Sleep(100 * time.Millisecond) // Retry-After is 1 s; a test need not wait it out
+			<-next // Retry-After is 1 s; the next change of the faults comes sooner
 		default:
 			unexpected.Store(res.StatusCode, string(b))
 			o.status = res.StatusCode

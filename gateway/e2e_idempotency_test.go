@@ -57,6 +57,7 @@ func expectReplay(t *testing.T, first, r resp) {
 }
 
 func TestIdempotentCreate(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	k := in.key(t, coA, invoicing.Live, allScopes)
@@ -100,25 +101,7 @@ func TestIdempotentCreate(t *testing.T) {
 		expectProblem(t, conflict, 409, "nif_conflict")
 		expectReplay(t, conflict, idemPost(t, in, k.Key, coA, "conflict", `{"name":"Outro","nif":"5400333444"}`))
 	})
-	t.Run("a key is the company's and the mode's", func(t *testing.T) {
-		body := `{"name":"Mesma Chave"}`
-		a := idemPost(t, in, k.Key, coA, "shared-key", body)
-		b := idemPost(t, in, kb.Key, coB, "shared-key", body)
-		c := idemPost(t, in, kt.Key, coA, "shared-key", body)
-		for _, r := range []resp{a, b, c} {
-			if r.Status != 201 || r.Header.Get("Idempotent-Replayed") != "" {
-				t.Fatalf("each scope creates its own client: %d %s", r.Status, r.Body)
-			}
-		}
-		ids := map[any]bool{a.json(t)["id"]: true, b.json(t)["id"]: true, c.json(t)["id"]: true}
-		if len(ids) != 3 {
-			t.Fatalf("ids %v: want three different clients", ids)
-		}
-		if rowsNamed(t, in, invoicing.Live, coA, "Mesma Chave") != 1 || rowsNamed(t, in, invoicing.Live, coB, "Mesma Chave") != 1 ||
-			rowsNamed(t, in, invoicing.Test, coA, "Mesma Chave") != 1 {
-			t.Fatal("want one client per company and mode")
-		}
-	})
+	t.Run("a key is the company's and the mode's", func(t *testing.T) { idemKeyPerScope(t, in, k.Key, kb.Key, kt.Key) })
 	t.Run("malformed keys", func(t *testing.T) {
 		// (Characters Go's client refuses to send are unit-tested.)
 		for _, bad := range []string{strings.Repeat("k", 256), ""} {
@@ -136,27 +119,53 @@ func TestIdempotentCreate(t *testing.T) {
 			t.Fatalf("a 255-character key: %d %s", r.Status, r.Body)
 		}
 	})
-	t.Run("a retry while the first runs is told so", func(t *testing.T) {
-		body := `{"name":"Em Curso"}`
-		sc := idempotency.Scope{Company: coA, Mode: invoicing.Live, Key: "running"}
-		store := idempotency.New(idempotency.Config{Redis: w.rdb, Prefix: w.prefix + "idem:"})
-		o, err := store.Begin(context.Background(), sc, idempotency.Fingerprint([]byte(clientsPath), []byte(body)))
-		if err != nil || o.State != idempotency.Started {
-			t.Fatalf("claim: %+v, %v", o, err)
+	t.Run("a retry while the first runs is told so", func(t *testing.T) { idemInProgress(t, w, in, k.Key) })
+}
+
+// idemKeyPerScope: one Idempotency-Key in another company or mode creates a
+// client of its own there (keys of A LIVE, B LIVE and A TEST).
+func idemKeyPerScope(t *testing.T, in *instance, aLive, bLive, aTest string) {
+	body := `{"name":"Mesma Chave"}`
+	a := idemPost(t, in, aLive, coA, "shared-key", body)
+	b := idemPost(t, in, bLive, coB, "shared-key", body)
+	c := idemPost(t, in, aTest, coA, "shared-key", body)
+	for _, r := range []resp{a, b, c} {
+		if r.Status != 201 || r.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("each scope creates its own client: %d %s", r.Status, r.Body)
 		}
-		r := expectProblem(t, idemPost(t, in, k.Key, coA, "running", body), 409, "idempotency_in_progress")
-		_ = r
-		if n := rowsNamed(t, in, invoicing.Live, coA, "Em Curso"); n != 0 {
-			t.Fatalf("%d clients created while the first attempt runs", n)
-		}
-		expectProblem(t, idemPost(t, in, k.Key, coA, "running", `{"name":"Outra Coisa"}`), 422, "idempotency_key_reused")
-	})
+	}
+	ids := map[any]bool{a.json(t)["id"]: true, b.json(t)["id"]: true, c.json(t)["id"]: true}
+	if len(ids) != 3 {
+		t.Fatalf("ids %v: want three different clients", ids)
+	}
+	if rowsNamed(t, in, invoicing.Live, coA, "Mesma Chave") != 1 || rowsNamed(t, in, invoicing.Live, coB, "Mesma Chave") != 1 ||
+		rowsNamed(t, in, invoicing.Test, coA, "Mesma Chave") != 1 {
+		t.Fatal("want one client per company and mode")
+	}
+}
+
+// idemInProgress: a retry while the first attempt runs (its record claimed
+// in the store) is told so, and creates nothing.
+func idemInProgress(t *testing.T, w *world, in *instance, key string) {
+	body := `{"name":"Em Curso"}`
+	sc := idempotency.Scope{Company: coA, Mode: invoicing.Live, Key: "running"}
+	store := idempotency.New(idempotency.Config{Redis: w.rdb, Prefix: w.prefix + "idem:"})
+	o, err := store.Begin(context.Background(), sc, idempotency.Fingerprint([]byte(clientsPath), []byte(body)))
+	if err != nil || o.State != idempotency.Started {
+		t.Fatalf("claim: %+v, %v", o, err)
+	}
+	expectProblem(t, idemPost(t, in, key, coA, "running", body), 409, "idempotency_in_progress")
+	if n := rowsNamed(t, in, invoicing.Live, coA, "Em Curso"); n != 0 {
+		t.Fatalf("%d clients created while the first attempt runs", n)
+	}
+	expectProblem(t, idemPost(t, in, key, coA, "running", `{"name":"Outra Coisa"}`), 422, "idempotency_key_reused")
 }
 
 // When Redis no longer knows the request (lost, or never told because the
 // first attempt's outcome was unknown), the database still refuses a second
 // client: the retry meets its own row and answers it.
 func TestIdempotencyWithoutItsRecord(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	k := in.key(t, coA, invoicing.Live, allScopes)

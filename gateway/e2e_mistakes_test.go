@@ -16,6 +16,7 @@ import (
 // not even a key pasted into it. Other paths, and the admin listener, get
 // the plain 404.
 func TestWrongPathNamesTheOperation(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	k := in.key(t, coA, invoicing.Live, allScopes)
@@ -61,6 +62,7 @@ func TestWrongPathNamesTheOperation(t *testing.T) {
 // company's checks), without RateLimit headers, and the value is never
 // echoed. A well-formed id of another company is still 403.
 func TestMalformedCompanyHeader(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	k := in.key(t, coA, invoicing.Live, allScopes)
@@ -93,6 +95,7 @@ func TestMalformedCompanyHeader(t *testing.T) {
 // An unknown field does not hide the body's other mistakes: every error of
 // a create is answered at once, and nothing is created.
 func TestBodyErrorsAllAtOnce(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	k := in.key(t, coA, invoicing.Live, allScopes)
@@ -125,6 +128,7 @@ func TestBodyErrorsAllAtOnce(t *testing.T) {
 // (existingClientId), in the key's mode, never another company's; a stored
 // answer replayed for an Idempotency-Key names it too.
 func TestNIFConflictNamesTheClient(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	a, b := in.key(t, coA, invoicing.Live, allScopes), in.key(t, coB, invoicing.Live, allScopes)

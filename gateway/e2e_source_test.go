@@ -25,6 +25,7 @@ func createKeyBody(company, extra string) string {
 // Over a real connection the peer is 127.0.0.1; behind a trusted proxy
 // (here the loopback) the forwarded address decides.
 func TestSourceNetworksOverTCP(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	direct := w.start()
 	proxied := w.start(withTrustedProxies(netip.MustParsePrefix("127.0.0.0/8")))

@@ -47,6 +47,7 @@ func sampleValues() []any {
 
 // The appenders write exactly encoding/json's bytes.
 func TestAppendJSONEqualsEncodingJSON(t *testing.T) {
+	t.Parallel()
 	for i, v := range sampleValues() {
 		want, err := json.Marshal(v)
 		if err != nil {
@@ -63,6 +64,7 @@ func TestAppendJSONEqualsEncodingJSON(t *testing.T) {
 }
 
 func TestAppendStringRandom(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 20000; i++ {
 		n := r.IntN(12)
@@ -83,6 +85,7 @@ func TestAppendStringRandom(t *testing.T) {
 
 // appendMillis writes what AppendFormat writes, for any instant, in any zone.
 func TestAppendMillis(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := 0; i < 50000; i++ {
 		at := time.Unix(r.Int64N(400_000_000_000)-62_000_000_000, r.Int64N(1e9)).In(time.FixedZone("Z", 3600*(r.IntN(25)-12)))
@@ -98,6 +101,7 @@ func TestAppendMillis(t *testing.T) {
 
 // A field added to a resource type must be added to the appenders too.
 func TestAppendJSONKnowsEveryField(t *testing.T) {
+	t.Parallel()
 	for typ, n := range map[reflect.Type]int{
 		reflect.TypeFor[invoicing.Client]():                 9,
 		reflect.TypeFor[invoicing.Invoice]():                12,

@@ -71,14 +71,18 @@ func BenchmarkKnownKeyUnderFlood(b *testing.B) {
 				b.Cleanup(pub.Close)
 				stop = startFlood(b, pub.URL, mode == "typos")
 			}
-			time.Sleep(500 * time.Millisecond) // the flood's connections open
+			if stop != nil { // the flood under way: its requests arrive
+				testenv.Eventually(b, "the flood's first requests", func() error {
+					return testenv.Want(sent.Load() >= floodConns, true, "requests of every connection")
+				})
+			}
 			lookups0, sent0, start, cpu0, rcpu0 := redisCalls(b, rdb, "hgetall"), sent.Load(), time.Now(), cpuTime(), redisCPU(b, rdb)
 
 			lat := make([]time.Duration, 0, 4096)
-			next := time.Now()
+			tick := time.NewTicker(knownEvery) // the known key's pace
+			defer tick.Stop()
 			for b.Loop() {
-				next = next.Add(knownEvery)
-				time.Sleep(time.Until(next))
+				<-tick.C
 				clear(w.h)
 				t0 := time.Now()
 				h.ServeHTTP(w, known)
@@ -195,8 +199,9 @@ func TestFloodChild(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			every := time.Duration(floodConns) * time.Second / floodRate
-			next := time.Now()
+			// Each connection's share of floodRate, paced by a ticker.
+			tick := time.NewTicker(time.Duration(floodConns) * time.Second / floodRate)
+			defer tick.Stop()
 			for ctx.Err() == nil {
 				i := n.Add(1)
 				key := fmt.Sprintf("igw_live_%043d", i)
@@ -214,8 +219,9 @@ func TestFloodChild(t *testing.T) {
 					_, _ = io.Copy(io.Discard, res.Body)
 					res.Body.Close()
 				}
-				if next = next.Add(every); time.Until(next) > 0 {
-					time.Sleep(time.Until(next))
+				select {
+				case <-tick.C:
+				case <-ctx.Done():
 				}
 			}
 		}()

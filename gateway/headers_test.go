@@ -19,6 +19,7 @@ import (
 // into another type (X-Content-Type-Options: nosniff). The explorer's static
 // files (/api/docs) are the one exception to no-store: public and cacheable.
 func TestSecurityHeadersEverywhere(t *testing.T) {
+	t.Parallel()
 	g := newLocalGateway(t, func(c *Config) { c.CORSAllowedOrigins = []string{"https://app.example.ao"} })
 	a, co := g.keys["aLive"], gendata.DemoCompanyA
 	var ownInvoice, ownClient string

@@ -25,6 +25,7 @@ import (
 // them, which is what is checked. A Unicode version that adds a format
 // character to Go's tables fails here until the document lists it.
 func TestHiddenPattern(t *testing.T) {
+	t.Parallel()
 	doc, err := openapi3.NewLoader().LoadFromData(apidocs.YAML())
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +118,7 @@ func edges(t *testing.T, pattern string) []rune {
 // text is refused, naming the field and the character, and nothing is
 // created; the same name without it is a client.
 func TestClientNameHiddenCharacters(t *testing.T) {
+	t.Parallel()
 	in := newWorld(t).start()
 	key := in.key(t, coA, invoicing.Live, "clients:write")
 	for _, c := range []struct{ field, value string }{

@@ -10,6 +10,7 @@ import (
 // Every operation's path, as the document writes it, is named by the 404 of
 // a path that ends like it: routeHint's table is the document's.
 func TestRouteHintKnowsEveryOperation(t *testing.T) {
+	t.Parallel()
 	doc, err := apitest.Doc()
 	if err != nil {
 		t.Fatal(err)

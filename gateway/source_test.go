@@ -14,6 +14,7 @@ import (
 // The trustedProxies setting: CIDRs and addresses, as a key's networks are
 // read; anything else is refused.
 func TestParseTrustedProxies(t *testing.T) {
+	t.Parallel()
 	got, err := ParseTrustedProxies("10.0.0.0/8, 2001:db8:ffff::/48,192.0.2.1")
 	var names []string
 	for _, p := range got {
@@ -35,6 +36,7 @@ func TestParseTrustedProxies(t *testing.T) {
 // Source networks through the public handler, on the demo's SQLite and
 // in-process Redis, with peers and headers as a load balancer would send.
 func TestSourceNetworks(t *testing.T) {
+	t.Parallel()
 	proxies, _ := ParseTrustedProxies("10.0.0.0/8")
 	g := newLocalGateway(t, func(c *Config) { c.TrustedProxies = proxies })
 	co := gendata.DemoCompanyA

@@ -13,6 +13,7 @@ import (
 // The lists' own parameters: dates, and free text trimmed and without
 // control characters.
 func TestFilterParams(t *testing.T) {
+	t.Parallel()
 	q := web.ParseQuery("from=2026-01-31&to=2026-13-01", "from", "to")
 	if dateParam(q, "from") != "2026-01-31" || dateParam(q, "to") != "" || q.Err() == nil {
 		t.Errorf("dates: %v", q.Err())
@@ -28,6 +29,7 @@ func TestFilterParams(t *testing.T) {
 }
 
 func TestDecodeNewClient(t *testing.T) {
+	t.Parallel()
 	post := func(body string) (invoicing.NewClient, error) {
 		r := httptest.NewRequest("POST", "/", strings.NewReader(body))
 		r.Header.Set("Content-Type", "application/json; charset=utf-8")
@@ -67,6 +69,7 @@ func decodeRequest(r *http.Request) (invoicing.NewClient, error) {
 }
 
 func TestIdempotencyKeyHeader(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		vals []string
 		ok   bool
