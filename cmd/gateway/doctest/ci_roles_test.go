@@ -20,6 +20,7 @@ import (
 // database: make databases of its own, put the platform's schema (with its
 // pg_trgm extension) and the demo data in them, and drop them with FORCE.
 func TestTestRoleIsNoSuperuser(t *testing.T) {
+	t.Parallel()
 	for _, f := range []string{repoRoot + "/.ci/test", repoRoot + "/README.md"} {
 		b, err := os.ReadFile(f)
 		if err != nil {

@@ -92,6 +92,7 @@ func loopbackOnly(t *testing.T, name string, ports []string) {
 }
 
 func TestComposeObservability(t *testing.T) {
+	t.Parallel()
 	f := readCompose(t)
 	for _, name := range []string{"otel-collector", "prometheus", "grafana", "jaeger"} {
 		if img := service(t, f.Services, name).Image; !regexp.MustCompile(`:v?\d+\.\d+\.\d+$`).MatchString(img) {

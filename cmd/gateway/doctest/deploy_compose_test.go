@@ -45,6 +45,7 @@ type composeService struct {
 var interpolation = regexp.MustCompile(`\$\{([A-Z0-9_]+)(:?[-?][^}]*)?\}`)
 
 func TestComposeMatchesConfiguration(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(repoRoot, "deploy")
 	b, err := os.ReadFile(filepath.Join(dir, "compose.yaml"))
 	if err != nil {

@@ -95,6 +95,7 @@ var dashboardMetrics = []string{
 var grafanaVar = regexp.MustCompile(`\$\{?(\w+)\}?`)
 
 func TestDashboard(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(dashboardFile)
 	if err != nil {
 		t.Fatal(err)

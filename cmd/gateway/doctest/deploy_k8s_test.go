@@ -105,6 +105,7 @@ func render(t *testing.T, dir string) rendered {
 // (kustomize reads nothing outside a kustomization's root by default): it
 // must stay the shipped file, byte for byte.
 func TestKubernetesConfigIsTheShippedOne(t *testing.T) {
+	t.Parallel()
 	shipped, err := os.ReadFile(shippedCfg)
 	if err != nil {
 		t.Fatal(err)
@@ -130,6 +131,7 @@ func TestKubernetesConfigIsTheShippedOne(t *testing.T) {
 }
 
 func TestKubernetesManifests(t *testing.T) {
+	t.Parallel()
 	for _, dir := range []string{"base", "overlays/production"} {
 		t.Run(dir, func(t *testing.T) {
 			checkManifests(t, render(t, filepath.Join(repoRoot, "deploy/k8s", dir)), dir == "overlays/production")

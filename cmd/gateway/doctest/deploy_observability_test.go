@@ -6,18 +6,20 @@ package doctest
 // deploy_compose_observability_test.go.
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"gopkg.in/yaml.v3"
+
+	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
 const obsDir = repoRoot + "/deploy/observability"
@@ -81,17 +83,16 @@ func exportedSeries(t *testing.T) map[string]map[string]bool {
 func scrapeWithWatermarks(t *testing.T) string {
 	t.Helper()
 	d := runningDemo(t)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		code, body := d.scrape(t, "/metrics")
-		if code == http.StatusOK && strings.Contains(body, "gateway_events_detector_lag_seconds{") {
-			return body
+	var body string
+	testenv.Eventually(t, "gateway_events_detector_lag_seconds on the demo's /metrics", func() error {
+		code, b := d.scrape(t, "/metrics")
+		if code != http.StatusOK || !strings.Contains(b, "gateway_events_detector_lag_seconds{") {
+			return fmt.Errorf("/metrics (%d) has no gateway_events_detector_lag_seconds", code)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 60 s of detection, /metrics (%d) has no gateway_events_detector_lag_seconds", code)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		body = b
+		return nil
+	})
+	return body
 }
 
 // targetLabels are the labels Prometheus adds to every scraped series.
@@ -225,6 +226,7 @@ var (
 )
 
 func TestPromQLRefs(t *testing.T) {
+	t.Parallel()
 	for expr, want := range map[string][2]string{
 		`sum by (route, le) (rate(a_bucket{instance=~"$instance",x="}"}[$__rate_interval]))`:        {"a_bucket", "route le instance x"},
 		`histogram_quantile(0.99, sum without (b) (rate(m[5m] offset 10m))) > 0.5 and on (route) c`: {"m c", "b route"},

@@ -65,6 +65,7 @@ func groupingLabels(expr string, labels []string) []string {
 }
 
 func TestAlertRules(t *testing.T) {
+	t.Parallel()
 	rules, recorded := loadRules(t)
 	readme, err := os.ReadFile(obsDir + "/README.md")
 	if err != nil {

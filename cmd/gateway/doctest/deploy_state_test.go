@@ -18,6 +18,7 @@ import (
 // Secret references (with which its configuration loads: the binary gets
 // past its settings), and the pod as locked down as the gateway's.
 func TestKubernetesStateExport(t *testing.T) {
+	t.Parallel()
 	_, rcpt, err := seal.Generate()
 	if err != nil {
 		t.Fatal(err)

@@ -83,6 +83,7 @@ func portOf(t *testing.T, addr string) int {
 // file lands where `serve` looks for it, the exposed ports are the
 // configured listeners', and it runs `serve` as a non-root user.
 func TestDockerfile(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(repoRoot + "/deploy/Dockerfile")
 	if err != nil {
 		t.Fatal(err)

@@ -59,6 +59,7 @@ func docFiles(t *testing.T) []string {
 // one, a trailing comment (two spaces, #) or & is not part of a command, and
 // `go run ./cmd/X` is X.
 func TestDocsShowRealCommands(t *testing.T) {
+	t.Parallel()
 	files := docFiles(t)
 	bench := benchCLIOf(t)
 	gw := gatewayCLIOf(t)

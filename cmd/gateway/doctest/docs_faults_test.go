@@ -43,6 +43,7 @@ func declaredAt(name string) *regexp.Regexp {
 // named in a row, so that a test renamed, moved or added cannot leave the
 // table behind.
 func TestFaultTableNamesItsTests(t *testing.T) {
+	t.Parallel()
 	rows := faultTable(t)
 	named := map[string]bool{} // "file TestName"
 	for _, row := range rows {

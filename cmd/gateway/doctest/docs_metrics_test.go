@@ -10,6 +10,7 @@ import (
 // Every webhooks' metric the real gateway serves is in the table of
 // docs/observability.md, and every one the table names is served.
 func TestEventsMetricsDocumented(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(filepath.Join(repoRoot, "docs", "observability.md"))
 	if err != nil {
 		t.Fatal(err)

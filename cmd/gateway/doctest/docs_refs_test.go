@@ -33,6 +33,7 @@ var (
 // package), so that a renamed test or a moved file cannot leave a page
 // pointing at nothing.
 func TestDocsCiteWhatExists(t *testing.T) {
+	t.Parallel()
 	funcs := testFuncs(t)
 	var names, paths int
 	for _, file := range docFiles(t) {

@@ -237,6 +237,7 @@ func servedStatus(t *testing.T, path string) int {
 // TestProbePathsAreServed keeps servedStatus honest: health paths answer
 // 200, a misspelt one does not.
 func TestProbePathsAreServed(t *testing.T) {
+	t.Parallel()
 	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/ready": 404, "/health": 404} {
 		if got := servedStatus(t, path); got != want {
 			t.Errorf("GET %s = %d, want %d", path, got, want)

@@ -46,6 +46,7 @@ func readmeBlock(t *testing.T) string {
 // test's own, no drain delay at the end, and a GOPATH of the test's own for
 // `go install`.
 func TestReadmeRealServicesPath(t *testing.T) {
+	t.Parallel()
 	admin := testenv.PostgresAdminURL()
 	if u, err := url.Parse(admin); err != nil || (u.Hostname() != "127.0.0.1" && u.Hostname() != "localhost") {
 		t.Skipf("the README's steps use the local PostgreSQL; the tests' is %s", admin)
@@ -137,6 +138,7 @@ func dropDatabases(t *testing.T, admin string, names ...string) {
 // which TestReadmeRealServicesPath runs as written (a new terminal included:
 // its PATH holds only what the block exports).
 func TestReadmeDemoInstallsTheBinary(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
 	if err != nil {
 		t.Fatal(err)
