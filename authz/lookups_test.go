@@ -54,99 +54,11 @@ func TestLookupBound(t *testing.T) {
 		if _, err := k.VerifyFrom(ctx, good, a); err != nil {
 			t.Fatal(err)
 		}
-
-		// Three unknown keys from a: three lookups, then refusals without one.
-		before := p.n("hgetall")
-		for i := range 10 {
-			_, err := k.VerifyFrom(ctx, unknownSecret("a", i), a)
-			want := ErrInvalidKey
-			if i >= 3 {
-				want = ErrKeyLookupsLimited
-			}
-			if !errors.Is(err, want) {
-				t.Fatalf("unknown key %d from a: %v, want %v", i, err, want)
-			}
-		}
-		if n := p.n("hgetall") - before; n != 3 {
-			t.Errorf("10 unknown keys from one source cost %d lookups, want 3", n)
-		}
-		_, err := k.VerifyFrom(ctx, unknownSecret("a", 99), a)
-		var ra interface{ RetryAfter() time.Duration }
-		if !errors.As(err, &ra) || ra.RetryAfter() != time.Second || invoicing.KindOf(err) != invoicing.Limited {
-			t.Fatalf("over the bound: %v; want a Limited error with RetryAfter 1s (1/s, bucket empty)", err)
-		}
-		// Repeats of a key found unknown are the negative cache's: no token,
-		// no refusal.
-		if _, err := k.VerifyFrom(ctx, unknownSecret("a", 0), a); !errors.Is(err, ErrInvalidKey) {
-			t.Errorf("a repeated unknown key: %v, want ErrInvalidKey", err)
-		}
-
-		// The known key from a: answered from the cache, also once past
-		// CacheTTL (read again, not bounded), and a is never asked where it
-		// is.
-		asked := a.asked.Load()
-		c.Add(1500 * time.Millisecond) // past CacheTTL; a's bucket gets 1.5 tokens
-		before = p.n("hgetall")
-		for range 5 {
-			if _, err := k.VerifyFrom(ctx, good, a); err != nil {
-				t.Fatalf("the known key from a flooding source: %v", err)
-			}
-		}
-		if n := p.n("hgetall") - before; n != 1 {
-			t.Errorf("the known key past CacheTTL cost %d lookups, want 1", n)
-		}
-		if a.asked.Load() != asked {
-			t.Errorf("the source was asked its address for a known key")
-		}
-
-		// Keys found spend nothing: a's 1.5 tokens admit a good key never
-		// seen here, then one unknown, then nothing.
-		if _, err := k.VerifyFrom(ctx, fresh, a); err != nil {
-			t.Errorf("a good key's first use with a token left: %v", err)
-		}
-		if _, err := k.VerifyFrom(ctx, unknownSecret("a", 10), a); !errors.Is(err, ErrInvalidKey) {
-			t.Errorf("after a found key: %v, want ErrInvalidKey (a token left)", err)
-		}
-		if _, err := k.VerifyFrom(ctx, unknownSecret("a", 11), a); !errors.Is(err, ErrKeyLookupsLimited) {
-			t.Errorf("then: %v, want ErrKeyLookupsLimited", err)
-		}
-
-		// An IPv6 source is its /64: two addresses of one /64 share a
-		// bucket of 3, another /64 has its own. The instance has 7 left
-		// (8, refilled to its burst, less a's last), which these spend to 1.
-		v6 := []Source{from("2001:db8:1:2::1"), from("2001:db8:1:2:ffff::9"), from("2001:db8:1:3::1")}
-		var got []string
-		for i, src := range []Source{v6[0], v6[1], v6[0], v6[1], v6[2], v6[2], v6[2]} {
-			_, err := k.VerifyFrom(ctx, unknownSecret("b", i), src)
-			got = append(got, map[bool]string{true: "looked up", false: "refused"}[errors.Is(err, ErrInvalidKey)])
-		}
-		want := []string{"looked up", "looked up", "looked up", "refused", "looked up", "looked up", "looked up"}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("IPv6 sources: %v, want %v", got, want)
-		}
-		// The instance's last token, then its bound: new sources are
-		// refused too.
-		if _, err := k.VerifyFrom(ctx, unknownSecret("c", 0), from("192.0.2.1")); !errors.Is(err, ErrInvalidKey) {
-			t.Errorf("the instance's last token: %v, want ErrInvalidKey", err)
-		}
-		var lim *limitedError
-		if _, err := k.VerifyFrom(ctx, unknownSecret("c", 1), from("192.0.2.2")); !errors.As(err, &lim) || lim.which != refusedInstance {
-			t.Errorf("a new source with the instance's bound spent: %v, want instance_limit", err)
-		}
-
-		// Verify without a source: the unknown source's own bucket.
-		for i := range 3 {
-			if _, err := k.Verify(ctx, unknownSecret("d", i)); !errors.Is(err, ErrKeyLookupsLimited) {
-				t.Errorf("Verify with the instance's bound spent: %v", err)
-			}
-		}
-		c.Add(10 * time.Second)
-		for i := range 4 {
-			_, err := k.Verify(ctx, unknownSecret("e", i))
-			if want := map[bool]error{true: ErrInvalidKey, false: ErrKeyLookupsLimited}[i < 3]; !errors.Is(err, want) {
-				t.Errorf("Verify, unknown key %d after 10 s: %v, want %v", i, err, want)
-			}
-		}
+		checkSourceBound(t, k, p, a)
+		checkKnownKeyUnbounded(t, k, p, c, a, good)
+		checkFoundKeysSpendNothing(t, k, a, fresh)
+		checkIPv6SourcesAndInstanceBound(t, k)
+		checkVerifyWithoutSource(t, k, c)
 
 		st := k.LookupStats()
 		wantStats := LookupStats{
@@ -161,36 +73,151 @@ func TestLookupBound(t *testing.T) {
 	})
 }
 
-// slowLookups delays every HGETALL, so that lookups overlap.
-type slowLookups struct{}
+// checkSourceBound: unknown keys from a cost three lookups, then are
+// refused without one.
+func checkSourceBound(t *testing.T, k *Keyring, p *probe, a *countingSource) {
+	t.Helper()
+	before := p.n("hgetall")
+	for i := range 10 {
+		_, err := k.VerifyFrom(ctx, unknownSecret("a", i), a)
+		want := ErrInvalidKey
+		if i >= 3 {
+			want = ErrKeyLookupsLimited
+		}
+		if !errors.Is(err, want) {
+			t.Fatalf("unknown key %d from a: %v, want %v", i, err, want)
+		}
+	}
+	if n := p.n("hgetall") - before; n != 3 {
+		t.Errorf("10 unknown keys from one source cost %d lookups, want 3", n)
+	}
+	_, err := k.VerifyFrom(ctx, unknownSecret("a", 99), a)
+	var ra interface{ RetryAfter() time.Duration }
+	if !errors.As(err, &ra) || ra.RetryAfter() != time.Second || invoicing.KindOf(err) != invoicing.Limited {
+		t.Fatalf("over the bound: %v; want a Limited error with RetryAfter 1s (1/s, bucket empty)", err)
+	}
+	// Repeats of a key found unknown are the negative cache's: no token,
+	// no refusal.
+	if _, err := k.VerifyFrom(ctx, unknownSecret("a", 0), a); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("a repeated unknown key: %v, want ErrInvalidKey", err)
+	}
+}
 
-func (slowLookups) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (slowLookups) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+// checkKnownKeyUnbounded: the known key from a is answered from the cache, also once past
+// CacheTTL (read again, not bounded), and a is never asked where it
+// is.
+func checkKnownKeyUnbounded(t *testing.T, k *Keyring, p *probe, c *testenv.Clock, a *countingSource, good string) {
+	t.Helper()
+	asked := a.asked.Load()
+	c.Add(1500 * time.Millisecond) // past CacheTTL; a's bucket gets 1.5 tokens
+	before := p.n("hgetall")
+	for range 5 {
+		if _, err := k.VerifyFrom(ctx, good, a); err != nil {
+			t.Fatalf("the known key from a flooding source: %v", err)
+		}
+	}
+	if n := p.n("hgetall") - before; n != 1 {
+		t.Errorf("the known key past CacheTTL cost %d lookups, want 1", n)
+	}
+	if a.asked.Load() != asked {
+		t.Errorf("the source was asked its address for a known key")
+	}
+}
+
+// checkFoundKeysSpendNothing: keys found spend nothing; a's 1.5 tokens admit a good key never
+// seen here, then one unknown, then nothing.
+func checkFoundKeysSpendNothing(t *testing.T, k *Keyring, a *countingSource, fresh string) {
+	t.Helper()
+	if _, err := k.VerifyFrom(ctx, fresh, a); err != nil {
+		t.Errorf("a good key's first use with a token left: %v", err)
+	}
+	if _, err := k.VerifyFrom(ctx, unknownSecret("a", 10), a); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("after a found key: %v, want ErrInvalidKey (a token left)", err)
+	}
+	if _, err := k.VerifyFrom(ctx, unknownSecret("a", 11), a); !errors.Is(err, ErrKeyLookupsLimited) {
+		t.Errorf("then: %v, want ErrKeyLookupsLimited", err)
+	}
+}
+
+// checkIPv6SourcesAndInstanceBound: an IPv6 source is its /64: two addresses of one /64 share a
+// bucket of 3, another /64 has its own. The instance has 7 left
+// (8, refilled to its burst, less a's last), which these spend to 1.
+func checkIPv6SourcesAndInstanceBound(t *testing.T, k *Keyring) {
+	t.Helper()
+	v6 := []Source{from("2001:db8:1:2::1"), from("2001:db8:1:2:ffff::9"), from("2001:db8:1:3::1")}
+	var got []string
+	for i, src := range []Source{v6[0], v6[1], v6[0], v6[1], v6[2], v6[2], v6[2]} {
+		_, err := k.VerifyFrom(ctx, unknownSecret("b", i), src)
+		got = append(got, map[bool]string{true: "looked up", false: "refused"}[errors.Is(err, ErrInvalidKey)])
+	}
+	want := []string{"looked up", "looked up", "looked up", "refused", "looked up", "looked up", "looked up"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("IPv6 sources: %v, want %v", got, want)
+	}
+	// The instance's last token, then its bound: new sources are
+	// refused too.
+	if _, err := k.VerifyFrom(ctx, unknownSecret("c", 0), from("192.0.2.1")); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("the instance's last token: %v, want ErrInvalidKey", err)
+	}
+	var lim *limitedError
+	if _, err := k.VerifyFrom(ctx, unknownSecret("c", 1), from("192.0.2.2")); !errors.As(err, &lim) || lim.which != refusedInstance {
+		t.Errorf("a new source with the instance's bound spent: %v, want instance_limit", err)
+	}
+}
+
+// checkVerifyWithoutSource: Verify without a source spends the unknown source's own bucket.
+func checkVerifyWithoutSource(t *testing.T, k *Keyring, c *testenv.Clock) {
+	t.Helper()
+	for i := range 3 {
+		if _, err := k.Verify(ctx, unknownSecret("d", i)); !errors.Is(err, ErrKeyLookupsLimited) {
+			t.Errorf("Verify with the instance's bound spent: %v", err)
+		}
+	}
+	c.Add(10 * time.Second)
+	for i := range 4 {
+		_, err := k.Verify(ctx, unknownSecret("e", i))
+		if want := map[bool]error{true: ErrInvalidKey, false: ErrKeyLookupsLimited}[i < 3]; !errors.Is(err, want) {
+			t.Errorf("Verify, unknown key %d after 10 s: %v, want %v", i, err, want)
+		}
+	}
+}
+
+// heldLookups holds every HGETALL until release is closed, so that lookups
+// overlap; held counts those waiting.
+type heldLookups struct {
+	held    *atomic.Int64
+	release chan struct{}
+}
+
+func (heldLookups) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h heldLookups) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if strings.EqualFold(cmd.Name(), "hgetall") {
-			time.Sleep(5 * time.Millisecond)
+			h.held.Add(1)
+			<-h.release
 		}
 		return next(ctx, cmd)
 	}
 }
-func (slowLookups) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (heldLookups) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
 
 // Concurrent lookups hold their places: 64 unknown keys at once from one
-// source, each lookup slowed so that all overlap, cost exactly the burst
-// (a bucket checked only before and charged after would let them all
-// through).
+// source, their lookups held until every call has either been refused or
+// is waiting in one, cost exactly the burst (a bucket checked only before
+// and charged after would let them all through).
 func TestLookupBoundConcurrent(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := testenv.Redis(t)
+	hold := heldLookups{held: new(atomic.Int64), release: make(chan struct{})}
 	slow := redis.NewClient(rdb.Options())
-	slow.AddHook(slowLookups{})
+	slow.AddHook(hold)
 	p := attachProbe(t, slow)
 	t.Cleanup(func() { slow.Close() })
 	k := newRing(t, slow, prefix, newClock(), func(cfg *Config) {
 		cfg.SourceLookups = LookupLimit{Rate: 1, Burst: 3}
-		cfg.Timeout = 10 * time.Second // a busy machine must not turn slow lookups into failures
+		cfg.Timeout = 10 * time.Second // a busy machine must not turn held lookups into failures
 	})
 	var wg sync.WaitGroup
 	var invalid, limited atomic.Int64
@@ -209,6 +236,10 @@ func TestLookupBoundConcurrent(t *testing.T) {
 			}
 		}()
 	}
+	testenv.Eventually(t, "every call refused or waiting in a lookup", func() error {
+		return testenv.Want(hold.held.Load()+limited.Load(), 64, "calls held in a lookup or refused")
+	})
+	close(hold.release)
 	wg.Wait()
 	if n := p.n("hgetall"); n != 3 || invalid.Load() != 3 || limited.Load() != 61 {
 		t.Errorf("64 concurrent unknown keys: %d lookups, %d invalid, %d limited; want 3, 3, 61", n, invalid.Load(), limited.Load())
