@@ -17,6 +17,7 @@ import (
 // key is refused without a lookup, counted under its reason, and every
 // series is there from the start.
 func TestCollectorReportsVerifications(t *testing.T) {
+	t.Parallel()
 	rdb, _ := testenv.Miniredis(t)
 	k := New(Config{Redis: rdb})
 	t.Cleanup(func() { _ = k.Close() })

@@ -16,6 +16,7 @@ import (
 // Two stores report their breaker and pool under the same names, told
 // apart by their database label, as the binary registers them.
 func TestCollectorNamesItsDatabase(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	for _, name := range []string{"live", "test"} {
 		s, err := backend.Open(context.Background(), backend.Config{URL: sqliteDB(t)})
