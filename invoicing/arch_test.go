@@ -23,13 +23,16 @@ const module = "github.com/invoicing-ao/gateway/"
 // gateway nor admin imports the other (the binary assembles the admin
 // listener from both); the commands may import anything.
 var allowedImports = map[string][]string{
-	"invoicing":           {},
-	"internal/tracing":    {},
-	"internal/logbuf":     {},
-	"internal/jsonlog":    {"internal/jsonstr"},
-	"internal/jsonstr":    {},
-	"internal/testenv":    {},
-	"internal/apitest":    {"gateway/apidocs"},
+	"invoicing":        {},
+	"internal/tracing": {},
+	"internal/logbuf":  {},
+	"internal/jsonlog": {"internal/jsonstr"},
+	"internal/jsonstr": {},
+	"internal/testenv": {},
+	"internal/apitest": {"gateway/apidocs"},
+	// the tests' whole gateways, wired as the binary wires them
+	"internal/apitest/harness": {"internal/apitest", "internal/testenv", "invoicing", "web", "gateway", "admin", "authz", "tenants",
+		"usage", "shape", "audit", "idempotency", "backend", "backend/gendata", "events"},
 	"internal/durable":    {},
 	"internal/seal":       {},
 	"internal/redisscan":  {},
