@@ -6,82 +6,86 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
+// addrCases are addresses, and whether the strict policy (no allowed
+// networks) and the demo's (loopback allowed) let a delivery reach each.
+var addrCases = []struct {
+	ip           string
+	strict, demo bool // allowed by each
+}{
+	{"93.184.216.34", true, true},
+	{"2606:2800:220:1:248:1893:25c8:1946", true, true},
+	{"127.0.0.1", false, true},
+	{"::1", false, true},
+	{"::ffff:127.0.0.1", false, true}, // IPv4-mapped: judged as the IPv4 address
+	{"10.1.2.3", false, false},
+	{"172.16.0.1", false, false},
+	{"192.168.1.1", false, false},
+	{"169.254.169.254", false, false}, // cloud metadata
+	{"fd00:ec2::254", false, false},   // AWS metadata over IPv6
+	{"fe80::1", false, false},
+	{"0.0.0.0", false, false},
+	{"::", false, false},
+	{"100.64.0.1", false, false},
+	{"224.0.0.1", false, false},
+	{"255.255.255.255", false, false},
+	{"64:ff9b::a00:1", false, false}, // NAT64 of 10.0.0.1
+	{"::ffff:10.0.0.1", false, false},
+	// Outside public space, though net/netip calls them global unicast:
+	// each once reached a loopback or internal host, or is nobody's.
+	{"::127.0.0.1", false, false},     // IPv4-compatible 127.0.0.1
+	{"2002:7f00:1::", false, false},   // 6to4 of 127.0.0.1
+	{"2002:a00:1::1", false, false},   // 6to4 of 10.0.0.1
+	{"::ffff:0:7f00:1", false, false}, // IPv4-translated 127.0.0.1
+	{"2001::1", false, false},         // Teredo
+	{"2001:0:4136:e378::1", false, false},
+	{"fec0::1", false, false}, // site-local
+	{"100::1", false, false},  // discard-only
+	{"2001:db8::1", false, false},
+	{"3fff::1", false, false},
+	{"2001:2::1", false, false}, // benchmarking
+	{"2620:4f:8000::1", false, false},
+	{"fc00::1", false, false},
+	{"ff02::1", false, false},
+	{"4000::1", false, false}, // unassigned, outside 2000::/3
+	{"192.0.2.1", false, false},
+	{"192.0.0.9", false, false},
+	{"192.88.99.1", false, false},
+	{"198.51.100.7", false, false},
+	{"203.0.113.9", false, false},
+	{"198.18.0.1", false, false},
+	{"192.31.196.1", false, false},
+	{"192.52.193.1", false, false},
+	{"192.175.48.1", false, false},
+	{"239.255.255.250", false, false},
+	// Public addresses, next to the blocks above.
+	{"1.1.1.1", true, true},
+	{"8.8.8.8", true, true},
+	{"11.0.0.1", true, true},
+	{"100.63.255.255", true, true},
+	{"100.128.0.1", true, true},
+	{"172.32.0.1", true, true},
+	{"192.0.1.1", true, true},
+	{"192.88.98.1", true, true},
+	{"198.17.255.1", true, true},
+	{"223.255.255.1", true, true},
+	{"2001:4860:4860::8888", true, true},
+	{"2001:200::1", true, true}, // just past 2001::/23
+	{"2a00:1450:4001::1", true, true},
+	{"2c0f:f248::1", true, true}, // AFRINIC
+	{"2003::1", true, true},
+	{"3ffe::1", true, true},
+	{"::ffff:8.8.8.8", true, true},
+}
+
 func TestCheckAddr(t *testing.T) {
+	t.Parallel()
 	strict := destinations{}
 	demo := destinations{allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
-	for _, c := range []struct {
-		ip           string
-		strict, demo bool // allowed by each
-	}{
-		{"93.184.216.34", true, true},
-		{"2606:2800:220:1:248:1893:25c8:1946", true, true},
-		{"127.0.0.1", false, true},
-		{"::1", false, true},
-		{"::ffff:127.0.0.1", false, true}, // IPv4-mapped: judged as the IPv4 address
-		{"10.1.2.3", false, false},
-		{"172.16.0.1", false, false},
-		{"192.168.1.1", false, false},
-		{"169.254.169.254", false, false}, // cloud metadata
-		{"fd00:ec2::254", false, false},   // AWS metadata over IPv6
-		{"fe80::1", false, false},
-		{"0.0.0.0", false, false},
-		{"::", false, false},
-		{"100.64.0.1", false, false},
-		{"224.0.0.1", false, false},
-		{"255.255.255.255", false, false},
-		{"64:ff9b::a00:1", false, false}, // NAT64 of 10.0.0.1
-		{"::ffff:10.0.0.1", false, false},
-		// Outside public space, though net/netip calls them global unicast:
-		// each once reached a loopback or internal host, or is nobody's.
-		{"::127.0.0.1", false, false},     // IPv4-compatible 127.0.0.1
-		{"2002:7f00:1::", false, false},   // 6to4 of 127.0.0.1
-		{"2002:a00:1::1", false, false},   // 6to4 of 10.0.0.1
-		{"::ffff:0:7f00:1", false, false}, // IPv4-translated 127.0.0.1
-		{"2001::1", false, false},         // Teredo
-		{"2001:0:4136:e378::1", false, false},
-		{"fec0::1", false, false}, // site-local
-		{"100::1", false, false},  // discard-only
-		{"2001:db8::1", false, false},
-		{"3fff::1", false, false},
-		{"2001:2::1", false, false}, // benchmarking
-		{"2620:4f:8000::1", false, false},
-		{"fc00::1", false, false},
-		{"ff02::1", false, false},
-		{"4000::1", false, false}, // unassigned, outside 2000::/3
-		{"192.0.2.1", false, false},
-		{"192.0.0.9", false, false},
-		{"192.88.99.1", false, false},
-		{"198.51.100.7", false, false},
-		{"203.0.113.9", false, false},
-		{"198.18.0.1", false, false},
-		{"192.31.196.1", false, false},
-		{"192.52.193.1", false, false},
-		{"192.175.48.1", false, false},
-		{"239.255.255.250", false, false},
-		// Public addresses, next to the blocks above.
-		{"1.1.1.1", true, true},
-		{"8.8.8.8", true, true},
-		{"11.0.0.1", true, true},
-		{"100.63.255.255", true, true},
-		{"100.128.0.1", true, true},
-		{"172.32.0.1", true, true},
-		{"192.0.1.1", true, true},
-		{"192.88.98.1", true, true},
-		{"198.17.255.1", true, true},
-		{"223.255.255.1", true, true},
-		{"2001:4860:4860::8888", true, true},
-		{"2001:200::1", true, true}, // just past 2001::/23
-		{"2a00:1450:4001::1", true, true},
-		{"2c0f:f248::1", true, true}, // AFRINIC
-		{"2003::1", true, true},
-		{"3ffe::1", true, true},
-		{"::ffff:8.8.8.8", true, true},
-	} {
+	for _, c := range addrCases {
 		ip := netip.MustParseAddr(c.ip)
 		if err := strict.checkAddr(ip); (err == nil) != c.strict {
 			t.Errorf("strict %s: %v, want allowed=%v", c.ip, err, c.strict)
@@ -93,6 +97,7 @@ func TestCheckAddr(t *testing.T) {
 }
 
 func TestCheckURL(t *testing.T) {
+	t.Parallel()
 	hosts := map[string][]netip.Addr{
 		"hooks.example.com": {netip.MustParseAddr("93.184.216.34")},
 		"internal.example":  {netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("10.0.0.8")},
@@ -165,6 +170,7 @@ func TestCheckURL(t *testing.T) {
 // loopback now (DNS rebinding), is refused without a request sent, and the
 // delivery log says why.
 func TestDeliveryRefusedToLoopback(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config()
 	cfg.AllowedNetworks = nil // loopback not allowed
@@ -182,16 +188,7 @@ func TestDeliveryRefusedToLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	var d Delivery
-	for len(d.Log) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no attempt recorded: %+v", d)
-		}
-		time.Sleep(20 * time.Millisecond)
-		d, _ = s.Delivery(context.Background(), ep.ID, ev.ID)
-	}
-	if a := d.Log[0]; a.Status != 0 || !strings.Contains(a.Error, "refused to connect") || !strings.Contains(a.Error, "loopback") {
+	if a := firstAttempt(t, s, ep.ID, ev.ID); a.Status != 0 || !strings.Contains(a.Error, "refused to connect") || !strings.Contains(a.Error, "loopback") {
 		t.Errorf("attempt %+v, want a refusal to connect to loopback", a)
 	}
 	if n := len(e.recv.deliveries()); n != 0 {

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -18,6 +18,7 @@ import (
 // says why; one with a few KiB of headers, as real servers send, is
 // delivered.
 func TestReceiverAnswerHeadersBounded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	s := e.service(e.config())
 	e.run(s)
@@ -60,15 +61,13 @@ func TestReceiverAnswerHeadersBounded(t *testing.T) {
 // firstAttempt waits for the first attempt of an event's delivery.
 func firstAttempt(t *testing.T, s *Service, endpointID, eventID string) Attempt {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		d, _ := s.Delivery(context.Background(), endpointID, eventID)
-		if len(d.Log) > 0 {
-			return d.Log[0]
+	var d Delivery
+	testenv.Eventually(t, "the first attempt recorded", func() error {
+		var err error
+		if d, err = s.Delivery(context.Background(), endpointID, eventID); err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no attempt recorded: %+v", d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return testenv.Want(len(d.Log) > 0, true, "an attempt in the log")
+	})
+	return d.Log[0]
 }

@@ -28,6 +28,7 @@ func BenchmarkCommitToDelivery(b *testing.B) {
 	pool, store, ids := benchPlatform(b, companies)
 	var mu sync.Mutex
 	arrived := map[string]time.Time{}
+	arrival := make(chan struct{}, 1)
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var ev struct {
 			Data struct{ ID string } `json:"data"`
@@ -38,6 +39,7 @@ func BenchmarkCommitToDelivery(b *testing.B) {
 			arrived[ev.Data.ID] = time.Now()
 		}
 		mu.Unlock()
+		signal(arrival)
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer recv.Close()
@@ -69,19 +71,14 @@ func BenchmarkCommitToDelivery(b *testing.B) {
 		committed[id] = time.Now()
 	}
 	tick.Stop()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	waitSignalled(b, arrival, func() error {
 		mu.Lock()
-		n := len(arrived)
-		mu.Unlock()
-		if n >= len(committed) {
-			break
+		defer mu.Unlock()
+		if n := len(arrived); n < len(committed) {
+			return fmt.Errorf("%d of %d events arrived", n, len(committed))
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d events arrived", n, len(committed))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	b.StopTimer()
 	var lat []float64
 	mu.Lock()

@@ -27,11 +27,12 @@ type benchEnv struct {
 	byID     map[string]int
 	received atomic.Int64
 	arrived  map[string]time.Time
+	arrival  chan struct{} // signalled after each delivery is counted
 }
 
 func newBenchEnv(b *testing.B) *benchEnv {
 	rdb, prefix := testenv.Redis(b)
-	be := &benchEnv{byID: map[string]int{}, arrived: map[string]time.Time{}}
+	be := &benchEnv{byID: map[string]int{}, arrived: map[string]time.Time{}, arrival: make(chan struct{}, 1)}
 	be.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("webhook-id")
 		be.mu.Lock()
@@ -39,6 +40,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 		be.arrived[id] = time.Now()
 		be.mu.Unlock()
 		be.received.Add(1)
+		signal(be.arrival)
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	b.Cleanup(be.srv.Close)
@@ -86,12 +88,37 @@ func (be *benchEnv) queue(b *testing.B, ep Endpoint, n int, tag string) []string
 }
 
 func (be *benchEnv) waitReceived(b *testing.B, n int64) {
-	deadline := time.Now().Add(10 * time.Minute)
-	for be.received.Load() < n {
-		if time.Now().After(deadline) {
-			b.Fatalf("received %d of %d", be.received.Load(), n)
+	waitSignalled(b, be.arrival, func() error {
+		if got := be.received.Load(); got < n {
+			return fmt.Errorf("received %d of %d", got, n)
 		}
-		time.Sleep(5 * time.Millisecond)
+		return nil
+	})
+}
+
+// signal wakes, without blocking, whoever waits on c (of capacity 1).
+func signal(c chan<- struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// waitSignalled checks cond each time c is signalled until it holds, for
+// 10 minutes at most: a benchmark's backlog is large.
+func waitSignalled(b *testing.B, c <-chan struct{}, cond func() error) {
+	b.Helper()
+	deadline := time.After(10 * time.Minute)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		select {
+		case <-c:
+		case <-deadline:
+			b.Fatalf("after 10 minutes: %v", err)
+		}
 	}
 }
 
@@ -141,8 +168,7 @@ func BenchmarkBacklogThreeInstances(b *testing.B) {
 	stop := be.run(b, 3)
 	be.waitReceived(b, total)
 	elapsed := time.Since(start)
-	time.Sleep(200 * time.Millisecond) // a duplicate in flight would land now
-	stop()
+	stop() // waits for the deliveries under way: a duplicate in flight lands now
 	dups := 0
 	be.mu.Lock()
 	for _, n := range be.byID {
@@ -166,22 +192,21 @@ func BenchmarkFairnessUnderBacklog(b *testing.B) {
 	be.queue(b, eps[0], backlog, "big")
 	stop := be.run(b, 1)
 	defer stop()
-	for be.received.Load() < int64(backlog/10) { // the backlog is under way
-		time.Sleep(time.Millisecond)
-	}
+	be.waitReceived(b, int64(backlog/10)) // the backlog is under way
 	b.ResetTimer()
 	queued := time.Now()
 	id := be.queue(b, eps[1], 1, "small")[0]
-	for {
+	var at time.Time
+	waitSignalled(b, be.arrival, func() error {
 		be.mu.Lock()
-		at, ok := be.arrived[id]
-		be.mu.Unlock()
-		if ok {
-			b.ReportMetric(float64(at.Sub(queued).Microseconds())/1000, "other-ms")
-			break
+		defer be.mu.Unlock()
+		var ok bool
+		if at, ok = be.arrived[id]; !ok {
+			return fmt.Errorf("the other company's event has not arrived")
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
+	b.ReportMetric(float64(at.Sub(queued).Microseconds())/1000, "other-ms")
 	b.ReportMetric(float64(be.received.Load()), "backlog-delivered")
 }
 

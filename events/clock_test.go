@@ -17,6 +17,7 @@ import (
 // moved a second, and not before; a change that moves the version is seen
 // at once.
 func TestEndpointCacheFollowsTheClock(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg, clock := e.clocked()
 	s := e.service(cfg)
@@ -60,6 +61,7 @@ func TestEndpointCacheFollowsTheClock(t *testing.T) {
 // clock: a Redis out of reach for an hour of that clock logs once a minute
 // of it, however fast the steps fail.
 func TestDetectionFailuresLoggedByTheClock(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg, clock := e.clocked()
 	var logged testenv.SyncBuffer

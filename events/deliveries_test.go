@@ -90,6 +90,7 @@ func walk(t *testing.T, s *Service, endpointID string, q DeliveryQuery, between 
 // page size, with a filter, and while more are queued at the same instant
 // between pages.
 func TestDeliveryLogAfterABurst(t *testing.T) {
+	t.Parallel()
 	redises(t, testDeliveryLogAfterABurst)
 }
 
@@ -151,6 +152,7 @@ func sameSet(a, b map[string]bool) bool {
 // A cursor whose delivery was trimmed (past the retention) goes on with the
 // older ones; a cursor no page answered is refused.
 func TestDeliveryLogCursors(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := testenv.Redis(t)
 	s, clock, ep := logService(t, rdb, prefix)
 	ctx := context.Background()

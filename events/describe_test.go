@@ -18,6 +18,7 @@ import (
 // A delivery that got no answer says why in words an operator reads,
 // never with the URL (it may hold the receiver's token).
 func TestDescribe(t *testing.T) {
+	t.Parallel()
 	post := func(err error) error {
 		return &url.Error{Op: "Post", URL: "https://hooks.example.com/w?token=s3cret", Err: err}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -27,6 +28,7 @@ const (
 // receiver signed so that the Standard Webhooks library verifies it, with
 // the resource as the API's GET answers it, once.
 func TestEventsFromRealChanges(t *testing.T) {
+	t.Parallel()
 	redises(t, testEventsFromRealChanges)
 }
 
@@ -54,12 +56,11 @@ func testEventsFromRealChanges(t *testing.T, rdb *redis.Client, prefix string) {
 	// AGT's answer moves no documents.updated_at: it is found all the same.
 	e.exec(`UPDATE agt_submissions SET request_id = 'R1', result_code = 0, checked_at = now() WHERE id = $1`, sub1)
 	e.exec(`UPDATE agt_submission_documents SET status = 'V' WHERE submission_id = $1`, sub1)
-	got := e.recv.waitFor(key{InvoiceTransmission, docA})
-	deadline := time.Now().Add(60 * time.Second)
-	for countOf(got, InvoiceTransmission, docA) < 2 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+	var got []delivery
+	testenv.Eventually(t, "the second invoice.transmission", func() error {
 		got = e.recv.deliveries()
-	}
+		return atLeast(countOf(got, InvoiceTransmission, docA), 2, "invoice.transmission deliveries")
+	})
 
 	wh, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
@@ -161,6 +162,7 @@ func lastOf(ds []delivery, t Type, id string) delivery {
 // days ago, unchanged since (outside what the change streams read back),
 // whose due date passed.
 func TestOverdueWhenTheDateTurns(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config()
 	created := time.Now().Add(-72 * time.Hour) // the endpoint predates the due date's passing
@@ -182,6 +184,7 @@ created_at = now() - interval '3 days' WHERE id = $1`, docC)
 
 // A TEST endpoint gets the sandbox's events, a LIVE one none of them.
 func TestModesKeptApart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	s := e.service(e.config())
 	live := newReceiver(t)
@@ -206,6 +209,7 @@ func TestModesKeptApart(t *testing.T) {
 // A suspended company's endpoints keep receiving its events: a suspension
 // refuses its API calls, not its deliveries (docs/operators.md, Webhooks).
 func TestSuspendedCompanyStillReceives(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	s := e.service(e.config())
 	e.endpoint(s)

@@ -22,6 +22,7 @@ import (
 // restore. None may be lost; an event is delivered again only if the
 // restored Redis cannot know it was delivered.
 func TestDuplicatesAfterRestore(t *testing.T) {
+	t.Parallel()
 	t.Run("snapshot", func(t *testing.T) {
 		srv := testenv.StartRedisServerWith(t, 0)
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
@@ -88,20 +89,13 @@ FROM generate_series(0, $3::int - 1) g`, e.company, strconv.Itoa(b), batchSize)
 // be. It logs the figures.
 func (e *env) duplicates(s *Service, ep, what string, again int) {
 	e.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testenv.Eventually(e.t, "no delivery pending", func() error {
 		pending, _, err := s.Deliveries(context.Background(), ep, DeliveryQuery{State: "pending", Limit: MaxDeliveriesPage})
 		if err != nil {
-			e.t.Fatal(err)
+			return err
 		}
-		if len(pending) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%d deliveries still pending", len(pending))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return testenv.Want(len(pending), 0, "deliveries pending")
+	})
 	ok := map[string]int{}
 	for _, d := range e.recv.deliveries() {
 		if d.status == http.StatusOK {

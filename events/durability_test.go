@@ -40,6 +40,7 @@ func (e *env) shifted(cfg *Config) *shiftedSource {
 // back, issues and creations included, a backlog of several pages too, and
 // an invoice issued and paid meanwhile makes both events.
 func TestOutageLongerThanSweep(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config()
 	src := e.shifted(&cfg)
@@ -96,6 +97,7 @@ func mustEndpoint(t *testing.T, s *Service, company string) string {
 // again after the event itself is gone (past the retention): its id is
 // remembered for Remember. Past that, it would be.
 func TestEventRememberedPastRetention(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg, clock := e.clocked()
 	s := e.service(cfg)
@@ -126,11 +128,10 @@ func TestEventRememberedPastRetention(t *testing.T) {
 	clock.Add(s.q.remember + s.q.markerPeriod())
 	e.deleteKeys("msg:", "d:", "a:")
 	e.exec(`UPDATE documents SET customer_name = 'Outro ainda', updated_at = now() WHERE id = $1`, docA)
-	deadline := time.Now().Add(60 * time.Second)
-	for countOf(got, InvoicePaid, docA) < 2 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	testenv.Eventually(t, "invoice.paid sent again past Remember", func() error {
 		got = e.recv.deliveries()
-	}
+		return atLeast(countOf(got, InvoicePaid, docA), 2, "invoice.paid deliveries")
+	})
 	if n := countOf(got, InvoicePaid, docA); n != 2 {
 		t.Fatalf("past Remember, invoice.paid sent %d times, want 2", n)
 	}
@@ -186,6 +187,7 @@ func (e *env) checkExpiries() {
 // queue and log are trimmed of older ones. A delivery whose record expired
 // before it was claimed is not written again (without an expiry).
 func TestQueueTrimmedAndRecordsExpire(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg, clock := e.clocked()
 	s := e.service(cfg)
@@ -240,22 +242,16 @@ func TestQueueTrimmedAndRecordsExpire(t *testing.T) {
 func (e *env) waitQueue(s *Service, ep string, n int64) {
 	e.t.Helper()
 	ctx := context.Background()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testenv.Eventually(e.t, "the endpoint's deliveries queued or in flight", func() error {
 		q, l := e.rdb.ZCard(ctx, s.l.queue(ep)).Val(), e.rdb.ZCard(ctx, s.l.lease(ep)).Val()
-		if q+l == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("endpoint %s: %d queued, %d in flight, want %d in all", ep, q, l, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return testenv.Want(q+l, n, fmt.Sprintf("endpoint %s: %d queued + %d in flight", ep, q, l))
+	})
 }
 
 // New refuses a retention shorter than the sweep can find a change again,
 // and markers kept for less than the retention or twice Recovery.
 func TestNewRefusesShortRetention(t *testing.T) {
+	t.Parallel()
 	rdb, _ := testenv.Miniredis(t)
 	for _, c := range []struct {
 		cfg  Config

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -36,6 +37,7 @@ func newManager(t *testing.T, rdb *redis.Client, prefix string) *Service {
 // Bad input to endpoint management gets a clear error of the invalid kind
 // (or the limit's conflict) and changes nothing.
 func TestEndpointInputRefused(t *testing.T) {
+	t.Parallel()
 	redises(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		testEndpointInputRefused(t, newManager(t, rdb, prefix))
 	})
@@ -115,6 +117,7 @@ func testEndpointInputRefused(t *testing.T, s *Service) {
 
 // Updates, deletion and the view of an endpoint.
 func TestEndpointLifecycle(t *testing.T) {
+	t.Parallel()
 	redises(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		testEndpointLifecycle(t, newManager(t, rdb, prefix))
 	})
@@ -163,6 +166,7 @@ func testEndpointLifecycle(t *testing.T, s *Service) {
 // A rotated secret signs beside the new one for the overlap, and no longer
 // after it; a receiver with either secret verifies meanwhile.
 func TestSecretRotation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg, clock := e.clocked()
 	s := e.service(cfg)
@@ -213,6 +217,7 @@ func TestSecretRotation(t *testing.T) {
 // another instance delivers and has the endpoint in its memory: a receiver
 // that trusts the new secret the moment it is shown refuses nothing.
 func TestRotationAppliesAtOnceOnEveryInstance(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	runner, admin := e.service(e.config()), e.service(e.config())
 	e.run(runner)
@@ -220,17 +225,17 @@ func TestRotationAppliesAtOnceOnEveryInstance(t *testing.T) {
 	ctx := context.Background()
 	byID := func(id string) delivery {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for time.Now().Before(deadline) {
+		var got delivery
+		testenv.Eventually(t, "event "+id+" delivered", func() error {
 			for _, d := range e.recv.deliveries() {
 				if d.header.Get("webhook-id") == id {
-					return d
+					got = d
+					return nil
 				}
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		t.Fatalf("event %s not delivered after 60 s", id)
-		return delivery{}
+			return errors.New("not delivered yet")
+		})
+		return got
 	}
 	warm, err := admin.SendTest(ctx, ep.ID)
 	if err != nil {

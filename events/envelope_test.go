@@ -88,6 +88,7 @@ func (r *router) filed() map[owner][]string {
 // endpoint's test delivery, lands in its company's and mode's bucket, and
 // nothing is refused.
 func TestOneURLForManyCompanies(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t) // its sandbox holds company A
 	ctx := context.Background()
 	companies := []string{testCompany, "b0000000-0000-4000-8000-00000000000b", "c0000000-0000-4000-8000-00000000000c"}
@@ -203,6 +204,7 @@ func (r *router) waitFor(t *testing.T, want map[owner][]string) map[owner][]stri
 // queued: a message stored before the body named them is sent with them.
 // Its id stays what it was.
 func TestQueuedEventCarriesItsOwner(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	s := e.service(e.config())
 	ep, _ := e.endpoint(s)

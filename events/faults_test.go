@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/redis/go-redis/v9"
 )
 
 // A receiver down for a while, then up, gets every event; the endpoint says
 // it is failing meanwhile, and healthy after.
 func TestReceiverDownThenUp(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recv.setStatus(http.StatusServiceUnavailable)
 	cfg := e.config()
@@ -50,6 +52,7 @@ func TestReceiverDownThenUp(t *testing.T) {
 // says why; nothing more is attempted; enabling it again delivers what
 // waited.
 func TestEndpointDisabledAfterFailingForDays(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recv.setStatus(http.StatusInternalServerError)
 	cfg, clock := e.clocked()
@@ -58,7 +61,7 @@ func TestEndpointDisabledAfterFailingForDays(t *testing.T) {
 	cfg.Retention = 30 * 24 * time.Hour
 	s := e.service(cfg)
 	ep, _ := e.endpoint(s)
-	e.run(s)
+	stop := e.run(s)
 	e.insertClient(cli1, "Cliente")
 	waitAttempts(t, s, ep.ID, e.recv, key{ClientCreated, cli1}, 1) // recorded at the clock's time
 	for i := range 3 {
@@ -69,12 +72,21 @@ func TestEndpointDisabledAfterFailingForDays(t *testing.T) {
 	if off.Health.DisabledAt == nil || !strings.Contains(off.Health.DisabledReason, "72h") || !strings.Contains(off.Health.DisabledReason, "500") {
 		t.Fatalf("disabled endpoint's health: %+v", off.Health)
 	}
+	// The retry falls due: a claim, as the dispatcher makes it on each
+	// tick, takes nothing of the disabled endpoint. The dispatcher is
+	// stopped first (its deliveries under way finished), so that this
+	// claim is the only one.
+	stop()
 	n := len(e.recv.deliveries())
 	clock.Add(25 * time.Hour)
-	time.Sleep(300 * time.Millisecond) // some ticks: nothing may be attempted
-	if m := len(e.recv.deliveries()); m != n {
-		t.Fatalf("a disabled endpoint got %d more attempts", m-n)
+	claimed, err := s.q.claim(context.Background(), 64)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if len(claimed) != 0 || len(e.recv.deliveries()) != n {
+		t.Fatalf("a disabled endpoint's delivery was claimed: %+v", claimed)
+	}
+	e.run(s)
 	e.recv.setStatus(http.StatusOK)
 	on := true
 	if _, err := s.UpdateEndpoint(context.Background(), ep.ID, Patch{Enabled: &on}); err != nil {
@@ -87,6 +99,7 @@ func TestEndpointDisabledAfterFailingForDays(t *testing.T) {
 // said how it went) loses nothing: its lease ends and another instance
 // makes the delivery.
 func TestInstanceKilledMidDelivery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config()
 	dying := e.service(cfg)
@@ -99,15 +112,14 @@ func TestInstanceKilledMidDelivery(t *testing.T) {
 	e.insertClient(cli1, "Cliente")
 	ctx := context.Background()
 	var claimed []claim
-	deadline := time.Now().Add(60 * time.Second)
 	stopDetect := e.runDetection(detectOnly)
-	for len(claimed) == 0 && time.Now().Before(deadline) {
+	testenv.Eventually(t, "the dying instance's claim", func() error {
 		var err error
 		if claimed, err = dying.q.claim(ctx, 10); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return atLeast(len(claimed), 1, "claimed")
+	})
 	stopDetect()
 	if len(claimed) != 1 || claimed[0].endpoint != ep.ID {
 		t.Fatalf("claimed %+v", claimed)
@@ -142,6 +154,7 @@ func (e *env) runDetection(s *Service) (stop func()) {
 // delivery that was waiting for its retry is made, with its id, although
 // its change is older than the sweep reads back.
 func TestRedisPipelineStateLost(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config()
 	src := e.shifted(&cfg)
@@ -214,11 +227,12 @@ func (e *env) loseState(ctx context.Context, kept ...string) int {
 
 // Three instances share a backlog: every event arrives, none twice.
 func TestThreeInstancesNoDuplicates(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config()
 	first := e.service(cfg)
-	e.endpoint(first)
-	e.endpoint(first, "client.created") // a second endpoint, of one type
+	all, _ := e.endpoint(first)
+	one, _ := e.endpoint(first, "client.created") // a second endpoint, of one type
 	const n = 300
 	var want []key
 	values := make([]string, 0, n)
@@ -228,17 +242,23 @@ func TestThreeInstancesNoDuplicates(t *testing.T) {
 		want = append(want, key{ClientCreated, id})
 	}
 	e.exec(`INSERT INTO customers (id, company_id, name) VALUES ` + strings.Join(values, ", "))
+	var stops []func()
 	for range 3 {
-		e.run(e.service(cfg))
+		stops = append(stops, e.run(e.service(cfg)))
 	}
-	got := e.recv.waitFor(want...)
-	deadline := time.Now().Add(60 * time.Second)
-	for len(got) < 2*n && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-		got = e.recv.deliveries()
+	e.recv.waitFor(want...)
+	testenv.Eventually(t, "every delivery", func() error {
+		return atLeast(len(e.recv.deliveries()), 2*n, "deliveries")
+	})
+	// Nothing left queued or in flight: nothing more can be claimed. The
+	// instances then stop, which waits for the deliveries under way: a
+	// duplicate, if one was claimed, has arrived.
+	e.waitQueue(first, all.ID, 0)
+	e.waitQueue(first, one.ID, 0)
+	for _, stop := range stops {
+		stop()
 	}
-	time.Sleep(500 * time.Millisecond) // let a duplicate, if any, arrive
-	got = e.recv.deliveries()
+	got := e.recv.deliveries()
 	if len(got) != 2*n {
 		t.Fatalf("%d deliveries, want %d (each of %d events to 2 endpoints)", len(got), 2*n, n)
 	}
@@ -259,20 +279,18 @@ func TestThreeInstancesNoDuplicates(t *testing.T) {
 
 func waitEndpoint(t *testing.T, s *Service, id string, ok func(Endpoint) bool) Endpoint {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ep, err := s.Endpoint(context.Background(), id)
-		if err != nil {
+	var ep Endpoint
+	testenv.Eventually(t, "the endpoint's change", func() error {
+		var err error
+		if ep, err = s.Endpoint(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
-		if ok(ep) {
-			return ep
+		if !ok(ep) {
+			return fmt.Errorf("endpoint not there yet: %+v", ep)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("endpoint never got there: %+v", ep)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return ep
 }
 
 // waitDelivery waits for the delivery of the event k names to reach state.
@@ -288,19 +306,17 @@ func waitAttempts(t *testing.T, s *Service, ep string, r *receiver, k key, n int
 
 func waitDeliveryThat(t *testing.T, s *Service, ep string, r *receiver, k key, ok func(Delivery) bool) Delivery {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
 	var d Delivery
-	for time.Now().Before(deadline) {
+	testenv.Eventually(t, fmt.Sprintf("the delivery of %v", k), func() error {
 		for _, got := range r.deliveries() {
 			if got.parsed.Type == k.typ && got.id == k.id {
 				var err error
 				if d, err = s.Delivery(context.Background(), ep, got.header.Get("webhook-id")); err == nil && ok(d) {
-					return d
+					return nil
 				}
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%v: delivery never got there: %+v", k, d)
+		return fmt.Errorf("delivery not there yet: %+v", d)
+	})
 	return d
 }

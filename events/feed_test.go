@@ -73,6 +73,7 @@ func recordErr(s *Service, evs ...Event) error {
 // and bodies webhooks carry; a company with an endpoint gets in its feed
 // exactly what its endpoint received.
 func TestFeedHasTheWebhooksEvents(t *testing.T) {
+	t.Parallel()
 	redises(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		e := newEnvOn(t, rdb, prefix)
 		s := e.service(e.config())
@@ -113,23 +114,22 @@ func TestFeedHasTheWebhooksEvents(t *testing.T) {
 // them oldest first.
 func waitFeed(t *testing.T, s *Service, company string, n int) []feedItem {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		_, items := readFeed(t, s, invoicing.FeedQuery{CompanyID: company, Mode: invoicing.Test})
-		if len(items) >= n || time.Now().After(deadline) {
-			if len(items) != n {
-				t.Fatalf("the feed holds %d events, want %d: %+v", len(items), n, items)
-			}
-			return items
-		}
-		time.Sleep(20 * time.Millisecond)
+	var items []feedItem
+	testenv.Eventually(t, "the feed's events", func() error {
+		_, items = readFeed(t, s, invoicing.FeedQuery{CompanyID: company, Mode: invoicing.Test})
+		return atLeast(len(items), n, "events in the feed")
+	})
+	if len(items) != n {
+		t.Fatalf("the feed holds %d events, want %d: %+v", len(items), n, items)
 	}
+	return items
 }
 
 // A poller walking oldest first with its cursor while events are recorded
 // sees each once, in the order they were recorded; nothing of another
 // company or mode.
 func TestFeedPollerSeesEachEventOnce(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := testenv.Redis(t)
 	s, err := New(Config{Redis: rdb, Prefix: prefix})
 	if err != nil {
@@ -183,6 +183,7 @@ func TestFeedPollerSeesEachEventOnce(t *testing.T) {
 // Newest first, the type filter (several types), the recording-time range,
 // and short filtered pages that continue by cursor.
 func TestFeedFiltersAndOrders(t *testing.T) {
+	t.Parallel()
 	redises(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		s, err := New(Config{Redis: rdb, Prefix: prefix})
 		if err != nil {
@@ -248,6 +249,7 @@ func TestFeedFiltersAndOrders(t *testing.T) {
 // cursor from before it is refused, naming the cursor, never walked on
 // past the gap.
 func TestFeedWindowAndExpiredCursors(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := testenv.Redis(t)
 	s, err := New(Config{Redis: rdb, Prefix: prefix})
 	if err != nil {

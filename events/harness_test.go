@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -228,6 +229,14 @@ func (r *receiver) deliveries() []delivery {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]delivery(nil), r.got...)
+}
+
+// atLeast is the error an Eventually condition returns while got < want.
+func atLeast(got, want int, what string) error {
+	if got >= want {
+		return nil
+	}
+	return fmt.Errorf("%s: %d, want at least %d", what, got, want)
 }
 
 // key names an event by what it is about: its type and resource.

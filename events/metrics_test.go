@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -90,51 +92,47 @@ func (f *flaky) requests() []delivery {
 	return slices.Clone(f.got)
 }
 
-// waitMetrics polls reg until every wanted series has its value (60 s at
-// most), and returns what it read last.
+// waitMetrics polls reg until every wanted series has its value, and
+// returns what it read last.
 func waitMetrics(t *testing.T, reg *prometheus.Registry, want map[string]float64) map[string]float64 {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		got := gathered(t, reg)
+	var got map[string]float64
+	testenv.Eventually(t, "the metrics' values", func() error {
+		got = gathered(t, reg)
 		var wrong []string
 		for k, v := range want {
 			if got[k] != v {
 				wrong = append(wrong, fmt.Sprintf("%s = %v, want %v", k, got[k], v))
 			}
 		}
-		if len(wrong) == 0 {
-			return got
-		}
-		if time.Now().After(deadline) {
+		if len(wrong) > 0 {
 			slices.Sort(wrong)
-			t.Fatalf("after 60 s:\n%s", strings.Join(wrong, "\n"))
+			return errors.New("\n" + strings.Join(wrong, "\n"))
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return got
 }
 
-// waitPresent waits up to 60 s for every series of keys to exist, and
-// returns what the registry then holds.
+// waitPresent waits for every series of keys to exist, and returns what
+// the registry then holds.
 func waitPresent(t *testing.T, reg *prometheus.Registry, keys []string) map[string]float64 {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		got := gathered(t, reg)
+	var got map[string]float64
+	testenv.Eventually(t, "the metrics' series", func() error {
+		got = gathered(t, reg)
 		var missing []string
 		for _, k := range keys {
 			if _, ok := got[k]; !ok {
 				missing = append(missing, k)
 			}
 		}
-		if len(missing) == 0 {
-			return got
+		if len(missing) > 0 {
+			return errors.New("missing:\n" + strings.Join(missing, "\n"))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 60 s, missing:\n%s", strings.Join(missing, "\n"))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return got
 }
 
 // Real changes, detected and delivered to a real receiver that fails some
@@ -143,6 +141,7 @@ func waitPresent(t *testing.T, reg *prometheus.Registry, keys []string) map[stri
 // a retry delivered and a retry given up, the failures' reason, the
 // latency of the one success.
 func TestMetricsCountRealDeliveries(t *testing.T) {
+	t.Parallel()
 	redises(t, testMetricsCountRealDeliveries)
 }
 
@@ -229,6 +228,7 @@ func testMetricsCountRealDeliveries(t *testing.T, rdb *redis.Client, prefix stri
 // A test delivery is queued and attempted under its own type, and is no
 // detected event.
 func TestMetricsOfTestDeliveries(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	reg := prometheus.NewRegistry()
 	cfg := e.config()

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -29,6 +30,7 @@ func attrsOf(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
 // the attempt's number and the answer's status; nothing of the URL but its
 // host, no secret and no body.
 func TestDeliverySpansLinkToTheirDetection(t *testing.T) {
+	t.Parallel()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
@@ -101,12 +103,7 @@ func TestDeliverySpansLinkToTheirDetection(t *testing.T) {
 // the changes loop's detection (the sweep reads the change again).
 func waitSpans(t *testing.T, rec *tracetest.SpanRecorder, n int) (detect, deliver []sdktrace.ReadOnlySpan) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for len(deliver) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 60 s: %d detection and %d delivery spans", len(detect), len(deliver))
-		}
-		time.Sleep(50 * time.Millisecond)
+	testenv.Eventually(t, "the delivery spans", func() error {
 		detect, deliver = nil, nil
 		for _, sp := range rec.Ended() {
 			switch sp.Name() {
@@ -118,13 +115,15 @@ func waitSpans(t *testing.T, rec *tracetest.SpanRecorder, n int) (detect, delive
 				deliver = append(deliver, sp)
 			}
 		}
-	}
+		return atLeast(len(deliver), n, "delivery spans")
+	})
 	return detect, deliver
 }
 
 // A stored traceparent reads back as the span context it was made of, and
 // none is stored for a context that is not sampled.
 func TestCauseRoundTrip(t *testing.T) {
+	t.Parallel()
 	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
 	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
 	sampled := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled})

@@ -7,12 +7,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
 // A receiver that failed every attempt gets the failed events again with a
 // recovery, a single event with a replay, and a test delivery on request;
 // the delivery log filters by state and type and pages without repeat.
 func TestReplayRecoverAndTest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recv.setStatus(http.StatusInternalServerError)
 	cfg := e.config()
@@ -102,6 +105,7 @@ func checkSendTest(t *testing.T, e *env, s *Service, ep Endpoint) {
 // waiting for a retry an hour away, says how many of each, and leaves
 // alone what was delivered or queued before its time.
 func TestRecoverFailedAndWaiting(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recv.setStatus(http.StatusServiceUnavailable)
 	cfg, clock := e.clocked()
@@ -150,17 +154,13 @@ func TestRecoverFailedAndWaiting(t *testing.T) {
 func waitFailed(t *testing.T, s *Service, ep string, n int) []Delivery {
 	t.Helper()
 	var failed []Delivery
-	deadline := time.Now().Add(60 * time.Second)
-	for len(failed) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d deliveries failed", len(failed), n)
-		}
-		time.Sleep(20 * time.Millisecond)
+	testenv.Eventually(t, "the deliveries failed for good", func() error {
 		var err error
 		if failed, _, err = s.Deliveries(context.Background(), ep, DeliveryQuery{State: "failed"}); err != nil {
 			t.Fatal(err)
 		}
-	}
+		return atLeast(len(failed), n, "deliveries failed")
+	})
 	return failed
 }
 
@@ -190,20 +190,13 @@ func pageThrough(t *testing.T, s *Service, ep string, q DeliveryQuery) map[strin
 // id since its delivery number since.
 func (e *env) waitArrivals(id string, since, n int) {
 	e.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testenv.Eventually(e.t, "the arrivals of "+id, func() error {
 		got := 0
 		for _, d := range e.recv.deliveries()[since:] {
 			if d.header.Get("webhook-id") == id {
 				got++
 			}
 		}
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%s arrived %d times, want %d", id, got, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return testenv.Want(got, n, "arrivals")
+	})
 }

@@ -23,6 +23,7 @@ import (
 // is back, confirms it. A failover then keeps what was confirmed and loses
 // what was reported unconfirmed.
 func TestEndpointChangesConfirmedByReplicas(t *testing.T) {
+	t.Parallel()
 	r := testenv.RedisReplicated(t)
 	ctx := context.Background()
 	service := func(rdb redis.UniversalClient, timeout time.Duration) *Service {
@@ -138,6 +139,7 @@ func failoverLosesTheUnconfirmed(t *testing.T, r *testenv.ReplicatedRedis, quick
 // the replica back, a run confirms both, and a failover keeps the secret
 // sealed.
 func TestResealConfirmedByReplicas(t *testing.T) {
+	t.Parallel()
 	r := testenv.RedisReplicated(t)
 	ctx := context.Background()
 	service := func(rdb redis.UniversalClient, secrets Sealer, timeout time.Duration) *Service {

@@ -12,6 +12,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -50,6 +51,7 @@ func importState(t *testing.T, s *Service, st State) *ImportPlan {
 // earliest event still to deliver then), not at the start of the recovery
 // window.
 func TestRestoreAfterLossDeliversTheWindow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config()
 	src := e.shifted(&cfg)
@@ -118,22 +120,21 @@ func TestRestoreAfterLossDeliversTheWindow(t *testing.T) {
 // would never be read again.
 func (e *env) waitWatermarkPast(s *Service, at time.Time) {
 	e.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	testenv.Eventually(e.t, "detection moved past the change made during the loss", func() error {
 		v := e.rdb.Get(context.Background(), s.l.watermark("TEST", "clients")).Val()
 		us, _, _ := strings.Cut(v, "|")
 		if n, err := strconv.ParseInt(us, 10, 64); err == nil && time.UnixMicro(n).After(at) {
-			return
+			return nil
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	e.t.Fatal("detection never moved past the change made during the loss")
+		return fmt.Errorf("the clients watermark is %q", v)
+	})
 }
 
 // The plan of an import says what it does, and a second import of the same
 // export writes nothing; an endpoint whose record in the file is older than
 // Redis's is kept as Redis has it.
 func TestImportEndpointsIdempotent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config()
 	cfg.Secrets = keyring(t, newSealKey(t))
@@ -163,6 +164,7 @@ func ptr[T any](v T) *T { return &v }
 // the same event read again is queued for it. (Remembered, the event would
 // be skipped for good: a sweep that straddled the loss lost it.)
 func TestEventForLostEndpointsIsNotRemembered(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config()
 	cfg.Secrets = keyring(t, newSealKey(t))
@@ -218,6 +220,7 @@ func (e *env) queuedFor(s *Service, ep string) int64 {
 // be passed by for good. The next step, with the endpoints read again,
 // reads the window back and queues them.
 func TestStepRoutedBeforeImportLeavesTheRewind(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config()
 	s := e.service(cfg)
@@ -268,6 +271,7 @@ func TestStepRoutedBeforeImportLeavesTheRewind(t *testing.T) {
 // them) and says so; made again with the endpoints read again, it queues
 // each event for both.
 func TestSweepRoutedBeforeAnEndpointChangeIsStale(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	s := e.service(e.config())
 	first, _ := e.endpoint(s)
@@ -308,6 +312,7 @@ func TestSweepRoutedBeforeAnEndpointChangeIsStale(t *testing.T) {
 // change stream's watermark back to it, never forward, and leaves a rewind
 // under way as it is. An export of version 1 (no resume point) rewinds.
 func TestImportResumesNeverForward(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg, clock := e.clocked()
 	s := e.service(cfg)

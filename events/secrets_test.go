@@ -68,6 +68,7 @@ func (e *env) verified(k key, secret string) {
 // taken up by Reseal, after which the old key can go; a secret stored in
 // plain text before sealing was configured keeps working and is sealed too.
 func TestSigningSecretsSealedAtRest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	k1 := newSealKey(t)
 	cfg := e.config()
@@ -120,6 +121,7 @@ func TestSigningSecretsSealedAtRest(t *testing.T) {
 // An endpoint stored in plain text (before sealing was configured) keeps
 // its deliveries signed once a key is set, and Reseal seals its secret.
 func TestPlainSecretsMigrated(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config()
 	plain := e.service(cfg) // no Secrets: plain text, as before

@@ -14,6 +14,7 @@ import (
 // the current secret and for the previous one during a rotation's overlap;
 // a tampered body, a wrong secret or an old timestamp does not.
 func TestSignatureVerifiesWithStandardWebhooks(t *testing.T) {
+	t.Parallel()
 	cur, old := newSecret(), newSecret()
 	kc, _ := secretKey(cur)
 	ko, _ := secretKey(old)
@@ -62,6 +63,7 @@ func TestSignatureVerifiesWithStandardWebhooks(t *testing.T) {
 }
 
 func TestSecretForm(t *testing.T) {
+	t.Parallel()
 	s := newSecret()
 	k, err := secretKey(s)
 	if !strings.HasPrefix(s, "whsec_") || err != nil || len(k) != 32 {
@@ -81,6 +83,7 @@ func TestSecretForm(t *testing.T) {
 // companies, types, resources and discriminators, and have the documented
 // form.
 func TestEventID(t *testing.T) {
+	t.Parallel()
 	base := eventID("LIVE", "co", InvoicePaid, "r", "")
 	if base != eventID("LIVE", "co", InvoicePaid, "r", "") {
 		t.Fatal("not deterministic")

@@ -21,6 +21,7 @@ import (
 // of a healthy endpoint (a failing one's are its receiver's delay), the
 // watermarks' lag; kept for statsKeep for every instance's scrapes.
 func TestQueueStateMetrics(t *testing.T) {
+	t.Parallel()
 	redises(t, testQueueStateMetrics)
 }
 

@@ -42,6 +42,7 @@ func ts(t time.Time) *invoicing.Timestamp { return &invoicing.Timestamp{Time: t}
 // recent) and answers one position per row, whether the row made an event
 // or not, in the rows' order.
 func TestStreamsTable(t *testing.T) {
+	t.Parallel()
 	recent := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	old, now := recent.Add(-time.Hour), recent.Add(time.Hour)
 	inv := func(id, status string, issued time.Time, tr *invoicing.Transmission) invoicing.Changed[invoicing.Invoice] {
@@ -111,6 +112,7 @@ func TestStreamsTable(t *testing.T) {
 // The same row read twice makes the same ids: finding a change again
 // queues nothing new.
 func TestStreamsIDsDependOnTheChangeOnly(t *testing.T) {
+	t.Parallel()
 	recent := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	row := invoicing.Changed[invoicing.Client]{CompanyID: testCompany, At: recent.Add(time.Minute),
 		Resource: invoicing.Client{ID: "c", CreatedAt: invoicing.Timestamp{Time: recent}, UpdatedAt: invoicing.Timestamp{Time: recent.Add(time.Minute)}}}

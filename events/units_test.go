@@ -14,6 +14,7 @@ import (
 // Pure logic of the rooms, table by table: no Redis, no database.
 
 func TestWatermarkEncoding(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 3, 1, 9, 15, 2, 123456000, time.UTC)
 	p := position(at, "21000000-0000-4000-8000-000000000001")
 	back, ok := decodeMark(encodeMark(p))
@@ -31,6 +32,7 @@ func TestWatermarkEncoding(t *testing.T) {
 }
 
 func TestMarkTime(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	cases := []struct {
 		stream, raw string
@@ -53,6 +55,7 @@ func TestMarkTime(t *testing.T) {
 }
 
 func TestOverdueAt(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"2026-03-01": "2026-03-01T23:00:00Z", // the next day's start in Luanda (UTC+1)
 		"2026-12-31": "2026-12-31T23:00:00Z",
@@ -69,6 +72,7 @@ func TestOverdueAt(t *testing.T) {
 }
 
 func TestRecentFrom(t *testing.T) {
+	t.Parallel()
 	d := &detector{recovery: 24 * time.Hour}
 	at := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	if got := d.recentFrom(at); !got.Equal(at.Add(-24 * time.Hour)) {
@@ -79,6 +83,7 @@ func TestRecentFrom(t *testing.T) {
 // route sends an event to its company's endpoints that want its type,
 // were created by the change's time and had not expired by then.
 func TestRoute(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	later, earlier := t0.Add(time.Minute), t0.Add(-time.Minute)
 	tg := &targets{byCompany: map[string][]Endpoint{
@@ -119,6 +124,7 @@ func TestRoute(t *testing.T) {
 // An event's marker is the same wherever it is computed, in range, and
 // generations give Remember plus at most a period of memory.
 func TestMarkersAndGenerations(t *testing.T) {
+	t.Parallel()
 	shard, member := marker("evt_aaaaaaaaaaaaaaaaaaaaaaaaaa")
 	if s2, m2 := marker("evt_aaaaaaaaaaaaaaaaaaaaaaaaaa"); s2 != shard || m2 != member {
 		t.Error("the same id has two markers")
@@ -150,6 +156,7 @@ func TestMarkersAndGenerations(t *testing.T) {
 // A retry is delayed by its schedule and up to 10 % more, the same for an
 // event whoever computes it; attempts past the schedule are not retried.
 func TestRetryJitterAndSchedule(t *testing.T) {
+	t.Parallel()
 	d := time.Minute
 	spread := map[time.Duration]bool{}
 	for i := range 50 {
@@ -178,6 +185,7 @@ func TestRetryJitterAndSchedule(t *testing.T) {
 }
 
 func TestThrottle(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	th := throttle{every: time.Minute}
 	steps := []struct {
@@ -192,6 +200,7 @@ func TestThrottle(t *testing.T) {
 }
 
 func TestIDsAndCursors(t *testing.T) {
+	t.Parallel()
 	id := newEndpointID()
 	cases := []struct {
 		name string
@@ -219,6 +228,7 @@ func TestIDsAndCursors(t *testing.T) {
 }
 
 func TestParseTypes(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in   []string
 		want string // the types, or the error's field message
@@ -247,6 +257,7 @@ func TestParseTypes(t *testing.T) {
 }
 
 func TestCheckDescription(t *testing.T) {
+	t.Parallel()
 	cases := map[string]bool{
 		"Produção, ERP de Luanda":             true,
 		"":                                    true,
@@ -267,6 +278,7 @@ func TestCheckDescription(t *testing.T) {
 // An endpoint's record decodes as it was written: its health from the
 // hash's fields, its previous secret's end, and nothing from garbage.
 func TestDecodeEndpoint(t *testing.T) {
+	t.Parallel()
 	until := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	raw, _ := json.Marshal(config{CompanyID: "c", Mode: invoicing.Test, URL: "https://x.example/h", CreatedAt: until.Add(-24 * time.Hour),
 		Secrets: []secret{{Secret: "s2"}, {Secret: "s1", Until: until}}})
@@ -296,6 +308,7 @@ func TestDecodeEndpoint(t *testing.T) {
 // An import refuses, with ErrInvalidState naming the endpoint, a record the
 // service could not have written, and reads back one it could.
 func TestEndpointRecordCheck(t *testing.T) {
+	t.Parallel()
 	good := func() EndpointRecord {
 		c := config{CompanyID: testCompany, Mode: invoicing.Live, URL: "https://x.example/h", CreatedAt: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC),
 			Types: []Type{InvoicePaid}, Secrets: []secret{{Secret: newSecret()}}}
