@@ -89,7 +89,7 @@ func TestStoredSecretRedactedFromAudit(t *testing.T) {
 	w := newWorld(t)
 	in := w.start()
 	recv := newHookReceiver(t)
-	e, _, err := in.events.CreateEndpoint(context.Background(), events.NewEndpoint{CompanyID: coA, Mode: invoicing.Test,
+	e, _, err := in.events.CreateWebhook(context.Background(), events.NewWebhook{CompanyID: coA, Mode: invoicing.Test,
 		URL: recv.srv.URL + "/h", Description: "old " + keyShaped})
 	if err != nil {
 		t.Fatal(err)

@@ -13,22 +13,22 @@ import (
 // Webhooks manages companies' webhook endpoints and reads their delivery
 // logs (events.Service).
 type Webhooks interface {
-	CreateEndpoint(ctx context.Context, ne events.NewEndpoint) (events.Endpoint, string, error)
-	ListEndpoints(ctx context.Context, companyID string) ([]events.Endpoint, error)
-	Endpoint(ctx context.Context, id string) (events.Endpoint, error)
-	UpdateEndpoint(ctx context.Context, id string, p events.Patch) (events.Endpoint, error)
-	DeleteEndpoint(ctx context.Context, id string) (e events.Endpoint, deleted bool, err error)
-	RotateSecret(ctx context.Context, id string, overlap time.Duration) (events.Endpoint, string, error)
+	CreateWebhook(ctx context.Context, ne events.NewWebhook) (events.Webhook, string, error)
+	ListWebhooks(ctx context.Context, companyID string) ([]events.Webhook, error)
+	Webhook(ctx context.Context, id string) (events.Webhook, error)
+	UpdateWebhook(ctx context.Context, id string, p events.Patch) (events.Webhook, error)
+	DeleteWebhook(ctx context.Context, id string) (e events.Webhook, deleted bool, err error)
+	RotateSecret(ctx context.Context, id string, overlap time.Duration) (events.Webhook, string, error)
 	Deliveries(ctx context.Context, endpointID string, q events.DeliveryQuery) ([]events.Delivery, string, error)
 	Replay(ctx context.Context, endpointID, eventID string) (events.Delivery, error)
 	Recover(ctx context.Context, endpointID string, since time.Time) (events.Recovered, error)
-	SendTest(ctx context.Context, endpointID string) (events.Event, error)
+	TestWebhook(ctx context.Context, endpointID string) (events.Event, error)
 }
 
 // WebhookView is an endpoint as the admin API and the CLI show it; Secret
 // is set only in the answer to a creation or a rotation, shown that once.
 type WebhookView struct {
-	events.Endpoint
+	events.Webhook
 	Secret string `json:"secret,omitempty"`
 }
 
@@ -45,14 +45,14 @@ type webhookRecord struct {
 	PreviousSecretUntil *time.Time     `json:"previousSecretUntil"`
 }
 
-func webhookRecordOf(e events.Endpoint) webhookRecord {
+func webhookRecordOf(e events.Webhook) webhookRecord {
 	return webhookRecord{ID: e.ID, Mode: e.Mode, URL: e.URL, Types: e.Types, Description: e.Description, Enabled: e.Enabled,
 		SecretRotatedAt: e.SecretRotatedAt, PreviousSecretUntil: e.PreviousSecretUntil}
 }
 
 // recordWebhook records a change of an endpoint (before nil for a creation,
 // after nil for a deletion).
-func (s *Service) recordWebhook(ctx context.Context, actor, action string, at time.Time, before, after *events.Endpoint) error {
+func (s *Service) recordWebhook(ctx context.Context, actor, action string, at time.Time, before, after *events.Webhook) error {
 	e := audit.Entry{Time: at, Actor: actor, Action: action}
 	var b, a any
 	if before != nil {
@@ -102,12 +102,12 @@ func (s *Service) CreateWebhook(ctx context.Context, actor string, spec WebhookS
 			if err != nil {
 				return WebhookView{}, false, err
 			}
-			e, secret, err := s.webhooks.CreateEndpoint(ctx, events.NewEndpoint{CompanyID: company, Mode: spec.Mode, URL: spec.URL,
+			e, secret, err := s.webhooks.CreateWebhook(ctx, events.NewWebhook{CompanyID: company, Mode: spec.Mode, URL: spec.URL,
 				Types: spec.Types, Description: spec.Description, Disabled: spec.Disabled, ExpiresAt: spec.ExpiresAt})
-			return WebhookView{Endpoint: e, Secret: secret}, err == nil, err
+			return WebhookView{Webhook: e, Secret: secret}, err == nil, err
 		},
 		record: func(ctx context.Context, _ none, v WebhookView) error {
-			return s.recordWebhook(ctx, actor, audit.ActionWebhookCreated, v.CreatedAt, nil, &v.Endpoint)
+			return s.recordWebhook(ctx, actor, audit.ActionWebhookCreated, v.CreatedAt, nil, &v.Webhook)
 		}})
 }
 
@@ -120,13 +120,13 @@ func (s *Service) ListWebhooks(ctx context.Context, companyID string) ([]Webhook
 	if err != nil {
 		return nil, err
 	}
-	eps, err := s.webhooks.ListEndpoints(ctx, company)
+	eps, err := s.webhooks.ListWebhooks(ctx, company)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]WebhookView, len(eps))
 	for i, e := range eps {
-		out[i] = WebhookView{Endpoint: e}
+		out[i] = WebhookView{Webhook: e}
 	}
 	return out, nil
 }
@@ -136,14 +136,14 @@ func (s *Service) Webhook(ctx context.Context, id string) (WebhookView, error) {
 	if err := s.webhooksReady(); err != nil {
 		return WebhookView{}, err
 	}
-	e, err := s.webhooks.Endpoint(ctx, id)
-	return WebhookView{Endpoint: e}, namedWebhook(id, err)
+	e, err := s.webhooks.Webhook(ctx, id)
+	return WebhookView{Webhook: e}, namedWebhook(id, err)
 }
 
 // readWebhook reads webhook id before a change of it, for the audit log.
-func (s *Service) readWebhook(id string) func(context.Context) (events.Endpoint, error) {
-	return func(ctx context.Context) (events.Endpoint, error) {
-		e, err := s.webhooks.Endpoint(ctx, id)
+func (s *Service) readWebhook(id string) func(context.Context) (events.Webhook, error) {
+	return func(ctx context.Context) (events.Webhook, error) {
+		e, err := s.webhooks.Webhook(ctx, id)
 		return e, namedWebhook(id, err)
 	}
 }
@@ -151,43 +151,43 @@ func (s *Service) readWebhook(id string) func(context.Context) (events.Endpoint,
 // UpdateWebhook changes an endpoint (URL, types, description, enabled) and
 // records who did.
 func (s *Service) UpdateWebhook(ctx context.Context, actor, id string, p events.Patch) (WebhookView, error) {
-	return apply(ctx, change[events.Endpoint, WebhookView]{actor: actor, ready: s.webhooksReady,
+	return apply(ctx, change[events.Webhook, WebhookView]{actor: actor, ready: s.webhooksReady,
 		what: "The change", texts: patchTexts(p), read: s.readWebhook(id),
-		make: func(ctx context.Context, _ events.Endpoint) (WebhookView, bool, error) {
-			e, err := s.webhooks.UpdateEndpoint(ctx, id, p)
-			return WebhookView{Endpoint: e}, err == nil || e.ID != "", namedWebhook(id, err)
+		make: func(ctx context.Context, _ events.Webhook) (WebhookView, bool, error) {
+			e, err := s.webhooks.UpdateWebhook(ctx, id, p)
+			return WebhookView{Webhook: e}, err == nil || e.ID != "", namedWebhook(id, err)
 		},
-		record: func(ctx context.Context, before events.Endpoint, after WebhookView) error {
-			return s.recordWebhook(ctx, actor, audit.ActionWebhookUpdated, after.UpdatedAt, &before, &after.Endpoint)
+		record: func(ctx context.Context, before events.Webhook, after WebhookView) error {
+			return s.recordWebhook(ctx, actor, audit.ActionWebhookUpdated, after.UpdatedAt, &before, &after.Webhook)
 		}})
 }
 
 // DeleteWebhook deletes an endpoint, what waits for it and its delivery log,
 // and records who did. Deleting an endpoint deleted lately answers it as it
-// was and records nothing (events.Service.DeleteEndpoint): so a deletion in
+// was and records nothing (events.Service.DeleteWebhook): so a deletion in
 // effect but not confirmed by Redis's replicas, recorded at once, is
 // recorded once when its error says to delete it again.
 func (s *Service) DeleteWebhook(ctx context.Context, actor, id string) (WebhookView, error) {
 	return apply(ctx, change[none, WebhookView]{actor: actor, ready: s.webhooksReady,
 		make: func(ctx context.Context, _ none) (WebhookView, bool, error) {
-			e, deleted, err := s.webhooks.DeleteEndpoint(ctx, id)
-			return WebhookView{Endpoint: e}, deleted, namedWebhook(id, err)
+			e, deleted, err := s.webhooks.DeleteWebhook(ctx, id)
+			return WebhookView{Webhook: e}, deleted, namedWebhook(id, err)
 		},
 		record: func(ctx context.Context, _ none, v WebhookView) error {
-			return s.recordWebhook(ctx, actor, audit.ActionWebhookDeleted, s.now(), &v.Endpoint, nil)
+			return s.recordWebhook(ctx, actor, audit.ActionWebhookDeleted, s.now(), &v.Webhook, nil)
 		}})
 }
 
 // RotateWebhookSecret gives an endpoint a new signing secret (in the
 // answer, shown this once); the old one signs beside it for overlap.
 func (s *Service) RotateWebhookSecret(ctx context.Context, actor, id string, overlap time.Duration) (WebhookView, error) {
-	return apply(ctx, change[events.Endpoint, WebhookView]{actor: actor, ready: s.webhooksReady, read: s.readWebhook(id),
-		make: func(ctx context.Context, _ events.Endpoint) (WebhookView, bool, error) {
+	return apply(ctx, change[events.Webhook, WebhookView]{actor: actor, ready: s.webhooksReady, read: s.readWebhook(id),
+		make: func(ctx context.Context, _ events.Webhook) (WebhookView, bool, error) {
 			e, secret, err := s.webhooks.RotateSecret(ctx, id, overlap)
-			return WebhookView{Endpoint: e, Secret: secret}, err == nil, namedWebhook(id, err)
+			return WebhookView{Webhook: e, Secret: secret}, err == nil, namedWebhook(id, err)
 		},
-		record: func(ctx context.Context, before events.Endpoint, after WebhookView) error {
-			return s.recordWebhook(ctx, actor, audit.ActionWebhookSecretRotated, after.SecretRotatedAt, &before, &after.Endpoint)
+		record: func(ctx context.Context, before events.Webhook, after WebhookView) error {
+			return s.recordWebhook(ctx, actor, audit.ActionWebhookSecretRotated, after.SecretRotatedAt, &before, &after.Webhook)
 		}})
 }
 

@@ -18,7 +18,7 @@ import (
 // recordSend records a delivery sent again on request (before: the
 // delivery as it was, after: what was queued), against the endpoint.
 func (s *Service) recordSend(ctx context.Context, actor, action, id string, before, after any) error {
-	e, err := s.webhooks.Endpoint(ctx, id)
+	e, err := s.webhooks.Webhook(ctx, id)
 	if err != nil { // the endpoint's company names the log: none, no record
 		ne := audit.Entry{Actor: actor, Action: action, WebhookID: id}
 		s.logger.Error("audit: event not recorded", "actor", actor, "action", action, "webhookId", id, "err", err)
@@ -45,7 +45,7 @@ func (s *Service) ReplayWebhook(ctx context.Context, actor, id, eventID string) 
 	c := sendChange(s, actor, audit.ActionWebhookReplayed, id, func(ctx context.Context) (events.Delivery, error) {
 		d, err := s.webhooks.Replay(ctx, id, eventID)
 		if invoicing.KindOf(err) == invoicing.NotFound {
-			if _, gerr := s.webhooks.Endpoint(ctx, id); gerr == nil {
+			if _, gerr := s.webhooks.Webhook(ctx, id); gerr == nil {
 				return d, &web.Error{Code: "not_found", Err: err,
 					Detail: "No event " + invoicing.Clip(eventID) + " was sent to webhook endpoint " + id + " (or it is older than the retention)."}
 			}
@@ -87,7 +87,7 @@ type TestSentView struct {
 // TestWebhook queues a test delivery to an endpoint, and records who did.
 func (s *Service) TestWebhook(ctx context.Context, actor, id string) (TestSentView, error) {
 	return apply(ctx, sendChange(s, actor, audit.ActionWebhookTested, id, func(ctx context.Context) (TestSentView, error) {
-		ev, err := s.webhooks.SendTest(ctx, id)
+		ev, err := s.webhooks.TestWebhook(ctx, id)
 		return TestSentView{EndpointID: id, EventID: ev.ID, Type: ev.Type}, namedWebhook(id, err)
 	}))
 }

@@ -179,12 +179,12 @@ func TestDeliveryRefusedToLoopback(t *testing.T) {
 	}
 	s := e.service(cfg)
 	u := strings.Replace(e.recv.url(), "127.0.0.1", "localhost", 1) // loopback now
-	ep, _, err := s.CreateEndpoint(context.Background(), NewEndpoint{CompanyID: e.company, Mode: invoicing.Test, URL: u})
+	ep, _, err := s.CreateWebhook(context.Background(), NewWebhook{CompanyID: e.company, Mode: invoicing.Test, URL: u})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.run(s)
-	ev, err := s.SendTest(context.Background(), ep.ID)
+	ev, err := s.TestWebhook(context.Background(), ep.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

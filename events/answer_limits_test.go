@@ -39,11 +39,11 @@ func TestReceiverAnswerHeadersBounded(t *testing.T) {
 				w.WriteHeader(http.StatusOK)
 			}))
 			defer recv.Close()
-			ep, _, err := s.CreateEndpoint(context.Background(), NewEndpoint{CompanyID: e.company, Mode: invoicing.Test, URL: recv.URL + "/hook"})
+			ep, _, err := s.CreateWebhook(context.Background(), NewWebhook{CompanyID: e.company, Mode: invoicing.Test, URL: recv.URL + "/hook"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			ev, err := s.SendTest(context.Background(), ep.ID)
+			ev, err := s.TestWebhook(context.Background(), ep.ID)
 			if err != nil {
 				t.Fatal(err)
 			}

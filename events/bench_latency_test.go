@@ -50,7 +50,7 @@ func BenchmarkCommitToDelivery(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, co := range ids {
-		if _, _, err := s.CreateEndpoint(ctx, NewEndpoint{CompanyID: co, Mode: invoicing.Test, URL: recv.URL + "/hook", Types: []string{"client.created"}}); err != nil {
+		if _, _, err := s.CreateWebhook(ctx, NewWebhook{CompanyID: co, Mode: invoicing.Test, URL: recv.URL + "/hook", Types: []string{"client.created"}}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -55,11 +55,11 @@ func newBenchEnv(b *testing.B) *benchEnv {
 }
 
 // endpoints makes one TEST endpoint for each of n companies.
-func (be *benchEnv) endpoints(b *testing.B, n int) []Endpoint {
-	eps := make([]Endpoint, n)
+func (be *benchEnv) endpoints(b *testing.B, n int) []Webhook {
+	eps := make([]Webhook, n)
 	for i := range eps {
 		var err error
-		eps[i], _, err = be.s.CreateEndpoint(context.Background(), NewEndpoint{CompanyID: fmt.Sprintf("a0000000-0000-4000-8000-%012d", i),
+		eps[i], _, err = be.s.CreateWebhook(context.Background(), NewWebhook{CompanyID: fmt.Sprintf("a0000000-0000-4000-8000-%012d", i),
 			Mode: invoicing.Test, URL: be.srv.URL + "/hook"})
 		if err != nil {
 			b.Fatal(err)
@@ -69,7 +69,7 @@ func (be *benchEnv) endpoints(b *testing.B, n int) []Endpoint {
 }
 
 // queue queues n client.created events for ep, in pages as the detector does.
-func (be *benchEnv) queue(b *testing.B, ep Endpoint, n int, tag string) []string {
+func (be *benchEnv) queue(b *testing.B, ep Webhook, n int, tag string) []string {
 	ids := make([]string, 0, n)
 	for start := 0; start < n; start += pageSize {
 		var page []queued

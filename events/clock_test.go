@@ -23,9 +23,9 @@ func TestEndpointCacheFollowsTheClock(t *testing.T) {
 	s := e.service(cfg)
 	ep, _ := e.endpoint(s)
 	ctx := context.Background()
-	cache := newEndpointCache(s.Endpoints)
+	cache := newEndpointCache(s.Webhooks)
 	claims := []claim{{endpoint: ep.ID, event: "evt_aaaaaaaaaaaaaaaaaaaaaaaaaa"}}
-	get := func() *Endpoint {
+	get := func() *Webhook {
 		t.Helper()
 		ver := e.rdb.Get(ctx, s.l.version()).Val()
 		got := cache.get(ctx, claims, ver)[ep.ID]
@@ -49,7 +49,7 @@ func TestEndpointCacheFollowsTheClock(t *testing.T) {
 		t.Error("still the cached endpoint a second later on the service's clock")
 	}
 	desc := "changed"
-	if _, err := s.UpdateEndpoint(ctx, ep.ID, Patch{Description: &desc}); err != nil {
+	if _, err := s.UpdateWebhook(ctx, ep.ID, Patch{Description: &desc}); err != nil {
 		t.Fatal(err)
 	}
 	if got := get(); got.Description != desc {

@@ -34,19 +34,19 @@ redis.call('INCR', ARGV[9])
 redis.call('SET', ARGV[13], ARGV[14], 'PX', ARGV[15])
 return 1`)
 
-// DeleteEndpoint deletes an endpoint, what waits for it and its log; it
+// DeleteWebhook deletes an endpoint, what waits for it and its log; it
 // returns the endpoint as it was. Deleting it again within Retention
 // answers the same endpoint with deleted false, and confirms the first
 // deletion with Redis's replicas (replicas.go); after that, ErrNotFound.
-func (es *Endpoints) DeleteEndpoint(ctx context.Context, id string) (e Endpoint, deleted bool, err error) {
-	if e, err = es.Endpoint(ctx, id); err == nil {
+func (es *Webhooks) DeleteWebhook(ctx context.Context, id string) (e Webhook, deleted bool, err error) {
+	if e, err = es.Webhook(ctx, id); err == nil {
 		deleted, err = es.remove(ctx, e, true)
 	}
 	if errors.Is(err, ErrNotFound) {
 		e, err = es.deletedBefore(ctx, id)
 	}
 	if err != nil && !errors.Is(err, ErrNotReplicated) {
-		return Endpoint{}, false, err
+		return Webhook{}, false, err
 	}
 	return e, deleted, err
 }
@@ -54,7 +54,7 @@ func (es *Endpoints) DeleteEndpoint(ctx context.Context, id string) (e Endpoint,
 // remove deletes e, waiting for the replicas when wait is set
 // (ErrNotReplicated: deleted, unconfirmed). ErrNotFound when it was deleted
 // meanwhile.
-func (es *Endpoints) remove(ctx context.Context, e Endpoint, wait bool) (bool, error) {
+func (es *Webhooks) remove(ctx context.Context, e Webhook, wait bool) (bool, error) {
 	gone, _ := json.Marshal(e) // its public fields: no secret
 	run := func(c redis.Cmdable) (int, error) {
 		return deleteScript.Run(ctx, c, []string{es.l.endpoint(e.ID)}, es.l.endpoints(e.Mode, e.CompanyID), es.l.companies(e.Mode),
@@ -82,9 +82,9 @@ func (es *Endpoints) remove(ctx context.Context, e Endpoint, wait bool) (bool, e
 
 // deletedBefore is the endpoint a deletion within Retention removed, its
 // record written again and confirmed like the deletion (replicas.go).
-func (es *Endpoints) deletedBefore(ctx context.Context, id string) (Endpoint, error) {
+func (es *Webhooks) deletedBefore(ctx context.Context, id string) (Webhook, error) {
 	if !validEndpointID(id) {
-		return Endpoint{}, ErrNotFound
+		return Webhook{}, ErrNotFound
 	}
 	var raw string
 	unconfirmed, err := es.confirm(ctx, es.l.deletedRecord(id), func(c redis.Cmdable) (err error) {
@@ -93,13 +93,13 @@ func (es *Endpoints) deletedBefore(ctx context.Context, id string) (Endpoint, er
 	})
 	switch {
 	case errors.Is(err, redis.Nil):
-		return Endpoint{}, ErrNotFound
+		return Webhook{}, ErrNotFound
 	case err != nil:
-		return Endpoint{}, unavailable(err)
+		return Webhook{}, unavailable(err)
 	}
-	var e Endpoint
+	var e Webhook
 	if err := json.Unmarshal([]byte(raw), &e); err != nil {
-		return Endpoint{}, fmt.Errorf("events: endpoint %s: corrupt deletion record: %w", id, err)
+		return Webhook{}, fmt.Errorf("events: endpoint %s: corrupt deletion record: %w", id, err)
 	}
 	if unconfirmed {
 		return e, ErrNotReplicated

@@ -53,7 +53,7 @@ func (dp *dispatcher) newClient() *http.Client {
 
 // deliver makes one attempt: POST the event's body, signed with the
 // endpoint's keys. Any 2xx is a success.
-func (dp *dispatcher) deliver(ctx context.Context, client *http.Client, e *Endpoint, ev *Event) (*Attempt, bool) {
+func (dp *dispatcher) deliver(ctx context.Context, client *http.Client, e *Webhook, ev *Event) (*Attempt, bool) {
 	at := dp.now()
 	a := &Attempt{At: at.UTC()}
 	body, err := ev.body()

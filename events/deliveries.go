@@ -59,7 +59,7 @@ func (s *Service) Deliveries(ctx context.Context, endpointID string, q DeliveryQ
 	if q.Type != "" && q.Type != TestType && !slices.Contains(Types, q.Type) {
 		return nil, "", invoicing.InvalidField(ErrInvalidEndpoint, "type", "must be an event type such as invoice.paid: %q is not one", invoicing.Clip(string(q.Type)))
 	}
-	ep, err := s.Endpoint(ctx, endpointID)
+	ep, err := s.Webhook(ctx, endpointID)
 	if err != nil {
 		return nil, "", err
 	}
@@ -179,7 +179,7 @@ func (s *Service) logPage(ctx context.Context, endpointID string, n int, cursor 
 
 // Delivery reads one delivery of the log.
 func (s *Service) Delivery(ctx context.Context, endpointID, eventID string) (Delivery, error) {
-	ep, err := s.Endpoint(ctx, endpointID)
+	ep, err := s.Webhook(ctx, endpointID)
 	if err != nil {
 		return Delivery{}, err
 	}

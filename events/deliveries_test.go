@@ -16,7 +16,7 @@ import (
 
 // logService is a service on a clock of the test's, not running, and an
 // endpoint whose deliveries stay pending.
-func logService(t *testing.T, rdb *redis.Client, prefix string) (*Service, *testenv.Clock, Endpoint) {
+func logService(t *testing.T, rdb *redis.Client, prefix string) (*Service, *testenv.Clock, Webhook) {
 	t.Helper()
 	clock := testenv.NewClock(time.Now())
 	s, err := New(Config{Redis: rdb, Prefix: prefix, Now: clock.Now, AllowHTTP: true,
@@ -24,7 +24,7 @@ func logService(t *testing.T, rdb *redis.Client, prefix string) (*Service, *test
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, _, err := s.CreateEndpoint(context.Background(), NewEndpoint{CompanyID: testCompany, Mode: invoicing.Test, URL: "http://127.0.0.1:9/hook"})
+	ep, _, err := s.CreateWebhook(context.Background(), NewWebhook{CompanyID: testCompany, Mode: invoicing.Test, URL: "http://127.0.0.1:9/hook"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func logService(t *testing.T, rdb *redis.Client, prefix string) (*Service, *test
 
 // burst queues n client.created events to ep, in pages as detection queues
 // them, all at the clock's instant: one detection step, one score in the log.
-func burst(t *testing.T, s *Service, ep Endpoint, n int, tag string) map[string]bool {
+func burst(t *testing.T, s *Service, ep Webhook, n int, tag string) map[string]bool {
 	t.Helper()
 	ids := make(map[string]bool, n)
 	for start := 0; start < n; start += pageSize {
@@ -197,7 +197,7 @@ func BenchmarkDeliveryLog10000(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	ep, _, err := s.CreateEndpoint(ctx, NewEndpoint{CompanyID: testCompany, Mode: invoicing.Test, URL: "http://127.0.0.1:9/hook"})
+	ep, _, err := s.CreateWebhook(ctx, NewWebhook{CompanyID: testCompany, Mode: invoicing.Test, URL: "http://127.0.0.1:9/hook"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -189,7 +189,7 @@ func TestModesKeptApart(t *testing.T) {
 	s := e.service(e.config())
 	live := newReceiver(t)
 	ctx := context.Background()
-	liveEp, _, err := s.CreateEndpoint(ctx, NewEndpoint{CompanyID: e.company, Mode: invoicing.Live, URL: live.url()})
+	liveEp, _, err := s.CreateWebhook(ctx, NewWebhook{CompanyID: e.company, Mode: invoicing.Live, URL: live.url()})
 	if err != nil {
 		t.Fatal(err)
 	}

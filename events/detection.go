@@ -17,7 +17,7 @@ import (
 // loop reads and queues is in detect.go.
 type detector struct {
 	*base
-	endpoints *Endpoints // what events are routed to (targets.go)
+	endpoints *Webhooks // what events are routed to (targets.go)
 	queue     *queue
 	sources   map[invoicing.Mode]Source
 	tick      time.Duration

@@ -12,7 +12,7 @@ import (
 // makes them Concurrency at a time (deliver.go) and records their outcomes.
 type dispatcher struct {
 	*base
-	endpoints   *Endpoints // where deliveries go and what signs them
+	endpoints   *Webhooks // where deliveries go and what signs them
 	queue       *queue
 	dest        destinations
 	timeout     time.Duration
@@ -112,7 +112,7 @@ func (dp *dispatcher) wait(ctx context.Context, wake <-chan struct{}) {
 // deliveries under way finish, within the timeout. ok is false when there
 // is nothing to record (the endpoint was deleted meanwhile, or could not
 // be read: the lease expires and the delivery is made again).
-func (dp *dispatcher) attempt(client *http.Client, c claim, e *Endpoint, msg *Event) (outcome, bool) {
+func (dp *dispatcher) attempt(client *http.Client, c claim, e *Webhook, msg *Event) (outcome, bool) {
 	if e == nil {
 		return outcome{}, false
 	}

@@ -11,7 +11,7 @@
 // other adapters; it speaks invoicing's vocabulary at its edge. What it keeps
 // in Redis (endpoints, the queue, the delivery log) shares one hash tag, so
 // that each of its scripts runs on one node of a Redis Cluster. Within the
-// package, endpoints (Endpoints), the queue, detection and delivery are
+// package, endpoints (Webhooks), the queue, detection and delivery are
 // types of their own, sharing that layout and one clock
 // (docs/architecture.md, Events).
 //

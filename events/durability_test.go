@@ -86,7 +86,7 @@ func TestOutageLongerThanSweep(t *testing.T) {
 // mustEndpoint is the company's only TEST endpoint's id.
 func mustEndpoint(t *testing.T, s *Service, company string) string {
 	t.Helper()
-	eps, err := s.ListEndpoints(context.Background(), company)
+	eps, err := s.ListWebhooks(context.Background(), company)
 	if err != nil || len(eps) != 1 {
 		t.Fatalf("endpoints %+v (%v), want one", eps, err)
 	}
@@ -193,7 +193,7 @@ func TestQueueTrimmedAndRecordsExpire(t *testing.T) {
 	s := e.service(cfg)
 	ep, _ := e.endpoint(s)
 	off, on := false, true
-	if _, err := s.UpdateEndpoint(context.Background(), ep.ID, Patch{Enabled: &off}); err != nil {
+	if _, err := s.UpdateWebhook(context.Background(), ep.ID, Patch{Enabled: &off}); err != nil {
 		t.Fatal(err)
 	}
 	e.run(s)
@@ -218,7 +218,7 @@ func TestQueueTrimmedAndRecordsExpire(t *testing.T) {
 	e.waitQueue(s, ep.ID, 1)
 	e.deleteKeys("msg:", "d:", "a:")
 	e.recv.setStatus(http.StatusServiceUnavailable) // a later event is retried: its record keeps its expiry
-	if _, err := s.UpdateEndpoint(context.Background(), ep.ID, Patch{Enabled: &on}); err != nil {
+	if _, err := s.UpdateWebhook(context.Background(), ep.ID, Patch{Enabled: &on}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitQueue(s, ep.ID, 0)

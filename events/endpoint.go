@@ -35,9 +35,9 @@ var (
 		Detail: "Webhook endpoints and deliveries cannot be read or changed right now; retry later.", Message: "events: Redis unavailable"})
 )
 
-// Endpoint is where a company's events of one mode are sent. Its secrets are
+// Webhook is where a company's events of one mode are sent. Its secrets are
 // never part of its JSON: the secret is shown once, when it is made.
-type Endpoint struct {
+type Webhook struct {
 	ID          string         `json:"id"`
 	CompanyID   string         `json:"companyId"`
 	Mode        invoicing.Mode `json:"mode"`
@@ -97,10 +97,10 @@ type config struct {
 }
 
 // Wants reports whether the endpoint subscribes to t.
-func (e *Endpoint) Wants(t Type) bool { return len(e.Types) == 0 || slices.Contains(e.Types, t) }
+func (e *Webhook) Wants(t Type) bool { return len(e.Types) == 0 || slices.Contains(e.Types, t) }
 
-// NewEndpoint is what an endpoint is made of.
-type NewEndpoint struct {
+// NewWebhook is what an endpoint is made of.
+type NewWebhook struct {
 	CompanyID   string
 	Mode        invoicing.Mode
 	URL         string
@@ -142,16 +142,16 @@ func newEndpointID() string {
 
 // decodeEndpoint builds an endpoint from its hash (HGETALL); ok is false
 // when there is none.
-func decodeEndpoint(id string, h map[string]string) (Endpoint, bool, error) {
+func decodeEndpoint(id string, h map[string]string) (Webhook, bool, error) {
 	raw, ok := h["cfg"]
 	if !ok {
-		return Endpoint{}, false, nil
+		return Webhook{}, false, nil
 	}
 	var c config
 	if err := json.Unmarshal([]byte(raw), &c); err != nil {
-		return Endpoint{}, false, fmt.Errorf("events: endpoint %s: corrupt record: %w", id, err)
+		return Webhook{}, false, fmt.Errorf("events: endpoint %s: corrupt record: %w", id, err)
 	}
-	e := Endpoint{ID: id, CompanyID: c.CompanyID, Mode: c.Mode, URL: c.URL, Types: c.Types, Description: c.Description,
+	e := Webhook{ID: id, CompanyID: c.CompanyID, Mode: c.Mode, URL: c.URL, Types: c.Types, Description: c.Description,
 		Enabled: h["enabled"] == "1", CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, ExpiresAt: c.ExpiresAt,
 		SecretRotatedAt: c.RotatedAt, secrets: c.Secrets}
 	if e.Types == nil {
@@ -168,7 +168,7 @@ func decodeEndpoint(id string, h map[string]string) (Endpoint, bool, error) {
 	return e, true, nil
 }
 
-func (e *Endpoint) config() config {
+func (e *Webhook) config() config {
 	return config{CompanyID: e.CompanyID, Mode: e.Mode, URL: e.URL, Types: e.Types, Description: e.Description,
 		CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, ExpiresAt: e.ExpiresAt, RotatedAt: e.SecretRotatedAt, Secrets: e.secrets}
 }

@@ -14,26 +14,26 @@ import (
 // changes without moving the version, such as the disabling of an endpoint
 // failing for days.)
 type endpointCache struct {
-	es   *Endpoints
+	es   *Webhooks
 	mu   sync.Mutex
 	byID map[string]cachedEndpoint
 }
 
 type cachedEndpoint struct {
-	e   *Endpoint
+	e   *Webhook
 	at  time.Time
 	ver string
 }
 
-func newEndpointCache(es *Endpoints) *endpointCache {
+func newEndpointCache(es *Webhooks) *endpointCache {
 	return &endpointCache{es: es, byID: map[string]cachedEndpoint{}}
 }
 
 // get returns the claims' endpoints, reading the stale or missing ones in
 // one round trip; ver is the endpoints' version read before.
-func (c *endpointCache) get(ctx context.Context, claims []claim, ver string) map[string]*Endpoint {
+func (c *endpointCache) get(ctx context.Context, claims []claim, ver string) map[string]*Webhook {
 	now := c.es.now()
-	out := map[string]*Endpoint{}
+	out := map[string]*Webhook{}
 	var missing []string
 	c.mu.Lock()
 	for _, cl := range claims {

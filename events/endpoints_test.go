@@ -45,41 +45,41 @@ func TestEndpointInputRefused(t *testing.T) {
 
 func testEndpointInputRefused(t *testing.T, s *Service) {
 	ctx := context.Background()
-	ok := NewEndpoint{CompanyID: testCompany, Mode: invoicing.Test, URL: "https://hooks.example.com/w"}
+	ok := NewWebhook{CompanyID: testCompany, Mode: invoicing.Test, URL: "https://hooks.example.com/w"}
 	for _, c := range []struct {
 		name        string
-		edit        func(*NewEndpoint)
+		edit        func(*NewWebhook)
 		field, want string // the field named, and a fragment of why
 	}{
-		{"private address", func(n *NewEndpoint) { n.URL = "https://intranet.example.com/w" }, "url", "private address"},
-		{"loopback literal", func(n *NewEndpoint) { n.URL = "https://127.0.0.1/w" }, "url", "loopback"},
-		{"metadata", func(n *NewEndpoint) { n.URL = "https://169.254.169.254/latest" }, "url", "link-local"},
-		{"http", func(n *NewEndpoint) { n.URL = "http://hooks.example.com/w" }, "url", "https"},
-		{"malformed", func(n *NewEndpoint) { n.URL = "hooks example" }, "url", "absolute URL"},
-		{"unknown type", func(n *NewEndpoint) { n.Types = []string{"invoice.paid", "invoice.refunded"} }, "types", `"invoice.refunded" is not an event type`},
-		{"type twice", func(n *NewEndpoint) { n.Types = []string{"client.created", "client.created"} }, "types", "twice"},
-		{"bad company", func(n *NewEndpoint) { n.CompanyID = "a0000000-0000" }, "companyId", "UUID"},
-		{"bad mode", func(n *NewEndpoint) { n.Mode = "PROD" }, "mode", "LIVE or TEST"},
-		{"description", func(n *NewEndpoint) { n.Description = "line\nbreak" }, "description", "printable"},
-		{"hidden characters", func(n *NewEndpoint) { n.Description = "ERP\u202Eprod" }, "description", "must not contain invisible or direction-changing characters (U+202E)"},
-		{"expired", func(n *NewEndpoint) { p := time.Now().Add(-time.Minute); n.ExpiresAt = &p }, "expiresAt", "future"},
+		{"private address", func(n *NewWebhook) { n.URL = "https://intranet.example.com/w" }, "url", "private address"},
+		{"loopback literal", func(n *NewWebhook) { n.URL = "https://127.0.0.1/w" }, "url", "loopback"},
+		{"metadata", func(n *NewWebhook) { n.URL = "https://169.254.169.254/latest" }, "url", "link-local"},
+		{"http", func(n *NewWebhook) { n.URL = "http://hooks.example.com/w" }, "url", "https"},
+		{"malformed", func(n *NewWebhook) { n.URL = "hooks example" }, "url", "absolute URL"},
+		{"unknown type", func(n *NewWebhook) { n.Types = []string{"invoice.paid", "invoice.refunded"} }, "types", `"invoice.refunded" is not an event type`},
+		{"type twice", func(n *NewWebhook) { n.Types = []string{"client.created", "client.created"} }, "types", "twice"},
+		{"bad company", func(n *NewWebhook) { n.CompanyID = "a0000000-0000" }, "companyId", "UUID"},
+		{"bad mode", func(n *NewWebhook) { n.Mode = "PROD" }, "mode", "LIVE or TEST"},
+		{"description", func(n *NewWebhook) { n.Description = "line\nbreak" }, "description", "printable"},
+		{"hidden characters", func(n *NewWebhook) { n.Description = "ERP\u202Eprod" }, "description", "must not contain invisible or direction-changing characters (U+202E)"},
+		{"expired", func(n *NewWebhook) { p := time.Now().Add(-time.Minute); n.ExpiresAt = &p }, "expiresAt", "future"},
 	} {
 		n := ok
 		c.edit(&n)
-		_, _, err := s.CreateEndpoint(ctx, n)
+		_, _, err := s.CreateWebhook(ctx, n)
 		var fe *invoicing.FieldError
 		if !errors.Is(err, ErrInvalidEndpoint) || invoicing.KindOf(err) != invoicing.Invalid || !errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(fe.Message, c.want) {
 			t.Errorf("%s: %v, want an invalid endpoint naming %s, about %q", c.name, err, c.field, c.want)
 		}
 	}
-	if eps, err := s.ListEndpoints(ctx, testCompany); err != nil || len(eps) != 0 {
+	if eps, err := s.ListWebhooks(ctx, testCompany); err != nil || len(eps) != 0 {
 		t.Fatalf("refused creations left %d endpoints (%v)", len(eps), err)
 	}
 	// Ten per company and mode; the eleventh is refused, also when asked at
 	// the same time as others.
 	errs := make(chan error, 12)
 	for range 12 {
-		go func() { _, _, err := s.CreateEndpoint(ctx, ok); errs <- err }()
+		go func() { _, _, err := s.CreateWebhook(ctx, ok); errs <- err }()
 	}
 	refused := 0
 	for range 12 {
@@ -89,28 +89,28 @@ func testEndpointInputRefused(t *testing.T, s *Service) {
 			t.Fatal(err)
 		}
 	}
-	eps, _ := s.ListEndpoints(ctx, testCompany)
+	eps, _ := s.ListWebhooks(ctx, testCompany)
 	if refused != 2 || len(eps) != MaxEndpoints {
 		t.Fatalf("%d refused, %d endpoints; want 2 and %d", refused, len(eps), MaxEndpoints)
 	}
 	// The other mode has its own ten.
 	live := ok
 	live.Mode = invoicing.Live
-	if _, _, err := s.CreateEndpoint(ctx, live); err != nil {
+	if _, _, err := s.CreateWebhook(ctx, live); err != nil {
 		t.Fatalf("a LIVE endpoint beside ten TEST ones: %v", err)
 	}
 	// A bad update changes nothing either.
 	bad := "http://hooks.example.com/"
-	before, _ := s.Endpoint(ctx, eps[0].ID)
-	if _, err := s.UpdateEndpoint(ctx, eps[0].ID, Patch{URL: &bad}); !errors.Is(err, ErrInvalidEndpoint) {
+	before, _ := s.Webhook(ctx, eps[0].ID)
+	if _, err := s.UpdateWebhook(ctx, eps[0].ID, Patch{URL: &bad}); !errors.Is(err, ErrInvalidEndpoint) {
 		t.Fatalf("update to http: %v", err)
 	}
-	if after, _ := s.Endpoint(ctx, eps[0].ID); after.URL != before.URL || !after.UpdatedAt.Equal(before.UpdatedAt) {
+	if after, _ := s.Webhook(ctx, eps[0].ID); after.URL != before.URL || !after.UpdatedAt.Equal(before.UpdatedAt) {
 		t.Fatalf("a refused update changed the endpoint: %+v", after)
 	}
 	for _, id := range []string{"", "ep_x", "../../etc", "ep_" + strings.Repeat("a", 26)} {
-		if _, err := s.Endpoint(ctx, id); !errors.Is(err, ErrNotFound) {
-			t.Errorf("Endpoint(%q): %v", id, err)
+		if _, err := s.Webhook(ctx, id); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Webhook(%q): %v", id, err)
 		}
 	}
 }
@@ -125,7 +125,7 @@ func TestEndpointLifecycle(t *testing.T) {
 
 func testEndpointLifecycle(t *testing.T, s *Service) {
 	ctx := context.Background()
-	ep, secret, err := s.CreateEndpoint(ctx, NewEndpoint{CompanyID: strings.ToUpper(testCompany), Mode: invoicing.Live,
+	ep, secret, err := s.CreateWebhook(ctx, NewWebhook{CompanyID: strings.ToUpper(testCompany), Mode: invoicing.Live,
 		URL: "https://hooks.example.com/w", Types: []string{"invoice.paid"}, Description: "ERP"})
 	if err != nil {
 		t.Fatal(err)
@@ -134,31 +134,31 @@ func testEndpointLifecycle(t *testing.T, s *Service) {
 		t.Fatalf("created %+v", ep)
 	}
 	url, desc, all, off := "https://hooks.example.com/v2", "ERP v2", []string{}, false
-	up, err := s.UpdateEndpoint(ctx, ep.ID, Patch{URL: &url, Description: &desc, Types: &all, Enabled: &off})
+	up, err := s.UpdateWebhook(ctx, ep.ID, Patch{URL: &url, Description: &desc, Types: &all, Enabled: &off})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if up.URL != url || up.Description != desc || !up.Wants(ClientUpdated) || up.Enabled || up.Health.DisabledReason != disabledByRequest {
 		t.Fatalf("updated %+v", up)
 	}
-	got, _ := s.ListEndpoints(ctx, testCompany)
+	got, _ := s.ListWebhooks(ctx, testCompany)
 	if len(got) != 1 || got[0].ID != ep.ID || got[0].URL != url {
 		t.Fatalf("listed %+v", got)
 	}
-	if gone, deleted, err := s.DeleteEndpoint(ctx, ep.ID); err != nil || !deleted || gone.ID != ep.ID || gone.URL != url {
+	if gone, deleted, err := s.DeleteWebhook(ctx, ep.ID); err != nil || !deleted || gone.ID != ep.ID || gone.URL != url {
 		t.Fatalf("delete = %+v, %v, %v", gone, deleted, err)
 	}
-	if _, err := s.Endpoint(ctx, ep.ID); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Webhook(ctx, ep.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("after delete: %v", err)
 	}
 	// Deleting again is safe: the endpoint as it was, not deleted twice.
-	if again, deleted, err := s.DeleteEndpoint(ctx, ep.ID); err != nil || deleted || again.ID != ep.ID || again.URL != url || again.Description != desc {
+	if again, deleted, err := s.DeleteWebhook(ctx, ep.ID); err != nil || deleted || again.ID != ep.ID || again.URL != url || again.Description != desc {
 		t.Fatalf("second delete = %+v, %v, %v; want the endpoint as it was, not deleted again", again, deleted, err)
 	}
-	if _, _, err := s.DeleteEndpoint(ctx, newEndpointID()); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.DeleteWebhook(ctx, newEndpointID()); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("delete of an endpoint that never was: %v", err)
 	}
-	if got, _ := s.ListEndpoints(ctx, testCompany); len(got) != 0 {
+	if got, _ := s.ListWebhooks(ctx, testCompany); len(got) != 0 {
 		t.Fatalf("listed after delete: %+v", got)
 	}
 }
@@ -237,7 +237,7 @@ func TestRotationAppliesAtOnceOnEveryInstance(t *testing.T) {
 		})
 		return got
 	}
-	warm, err := admin.SendTest(ctx, ep.ID)
+	warm, err := admin.TestWebhook(ctx, ep.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestRotationAppliesAtOnceOnEveryInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, err := admin.SendTest(ctx, ep.ID)
+	next, err := admin.TestWebhook(ctx, ep.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

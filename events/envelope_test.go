@@ -103,7 +103,7 @@ func TestOneURLForManyCompanies(t *testing.T) {
 	endpoints := map[owner]string{}
 	for _, c := range companies {
 		for _, m := range invoicing.Modes {
-			ep, secret, err := s.CreateEndpoint(ctx, NewEndpoint{CompanyID: c, Mode: m, URL: srv.URL + "/webhooks/invoicing"})
+			ep, secret, err := s.CreateWebhook(ctx, NewWebhook{CompanyID: c, Mode: m, URL: srv.URL + "/webhooks/invoicing"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +143,7 @@ VALUES ($1, $2, 'FT', '2026', 1, 'issued', 'Consumidor', 100, 14, 114, now(), NU
 			o := owner{c, m}
 			_, doc := ids(o, ci)
 			exec(m, `UPDATE documents SET state = 'paid', updated_at = now() WHERE id = $1`, doc)
-			if _, err := s.SendTest(ctx, endpoints[o]); err != nil {
+			if _, err := s.TestWebhook(ctx, endpoints[o]); err != nil {
 				t.Fatal(err)
 			}
 			want[o] = append(want[o], string(InvoicePaid)+" "+doc, string(TestType)+" "+endpoints[o])

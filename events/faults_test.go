@@ -31,12 +31,12 @@ func TestReceiverDownThenUp(t *testing.T) {
 		want = append(want, key{ClientCreated, id})
 	}
 	e.recv.waitFor(want...) // attempted, refused
-	failing := waitEndpoint(t, s, ep.ID, func(e Endpoint) bool { return e.Health.FailingSince != nil })
+	failing := waitEndpoint(t, s, ep.ID, func(e Webhook) bool { return e.Health.FailingSince != nil })
 	if !strings.Contains(failing.Health.LastError, "503") || !failing.Enabled {
 		t.Errorf("failing endpoint's health: %+v", failing.Health)
 	}
 	e.recv.setStatus(http.StatusNoContent)
-	healthy := waitEndpoint(t, s, ep.ID, func(e Endpoint) bool { return e.Health.FailingSince == nil && e.Health.LastSuccessAt != nil })
+	healthy := waitEndpoint(t, s, ep.ID, func(e Webhook) bool { return e.Health.FailingSince == nil && e.Health.LastSuccessAt != nil })
 	if healthy.Health.LastError != "" {
 		t.Errorf("healthy endpoint keeps its last error: %+v", healthy.Health)
 	}
@@ -68,7 +68,7 @@ func TestEndpointDisabledAfterFailingForDays(t *testing.T) {
 		clock.Add(25 * time.Hour) // the next retry is due; the failures last longer and longer
 		waitAttempts(t, s, ep.ID, e.recv, key{ClientCreated, cli1}, i+2)
 	}
-	off := waitEndpoint(t, s, ep.ID, func(e Endpoint) bool { return !e.Enabled })
+	off := waitEndpoint(t, s, ep.ID, func(e Webhook) bool { return !e.Enabled })
 	if off.Health.DisabledAt == nil || !strings.Contains(off.Health.DisabledReason, "72h") || !strings.Contains(off.Health.DisabledReason, "500") {
 		t.Fatalf("disabled endpoint's health: %+v", off.Health)
 	}
@@ -89,7 +89,7 @@ func TestEndpointDisabledAfterFailingForDays(t *testing.T) {
 	e.run(s)
 	e.recv.setStatus(http.StatusOK)
 	on := true
-	if _, err := s.UpdateEndpoint(context.Background(), ep.ID, Patch{Enabled: &on}); err != nil {
+	if _, err := s.UpdateWebhook(context.Background(), ep.ID, Patch{Enabled: &on}); err != nil {
 		t.Fatal(err)
 	}
 	waitDelivery(t, s, ep.ID, e.recv, key{ClientCreated, cli1}, "delivered")
@@ -277,12 +277,12 @@ func TestThreeInstancesNoDuplicates(t *testing.T) {
 	}
 }
 
-func waitEndpoint(t *testing.T, s *Service, id string, ok func(Endpoint) bool) Endpoint {
+func waitEndpoint(t *testing.T, s *Service, id string, ok func(Webhook) bool) Webhook {
 	t.Helper()
-	var ep Endpoint
+	var ep Webhook
 	testenv.Eventually(t, "the endpoint's change", func() error {
 		var err error
-		if ep, err = s.Endpoint(context.Background(), id); err != nil {
+		if ep, err = s.Webhook(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
 		if !ok(ep) {

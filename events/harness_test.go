@@ -118,9 +118,9 @@ func (e *env) run(s *Service) (stop func()) {
 }
 
 // endpoint creates a TEST endpoint of the company to the receiver.
-func (e *env) endpoint(s *Service, types ...string) (Endpoint, string) {
+func (e *env) endpoint(s *Service, types ...string) (Webhook, string) {
 	e.t.Helper()
-	ep, secret, err := s.CreateEndpoint(context.Background(), NewEndpoint{CompanyID: e.company, Mode: invoicing.Test, URL: e.recv.url(), Types: types})
+	ep, secret, err := s.CreateWebhook(context.Background(), NewWebhook{CompanyID: e.company, Mode: invoicing.Test, URL: e.recv.url(), Types: types})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -153,7 +153,7 @@ func testMetricsCountRealDeliveries(t *testing.T, rdb *redis.Client, prefix stri
 	cfg.Metrics, cfg.Schedule = reg, []time.Duration{50 * time.Millisecond}
 	s := e.service(cfg)
 	s.statsKeep = 0 // each scrape reads Redis
-	if _, _, err := s.CreateEndpoint(context.Background(), NewEndpoint{CompanyID: e.company, Mode: invoicing.Test, URL: recv.srv.URL + "/hook?token=t",
+	if _, _, err := s.CreateWebhook(context.Background(), NewWebhook{CompanyID: e.company, Mode: invoicing.Test, URL: recv.srv.URL + "/hook?token=t",
 		Types: []string{string(ClientCreated)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestMetricsOfTestDeliveries(t *testing.T) {
 	s := e.service(cfg)
 	ep, _ := e.endpoint(s, string(ClientCreated))
 	e.run(s)
-	if _, err := s.SendTest(context.Background(), ep.ID); err != nil {
+	if _, err := s.TestWebhook(context.Background(), ep.ID); err != nil {
 		t.Fatal(err)
 	}
 	got := waitMetrics(t, reg, map[string]float64{

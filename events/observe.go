@@ -81,7 +81,7 @@ func (d *detector) traceDetect(ctx context.Context, m invoicing.Mode, loop, stre
 // to the detection that queued ev. Its attributes are ids, the type, the
 // attempt's number and the receiver's host: never the URL's path or query
 // (a receiver's token may be there), a secret or the body.
-func (dp *dispatcher) traceDeliver(ctx context.Context, c claim, e *Endpoint, ev *Event) (context.Context, trace.Span) {
+func (dp *dispatcher) traceDeliver(ctx context.Context, c claim, e *Webhook, ev *Event) (context.Context, trace.Span) {
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
 	if ev.cause.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: ev.cause}))

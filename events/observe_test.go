@@ -39,7 +39,7 @@ func TestDeliverySpansLinkToTheirDetection(t *testing.T) {
 	cfg := e.config()
 	cfg.TracerProvider, cfg.Schedule = tp, []time.Duration{50 * time.Millisecond}
 	s := e.service(cfg)
-	ep, secret, err := s.CreateEndpoint(context.Background(), NewEndpoint{CompanyID: e.company, Mode: invoicing.Test,
+	ep, secret, err := s.CreateWebhook(context.Background(), NewWebhook{CompanyID: e.company, Mode: invoicing.Test,
 		URL: recv.srv.URL + "/hook?token=s3cr3t-token", Types: []string{string(ClientCreated)}})
 	if err != nil {
 		t.Fatal(err)

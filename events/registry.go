@@ -16,12 +16,12 @@ import (
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
-// Endpoints manages the webhook endpoints: their creation, changes, secrets
+// Webhooks manages the webhook endpoints: their creation, changes, secrets
 // and deletion (deletion.go, secrets.go), their export and import
 // (state.go), each change confirmed by Redis's replicas (replicas.go); and
 // it reads them for detection (targets.go) and delivery. A Service embeds
 // it: its methods are the Service's.
-type Endpoints struct {
+type Webhooks struct {
 	*base
 	repl   durable.Policy // the endpoint changes' acknowledgements (replicas.go)
 	dest   destinations
@@ -45,39 +45,39 @@ redis.call('SADD', ARGV[6], ARGV[7])
 redis.call('INCR', ARGV[10])
 return 1`)
 
-// CreateEndpoint checks ne and adds the endpoint; it returns the endpoint
+// CreateWebhook checks ne and adds the endpoint; it returns the endpoint
 // and its signing secret, which is shown this once.
-func (es *Endpoints) CreateEndpoint(ctx context.Context, ne NewEndpoint) (Endpoint, string, error) {
+func (es *Webhooks) CreateWebhook(ctx context.Context, ne NewWebhook) (Webhook, string, error) {
 	company, err := invoicing.ParseCompanyID(ne.CompanyID)
 	if err != nil {
-		return Endpoint{}, "", &invoicing.FieldError{Err: fmt.Errorf("%w: %w", ErrInvalidEndpoint, err), Field: "companyId", Message: "must be a company's id (a UUID)"}
+		return Webhook{}, "", &invoicing.FieldError{Err: fmt.Errorf("%w: %w", ErrInvalidEndpoint, err), Field: "companyId", Message: "must be a company's id (a UUID)"}
 	}
 	if !ne.Mode.Valid() {
-		return Endpoint{}, "", invoicing.InvalidField(ErrInvalidEndpoint, "mode", "must be LIVE or TEST")
+		return Webhook{}, "", invoicing.InvalidField(ErrInvalidEndpoint, "mode", "must be LIVE or TEST")
 	}
 	types, err := ParseTypes(ne.Types)
 	if err != nil {
-		return Endpoint{}, "", err
+		return Webhook{}, "", err
 	}
 	if err := checkDescription(ne.Description); err != nil {
-		return Endpoint{}, "", err
+		return Webhook{}, "", err
 	}
 	now := es.now().UTC().Truncate(time.Millisecond)
 	if ne.ExpiresAt != nil && !ne.ExpiresAt.After(now) {
-		return Endpoint{}, "", invoicing.InvalidField(ErrInvalidEndpoint, "expiresAt", "must be in the future")
+		return Webhook{}, "", invoicing.InvalidField(ErrInvalidEndpoint, "expiresAt", "must be in the future")
 	}
 	u, err := es.dest.checkURL(ctx, ne.URL)
 	if err != nil {
-		return Endpoint{}, "", err
+		return Webhook{}, "", err
 	}
 	if err := es.dropExpired(ctx, ne.Mode, company); err != nil {
-		return Endpoint{}, "", err
+		return Webhook{}, "", err
 	}
 	sec, stored, err := es.sealNew()
 	if err != nil {
-		return Endpoint{}, "", err
+		return Webhook{}, "", err
 	}
-	e := Endpoint{ID: newEndpointID(), CompanyID: company, Mode: ne.Mode, URL: u, Types: types, Description: ne.Description,
+	e := Webhook{ID: newEndpointID(), CompanyID: company, Mode: ne.Mode, URL: u, Types: types, Description: ne.Description,
 		Enabled: !ne.Disabled, CreatedAt: now, UpdatedAt: now, ExpiresAt: ne.ExpiresAt, SecretRotatedAt: now,
 		secrets: []secret{{Secret: stored}}}
 	cfg, _ := json.Marshal(e.config())
@@ -94,12 +94,12 @@ func (es *Endpoints) CreateEndpoint(ctx context.Context, ne NewEndpoint) (Endpoi
 	})
 	switch {
 	case err != nil:
-		return Endpoint{}, "", unavailable(err)
+		return Webhook{}, "", unavailable(err)
 	case ok == 0:
-		return Endpoint{}, "", ErrEndpointLimit
+		return Webhook{}, "", ErrEndpointLimit
 	case unconfirmed: // taken back: its secret is never shown (replicas.go)
 		_, _ = es.remove(ctx, e, false)
-		return Endpoint{}, "", ErrNotReplicatedTakenBack
+		return Webhook{}, "", ErrNotReplicatedTakenBack
 	}
 	return e, sec, nil
 }
@@ -109,7 +109,7 @@ const disabledByRequest = "disabled on request"
 
 // dropExpired deletes the company's temporary endpoints whose time is over,
 // so that they stop counting toward MaxEndpoints.
-func (es *Endpoints) dropExpired(ctx context.Context, m invoicing.Mode, company string) error {
+func (es *Webhooks) dropExpired(ctx context.Context, m invoicing.Mode, company string) error {
 	eps, err := es.companyEndpoints(ctx, m, company)
 	if err != nil {
 		return err
@@ -125,14 +125,14 @@ func (es *Endpoints) dropExpired(ctx context.Context, m invoicing.Mode, company 
 	return nil
 }
 
-// ListEndpoints lists a company's endpoints of both modes, LIVE first, then
+// ListWebhooks lists a company's endpoints of both modes, LIVE first, then
 // by creation.
-func (es *Endpoints) ListEndpoints(ctx context.Context, companyID string) ([]Endpoint, error) {
+func (es *Webhooks) ListWebhooks(ctx context.Context, companyID string) ([]Webhook, error) {
 	company, err := invoicing.ParseCompanyID(companyID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: companyId: %w", ErrInvalidEndpoint, err)
 	}
-	var out []Endpoint
+	var out []Webhook
 	for _, m := range invoicing.Modes {
 		eps, err := es.companyEndpoints(ctx, m, company)
 		if err != nil {
@@ -141,13 +141,13 @@ func (es *Endpoints) ListEndpoints(ctx context.Context, companyID string) ([]End
 		out = append(out, eps...)
 	}
 	if out == nil {
-		out = []Endpoint{}
+		out = []Webhook{}
 	}
 	return out, nil
 }
 
 // companyEndpoints reads the endpoints of a company in a mode, by creation.
-func (es *Endpoints) companyEndpoints(ctx context.Context, m invoicing.Mode, company string) ([]Endpoint, error) {
+func (es *Webhooks) companyEndpoints(ctx context.Context, m invoicing.Mode, company string) ([]Webhook, error) {
 	ids, err := es.rdb.SMembers(ctx, es.l.endpoints(m, company)).Result()
 	if err != nil {
 		return nil, unavailable(err)
@@ -156,7 +156,7 @@ func (es *Endpoints) companyEndpoints(ctx context.Context, m invoicing.Mode, com
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(eps, func(a, b Endpoint) int {
+	slices.SortFunc(eps, func(a, b Webhook) int {
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c
 		}
@@ -177,7 +177,7 @@ func cmpString(a, b string) int {
 
 // endpointsByID reads endpoints in one round trip; ids without a record
 // (deleted meanwhile) are left out.
-func (es *Endpoints) endpointsByID(ctx context.Context, ids []string) ([]Endpoint, error) {
+func (es *Webhooks) endpointsByID(ctx context.Context, ids []string) ([]Webhook, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -189,7 +189,7 @@ func (es *Endpoints) endpointsByID(ctx context.Context, ids []string) ([]Endpoin
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, unavailable(err)
 	}
-	out := make([]Endpoint, 0, len(ids))
+	out := make([]Webhook, 0, len(ids))
 	for i, c := range cmds {
 		e, ok, err := decodeEndpoint(ids[i], c.Val())
 		if err != nil {
@@ -202,21 +202,21 @@ func (es *Endpoints) endpointsByID(ctx context.Context, ids []string) ([]Endpoin
 	return out, nil
 }
 
-// Endpoint reads one endpoint.
-func (es *Endpoints) Endpoint(ctx context.Context, id string) (Endpoint, error) {
+// Webhook reads one endpoint.
+func (es *Webhooks) Webhook(ctx context.Context, id string) (Webhook, error) {
 	if !validEndpointID(id) {
-		return Endpoint{}, ErrNotFound
+		return Webhook{}, ErrNotFound
 	}
 	h, err := es.rdb.HGetAll(ctx, es.l.endpoint(id)).Result()
 	if err != nil {
-		return Endpoint{}, unavailable(err)
+		return Webhook{}, unavailable(err)
 	}
 	e, ok, err := decodeEndpoint(id, h)
 	if err != nil {
-		return Endpoint{}, err
+		return Webhook{}, err
 	}
 	if !ok {
-		return Endpoint{}, ErrNotFound
+		return Webhook{}, ErrNotFound
 	}
 	return e, nil
 }
@@ -249,11 +249,11 @@ elseif ARGV[3] == '0' and redis.call('HGET', KEYS[1], 'enabled') == '1' then
 end
 return 1`)
 
-// UpdateEndpoint applies p. Enabling a disabled endpoint resumes its
+// UpdateWebhook applies p. Enabling a disabled endpoint resumes its
 // deliveries where they stopped (events younger than the retention);
 // disabling one holds them.
-func (es *Endpoints) UpdateEndpoint(ctx context.Context, id string, p Patch) (Endpoint, error) {
-	return es.change(ctx, id, false, func(e *Endpoint) (string, error) {
+func (es *Webhooks) UpdateWebhook(ctx context.Context, id string, p Patch) (Webhook, error) {
+	return es.change(ctx, id, false, func(e *Webhook) (string, error) {
 		if p.URL != nil {
 			u, err := es.dest.checkURL(ctx, *p.URL)
 			if err != nil {
@@ -295,15 +295,15 @@ func (es *Endpoints) UpdateEndpoint(ctx context.Context, id string, p Patch) (En
 // old one keeps signing beside it (two signatures per delivery) for overlap
 // (0 to MaxOverlap), so that the receiver can switch without losing a
 // delivery. A secret still in an earlier rotation's overlap is dropped.
-func (es *Endpoints) RotateSecret(ctx context.Context, id string, overlap time.Duration) (Endpoint, string, error) {
+func (es *Webhooks) RotateSecret(ctx context.Context, id string, overlap time.Duration) (Webhook, string, error) {
 	if overlap < 0 || overlap > MaxOverlap {
-		return Endpoint{}, "", invoicing.InvalidField(ErrInvalidEndpoint, "overlapSeconds", "must be 0 to %d", int64(MaxOverlap/time.Second))
+		return Webhook{}, "", invoicing.InvalidField(ErrInvalidEndpoint, "overlapSeconds", "must be 0 to %d", int64(MaxOverlap/time.Second))
 	}
 	sec, stored, err := es.sealNew()
 	if err != nil {
-		return Endpoint{}, "", err
+		return Webhook{}, "", err
 	}
-	e, err := es.change(ctx, id, true, func(e *Endpoint) (string, error) {
+	e, err := es.change(ctx, id, true, func(e *Webhook) (string, error) {
 		now := e.UpdatedAt
 		old := e.current() // as stored: sealed or not, Reseal makes it current
 		e.SecretRotatedAt = now
@@ -317,13 +317,13 @@ func (es *Endpoints) RotateSecret(ctx context.Context, id string, overlap time.D
 		return "-", nil
 	})
 	if err != nil {
-		return Endpoint{}, "", err
+		return Webhook{}, "", err
 	}
 	return e, sec, nil
 }
 
 // current is the current secret ("" if the record has none).
-func (e *Endpoint) current() string {
+func (e *Webhook) current() string {
 	for _, s := range e.secrets {
 		if s.Until.IsZero() {
 			return s.Secret
@@ -336,26 +336,26 @@ func (e *Endpoint) current() string {
 // nobody wrote it meanwhile (else reads again, a few times). A change the
 // replicas do not confirm is taken back when undo is set (ErrNotReplicatedTakenBack),
 // else left in effect and answered with ErrNotReplicated (replicas.go).
-func (es *Endpoints) change(ctx context.Context, id string, undo bool, edit func(*Endpoint) (enable string, err error)) (Endpoint, error) {
+func (es *Webhooks) change(ctx context.Context, id string, undo bool, edit func(*Webhook) (enable string, err error)) (Webhook, error) {
 	if !validEndpointID(id) {
-		return Endpoint{}, ErrNotFound
+		return Webhook{}, ErrNotFound
 	}
 	for range 5 {
 		h, err := es.rdb.HGetAll(ctx, es.l.endpoint(id)).Result()
 		if err != nil {
-			return Endpoint{}, unavailable(err)
+			return Webhook{}, unavailable(err)
 		}
 		e, ok, err := decodeEndpoint(id, h)
 		if err != nil {
-			return Endpoint{}, err
+			return Webhook{}, err
 		}
 		if !ok {
-			return Endpoint{}, ErrNotFound
+			return Webhook{}, ErrNotFound
 		}
 		e.UpdatedAt = es.now().UTC().Truncate(time.Millisecond)
 		enable, err := edit(&e)
 		if err != nil {
-			return Endpoint{}, err
+			return Webhook{}, err
 		}
 		cfg, _ := json.Marshal(e.config())
 		now := strconv.FormatInt(e.UpdatedAt.UnixMilli(), 10)
@@ -367,18 +367,18 @@ func (es *Endpoints) change(ctx context.Context, id string, undo bool, edit func
 		})
 		switch {
 		case err != nil:
-			return Endpoint{}, unavailable(err)
+			return Webhook{}, unavailable(err)
 		case done == 1 && unconfirmed && undo:
 			// The old record back, if it is still the one written.
 			_ = updateScript.Run(ctx, es.rdb, []string{es.l.endpoint(id)}, cfg, h["cfg"], "-", now, disabledByRequest,
 				es.l.queue(id), es.l.ready(), id, es.l.version()).Err()
-			return Endpoint{}, ErrNotReplicatedTakenBack
+			return Webhook{}, ErrNotReplicatedTakenBack
 		case done == 1 && unconfirmed:
-			e, err := es.Endpoint(ctx, id)
+			e, err := es.Webhook(ctx, id)
 			return e, errors.Join(ErrNotReplicated, err)
 		case done == 1:
-			return es.Endpoint(ctx, id)
+			return es.Webhook(ctx, id)
 		}
 	}
-	return Endpoint{}, fmt.Errorf("%w: the endpoint changed too often meanwhile", ErrUnavailable)
+	return Webhook{}, fmt.Errorf("%w: the endpoint changed too often meanwhile", ErrUnavailable)
 }

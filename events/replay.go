@@ -11,7 +11,7 @@ import (
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
-// TestType is the type of a test delivery (SendTest): sent to one endpoint
+// TestType is the type of a test delivery (TestWebhook): sent to one endpoint
 // on request, whatever types it subscribes to, to check that it receives and
 // verifies deliveries. Its data is {"endpointId", "message"}.
 const TestType Type = "webhook.test"
@@ -118,7 +118,7 @@ func (s *Service) Recover(ctx context.Context, endpointID string, since time.Tim
 	if !validEndpointID(endpointID) {
 		return r, ErrNotFound
 	}
-	if _, err := s.Endpoint(ctx, endpointID); err != nil {
+	if _, err := s.Webhook(ctx, endpointID); err != nil {
 		return r, err
 	}
 	// Newest first, by the log's cursor: entries queued meanwhile (newer)
@@ -157,11 +157,11 @@ func (s *Service) Recover(ctx context.Context, endpointID string, since time.Tim
 	}
 }
 
-// SendTest queues a test delivery (TestType) to an endpoint, now: a new
+// TestWebhook queues a test delivery (TestType) to an endpoint, now: a new
 // event each time, sent whatever types the endpoint subscribes to (and
 // held like any other while the endpoint is disabled).
-func (s *Service) SendTest(ctx context.Context, endpointID string) (Event, error) {
-	e, err := s.Endpoint(ctx, endpointID)
+func (s *Service) TestWebhook(ctx context.Context, endpointID string) (Event, error) {
+	e, err := s.Webhook(ctx, endpointID)
 	if err != nil {
 		return Event{}, err
 	}

@@ -77,15 +77,15 @@ func TestReplayRecoverAndTest(t *testing.T) {
 }
 
 // checkSendTest sends a test delivery to an endpoint subscribed to another
-// type: it arrives all the same, with the id SendTest answered.
-func checkSendTest(t *testing.T, e *env, s *Service, ep Endpoint) {
+// type: it arrives all the same, with the id TestWebhook answered.
+func checkSendTest(t *testing.T, e *env, s *Service, ep Webhook) {
 	t.Helper()
 	ctx := context.Background()
 	off := []string{"invoice.paid"}
-	if _, err := s.UpdateEndpoint(ctx, ep.ID, Patch{Types: &off}); err != nil {
+	if _, err := s.UpdateWebhook(ctx, ep.ID, Patch{Types: &off}); err != nil {
 		t.Fatal(err)
 	}
-	ev, err := s.SendTest(ctx, ep.ID)
+	ev, err := s.TestWebhook(ctx, ep.ID)
 	if err != nil || ev.Type != TestType {
 		t.Fatalf("test: %+v %v", ev, err)
 	}

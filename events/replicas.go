@@ -54,7 +54,7 @@ var (
 // waits for the replicas the configuration asks for. err is write's own
 // error (nothing was waited for); unconfirmed reports that write succeeded
 // on the master but the replicas did not confirm it.
-func (es *Endpoints) confirm(ctx context.Context, key string, write func(c redis.Cmdable) error) (unconfirmed bool, err error) {
+func (es *Webhooks) confirm(ctx context.Context, key string, write func(c redis.Cmdable) error) (unconfirmed bool, err error) {
 	err = es.repl.Write(ctx, es.rdb, key, write)
 	if errors.Is(err, durable.ErrNotAcknowledged) {
 		return true, nil

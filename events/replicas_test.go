@@ -35,10 +35,10 @@ func TestEndpointChangesConfirmedByReplicas(t *testing.T) {
 		return s
 	}
 	sure, quick := service(r.Client(), 30*time.Second), service(r.Client(), 200*time.Millisecond)
-	create := func(s *Service, desc string) (Endpoint, string, error) {
-		return s.CreateEndpoint(ctx, NewEndpoint{CompanyID: testCompany, Mode: invoicing.Live, URL: "http://127.0.0.1:9/" + desc, Description: desc})
+	create := func(s *Service, desc string) (Webhook, string, error) {
+		return s.CreateWebhook(ctx, NewWebhook{CompanyID: testCompany, Mode: invoicing.Live, URL: "http://127.0.0.1:9/" + desc, Description: desc})
 	}
-	eps := map[string]Endpoint{}
+	eps := map[string]Webhook{}
 	for _, name := range []string{"changed", "deleted", "rotated", "kept"} {
 		e, _, err := create(sure, name)
 		if err != nil {
@@ -58,14 +58,14 @@ func TestEndpointChangesConfirmedByReplicas(t *testing.T) {
 	}
 	desc := "changed while held back"
 	for i := range 2 { // the change, then its repetition: both unconfirmed
-		if e, err := quick.UpdateEndpoint(ctx, eps["changed"].ID, Patch{Description: &desc}); !errors.Is(err, ErrNotReplicated) || e.Description != desc {
+		if e, err := quick.UpdateWebhook(ctx, eps["changed"].ID, Patch{Description: &desc}); !errors.Is(err, ErrNotReplicated) || e.Description != desc {
 			t.Fatalf("update #%d, replica held back = %+v, %v; want ErrNotReplicated with the endpoint changed", i+1, e, err)
 		}
 	}
-	if e, deleted, err := quick.DeleteEndpoint(ctx, eps["deleted"].ID); !errors.Is(err, ErrNotReplicated) || !deleted || e.ID != eps["deleted"].ID {
+	if e, deleted, err := quick.DeleteWebhook(ctx, eps["deleted"].ID); !errors.Is(err, ErrNotReplicated) || !deleted || e.ID != eps["deleted"].ID {
 		t.Fatalf("delete, replica held back = %+v, %v, %v; want ErrNotReplicated, deleted", e, deleted, err)
 	}
-	if e, deleted, err := quick.DeleteEndpoint(ctx, eps["deleted"].ID); !errors.Is(err, ErrNotReplicated) || deleted || e.ID != eps["deleted"].ID {
+	if e, deleted, err := quick.DeleteWebhook(ctx, eps["deleted"].ID); !errors.Is(err, ErrNotReplicated) || deleted || e.ID != eps["deleted"].ID {
 		t.Fatalf("delete again, replica held back = %+v, %v, %v; want ErrNotReplicated, not deleted again", e, deleted, err)
 	}
 	if invoicing.KindOf(ErrNotReplicated) != invoicing.Unavailable || invoicing.KindOf(ErrNotReplicatedTakenBack) != invoicing.Unavailable {
@@ -73,11 +73,11 @@ func TestEndpointChangesConfirmedByReplicas(t *testing.T) {
 	}
 	// What the master holds now: the creation and the rotation taken
 	// back, the change and the deletion in effect.
-	got, err := quick.ListEndpoints(ctx, testCompany)
+	got, err := quick.ListWebhooks(ctx, testCompany)
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := map[string]Endpoint{}
+	names := map[string]Webhook{}
 	for _, e := range got {
 		names[e.Description] = e
 	}
@@ -90,10 +90,10 @@ func TestEndpointChangesConfirmedByReplicas(t *testing.T) {
 
 	// The link back: repeating the held-back changes confirms them.
 	r.Link.Resume()
-	if _, err := quick.UpdateEndpoint(ctx, eps["changed"].ID, Patch{Description: &desc}); err != nil {
+	if _, err := quick.UpdateWebhook(ctx, eps["changed"].ID, Patch{Description: &desc}); err != nil {
 		t.Fatalf("update again, replica back: %v", err)
 	}
-	if _, deleted, err := quick.DeleteEndpoint(ctx, eps["deleted"].ID); err != nil || deleted {
+	if _, deleted, err := quick.DeleteWebhook(ctx, eps["deleted"].ID); err != nil || deleted {
 		t.Fatalf("delete again, replica back = %v, %v; want confirmed, not deleted again", deleted, err)
 	}
 	failoverLosesTheUnconfirmed(t, r, quick, service, eps, desc)
@@ -104,31 +104,31 @@ func TestEndpointChangesConfirmedByReplicas(t *testing.T) {
 // had not sent, and keeps what was confirmed (desc, and the deletion of
 // eps["deleted"]).
 func failoverLosesTheUnconfirmed(t *testing.T, r *testenv.ReplicatedRedis, quick *Service, service func(redis.UniversalClient, time.Duration) *Service,
-	eps map[string]Endpoint, desc string) {
+	eps map[string]Webhook, desc string) {
 	t.Helper()
 	ctx := context.Background()
 	r.Link.Pause()
 	lost := "lost in the failover"
-	if _, err := quick.UpdateEndpoint(ctx, eps["kept"].ID, Patch{Description: &lost}); !errors.Is(err, ErrNotReplicated) {
+	if _, err := quick.UpdateWebhook(ctx, eps["kept"].ID, Patch{Description: &lost}); !errors.Is(err, ErrNotReplicated) {
 		t.Fatalf("update of kept, replica held back = %v", err)
 	}
-	if _, _, err := quick.DeleteEndpoint(ctx, eps["rotated"].ID); !errors.Is(err, ErrNotReplicated) {
+	if _, _, err := quick.DeleteWebhook(ctx, eps["rotated"].ID); !errors.Is(err, ErrNotReplicated) {
 		t.Fatalf("delete of rotated, replica held back = %v", err)
 	}
 	r.Failover()
 	after := service(r.Client(), 200*time.Millisecond)
-	if e, err := after.Endpoint(ctx, eps["changed"].ID); err != nil || e.Description != desc {
+	if e, err := after.Webhook(ctx, eps["changed"].ID); err != nil || e.Description != desc {
 		t.Errorf("after the failover, the confirmed change: %+v, %v", e, err)
 	}
-	if _, err := after.Endpoint(ctx, eps["deleted"].ID); !errors.Is(err, ErrNotFound) {
+	if _, err := after.Webhook(ctx, eps["deleted"].ID); !errors.Is(err, ErrNotFound) {
 		t.Errorf("after the failover, the confirmed deletion: %v", err)
 	}
 	// Reported unconfirmed, and lost: the answers were right not to say
 	// they were done.
-	if e, err := after.Endpoint(ctx, eps["kept"].ID); err != nil || e.Description != "kept" {
+	if e, err := after.Webhook(ctx, eps["kept"].ID); err != nil || e.Description != "kept" {
 		t.Errorf("after the failover, the unconfirmed change: %+v, %v; want the description before it", e, err)
 	}
-	if _, err := after.Endpoint(ctx, eps["rotated"].ID); err != nil {
+	if _, err := after.Webhook(ctx, eps["rotated"].ID); err != nil {
 		t.Errorf("after the failover, the unconfirmed deletion: %v; want the endpoint back", err)
 	}
 }
@@ -151,7 +151,7 @@ func TestResealConfirmedByReplicas(t *testing.T) {
 		return s
 	}
 	plain := service(r.Client(), nil, 30*time.Second)
-	ep, _, err := plain.CreateEndpoint(ctx, NewEndpoint{CompanyID: testCompany, Mode: invoicing.Live, URL: "http://127.0.0.1:9/x"})
+	ep, _, err := plain.CreateWebhook(ctx, NewWebhook{CompanyID: testCompany, Mode: invoicing.Live, URL: "http://127.0.0.1:9/x"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -147,11 +147,11 @@ func TestImportEndpointsIdempotent(t *testing.T) {
 	if p := importState(t, s, st); fmt.Sprint(p.Counts()) != "0 0 1" || len(p.rewind) != 0 {
 		t.Errorf("importing what Redis has: %v, rewind %v", fmt.Sprint(p.Counts()), p.rewind)
 	}
-	if _, err := s.UpdateEndpoint(context.Background(), ep.ID, Patch{Description: ptr("changed later")}); err != nil {
+	if _, err := s.UpdateWebhook(context.Background(), ep.ID, Patch{Description: ptr("changed later")}); err != nil {
 		t.Fatal(err)
 	}
 	importState(t, s, st)
-	if got, _ := s.Endpoint(context.Background(), ep.ID); got.Description != "changed later" {
+	if got, _ := s.Webhook(context.Background(), ep.ID); got.Description != "changed later" {
 		t.Errorf("an older record replaced a newer one: %q", got.Description)
 	}
 }
@@ -300,7 +300,7 @@ func TestSweepRoutedBeforeAnEndpointChangeIsStale(t *testing.T) {
 	if stale, err := s.det.sweepOnce(ctx, e.store, invoicing.Test, after, dbNow, dbNow.Add(time.Second)); err != nil || stale {
 		t.Fatalf("sweep with the endpoints read again: stale %v, %v", stale, err)
 	}
-	for _, ep := range []Endpoint{first, second} {
+	for _, ep := range []Webhook{first, second} {
 		if n := e.queuedFor(s, ep.ID); n != 1 {
 			t.Errorf("endpoint %s: %d queued, want 1", ep.ID, n)
 		}

@@ -30,7 +30,7 @@ import (
 
 // resumePoints are the modes' resume points, from the endpoints by mode
 // (their ids): none for a mode whose change streams have no watermark.
-func (es *Endpoints) resumePoints(ctx context.Context, ids map[invoicing.Mode][]string) (map[invoicing.Mode]time.Time, error) {
+func (es *Webhooks) resumePoints(ctx context.Context, ids map[invoicing.Mode][]string) (map[invoicing.Mode]time.Time, error) {
 	out := map[invoicing.Mode]time.Time{}
 	for m, eps := range ids {
 		// The watermarks first: an event queued after they were read is of
@@ -56,7 +56,7 @@ func (es *Endpoints) resumePoints(ctx context.Context, ids map[invoicing.Mode][]
 
 // watermarksLow is the earliest of the mode's change streams' positions;
 // ok is false when one has none (a first start, a rewind under way).
-func (es *Endpoints) watermarksLow(ctx context.Context, m invoicing.Mode) (time.Time, bool, error) {
+func (es *Webhooks) watermarksLow(ctx context.Context, m invoicing.Mode) (time.Time, bool, error) {
 	var low time.Time
 	for _, st := range streams {
 		raw, err := es.rdb.Get(ctx, es.l.watermark(m, st.name)).Result()
@@ -78,7 +78,7 @@ func (es *Endpoints) watermarksLow(ctx context.Context, m invoicing.Mode) (time.
 
 // pendingLow is the earliest time of the events the endpoints have still
 // to receive (queued or leased); zero when none.
-func (es *Endpoints) pendingLow(ctx context.Context, eps []string) (time.Time, error) {
+func (es *Webhooks) pendingLow(ctx context.Context, eps []string) (time.Time, error) {
 	var low time.Time
 	for _, ep := range eps {
 		pipe := es.rdb.Pipeline()

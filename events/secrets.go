@@ -42,7 +42,7 @@ var errUnsealable = errors.New("the signing secret cannot be decrypted with webh
 
 // signingKeys are the HMAC keys to sign with at now: the current secret,
 // then the previous one while its overlap lasts, each opened.
-func (es *Endpoints) signingKeys(e *Endpoint, now time.Time) ([][]byte, error) {
+func (es *Webhooks) signingKeys(e *Webhook, now time.Time) ([][]byte, error) {
 	var out [][]byte
 	for _, sec := range e.secrets {
 		if !sec.Until.IsZero() && !now.Before(sec.Until) {
@@ -60,7 +60,7 @@ func (es *Endpoints) signingKeys(e *Endpoint, now time.Time) ([][]byte, error) {
 }
 
 // sealNew makes a new signing secret and its stored form.
-func (es *Endpoints) sealNew() (plain, stored string, err error) {
+func (es *Webhooks) sealNew() (plain, stored string, err error) {
 	plain = newSecret()
 	if stored, err = es.sealer.Seal(plain); err != nil {
 		return "", "", fmt.Errorf("events: sealing the signing secret: %w", err)
@@ -93,7 +93,7 @@ type Resealed struct {
 // would leave it under a key nobody holds. When they do not confirm in
 // time, it reports what it did with ErrResealNotReplicated; run again, it
 // waits again.
-func (es *Endpoints) Reseal(ctx context.Context) (Resealed, error) {
+func (es *Webhooks) Reseal(ctx context.Context) (Resealed, error) {
 	r, err := es.resealAll(ctx)
 	if err != nil {
 		return r, err
@@ -118,7 +118,7 @@ var ErrResealNotReplicated = invoicing.Define(invoicing.Error{Kind: invoicing.Un
 	Message: "events: the signing secrets sealed again are in effect but Redis's replicas did not confirm them, so a Redis failover could undo it: keep the old keys (webhookSecretsOldKeys) and run `gateway webhooks reseal` again once Redis is healthy"})
 
 // resealAll seals again the secrets of every endpoint that needs it.
-func (es *Endpoints) resealAll(ctx context.Context) (Resealed, error) {
+func (es *Webhooks) resealAll(ctx context.Context) (Resealed, error) {
 	var r Resealed
 	for _, m := range invoicing.Modes {
 		companies, err := es.rdb.SMembers(ctx, es.l.companies(m)).Result()
@@ -152,7 +152,7 @@ func (es *Endpoints) resealAll(ctx context.Context) (Resealed, error) {
 
 // resealOne seals an endpoint's secrets again when they are not current;
 // it reports whether it wrote.
-func (es *Endpoints) resealOne(ctx context.Context, id string) (bool, error) {
+func (es *Webhooks) resealOne(ctx context.Context, id string) (bool, error) {
 	for range 5 {
 		h, err := es.rdb.HGetAll(ctx, es.l.endpoint(id)).Result()
 		if err != nil {

@@ -106,7 +106,7 @@ func TestSigningSecretsSealedAtRest(t *testing.T) {
 	if again, _ := s2.Reseal(ctx); again.Resealed != 0 {
 		t.Errorf("a second Reseal wrote %d endpoints", again.Resealed)
 	}
-	after, _ := s2.Endpoint(ctx, ep.ID)
+	after, _ := s2.Webhook(ctx, ep.ID)
 	if !after.UpdatedAt.Equal(rot.UpdatedAt) {
 		t.Errorf("Reseal moved updatedAt from %v to %v", rot.UpdatedAt, after.UpdatedAt)
 	}
@@ -153,7 +153,7 @@ func TestPlainSecretsMigrated(t *testing.T) {
 	if err != nil || len(r.Unopened) != 1 || r.Unopened[0] != ep.ID {
 		t.Fatalf("Reseal with a foreign key: %+v %v", r, err)
 	}
-	got, _ := lost.Endpoint(context.Background(), ep.ID)
+	got, _ := lost.Webhook(context.Background(), ep.ID)
 	if _, err := lost.signingKeys(&got, time.Now()); err == nil || !strings.Contains(err.Error(), "webhookSecretsKey") {
 		t.Errorf("signing with a foreign key: %v", err)
 	}

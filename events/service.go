@@ -139,12 +139,12 @@ const MaxTimeout = 15 * time.Second
 
 // Service detects changes and delivers events, and manages the endpoints
 // they go to. It is made of rooms that share one Redis layout, its scripts
-// and one clock (base): the endpoints (Endpoints, embedded: their
+// and one clock (base): the endpoints (Webhooks, embedded: their
 // management is the Service's), the queue (queue), detection (detector)
 // and delivery (dispatcher); the delivery log and the operator's replays
 // (deliveries.go, replay.go) are the Service's own.
 type Service struct {
-	*Endpoints
+	*Webhooks
 	q         *queue
 	det       *detector
 	disp      *dispatcher
@@ -196,7 +196,7 @@ func New(cfg Config) (*Service, error) {
 	if b.now == nil {
 		b.now = time.Now
 	}
-	es := &Endpoints{base: b, sealer: cfg.Secrets, recovery: st.recovery,
+	es := &Webhooks{base: b, sealer: cfg.Secrets, recovery: st.recovery,
 		repl: durable.Policy{Replicas: cfg.MinReplicas, Target: cfg.ReplicaTarget, Timeout: cfg.ReplicaTimeout},
 		dest: destinations{allowHTTP: cfg.AllowHTTP, allowed: cfg.AllowedNetworks, lookup: cfg.Lookup}}
 	if es.sealer == nil {
@@ -205,7 +205,7 @@ func New(cfg Config) (*Service, error) {
 	q := &queue{base: b, schedule: st.schedule, remember: st.remember, disableAfter: st.disableAfter, timeout: st.timeout, leaseMargin: 20 * time.Second}
 	var id [8]byte
 	_, _ = rand.Read(id[:])
-	s := &Service{Endpoints: es, q: q, statsKeep: 10 * time.Second,
+	s := &Service{Webhooks: es, q: q, statsKeep: 10 * time.Second,
 		det: &detector{base: b, endpoints: es, queue: q, sources: cfg.Sources, tick: st.tick, settle: st.settle, sweep: st.sweep,
 			recovery: st.recovery, instance: hex.EncodeToString(id[:])},
 		disp: &dispatcher{base: b, endpoints: es, queue: q, dest: es.dest, timeout: st.timeout, concurrency: st.concurrency, tick: st.tick}}

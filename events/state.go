@@ -59,7 +59,7 @@ var endpointFields = []string{"cfg", "enabled", "failing", "ok", "err", "disable
 var ErrInvalidState = errors.New("events: invalid webhook endpoints in the export")
 
 // ExportState reads every endpoint, its secrets opened.
-func (es *Endpoints) ExportState(ctx context.Context) (State, error) {
+func (es *Webhooks) ExportState(ctx context.Context) (State, error) {
 	st := State{Version: StateVersion, Endpoints: []EndpointRecord{}}
 	byMode := map[invoicing.Mode][]string{}
 	for _, m := range invoicing.Modes {
@@ -100,7 +100,7 @@ func (es *Endpoints) ExportState(ctx context.Context) (State, error) {
 }
 
 // openConfig is a cfg with its secrets opened.
-func (es *Endpoints) openConfig(id, raw string) (string, error) {
+func (es *Webhooks) openConfig(id, raw string) (string, error) {
 	var c config
 	if err := json.Unmarshal([]byte(raw), &c); err != nil {
 		return "", fmt.Errorf("events: endpoint %s: corrupt record: %w", id, err)

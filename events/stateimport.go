@@ -22,7 +22,7 @@ import (
 
 // ImportPlan is what importing a State will write, worked out before.
 type ImportPlan struct {
-	es                        *Endpoints
+	es                        *Webhooks
 	added, updated, unchanged int
 	writes                    []endpointWrite
 	rewind                    map[invoicing.Mode]bool
@@ -42,7 +42,7 @@ func (p *ImportPlan) Counts() (added, updated, unchanged int) { return p.added, 
 
 // PlanImport checks every record of s, reads Redis's and seals the secrets
 // with the current key; it writes nothing.
-func (es *Endpoints) PlanImport(ctx context.Context, st State) (*ImportPlan, error) {
+func (es *Webhooks) PlanImport(ctx context.Context, st State) (*ImportPlan, error) {
 	if st.Version != StateVersion && st.Version != 1 {
 		return nil, fmt.Errorf("%w: version %d of the endpoints, this gateway reads %d", ErrInvalidState, st.Version, StateVersion)
 	}
@@ -91,7 +91,7 @@ func (es *Endpoints) PlanImport(ctx context.Context, st State) (*ImportPlan, err
 
 // planEndpoint reads Redis's copy of an endpoint and decides: keep it
 // (newer, or deleted later), or write the file's, sealed.
-func (es *Endpoints) planEndpoint(ctx context.Context, r EndpointRecord, c config) (endpointWrite, bool, error) {
+func (es *Webhooks) planEndpoint(ctx context.Context, r EndpointRecord, c config) (endpointWrite, bool, error) {
 	pipe := es.rdb.Pipeline()
 	curCmd := pipe.HGet(ctx, es.l.endpoint(r.ID), "cfg")
 	goneCmd := pipe.Get(ctx, es.l.deleted(r.ID))

@@ -34,7 +34,7 @@ type statsFixture struct {
 	reg                        *prometheus.Registry
 	clk                        *testenv.Clock
 	n                          int
-	healthy, failing, disabled Endpoint
+	healthy, failing, disabled Webhook
 }
 
 func newStatsFixture(t *testing.T, rdb *redis.Client, prefix string, t0 time.Time) *statsFixture {
@@ -47,8 +47,8 @@ func newStatsFixture(t *testing.T, rdb *redis.Client, prefix string, t0 time.Tim
 	}
 	s.statsKeep = 0
 	f.s = s
-	endpoint := func(m invoicing.Mode) Endpoint {
-		ep, _, err := s.CreateEndpoint(context.Background(), NewEndpoint{CompanyID: testCompany, Mode: m, URL: "http://127.0.0.1:9/hook"})
+	endpoint := func(m invoicing.Mode) Webhook {
+		ep, _, err := s.CreateWebhook(context.Background(), NewWebhook{CompanyID: testCompany, Mode: m, URL: "http://127.0.0.1:9/hook"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func newStatsFixture(t *testing.T, rdb *redis.Client, prefix string, t0 time.Tim
 }
 
 // enqueue queues one new event (numbered on from the last) for each of eps.
-func (f *statsFixture) enqueue(eps ...Endpoint) {
+func (f *statsFixture) enqueue(eps ...Webhook) {
 	f.t.Helper()
 	var qs []queued
 	for _, ep := range eps {
@@ -80,7 +80,7 @@ func (f *statsFixture) build(t0 time.Time) {
 	t, s, ctx := f.t, f.s, context.Background()
 	f.enqueue(f.healthy, f.healthy, f.healthy, f.failing, f.failing, f.disabled)
 	off := false
-	if _, err := s.UpdateEndpoint(ctx, f.disabled.ID, Patch{Enabled: &off}); err != nil {
+	if _, err := s.UpdateWebhook(ctx, f.disabled.ID, Patch{Enabled: &off}); err != nil {
 		t.Fatal(err)
 	}
 	f.clk.Add(10 * time.Second)

@@ -16,7 +16,7 @@ import (
 type targets struct {
 	version   string
 	companies []string // sorted
-	byCompany map[string][]Endpoint
+	byCompany map[string][]Webhook
 }
 
 // route is the endpoints ev goes to: the company's, subscribed to its type,
@@ -47,7 +47,7 @@ func (t *targets) routeAll(evs []Event, all bool) []queued {
 
 // loadTargets reads the mode's endpoints unless the version says that
 // nothing changed since cur was read.
-func (es *Endpoints) loadTargets(ctx context.Context, m invoicing.Mode, cur *targets) (*targets, error) {
+func (es *Webhooks) loadTargets(ctx context.Context, m invoicing.Mode, cur *targets) (*targets, error) {
 	v, err := es.rdb.Get(ctx, es.l.version()).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, unavailable(err)
@@ -60,7 +60,7 @@ func (es *Endpoints) loadTargets(ctx context.Context, m invoicing.Mode, cur *tar
 		return nil, unavailable(err)
 	}
 	slices.Sort(companies)
-	t := &targets{version: v, companies: companies, byCompany: make(map[string][]Endpoint, len(companies))}
+	t := &targets{version: v, companies: companies, byCompany: make(map[string][]Webhook, len(companies))}
 	// Two round trips whatever the number of companies: their sets of ids,
 	// then every endpoint.
 	pipe := es.rdb.Pipeline()

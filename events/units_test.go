@@ -86,7 +86,7 @@ func TestRoute(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	later, earlier := t0.Add(time.Minute), t0.Add(-time.Minute)
-	tg := &targets{byCompany: map[string][]Endpoint{
+	tg := &targets{byCompany: map[string][]Webhook{
 		"A": {
 			{ID: "all", CreatedAt: earlier, Types: []Type{}},
 			{ID: "paid-only", CreatedAt: earlier, Types: []Type{InvoicePaid}},

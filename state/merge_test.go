@@ -53,9 +53,9 @@ func TestMergeRules(t *testing.T) {
 	check(t, err)
 	check(t, q.limits.SetLimit(ctx, coB, invoicing.Test, tenants.Limit{Rate: 7, Burst: 7}))
 	on := true
-	_, err = q.hooks.UpdateEndpoint(ctx, p.ids["off"], events.Patch{Enabled: &on})
+	_, err = q.hooks.UpdateWebhook(ctx, p.ids["off"], events.Patch{Enabled: &on})
 	check(t, err)
-	_, _, err = q.hooks.DeleteEndpoint(ctx, p.ids["extra"])
+	_, _, err = q.hooks.DeleteWebhook(ctx, p.ids["extra"])
 	check(t, err)
 	scopes, _ := authz.ParseScopes("invoices:read")
 	qOnly, _, err := q.keys.Create(ctx, authz.NewKey{CompanyID: coA, Mode: invoicing.Live, Scopes: scopes})
@@ -100,14 +100,14 @@ func check(t *testing.T, err error) {
 	}
 }
 
-func endpoint(t *testing.T, p *plane, id string) events.Endpoint {
-	e, err := p.hooks.Endpoint(context.Background(), id)
+func endpoint(t *testing.T, p *plane, id string) events.Webhook {
+	e, err := p.hooks.Webhook(context.Background(), id)
 	check(t, err)
 	return e
 }
 
 func endpointGone(p *plane, id string) bool {
-	_, err := p.hooks.Endpoint(context.Background(), id)
+	_, err := p.hooks.Webhook(context.Background(), id)
 	return err != nil
 }
 

@@ -135,7 +135,7 @@ func (p *plane) populate() {
 	} else {
 		p.secrets["hook rotated"] = sec
 	}
-	if _, _, err := p.hooks.DeleteEndpoint(ctx, p.ids["gone"]); err != nil {
+	if _, _, err := p.hooks.DeleteWebhook(ctx, p.ids["gone"]); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range []audit.Entry{
@@ -151,7 +151,7 @@ func (p *plane) populate() {
 
 func (p *plane) endpoint(name, company string, m invoicing.Mode, disabled bool) {
 	p.t.Helper()
-	ep, sec, err := p.hooks.CreateEndpoint(context.Background(), events.NewEndpoint{CompanyID: company, Mode: m,
+	ep, sec, err := p.hooks.CreateWebhook(context.Background(), events.NewWebhook{CompanyID: company, Mode: m,
 		URL: "http://127.0.0.1:9/hooks/" + name, Types: []string{"invoice.paid"}, Disabled: disabled})
 	if err != nil {
 		p.t.Fatal(err)

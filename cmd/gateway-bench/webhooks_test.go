@@ -230,8 +230,8 @@ func TestWebhooksInterrupted(t *testing.T) {
 			"--company", gendata.DemoCompanyA + "," + gendata.DemoCompanyB, "--webhooks", "--duration", "10m", "--rate", "5"}, &out, &errb, noEnv)
 	}()
 	testenv.Eventually(t, "the run's endpoints", func() error {
-		a, errA := g.events.ListEndpoints(context.Background(), gendata.DemoCompanyA)
-		b, errB := g.events.ListEndpoints(context.Background(), gendata.DemoCompanyB)
+		a, errA := g.events.ListWebhooks(context.Background(), gendata.DemoCompanyA)
+		b, errB := g.events.ListWebhooks(context.Background(), gendata.DemoCompanyB)
 		if errA != nil || errB != nil || len(a) != 1 || len(b) != 1 {
 			return fmt.Errorf("A %v %v, B %v %v", a, errA, b, errB)
 		}
@@ -255,7 +255,7 @@ func assertUndone(t *testing.T, g *target, companies ...string) {
 	t.Helper()
 	ctx := context.Background()
 	for _, co := range companies {
-		if eps, err := g.events.ListEndpoints(ctx, co); err != nil || len(eps) != 0 {
+		if eps, err := g.events.ListWebhooks(ctx, co); err != nil || len(eps) != 0 {
 			t.Errorf("endpoints of %s left: %+v %v", co, eps, err)
 		}
 		assertKeysRevoked(t, g, co)

@@ -103,7 +103,7 @@ func eventsListenFlags(fs *flag.FlagSet) action {
 				return nil
 			case <-keep.C:
 				until = time.Now().Add(*expire)
-				if _, err := d.events.UpdateEndpoint(ctx, v.ID, events.Patch{ExpiresAt: &until}); err != nil && ctx.Err() == nil {
+				if _, err := d.events.UpdateWebhook(ctx, v.ID, events.Patch{ExpiresAt: &until}); err != nil && ctx.Err() == nil {
 					fmt.Fprintf(c.stderr, "gateway: keeping endpoint %s: %v\n", v.ID, err)
 				}
 			}

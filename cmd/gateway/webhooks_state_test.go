@@ -16,15 +16,15 @@ func TestWebhooksListState(t *testing.T) {
 	t.Parallel()
 	since := time.Date(2026, 3, 10, 14, 5, 0, 0, time.UTC)
 	for _, c := range []struct {
-		e    events.Endpoint
+		e    events.Webhook
 		want string
 	}{
-		{events.Endpoint{ID: "ep_ok", Enabled: true}, "enabled"},
-		{events.Endpoint{ID: "ep_failing", Enabled: true, Health: events.Health{FailingSince: &since}}, "failing"},
-		{events.Endpoint{ID: "ep_off", Health: events.Health{FailingSince: &since, DisabledReason: "failing for 5 days"}}, "disabled"},
+		{events.Webhook{ID: "ep_ok", Enabled: true}, "enabled"},
+		{events.Webhook{ID: "ep_failing", Enabled: true, Health: events.Health{FailingSince: &since}}, "failing"},
+		{events.Webhook{ID: "ep_off", Health: events.Health{FailingSince: &since, DisabledReason: "failing for 5 days"}}, "disabled"},
 	} {
 		var out bytes.Buffer
-		printWebhooks(&out, []admin.WebhookView{{Endpoint: c.e}})
+		printWebhooks(&out, []admin.WebhookView{{Webhook: c.e}})
 		lines := strings.Split(out.String(), "\n")
 		header, row := lines[0], lines[1]
 		at := strings.Index(header, "STATE")
