@@ -23,6 +23,7 @@ import (
 // second are drawn against its limit; and once the limit is set, the limit
 // in force refuses what was predicted.
 func TestConsoleWhatIfInBrowser(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w := newWorld(t)
 	in := w.start()

@@ -57,6 +57,7 @@ func (hb *holdback) hold(t *testing.T, path string) (held <-chan struct{}, relea
 // lead to the console; the Companies link lists every company. And a page
 // that answers late never draws over the page opened after it.
 func TestConsoleNavigationInBrowser(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	b := newBrowser(t, in)

@@ -111,6 +111,7 @@ func (f *flipReceiver) delivered(id string) string {
 // it, rotate its secret with an overlap, delete it; every change in the
 // audit log.
 func TestConsoleWebhooksInBrowser(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start(withRetries(300*time.Millisecond, 300*time.Millisecond)) // three attempts, quickly
 	in.runEvents(t)

@@ -28,6 +28,7 @@ func createKeyBody(company, extra string) string {
 // expired_api_key at the expiry on every instance, no longer counted, and
 // shown as expired.
 func TestKeyExpiry(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a, b := w.start(), w.start()
 	b.clock.Set(a.clock.Now())
@@ -83,6 +84,7 @@ func TestKeyExpiry(t *testing.T) {
 // Rolling at the limit: the new key answers once with its secret and what
 // it replaces; both work during the overlap; the old one expires after it.
 func TestRollKey(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	var old map[string]any
@@ -140,6 +142,7 @@ func TestRollKey(t *testing.T) {
 // Every change is recorded with its actor, before and after; expiries are
 // shown by the system actor; changes need an actor.
 func TestAuditLog(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	start := in.clock.Now().UTC().Truncate(time.Millisecond)

@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/client"
+	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -72,22 +74,21 @@ func (h *hookReceiver) count(eventID string) int {
 
 func (h *hookReceiver) wait(t *testing.T, typ, id string) *client.WebhookEvent {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	var found *client.WebhookEvent
+	testenv.Eventually(t, typ+" of "+id+" delivered", func() error {
 		h.mu.Lock()
+		defer h.mu.Unlock()
 		for _, ev := range h.got {
 			var d struct{ ID string }
 			_ = json.Unmarshal(ev.Data, &d)
 			if ev.Type == typ && d.ID == id {
-				h.mu.Unlock()
-				return ev
+				found = ev
+				return nil
 			}
 		}
-		h.mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("no %s of %s delivered", typ, id)
-	return nil
+		return fmt.Errorf("%d events delivered, none of them", len(h.got))
+	})
+	return found
 }
 
 // The platform's dashboard manages a company's webhook endpoints through
@@ -96,6 +97,7 @@ func (h *hookReceiver) wait(t *testing.T, typ, id string) *client.WebhookEvent {
 // the client as GET answers it; every change is in the audit log with its
 // actor; bad input changes nothing.
 func TestWebhooksThroughTheAdminAPI(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	recv := newHookReceiver(t)
@@ -177,13 +179,12 @@ func TestWebhooksThroughTheAdminAPI(t *testing.T) {
 	if replayed.Status != 200 || replayed.json(t)["eventId"] != ev.ID {
 		t.Fatalf("replay: %d %s", replayed.Status, replayed.Body)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for recv.count(ev.ID) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the replayed event arrived %d times", recv.count(ev.ID))
+	testenv.Eventually(t, "the replayed event", func() error {
+		if n := recv.count(ev.ID); n < 2 {
+			return fmt.Errorf("arrived %d times, want twice", n)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	expectProblem(t, post("/admin/v1/webhooks/"+id+"/deliveries/evt_aaaaaaaaaaaaaaaaaaaaaaaaaa/replay", ""), 404, "not_found")
 	recovered := post("/admin/v1/webhooks/"+id+"/recover", `{"since":"`+time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)+`"}`)
 	if v := recovered.json(t); recovered.Status != 200 || v["queued"] != 0.0 || v["failed"] != 0.0 || v["waiting"] != 0.0 {
@@ -242,6 +243,7 @@ func TestWebhooksThroughTheAdminAPI(t *testing.T) {
 // At most 10 endpoints per company and mode: the 11th is a 409 that changes
 // nothing.
 func TestWebhookEndpointLimit(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	auth := map[string]string{"Authorization": "Bearer " + in.adminToken, "X-Actor": "ana@platform"}

@@ -60,6 +60,7 @@ func adminGet(t *testing.T, in *instance, path string, v any) {
 // the window is given; the shape of the same traffic beside the limit; and
 // no metric names the company.
 func TestWhatIfOfRecordedTraffic(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w := newWorld(t)
 	in := w.start()
@@ -159,6 +160,7 @@ func escapePlus(s string) string { return strings.ReplaceAll(s, "+", "%2B") }
 // refusals to the request and minute, and the companies nearest their
 // limit and far below it, on the admin API.
 func TestWhatIfAndHeadroomOnTheAdminAPI(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w := newWorld(t)
 	in := w.start()
@@ -232,6 +234,7 @@ func TestWhatIfAndHeadroomOnTheAdminAPI(t *testing.T) {
 // A query the admin API cannot answer is refused naming every parameter
 // at fault at once, those it cannot read and those out of range alike.
 func TestWhatIfRefusesBadQueries(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	whatif := "/admin/v1/companies/" + coA + "/limits/whatif"
