@@ -156,11 +156,7 @@ func (c *whatIfTour) lateAnswer() {
 		return true; })(window.fetch)`)
 	held, release := in.hold.hold(t, "/admin/v1/companies/"+coA+"/limits/whatif")
 	paste(b, "#limit-rate", "30")
-	select {
-	case <-held:
-	case <-time.After(time.Minute):
-		t.Fatal("no what-if was asked for rate 30")
-	}
+	waitHeld(t, held, "the what-if for rate 30")
 	paste(b, "#limit-burst", "41")
 	c.prediction("30/s burst 41", "LIVE with 30 rps, burst 41:")
 	release()
