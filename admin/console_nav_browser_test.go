@@ -62,15 +62,15 @@ func TestConsoleNavigationInBrowser(t *testing.T) {
 	w := newWorld(t)
 	in := w.start()
 	b := newBrowser(t, in)
-	navigate(t, in, b)
+	navigateConsole(t, in, b)
 	lateCompanyPage(t, in, b)
 	lateAuditAnswer(t, in, b)
 }
 
-// navigate: the sign-in page shows no header, the admin address and
+// navigateConsole: the sign-in page shows no header, the admin address and
 // /console/ lead to the console, charts without traffic say so, and the
 // Companies link lists every company.
-func navigate(t *testing.T, in *instance, b *browser) {
+func navigateConsole(t *testing.T, in *instance, b *browser) {
 	const shown = `["goto", "companies-link", "signout"].filter(id => document.getElementById(id).getClientRects().length > 0).join(",") || "none"`
 
 	for _, path := range []string{"/", "/console/"} {
