@@ -110,7 +110,14 @@ func TestWhatIfOfRecordedTraffic(t *testing.T) {
 	if test.Offered != 0 || test.Proposed.Refused != 0 || test.SmallestBurst.MaxRefusedShare != 0.5 || !test.From.Equal(now.Add(-24*time.Hour).Truncate(time.Second)) {
 		t.Errorf("TEST, over the default 24 hours: %+v", test)
 	}
+	recordedShape(t, in, now, sent, slices.Max(series.Counts))
+	noMetricNamesCompany(t, in)
+}
 
+// recordedShape: the shape of the sent requests recorded until now, the
+// busiest second top, is beside the default limit.
+func recordedShape(t *testing.T, in *instance, now time.Time, sent int64, top uint32) {
+	t.Helper()
 	var sh struct {
 		CompanyID, Mode string
 		Limit           struct {
@@ -130,7 +137,6 @@ func TestWhatIfOfRecordedTraffic(t *testing.T) {
 		}
 	}
 	adminGet(t, in, "/admin/v1/companies/"+coA+"/limits/shape?mode=LIVE", &sh)
-	top := slices.Max(series.Counts)
 	if sh.CompanyID != coA || sh.Mode != "LIVE" || sh.Limit.Rate != 1000 || sh.Limit.Burst != 1000 || sh.Limit.Custom ||
 		sh.Window.Requests != sent || sh.Window.Max != top || sh.Window.BusySeconds < 1 || sh.Window.P50 < 1 {
 		t.Errorf("shape: %+v, want %d requests, the busiest second %d", sh, sent, top)
@@ -142,8 +148,12 @@ func TestWhatIfOfRecordedTraffic(t *testing.T) {
 	if n := len(sh.Hours); n < 24 || inHours != sent || !sh.Hours[n-1].Start.Equal(now.UTC().Truncate(time.Hour)) {
 		t.Errorf("shape's hours: %d holding %d requests, the last %+v", n, inHours, sh.Hours[n-1])
 	}
+}
 
-	// Prometheus keeps its cardinality: no series names a company.
+// noMetricNamesCompany: Prometheus keeps its cardinality, no series names
+// a company.
+func noMetricNamesCompany(t *testing.T, in *instance) {
+	t.Helper()
 	r := do(t, in.admin.URL, req{Path: "/metrics"})
 	if r.Status != 200 {
 		t.Fatalf("/metrics: %d", r.Status)
