@@ -18,6 +18,7 @@ import (
 // gateway's table has none of them) and keep their statuses and titles; a
 // missing setting, which no retry fixes, brings no Retry-After.
 func TestAdminOwnErrors(t *testing.T) {
+	t.Parallel()
 	const co = "0a5e7c1e-0000-4000-8000-00000000000a"
 	for _, c := range []struct {
 		token, auth, path string
@@ -58,6 +59,7 @@ func TestAdminOwnErrors(t *testing.T) {
 // titled so, its detail said once (no phrase of it twice), the header named
 // as the field.
 func TestActorErrors(t *testing.T) {
+	t.Parallel()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := httptest.NewServer(web.Listener(web.Config{Logger: quiet, HostCheck: true}, admin.New(admin.Config{Token: "right", Logger: quiet}).Routes))
 	defer srv.Close()

@@ -17,6 +17,7 @@ import (
 // applied; repeat it once Redis is healthy), and repeating it from the same
 // row once the replica is back succeeds and shows the key revoked.
 func TestConsoleSaysChangeNotConfirmed(t *testing.T) {
+	t.Parallel()
 	r := testenv.RedisReplicated(t)
 	w := newWorldOn(t, r.Client(), "console-durable:")
 	in := w.start(withReplicas(1, time.Second))

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
 // browser is a Chromium tab (Debian's chromium, driven with chromedp) on the
@@ -54,7 +56,13 @@ func newBrowser(t *testing.T, in *instance) *browser {
 		chromedp.Env("TZ=Africa/Luanda"))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)
+	// The page's own waits are bounded (until); the whole tour only by the
+	// test's deadline, so that a busy machine slows it rather than fails it.
+	deadline := time.Now().Add(10 * time.Minute)
+	if d, ok := t.Deadline(); ok {
+		deadline = d.Add(-5 * time.Second)
+	}
+	ctx, cancelTimeout := context.WithDeadline(ctx, deadline)
 	b := &browser{t: t, ctx: ctx, shots: shots, console: in.admin.URL + "/console"}
 	messages := chromedp.Console(ctx)
 	done := make(chan struct{})
@@ -113,11 +121,12 @@ func (b *browser) is(what, expr string) bool {
 	return v
 }
 
-// until evaluates expr, a string or null, until it is a string, for up to a
-// minute (a generous deadline: the machine is shared), and returns it.
+// until evaluates expr, a string or null, until it is a string, for up to
+// testenv.Patience (a generous deadline: the machine is shared, and the
+// browser tests run beside each other), and returns it.
 func (b *browser) until(what, expr string) string {
 	b.t.Helper()
-	v, err := chromedp.Run(b.ctx, chromedp.Poll[string](expr, chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(time.Minute)))
+	v, err := chromedp.Run(b.ctx, chromedp.Poll[string](expr, chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(testenv.Patience)))
 	if err != nil {
 		b.t.Fatalf("%s: %v", what, err)
 	}

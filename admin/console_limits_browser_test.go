@@ -23,6 +23,7 @@ import (
 // second are drawn against its limit; and once the limit is set, the limit
 // in force refuses what was predicted.
 func TestConsoleWhatIfInBrowser(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w := newWorld(t)
 	in := w.start()
@@ -51,9 +52,33 @@ func TestConsoleWhatIfInBrowser(t *testing.T) {
 	}
 	b := newBrowser(t, in)
 	b.signIn(in.adminToken, "ana.silva")
+	c := &whatIfTour{t: t, in: in, b: b, t0: t0}
+	c.overview()
+	c.inForce()
+	c.typed()
+	c.smallestBurst()
+	c.lateAnswer()
+	c.shape()
+	c.set()
+}
 
-	// The overview: A's p99 busy second (60, counted as up to 63) over its
-	// 50/s, the third company at its limit, B far below its default 1000/s (2/s).
+// whatIfTour is TestConsoleWhatIfInBrowser's story, a step a method: what a
+// step leaves for the next ones is in its fields.
+type whatIfTour struct {
+	t  *testing.T
+	in *instance
+	b  *browser
+	t0 time.Time // the start of the recorded traffic
+
+	worst    string // the worst minute at 20/s burst 40, as the page shows it
+	fitBurst string // the smallest burst offered at 20/s
+}
+
+// overview ranks the companies by headroom: A's p99 busy second (60, counted
+// as up to 63) over its 50/s, the third company at its limit, B far below its
+// default 1000/s (2/s).
+func (c *whatIfTour) overview() {
+	t, b := c.t, c.b
 	const ranked = `(rs => rs.length ? rs.map(r => r.dataset.company + " " + r.querySelector("td.share").textContent).join(", ") : null)([...document.querySelectorAll("%s tr[data-company]")])`
 	if got := b.until("nearest", strings.Replace(ranked, "%s", "#headroom-nearest", 1)); got != coA+" 126 %, "+coS+" 100 %, "+coB+" 0.2 %" {
 		t.Errorf("nearest their limit: %q", got)
@@ -62,26 +87,28 @@ func TestConsoleWhatIfInBrowser(t *testing.T) {
 		t.Errorf("far below their limit: %q", got)
 	}
 	b.shotAt("w1-headroom", "#headroom")
+}
 
-	// Company A's page: the limit in force, predicted for both modes.
+// inForce opens company A's page: it predicts the limit in force for both modes.
+func (c *whatIfTour) inForce() {
+	t, b := c.t, c.b
 	b.open("#/company/"+coA, "#whatif")
-	const result = `(r => r && !r.textContent.includes("Replaying") && r.textContent.includes(%q) ? r.innerText : null)(document.getElementById("whatif-result"))`
-	until := func(what, has string) string {
-		t.Helper()
-		return b.until(what, strings.Replace(result, "%q", jsString(has), 1))
-	}
-	got := until("the limit in force", "TEST")
+	got := c.prediction("the limit in force", "TEST")
 	for _, want := range []string{"LIVE with 50 rps, burst 100: of 2,040 requests, none refused.", "No TEST requests recorded over the last 24 hours: nothing to refuse."} {
 		if !strings.Contains(got, want) {
 			t.Errorf("before typing, the prediction says %q; want %q in it", got, want)
 		}
 	}
+}
 
-	// Typed: LIVE, 20/s, burst 40. Nothing is set.
+// typed types LIVE, 20/s, burst 40: it is predicted; nothing is set.
+func (c *whatIfTour) typed() {
+	t, in, b, t0 := c.t, c.in, c.b, c.t0
+	ctx := context.Background()
 	choose(b, "#limit-mode", "LIVE")
 	typeIn(b, "#limit-rate", "20")
 	typeIn(b, "#limit-burst", "40")
-	got = until("20/s burst 40", "burst 40:")
+	got := c.prediction("20/s burst 40", "burst 40:")
 	worst := t0.Add(2 * time.Minute).UTC().Format("2006-01-02 15:04")
 	fit, err := in.adm.WhatIf(ctx, admin.WhatIfQuery{CompanyID: coA, Mode: "LIVE", Rate: 20, Burst: 40, Since: in.clock.Now().Add(-24 * time.Hour), MaxRefused: admin.DefaultMaxRefused})
 	if err != nil || fit.SmallestBurst.Burst == nil {
@@ -105,37 +132,43 @@ func TestConsoleWhatIfInBrowser(t *testing.T) {
 		t.Fatalf("the limit changed before it was set: %+v, %v", l, err)
 	}
 	b.shotAt("w2-prediction", "#limits")
+	c.worst, c.fitBurst = worst, fitBurst
+}
 
-	// The smallest burst, taken with a click, is predicted in turn.
+// smallestBurst: the smallest burst, taken with a click, is predicted in turn.
+func (c *whatIfTour) smallestBurst() {
+	t, b, fitBurst := c.t, c.b, c.fitBurst
 	b.run("use the burst", chromedp.Click("#whatif button.use-burst"))
-	if got := until("the smallest burst", "burst "+fitBurst+":"); !strings.Contains(got, "LIVE with 20 rps, burst "+fitBurst+": of 2,040 requests, ") ||
+	if got := c.prediction("the smallest burst", "burst "+fitBurst+":"); !strings.Contains(got, "LIVE with 20 rps, burst "+fitBurst+": of 2,040 requests, ") ||
 		!b.is("burst field", `document.getElementById("limit-burst").value === `+jsString(fitBurst)) {
 		t.Errorf("after Use burst %s: %q", fitBurst, got)
 	}
+}
 
-	// A late answer never draws over a newer one: the answer for rate 30 is
-	// held back while burst 41 is typed and answered. Each is one edit (a
-	// paste), so that exactly one question is asked of each.
+// lateAnswer: a late answer never draws over a newer one: the answer for rate
+// 30 is held back while burst 41 is typed and answered. Each is one edit (a
+// paste), so that exactly one question is asked of each.
+func (c *whatIfTour) lateAnswer() {
+	t, in, b, fitBurst := c.t, c.in, c.b, c.fitBurst
 	b.is("watch answers", `(f => { window.answered = [];
 		window.fetch = async (...a) => { const r = await f(...a); const text = r.text.bind(r);
 			r.text = async () => { const s = await text(); if (r.url.includes("/whatif")) setTimeout(() => window.answered.push(r.url), 0); return s; }; return r; };
 		return true; })(window.fetch)`)
 	held, release := in.hold.hold(t, "/admin/v1/companies/"+coA+"/limits/whatif")
 	paste(b, "#limit-rate", "30")
-	select {
-	case <-held:
-	case <-time.After(time.Minute):
-		t.Fatal("no what-if was asked for rate 30")
-	}
+	waitHeld(t, held, "the what-if for rate 30")
 	paste(b, "#limit-burst", "41")
-	until("30/s burst 41", "LIVE with 30 rps, burst 41:")
+	c.prediction("30/s burst 41", "LIVE with 30 rps, burst 41:")
 	release()
 	b.until("the late answer", `window.answered.some(u => u.includes("&rate=30&burst=`+fitBurst+`&")) ? "yes" : null`)
-	if got := until("after the late answer", "rps"); !strings.Contains(got, "LIVE with 30 rps, burst 41:") {
+	if got := c.prediction("after the late answer", "rps"); !strings.Contains(got, "LIVE with 30 rps, burst 41:") {
 		t.Errorf("after the late answer for burst %s, the prediction says %q", fitBurst, got)
 	}
+}
 
-	// The company's requests per second against its limit.
+// shape draws the company's requests per second against its limit.
+func (c *whatIfTour) shape() {
+	t, b, t0 := c.t, c.b, c.t0
 	summary := b.until("shape", `(e => e ? e.textContent : null)(document.getElementById("shape-summary"))`)
 	if want := "Of 180 busy seconds (2,040 requests): p50 10, p99 60, busiest 100 requests/s; limit 50 rps, burst 100 (custom) (p99 at 120 % of the rate)."; summary != want {
 		t.Errorf("shape: %q, want %q", summary, want)
@@ -148,13 +181,16 @@ func TestConsoleWhatIfInBrowser(t *testing.T) {
 		t.Errorf("the hours table: %q", row)
 	}
 	b.shotAt("w3-shape", "#shape")
+}
 
-	// Set 20/s burst 40: the limit in force now refuses what was predicted.
+// set sets 20/s burst 40: the limit in force now refuses what was predicted.
+func (c *whatIfTour) set() {
+	t, b, worst := c.t, c.b, c.worst
 	typeIn(b, "#limit-rate", "20")
 	typeIn(b, "#limit-burst", "40")
 	b.run("set the limit", chromedp.Click(`#limit-form button[type=submit]`))
 	b.until("set", `[...document.querySelectorAll("#limits td.limit-rate")].map(e => e.textContent).join(",") === "20 rps,1000 rps" ? "yes" : null`)
-	if got := until("in force", "The limit in force (20 rps"); !strings.Contains(got, "The limit in force (20 rps, burst 40, custom): 122 refused (5.98 %) in 2 minutes (4 seconds); worst minute "+worst+" UTC, 81 refused of 750.") {
+	if got := c.prediction("in force", "The limit in force (20 rps"); !strings.Contains(got, "The limit in force (20 rps, burst 40, custom): 122 refused (5.98 %) in 2 minutes (4 seconds); worst minute "+worst+" UTC, 81 refused of 750.") {
 		t.Errorf("once set, the limit in force: %q", got)
 	}
 }
@@ -175,4 +211,12 @@ func typeIn(b *browser, sel, text string) {
 func paste(b *browser, sel, text string) {
 	b.t.Helper()
 	b.is("paste "+text+" in "+sel, `(e => { e.value = `+jsString(text)+`; e.dispatchEvent(new Event("input", {bubbles: true})); return true; })(document.querySelector(`+jsString(sel)+`))`)
+}
+
+// prediction waits until the page's prediction has been answered and has
+// has in it; it answers the prediction's text.
+func (c *whatIfTour) prediction(what, has string) string {
+	c.t.Helper()
+	const result = `(r => r && !r.textContent.includes("Replaying") && r.textContent.includes(%q) ? r.innerText : null)(document.getElementById("whatif-result"))`
+	return c.b.until(what, strings.Replace(result, "%q", jsString(has), 1))
 }

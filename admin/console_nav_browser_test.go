@@ -8,6 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -57,9 +58,19 @@ func (hb *holdback) hold(t *testing.T, path string) (held <-chan struct{}, relea
 // lead to the console; the Companies link lists every company. And a page
 // that answers late never draws over the page opened after it.
 func TestConsoleNavigationInBrowser(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	b := newBrowser(t, in)
+	navigateConsole(t, in, b)
+	lateCompanyPage(t, in, b)
+	lateAuditAnswer(t, in, b)
+}
+
+// navigateConsole: the sign-in page shows no header, the admin address and
+// /console/ lead to the console, charts without traffic say so, and the
+// Companies link lists every company.
+func navigateConsole(t *testing.T, in *instance, b *browser) {
 	const shown = `["goto", "companies-link", "signout"].filter(id => document.getElementById(id).getClientRects().length > 0).join(",") || "none"`
 
 	for _, path := range []string{"/", "/console/"} {
@@ -87,28 +98,28 @@ func TestConsoleNavigationInBrowser(t *testing.T) {
 	}
 	b.shotAt("n1b-no-traffic", ".chart-panel")
 	b.run("companies", chromedp.Click("#companies-link"), chromedp.WaitVisible("#search"))
-	const names = `(rows => rows.length ? rows.map(r => r.cells[0].textContent).join(",") : null)([...document.querySelectorAll("#companies tr[data-company]")])`
-	if got := b.until("every company", names); got != "Kianda Comércio e Serviços Lda,Muxima Tecnologia SA,Palanca Transportes Lda" {
+	if got := b.until("every company", companyNamesJS); got != "Kianda Comércio e Serviços Lda,Muxima Tecnologia SA,Palanca Transportes Lda" {
 		t.Errorf("the Companies link lists %q, want the three companies", got)
 	}
 	b.shot("n2-companies")
+}
 
-	// A company's page is opened, and its first answer held back; before it
-	// comes, a search is opened. The company's page, answered late, must not
-	// draw over the search. render is watched: the test knows when the
-	// company's page has finished loading, drawn or not.
+// companyNamesJS is the names of the companies listed, in order.
+const companyNamesJS = `(rows => rows.length ? rows.map(r => r.cells[0].textContent).join(",") : null)([...document.querySelectorAll("#companies tr[data-company]")])`
+
+// lateCompanyPage: a company's page is opened, and its first answer held
+// back; before it comes, a search is opened. The company's page, answered
+// late, must not draw over the search. render is watched: the test knows
+// when the company's page has finished loading, drawn or not.
+func lateCompanyPage(t *testing.T, in *instance, b *browser) {
 	held, release := in.hold.hold(t, "/admin/v1/companies/"+coA+"/usage/minutes")
 	b.is("watch render", `(orig => { window.rendered = [];
 		window.render = async (...a) => { const at = location.hash; try { return await orig(...a); } finally { window.rendered.push(at); } };
 		return true; })(window.render)`)
 	b.is("open the company", `(location.hash = "#/company/`+coA+`", true)`)
-	select {
-	case <-held:
-	case <-time.After(time.Minute):
-		t.Fatal("the company's page did not ask for its usage")
-	}
+	waitHeld(t, held, "the company's page asking for its usage")
 	b.is("open a search", `(location.hash = "#/companies/muxima", true)`)
-	if got := b.until("search", names); got != "Muxima Tecnologia SA" {
+	if got := b.until("search", companyNamesJS); got != "Muxima Tecnologia SA" {
 		t.Fatalf("search: %q", got)
 	}
 	release()
@@ -117,11 +128,13 @@ func TestConsoleNavigationInBrowser(t *testing.T) {
 	if page != "#/companies/muxima search" {
 		t.Errorf("after the company's late answer the page is %q, want the search only", page)
 	}
+}
 
-	// Within a page too: the audit log's period is changed while the answer
-	// for the period chosen before is held back; that late answer must not
-	// draw over the newer period's. A key made three days ago is in the last
-	// 30 days and everything kept, not in the last 24 hours.
+// lateAuditAnswer: within a page too, the audit log's period is changed
+// while the answer for the period chosen before is held back; that late
+// answer must not draw over the newer period's. A key made three days ago
+// is in the last 30 days and everything kept, not in the last 24 hours.
+func lateAuditAnswer(t *testing.T, in *instance, b *browser) {
 	in.clock.Add(-72 * time.Hour)
 	in.key(t, coA, invoicing.Live, "invoices:read")
 	in.clock.Add(72 * time.Hour)
@@ -140,18 +153,24 @@ func TestConsoleNavigationInBrowser(t *testing.T) {
 	choose := func(days string) {
 		b.is("choose "+days, `(s => { s.value = "`+days+`"; s.dispatchEvent(new Event("change")); return true; })(document.getElementById("audit-since"))`)
 	}
-	held, release = in.hold.hold(t, "/admin/v1/companies/"+coA+"/audit")
+	held, release := in.hold.hold(t, "/admin/v1/companies/"+coA+"/audit")
 	choose("1")
-	select {
-	case <-held:
-	case <-time.After(time.Minute):
-		t.Fatal("the audit log did not ask for the last 24 hours")
-	}
+	waitHeld(t, held, "the audit log asking for the last 24 hours")
 	choose("400")
 	b.until("everything kept", `window.answered.length === 1 ? "yes" : null`)
 	release()
 	b.until("the last 24 hours' late answer", `window.answered.length === 2 ? "yes" : null`)
 	if got := b.until("audit", audited+` + " | " + document.getElementById("audit-count").textContent`); got != "400 1 | newest 1 of 1 event" {
 		t.Errorf("after the late answer for the last 24 hours, the audit log shows %q, want everything kept's one event", got)
+	}
+}
+
+// waitHeld waits, generously, for the request a holdback holds.
+func waitHeld(t *testing.T, held <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-held:
+	case <-time.After(testenv.Patience):
+		t.Fatalf("waited %v for %s", testenv.Patience, what)
 	}
 }

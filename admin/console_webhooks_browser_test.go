@@ -2,105 +2,16 @@ package admin_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/invoicing-ao/gateway/backend/gendata"
-	"github.com/invoicing-ao/gateway/client"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
-
-// flipReceiver is an integrator's receiver whose answer the test flips: it
-// verifies each delivery with the secret the console showed, and answers
-// 204, or 500 while failing.
-type flipReceiver struct {
-	srv      *httptest.Server
-	mu       sync.Mutex
-	verifier *client.WebhookVerifier
-	failing  bool
-	script   []string          // how the next deliveries fail, in turn: "hang up" or "empty 503"
-	got      map[string]int    // event id: deliveries verified and taken
-	what     map[string]string // event id: its type and its resource's id, as delivered
-	refused  []string          // deliveries that did not verify: id, signatures and why
-	step     string            // what the test was doing, for the refusals' report
-}
-
-func newFlipReceiver(t *testing.T) *flipReceiver {
-	f := &flipReceiver{got: map[string]int{}, what: map[string]string{}}
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.failing {
-			http.Error(w, "boom: the ERP is down", http.StatusInternalServerError)
-			return
-		}
-		if len(f.script) > 0 {
-			how := f.script[0]
-			f.script = f.script[1:]
-			if how == "hang up" {
-				if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
-					c.Close()
-				}
-				return
-			}
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		ev, err := f.verifier.Verify(r.Header, body)
-		if err != nil {
-			f.refused = append(f.refused, fmt.Sprintf("during %q: %s at %s (%d signatures): %v", f.step, r.Header.Get("webhook-id"),
-				r.Header.Get("webhook-timestamp"), len(strings.Fields(r.Header.Get("webhook-signature"))), err))
-			http.Error(w, "bad signature", http.StatusBadRequest)
-			return
-		}
-		var d struct{ ID string }
-		_ = json.Unmarshal(ev.Data, &d)
-		f.got[ev.ID]++
-		f.what[ev.ID] = ev.Type + " " + d.ID
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *flipReceiver) trust(t *testing.T, secret string) {
-	v, err := client.NewWebhookVerifier(client.WebhookConfig{Secrets: []string{secret}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.mu.Lock()
-	f.verifier = v
-	f.mu.Unlock()
-}
-
-// at names what the test does next, for the report of refused deliveries.
-func (f *flipReceiver) at(step string) { f.mu.Lock(); f.step = step; f.mu.Unlock() }
-
-func (f *flipReceiver) fail(on bool) { f.mu.Lock(); f.failing = on; f.mu.Unlock() }
-
-// then fails the next deliveries as told, in turn.
-func (f *flipReceiver) then(how ...string) { f.mu.Lock(); f.script = how; f.mu.Unlock() }
-
-func (f *flipReceiver) count(id string) int { f.mu.Lock(); defer f.mu.Unlock(); return f.got[id] }
-
-// delivered is the type and resource id an event arrived with; "" if it
-// has not arrived.
-func (f *flipReceiver) delivered(id string) string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.what[id]
-}
 
 // Webhooks in the console, in a real browser, on real events: create an
 // endpoint; a client created through the public API with a TEST key is
@@ -111,14 +22,45 @@ func (f *flipReceiver) delivered(id string) string {
 // it, rotate its secret with an overlap, delete it; every change in the
 // audit log.
 func TestConsoleWebhooksInBrowser(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start(withRetries(300*time.Millisecond, 300*time.Millisecond)) // three attempts, quickly
 	in.runEvents(t)
-	recv := newFlipReceiver(t)
-	b := newBrowser(t, in)
-	b.signIn(in.adminToken, "ana.silva")
+	h := &hookTour{t: t, w: w, in: in, recv: newFlipReceiver(t), b: newBrowser(t, in)}
+	h.b.signIn(in.adminToken, "ana.silva")
+	h.createEndpoint()
+	h.openEndpoint()
+	h.clientCreated()
+	h.testEvent()
+	h.receiverFailing()
+	h.recoverFailed()
+	h.replay()
+	h.typesAndToggle()
+	h.rotate()
+	h.bumpyAttempts()
+	h.olderPages()
+	h.deleteEndpoint()
+	h.audit()
+}
 
-	// An address that is not public is refused in the user's words, once.
+// hookTour is TestConsoleWebhooksInBrowser's story, a step a method: what a
+// step leaves for the next ones is in its fields.
+type hookTour struct {
+	t    *testing.T
+	w    *world
+	in   *instance
+	b    *browser
+	recv *flipReceiver
+
+	secret, id                         string // the endpoint's first secret and its id
+	created, test, paid, signed, bumpy string // events delivered, in order
+	invoiceID                          string // paid in the sandbox
+}
+
+// createEndpoint creates an endpoint: an address that is not public is refused,
+// once, in the user's words; its signing secret is shown once; it is listed.
+func (h *hookTour) createEndpoint() {
+	t, b, recv := h.t, h.b, h.recv
 	b.open("#/company/"+coA, "#webhooks")
 	b.run("private endpoint", chromedp.SetValue("#hook-url", "https://10.1.2.3/hooks"), chromedp.Click(`#hook-form button[type=submit]`))
 	if msg := b.until("refusal", `document.querySelector("#webhooks > p.error").textContent || null`); msg != "Invalid request body: url must point to a public address: 10.1.2.3 is a private address." {
@@ -138,7 +80,12 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 		t.Errorf("endpoint row: %q", row)
 	}
 	b.shotAt("w1-endpoint-created", "#company")
+	h.secret, h.id = secret, id
+}
 
+// openEndpoint opens the endpoint's page, without the secret.
+func (h *hookTour) openEndpoint() {
+	t, b, secret, id := h.t, h.b, h.secret, h.id
 	b.run("open endpoint", chromedp.Click(`#webhooks-table tr[data-webhook] a.url`), chromedp.WaitVisible("#deliveries"))
 	if page := b.until("page", `document.getElementById("webhook")?.dataset.webhook || null`); page != id {
 		t.Fatalf("opened endpoint %s, want %s", page, id)
@@ -146,36 +93,22 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	if b.is("secret carried over", `document.body.textContent.includes(`+jsString(secret)+`)`) {
 		t.Error("the secret is shown again on the endpoint's page")
 	}
-	// logged polls the delivery log, refreshing it, until it lists an event
-	// of type typ about resource, of company A in TEST (as its body says);
-	// it answers the event's id.
-	logged := func(typ, resource string) string {
-		t.Helper()
-		return b.until(typ+" of "+resource+" logged", `(r => r ? r.dataset.event : (document.getElementById("deliveries-refresh").click(), null))`+
-			`([...document.querySelectorAll("#deliveries tbody[data-event]")].find(r => (d => d.length === 4 && d[1].textContent === `+jsString(typ)+
-			` && d[2].dataset.mode === "TEST" && d[2].dataset.company === `+jsString(coA)+` && d[2].textContent.startsWith("TEST · ")`+
-			` && d[3].textContent === `+jsString(resource)+`)(r.querySelectorAll("tr.delivery > td:first-child > div"))))`)
-	}
-	// state polls the delivery log, refreshing it, until the event's row is
-	// in the state; it answers the row's text.
-	state := func(event, want string) string {
-		t.Helper()
-		return b.until(event+" "+want, `(r => r && r.dataset.state === `+jsString(want)+` ? r.innerText : (document.getElementById("deliveries-refresh").click(), null))`+
-			`(document.querySelector(`+jsString(`#deliveries tbody[data-event="`+event+`"]`)+`))`)
-	}
+}
 
+// clientCreated is a real event: an integrator's ERP creates a client with a TEST key; the
+// change in the sandbox is detected and delivered as client.created, and the
+// log shows it with the client's id.
+func (h *hookTour) clientCreated() {
+	t, in, b, recv := h.t, h.in, h.b, h.recv
 	recv.at("a client created through the public API")
-	// A real event: an integrator's ERP creates a client with a TEST key;
-	// the change in the sandbox is detected and delivered as
-	// client.created, and the log shows it with the client's id.
 	key := in.key(t, coA, invoicing.Test, allScopes)
 	made := do(t, in.pub.URL, req{Method: "POST", Path: "/api/v1/v1/clients", Key: key.Key, Company: coA, Body: `{"name":"Mukongo Comercial Lda"}`})
 	if made.Status != 201 {
 		t.Fatalf("create client: %d %s", made.Status, made.Body)
 	}
 	clientID, _ := made.json(t)["id"].(string)
-	created := logged("client.created", clientID)
-	if row := state(created, "delivered"); !strings.Contains(row, "client.created") || !strings.Contains(row, clientID) {
+	created := h.logged("client.created", clientID)
+	if row := h.state(created, "delivered"); !strings.Contains(row, "client.created") || !strings.Contains(row, clientID) {
 		t.Errorf("the client's delivery row: %q", row)
 	}
 	if n, what := recv.count(created), recv.delivered(created); n != 1 || what != "client.created "+clientID {
@@ -187,34 +120,36 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 		t.Errorf("health after one delivery: %q", got)
 	}
 	b.shotAt("w2-delivered", "#webhook")
+	h.created = created
+}
 
+// testEvent sends a test event: the console's is delivered too, whatever happens in
+// the sandbox.
+func (h *hookTour) testEvent() {
+	t, recv := h.t, h.recv
 	recv.at("send a test event")
-	// The console's test event is delivered too, whatever happens in the
-	// sandbox.
-	const queued = `(document.getElementById("endpoint-msg").textContent.match(/evt_[a-z0-9]+/) || [""])[0]`
-	send := func() string {
-		t.Helper()
-		before := b.until("message", queued+` + " "`)
-		b.run("send test", chromedp.Click("#send-test"))
-		return b.until("queued", `(id => id && id + " " !== `+jsString(before)+` ? id : null)(`+queued+`)`)
-	}
-	test := send()
-	state(test, "delivered")
+	test := h.send()
+	h.state(test, "delivered")
 	if recv.count(test) != 1 {
 		t.Errorf("the receiver took the test event %d times, want 1", recv.count(test))
 	}
+	h.test = test
+}
 
+// receiverFailing fails the receiver while the platform records an
+// invoice's payment in the sandbox: invoice.paid is attempted three times,
+// each with its status, error and the answer's first bytes; the health says
+// so; the log filters.
+func (h *hookTour) receiverFailing() {
+	t, w, b, recv, created := h.t, h.w, h.b, h.recv, h.created
 	recv.at("receiver failing")
-	// The receiver fails while the platform records an invoice's payment in
-	// the sandbox: invoice.paid is attempted three times, each with its
-	// status, error and the answer's first bytes; the health says so.
 	recv.fail(true)
 	invoiceID, err := gendata.Trigger(context.Background(), w.test, coA, "invoice.paid", time.Now())
 	if err != nil {
 		t.Fatalf("pay an invoice in the sandbox: %v", err)
 	}
-	paid := logged("invoice.paid", invoiceID)
-	row := state(paid, "failed")
+	paid := h.logged("invoice.paid", invoiceID)
+	row := h.state(paid, "failed")
 	for _, want := range []string{"answered 500 Internal Server Error", "boom: the ERP is down", "invoice.paid", invoiceID} {
 		if !strings.Contains(row, want) {
 			t.Errorf("the failed delivery's row lacks %q: %q", want, row)
@@ -238,10 +173,14 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	b.run("by type", chromedp.SetValue("#filter-type", "client.created"))
 	b.until("by type", `(rs => rs.length === 1 && rs[0].dataset.event === `+jsString(created)+` ? "yes" : null)([...document.querySelectorAll("#deliveries tbody[data-event]")])`)
 	b.any("#filter-type")
+	h.paid, h.invoiceID = paid, invoiceID
+}
 
+// recoverFailed recovers: the receiver answers again; every failed delivery since a
+// day ago is sent once more (none waits for a retry), and arrives once.
+func (h *hookTour) recoverFailed() {
+	t, b, recv, created, test, paid, invoiceID := h.t, h.b, h.recv, h.created, h.test, h.paid, h.invoiceID
 	recv.at("recover")
-	// Recover: the receiver answers again; every failed delivery since a day
-	// ago is sent once more (none waits for a retry), and arrives once.
 	recv.fail(false)
 	// The time it recovers from is in UTC, as every time on the page: a day
 	// ago by default.
@@ -253,7 +192,7 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	if msg := b.until("recovered", `(t => t.includes("queued again") ? t : null)(document.getElementById("endpoint-msg").textContent)`); msg != "1 delivery queued again: 1 failed, 0 waiting for a retry." {
 		t.Errorf("recover: %q", msg)
 	}
-	state(paid, "delivered")
+	h.state(paid, "delivered")
 	// Sent again, its attempts are counted afresh; the log keeps all four.
 	if got := b.until("attempts", `(r => r.querySelector(".attempt-count").textContent + " " + [...r.querySelectorAll("table.attempts tbody tr")].map(a => a.className + ":" + a.cells[2].textContent).join(","))`+
 		`(document.querySelector(`+jsString(`#deliveries tbody[data-event="`+paid+`"]`)+`))`); got != "1 failed:500,failed:500,failed:500,ok:204" {
@@ -264,10 +203,13 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 			recv.count(paid), recv.delivered(paid), recv.count(created), recv.count(test), invoiceID)
 	}
 	b.shotAt("w4-recovered", "#deliveries")
+}
 
+// replay replays the client's event: it arrives again, with its id, and the
+// page says so, its row updated, without a Refresh.
+func (h *hookTour) replay() {
+	t, b, recv, created := h.t, h.b, h.recv, h.created
 	recv.at("replay")
-	// Replay the client's event: it arrives again, with its id, and the
-	// page says so, its row updated, without a Refresh.
 	b.run("replay", chromedp.Click(`#deliveries tbody[data-event="`+created+`"] button.replay`))
 	if msg := b.until("replayed", `(t => t.includes("sent again") ? t : null)(document.getElementById("endpoint-msg").textContent)`); msg != "Event "+created+" sent again: delivered (the receiver answered 204)." {
 		t.Errorf("after Replay: %q", msg)
@@ -279,9 +221,13 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 		t.Errorf("the replayed event arrived %d times, want 2", recv.count(created))
 	}
 	b.shotAt("w4b-replayed", "#deliveries")
+}
 
+// typesAndToggle changes its types, then disables it (since when, and why)
+// and enables it again.
+func (h *hookTour) typesAndToggle() {
+	t, b, recv := h.t, h.b, h.recv
 	recv.at("types, disable, enable")
-	// Its types, then disabled (since when, and why) and enabled again.
 	b.run("types", chromedp.Click(`#types-form input[value="invoice.paid"]`), chromedp.Click(`#types-form input[value="client.created"]`),
 		chromedp.Click(`#types-form button[type=submit]`))
 	b.until("types saved", `document.getElementById("endpoint-types").textContent === "invoice.paid, client.created" ? "yes" : null`)
@@ -293,10 +239,13 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	b.shotAt("w5-disabled", "#webhook")
 	b.run("enable", chromedp.Click("#toggle"))
 	b.until("enabled", `document.getElementById("endpoint-state").innerText.startsWith("enabled") ? "yes" : null`)
+}
 
+// rotate rotates the secret, asked first, with an hour of overlap: the new
+// secret is shown once, and signs the next delivery.
+func (h *hookTour) rotate() {
+	t, b, recv, secret := h.t, h.b, h.recv, h.secret
 	recv.at("rotate")
-	// Rotate the secret, asked first, with an hour of overlap: the new secret
-	// is shown once, and signs the next delivery.
 	b.run("rotate", chromedp.Click("#rotate"), chromedp.WaitVisible("#ask"), chromedp.SetValue("#rotate-overlap", "3600"))
 	b.shotAt("w6-rotate-asked", "#webhook")
 	b.confirm("rotate")
@@ -308,15 +257,19 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	b.until("previous secret", `document.getElementById("previous-secret").textContent.includes("in 60 min") ? "yes" : null`)
 	recv.trust(t, rotated)
 	recv.at("a test event signed with the new secret")
-	signed := send()
-	state(signed, "delivered")
+	signed := h.send()
+	h.state(signed, "delivered")
+	h.signed = signed
+}
 
+// bumpyAttempts shows the attempts' failures: an attempt without an answer says why; one answered without a
+// body says that: no cell left empty.
+func (h *hookTour) bumpyAttempts() {
+	t, b, recv := h.t, h.b, h.recv
 	recv.at("a receiver that hangs up, then answers 503 without a body")
-	// An attempt without an answer says why; one answered without a body
-	// says that: no cell left empty.
 	recv.then("hang up", "empty 503")
-	bumpy := send()
-	state(bumpy, "delivered")
+	bumpy := h.send()
+	h.state(bumpy, "delivered")
 	got := b.until("bumpy attempts", `[...document.querySelectorAll(`+jsString(`#deliveries tbody[data-event="`+bumpy+`"] table.attempts tbody tr`)+`)]`+
 		`.map(a => [2, 4, 5].map(i => a.cells[i].textContent).join(" | ")).join("\n")`)
 	if want := "— | the receiver closed the connection without answering | no answer: the receiver closed the connection without answering\n" +
@@ -324,9 +277,13 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 		t.Errorf("attempts:\n%s\nwant\n%s", got, want)
 	}
 	b.shotAt("w6a-why-attempts-failed", `#deliveries tbody[data-event="`+bumpy+`"]`)
+	h.bumpy = bumpy
+}
 
+// olderPages shows the log a page of 20 at a time: the newest, then the older ones.
+func (h *hookTour) olderPages() {
+	t, in, b, recv, id, created, test, paid, signed, bumpy := h.t, h.in, h.b, h.recv, h.id, h.created, h.test, h.paid, h.signed, h.bumpy
 	recv.at("twenty test events")
-	// The log a page of 20 at a time: the newest, then the older ones.
 	for range 20 {
 		if r := do(t, in.admin.URL, req{Method: "POST", Path: "/admin/v1/webhooks/" + id + "/test",
 			Header: map[string]string{"Authorization": "Bearer " + in.adminToken, "X-Actor": testActor}}); r.Status != 202 {
@@ -347,18 +304,25 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	b.shotAt("w6b-older-deliveries", "#deliveries")
 	b.run("newest", chromedp.Click("#deliveries-newest"))
 	b.until("back to the first page", `document.getElementById("deliveries-page").textContent === "page 1" ? "yes" : null`)
+}
 
+// deleteEndpoint deletes, asked first: cancelled, nothing; confirmed, back to
+// the company, without the endpoint.
+func (h *hookTour) deleteEndpoint() {
+	b, recv := h.b, h.recv
 	recv.at("delete")
-	// Delete, asked first: cancelled, nothing; confirmed, back to the
-	// company, without the endpoint.
 	b.run("delete, cancel", chromedp.Click("#delete"), chromedp.WaitVisible("#ask"), chromedp.Click("#ask-cancel"), chromedp.WaitNotPresent("#ask"))
 	b.run("delete", chromedp.Click("#delete"), chromedp.WaitVisible("#ask"))
 	b.shotAt("w7-delete-asked", "#webhook")
 	b.confirm("delete")
 	b.run("back", chromedp.WaitVisible("#company"))
 	b.until("gone", `document.querySelector("#webhooks-table") && !document.querySelector("#webhooks-table tr[data-webhook]") ? "yes" : null`)
+}
 
-	// Every change is in the audit log, under the name signed in with.
+// audit shows every change in the audit log, under the name signed in with;
+// every delivery verified with the secrets the console showed.
+func (h *hookTour) audit() {
+	t, b, recv := h.t, h.b, h.recv
 	actions := b.until("audit", `(a => a.includes("webhook.deleted") ? a.join(" ") : null)`+
 		`([...document.querySelectorAll("#audit tr[data-action]")].filter(r => r.cells[1].textContent === "ana.silva").map(r => r.dataset.action).reverse())`)
 	want := "webhook.created webhook.tested webhook.recovered webhook.replayed webhook.updated webhook.updated webhook.updated webhook.secret_rotated webhook.tested webhook.tested webhook.deleted"
@@ -377,4 +341,37 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	if len(recv.refused) != 0 {
 		t.Errorf("deliveries that did not verify with the secrets the console showed:\n%s", strings.Join(recv.refused, "\n"))
 	}
+}
+
+// logged polls the delivery log, refreshing it, until it lists an event
+// of type typ about resource, of company A in TEST (as its body says);
+// it answers the event's id.
+func (h *hookTour) logged(typ, resource string) string {
+	t, b := h.t, h.b
+	t.Helper()
+	return b.until(typ+" of "+resource+" logged", `(r => r ? r.dataset.event : (document.getElementById("deliveries-refresh").click(), null))`+
+		`([...document.querySelectorAll("#deliveries tbody[data-event]")].find(r => (d => d.length === 4 && d[1].textContent === `+jsString(typ)+
+		` && d[2].dataset.mode === "TEST" && d[2].dataset.company === `+jsString(coA)+` && d[2].textContent.startsWith("TEST · ")`+
+		` && d[3].textContent === `+jsString(resource)+`)(r.querySelectorAll("tr.delivery > td:first-child > div"))))`)
+}
+
+// state polls the delivery log, refreshing it, until the event's row is
+// in the state; it answers the row's text.
+func (h *hookTour) state(event, want string) string {
+	t, b := h.t, h.b
+	t.Helper()
+	return b.until(event+" "+want, `(r => r && r.dataset.state === `+jsString(want)+` ? r.innerText : (document.getElementById("deliveries-refresh").click(), null))`+
+		`(document.querySelector(`+jsString(`#deliveries tbody[data-event="`+event+`"]`)+`))`)
+}
+
+// queuedJS is the id of the event the page last said it queued.
+const queuedJS = `(document.getElementById("endpoint-msg").textContent.match(/evt_[a-z0-9]+/) || [""])[0]`
+
+// send sends a test event from the endpoint's page; it answers its id.
+func (h *hookTour) send() string {
+	t, b := h.t, h.b
+	t.Helper()
+	before := b.until("message", queuedJS+` + " "`)
+	b.run("send test", chromedp.Click("#send-test"))
+	return b.until("queued", `(id => id && id + " " !== `+jsString(before)+` ? id : null)(`+queuedJS+`)`)
 }

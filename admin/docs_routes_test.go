@@ -12,6 +12,7 @@ import (
 // docs/operators.md: its path in full (parameters in braces, any name), or
 // its end after an ellipsis (…/usage/minutes).
 func TestAdminRoutesDocumented(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../docs/operators.md")
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 // At most 10 active keys per company, on the admin API; revoking frees one.
 func TestKeyLimit(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	admin := func(q req) resp {
@@ -72,6 +73,7 @@ func admin2public(t *testing.T, in *instance) resp {
 // metrics scrape as "GET /metrics", a key by id as its pattern, never the
 // path (it holds ids) nor "unmatched".
 func TestAdminRoutesLoggedByPattern(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	for path, route := range map[string]string{
@@ -91,6 +93,7 @@ func TestAdminRoutesLoggedByPattern(t *testing.T) {
 // every method and even with the right token, is an unknown route on the
 // public listener; on the admin listener each needs the exact token.
 func TestAdminAPIIsolated(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	routes := adminRoutes(t)

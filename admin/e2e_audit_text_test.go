@@ -34,6 +34,7 @@ var (
 // change was made while the audit log refused its event, and the whole
 // event, secret included, went to the error log.)
 func TestSecretShapedTextRefused(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	recv := newHookReceiver(t)
@@ -86,6 +87,7 @@ func TestSecretShapedTextRefused(t *testing.T) {
 // such text was refused) can still be changed and deleted, and each change
 // is recorded, with the secret redacted from its states.
 func TestStoredSecretRedactedFromAudit(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	recv := newHookReceiver(t)
@@ -127,6 +129,7 @@ func (failingLog) Record(context.Context, audit.Entry) (audit.Event, error) {
 // 503 change_not_audited, saying so and what to do; the error log names
 // the event by its ids, without its text. A creation's secret is not shown.
 func TestChangeNotAudited(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	logs := &testenv.SyncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))

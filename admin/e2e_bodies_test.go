@@ -6,6 +6,7 @@ import "testing"
 // repeated member does not hide the body's other mistakes; every error is
 // answered at once, each naming its field, and nothing changes.
 func TestAdminBodyErrorsAllAtOnce(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	key := in.adminCall(t, req{Method: "POST", Path: "/admin/v1/keys", Body: createKeyBody(coA, "")}).json(t)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/backend/gendata"
+	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -45,6 +46,7 @@ func field(p page, name string) []string {
 }
 
 func TestCompaniesByNameOrNIF(t *testing.T) {
+	t.Parallel()
 	in := newWorld(t).start()
 	auth := map[string]string{"Authorization": "Bearer " + in.adminToken}
 	get := func(query string) resp {
@@ -100,6 +102,7 @@ func idList(n int) string {
 }
 
 func TestKeysPaged(t *testing.T) {
+	t.Parallel()
 	in := newWorld(t).start()
 	auth := map[string]string{"Authorization": "Bearer " + in.adminToken}
 	var made []string
@@ -145,6 +148,7 @@ func TestKeysPaged(t *testing.T) {
 // that refuses each event's first attempt and takes its second succeeds
 // half the time.
 func TestWebhookSuccessRate(t *testing.T) {
+	t.Parallel()
 	in := newWorld(t).start(withRetries(50*time.Millisecond, 50*time.Millisecond))
 	var mu sync.Mutex
 	seen := map[string]int{}
@@ -179,13 +183,9 @@ func TestWebhookSuccessRate(t *testing.T) {
 			t.Fatalf("test event: %d %s", r.Status, r.Body)
 		}
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for stats()["delivered"] != 3.0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("not delivered: %v", stats())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, "the three test events delivered", func() error {
+		return testenv.Want(stats()["delivered"], any(3.0), "delivered")
+	})
 	s := stats()
 	if s["deliveries"] != 3.0 || s["pending"] != 0.0 || s["failed"] != 0.0 || s["attempts"] != 6.0 || s["succeeded"] != 3.0 || s["successRate"] != 0.5 {
 		t.Errorf("stats: %v", s)

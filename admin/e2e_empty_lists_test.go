@@ -28,6 +28,7 @@ var nullable = map[string]bool{
 // test), and the queries that find nothing, on a company with no keys,
 // endpoints, usage or audit entries, and an endpoint with no deliveries.
 func TestAdminListsAnswerEmptyArrays(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	auth := map[string]string{"Authorization": "Bearer " + in.adminToken, "X-Actor": "ana@platform"}

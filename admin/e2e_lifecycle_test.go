@@ -28,6 +28,7 @@ func createKeyBody(company, extra string) string {
 // expired_api_key at the expiry on every instance, no longer counted, and
 // shown as expired.
 func TestKeyExpiry(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a, b := w.start(), w.start()
 	b.clock.Set(a.clock.Now())
@@ -83,6 +84,7 @@ func TestKeyExpiry(t *testing.T) {
 // Rolling at the limit: the new key answers once with its secret and what
 // it replaces; both work during the overlap; the old one expires after it.
 func TestRollKey(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	var old map[string]any
@@ -140,38 +142,12 @@ func TestRollKey(t *testing.T) {
 // Every change is recorded with its actor, before and after; expiries are
 // shown by the system actor; changes need an actor.
 func TestAuditLog(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	start := in.clock.Now().UTC().Truncate(time.Millisecond)
-	as := func(actor string) map[string]string { return map[string]string{"X-Actor": actor} }
-	// A change without a proper actor is refused and changes nothing.
-	for _, bad := range []string{"", strings.Repeat("a", 201), "ana\tbruno", "igw_live_pasted"} {
-		r := in.adminCall(t, req{Method: "POST", Path: "/admin/v1/keys", Body: createKeyBody(coA, ""), Header: as(bad)})
-		code := "invalid_actor"
-		if bad == "" {
-			code = "missing_actor"
-		}
-		expectProblem(t, r, 400, code)
-		if !strings.Contains(string(r.Body), `"field":"X-Actor"`) {
-			t.Errorf("actor %q: %s", bad, r.Body)
-		}
-	}
-	if l := in.adminCall(t, req{Path: "/admin/v1/keys?companyId=" + coA}).json(t); len(l["data"].([]any)) != 0 {
-		t.Fatalf("refused changes made keys: %v", l)
-	}
-	exp := start.Add(time.Hour).Format(time.RFC3339Nano)
-	created := in.adminCall(t, req{Method: "POST", Path: "/admin/v1/keys", Header: as("ana@dashboard"),
-		Body: createKeyBody(coA, `,"expiresAt":"`+exp+`"`)}).json(t)
-	in.clock.Add(time.Second)
-	rolled := in.adminCall(t, req{Method: "POST", Path: "/admin/v1/keys/" + created["id"].(string) + "/roll", Header: as("bruno@dashboard"),
-		Body: `{"overlapSeconds":60}`}).json(t)
-	in.clock.Add(time.Second)
-	in.adminCall(t, req{Method: "DELETE", Path: "/admin/v1/keys/" + rolled["id"].(string), Header: as("carla@dashboard")})
-	in.adminCall(t, req{Method: "DELETE", Path: "/admin/v1/keys/" + rolled["id"].(string), Header: as("carla@dashboard")}) // no change, no event
-	in.clock.Add(time.Second)
-	in.adminCall(t, req{Method: "PUT", Path: "/admin/v1/companies/" + coA + "/limits", Header: as("dario@dashboard"), Body: `{"mode":"LIVE","rate":5,"burst":7}`})
-	in.clock.Add(time.Minute) // the rolled key's overlap ends: an expiry nobody records
-	in.adminCall(t, req{Method: "DELETE", Path: "/admin/v1/companies/" + coA + "/limits", Header: as("dario@dashboard")})
+	auditNeedsActor(t, in)
+	createdID, rolledID := auditedChanges(t, in, start)
 
 	r := in.adminCall(t, req{Path: "/admin/v1/companies/" + coA + "/audit"})
 	if r.Status != 200 {
@@ -190,12 +166,12 @@ func TestAuditLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []struct{ actor, action, key string }{
-		{"ana@dashboard", "key.created", created["id"].(string)},
-		{"bruno@dashboard", "key.rolled", created["id"].(string)},
-		{"bruno@dashboard", "key.created", rolled["id"].(string)},
-		{"carla@dashboard", "key.revoked", rolled["id"].(string)},
+		{"ana@dashboard", "key.created", createdID},
+		{"bruno@dashboard", "key.rolled", createdID},
+		{"bruno@dashboard", "key.created", rolledID},
+		{"carla@dashboard", "key.revoked", rolledID},
 		{"dario@dashboard", "limits.set", ""},
-		{"system", "key.expired", created["id"].(string)},
+		{"system", "key.expired", createdID},
 		{"dario@dashboard", "limits.reset", ""},
 	}
 	if len(v.Events) != len(want) || v.Next != nil {
@@ -213,7 +189,7 @@ func TestAuditLog(t *testing.T) {
 	if e := v.Events[0]; e.Before != nil || e.After["state"] != "active" || e.After["expiresAt"] == nil {
 		t.Errorf("creation: before %v, after %v", e.Before, e.After)
 	}
-	if e := v.Events[1]; e.Before["replacedBy"] != nil || e.After["replacedBy"] != rolled["id"] {
+	if e := v.Events[1]; e.Before["replacedBy"] != nil || e.After["replacedBy"] != rolledID {
 		t.Errorf("roll: before %v, after %v", e.Before, e.After)
 	}
 	if e := v.Events[3]; e.Before["state"] != "active" || e.After["state"] != "revoked" {
@@ -225,9 +201,15 @@ func TestAuditLog(t *testing.T) {
 	if e := v.Events[5]; !e.Time.Equal(start.Add(61*time.Second)) || e.After["state"] != "expired" {
 		t.Errorf("expiry at %v: %v", e.Time, e.After)
 	}
-	// since, paging and bad parameters.
-	later := v.Events[4].Time.Format(time.RFC3339Nano)
-	if r := in.adminCall(t, req{Path: "/admin/v1/companies/" + coA + "/audit?since=" + later}); strings.Count(string(r.Body), `"action"`) != 3 {
+	auditPaging(t, in, v.Events[4].Time, len(want))
+}
+
+// auditPaging: since, paging and bad parameters. Since later (the limit
+// change), 3 events; pages of 2 add up to all n.
+func auditPaging(t *testing.T, in *instance, later time.Time, n int) {
+	t.Helper()
+	since := later.Format(time.RFC3339Nano)
+	if r := in.adminCall(t, req{Path: "/admin/v1/companies/" + coA + "/audit?since=" + since}); strings.Count(string(r.Body), `"action"`) != 3 {
 		t.Errorf("since the limit change: %s", r.Body)
 	}
 	// Pages of about 2 (never ending inside a millisecond) add up to the
@@ -244,8 +226,8 @@ func TestAuditLog(t *testing.T) {
 		}
 		path = "/admin/v1/companies/" + coA + "/audit?limit=2&since=" + next
 	}
-	if len(paged) != len(want) {
-		t.Errorf("paged through %v, want %d events", paged, len(want))
+	if len(paged) != n {
+		t.Errorf("paged through %v, want %d events", paged, n)
 	}
 	expectProblem(t, in.adminCall(t, req{Path: "/admin/v1/companies/" + coA + "/audit?since=yesterday"}), 400, "invalid_parameter")
 	expectProblem(t, in.adminCall(t, req{Path: "/admin/v1/companies/" + coA + "/audit?limit=0"}), 400, "invalid_parameter")
@@ -255,6 +237,52 @@ func TestAuditLog(t *testing.T) {
 		t.Errorf("another company's audit: %s", r.Body)
 	}
 }
+
+// auditNeedsActor: a change without a proper actor is refused and changes
+// nothing.
+func auditNeedsActor(t *testing.T, in *instance) {
+	t.Helper()
+	for _, bad := range []string{"", strings.Repeat("a", 201), "ana\tbruno", "igw_live_pasted"} {
+		r := in.adminCall(t, req{Method: "POST", Path: "/admin/v1/keys", Body: createKeyBody(coA, ""), Header: byActor(bad)})
+		code := "invalid_actor"
+		if bad == "" {
+			code = "missing_actor"
+		}
+		expectProblem(t, r, 400, code)
+		if !strings.Contains(string(r.Body), `"field":"X-Actor"`) {
+			t.Errorf("actor %q: %s", bad, r.Body)
+		}
+	}
+	if l := in.adminCall(t, req{Path: "/admin/v1/keys?companyId=" + coA}).json(t); len(l["data"].([]any)) != 0 {
+		t.Fatalf("refused changes made keys: %v", l)
+	}
+}
+
+// auditedChanges makes changes, each by its actor, a second apart from
+// start on: a key created to expire in an hour, rolled with a minute's
+// overlap (its expiry, a minute on, is recorded by nobody), the new key
+// revoked (twice: the second changes nothing), a limit set and reset. It
+// answers the keys' ids.
+func auditedChanges(t *testing.T, in *instance, start time.Time) (createdID, rolledID string) {
+	t.Helper()
+	exp := start.Add(time.Hour).Format(time.RFC3339Nano)
+	createdID, _ = in.adminCall(t, req{Method: "POST", Path: "/admin/v1/keys", Header: byActor("ana@dashboard"),
+		Body: createKeyBody(coA, `,"expiresAt":"`+exp+`"`)}).json(t)["id"].(string)
+	in.clock.Add(time.Second)
+	rolledID, _ = in.adminCall(t, req{Method: "POST", Path: "/admin/v1/keys/" + createdID + "/roll", Header: byActor("bruno@dashboard"),
+		Body: `{"overlapSeconds":60}`}).json(t)["id"].(string)
+	in.clock.Add(time.Second)
+	in.adminCall(t, req{Method: "DELETE", Path: "/admin/v1/keys/" + rolledID, Header: byActor("carla@dashboard")})
+	in.adminCall(t, req{Method: "DELETE", Path: "/admin/v1/keys/" + rolledID, Header: byActor("carla@dashboard")}) // no change, no event
+	in.clock.Add(time.Second)
+	in.adminCall(t, req{Method: "PUT", Path: "/admin/v1/companies/" + coA + "/limits", Header: byActor("dario@dashboard"), Body: `{"mode":"LIVE","rate":5,"burst":7}`})
+	in.clock.Add(time.Minute) // the rolled key's overlap ends: an expiry nobody records
+	in.adminCall(t, req{Method: "DELETE", Path: "/admin/v1/companies/" + coA + "/limits", Header: byActor("dario@dashboard")})
+	return createdID, rolledID
+}
+
+// byActor is the header of a change made by actor.
+func byActor(actor string) map[string]string { return map[string]string{"X-Actor": actor} }
 
 // sameMilli reports whether a JSON time (trailing zeros dropped) is t to the
 // millisecond.

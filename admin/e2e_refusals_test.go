@@ -9,6 +9,7 @@ import (
 // A refused change is said once, in its user's words, naming the field:
 // never a package's prefix or an error's chain, never the same thing twice.
 func TestRefusalsNameTheField(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	long := strings.Repeat("n", 101)

@@ -15,6 +15,7 @@ import (
 // all it may send. Each wrong token is logged with the address it came
 // from, and the start of the throttling once; the token never is.
 func TestWrongAdminTokensThrottled(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	get := func(tok string) resp {

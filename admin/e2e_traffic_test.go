@@ -12,6 +12,7 @@ import (
 // The console's data through the admin API: every company's traffic, one
 // company's by the minute beside its limits, and who is near a limit.
 func TestTrafficViews(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start(func(c *instanceConfig) {
 		c.liveLimit.Rate, c.liveLimit.Burst = 0.05, 3 // 3 a minute: the 4th is a 429

@@ -3,12 +3,16 @@ package admin_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
 // A burst of 10,000 changes committed at once (detection queues them 500
@@ -16,6 +20,7 @@ import (
 // whole by its delivery log, each delivery once; one more event makes the
 // statistics say they are of the newest 10,000.
 func TestWebhookLogAfterABurst(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	auth := map[string]string{"Authorization": "Bearer " + in.adminToken, "X-Actor": "ana@platform"}
@@ -82,21 +87,19 @@ func addClients(t *testing.T, dbURL string, n int) {
 func waitStats(t *testing.T, in *instance, id string, auth map[string]string, want int, complete ...bool) map[string]any {
 	t.Helper()
 	wantComplete := len(complete) == 0 || complete[0]
-	deadline := time.Now().Add(120 * time.Second)
-	for {
+	var s map[string]any
+	testenv.Eventually(t, fmt.Sprintf("statistics of %d deliveries (complete %v)", want, wantComplete), func() error {
 		r := do(t, in.admin.URL, req{Path: "/admin/v1/webhooks/" + id + "/stats", Header: auth})
-		s := r.json(t)
 		if r.Status != http.StatusOK {
 			t.Fatalf("stats: %d %s", r.Status, r.Body)
 		}
-		if s["deliveries"] == float64(want) && s["complete"] == wantComplete {
-			return s
+		s = r.json(t)
+		if s["deliveries"] != float64(want) || s["complete"] != wantComplete {
+			return fmt.Errorf("stats: %s", r.Body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stats: %s, want %d deliveries (complete %v)", r.Body, want, wantComplete)
-		}
-		time.Sleep(500 * time.Millisecond) // a reading costs up to 100 round trips
-	}
+		return nil
+	})
+	return s
 }
 
 func decode(t *testing.T, r resp, v any) {
@@ -113,6 +116,7 @@ func decode(t *testing.T, r resp, v any) {
 // an hour for its retry. Once the receiver is fixed, one recovery through
 // the admin API sends it now and says it was waiting; it arrives.
 func TestRecoverSendsWaitingDeliveries(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start(withRetries(time.Hour))
 	recv := newHookReceiver(t) // answers 503 until it trusts the secret
@@ -134,13 +138,13 @@ func TestRecoverSendsWaitingDeliveries(t *testing.T) {
 			NextAttemptAt  *time.Time
 		}
 	}
-	for deadline := time.Now().Add(60 * time.Second); len(page.Data) == 0 || page.Data[0].Attempts == 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("no failed attempt: %+v", page)
-		}
-		time.Sleep(50 * time.Millisecond)
+	testenv.Eventually(t, "the delivery's failed attempt", func() error {
 		decode(t, do(t, in.admin.URL, req{Path: "/admin/v1/webhooks/" + id + "/deliveries", Header: auth}), &page)
-	}
+		if len(page.Data) == 0 || page.Data[0].Attempts == 0 {
+			return fmt.Errorf("deliveries: %+v", page)
+		}
+		return nil
+	})
 	if d := page.Data[0]; d.State != "pending" || d.NextAttemptAt == nil || d.NextAttemptAt.Before(time.Now().Add(50*time.Minute)) {
 		t.Fatalf("not waiting for its retry: %+v", d)
 	}
@@ -150,10 +154,10 @@ func TestRecoverSendsWaitingDeliveries(t *testing.T) {
 	if v := r.json(t); r.Status != http.StatusOK || v["queued"] != 1.0 || v["failed"] != 0.0 || v["waiting"] != 1.0 {
 		t.Fatalf("recover: %d %s", r.Status, r.Body)
 	}
-	for deadline := time.Now().Add(60 * time.Second); recv.count(page.Data[0].EventID) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the recovered delivery never arrived")
+	testenv.Eventually(t, "the recovered delivery", func() error {
+		if recv.count(page.Data[0].EventID) == 0 {
+			return errors.New("not arrived")
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/client"
+	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
@@ -72,22 +74,21 @@ func (h *hookReceiver) count(eventID string) int {
 
 func (h *hookReceiver) wait(t *testing.T, typ, id string) *client.WebhookEvent {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	var found *client.WebhookEvent
+	testenv.Eventually(t, typ+" of "+id+" delivered", func() error {
 		h.mu.Lock()
+		defer h.mu.Unlock()
 		for _, ev := range h.got {
 			var d struct{ ID string }
 			_ = json.Unmarshal(ev.Data, &d)
 			if ev.Type == typ && d.ID == id {
-				h.mu.Unlock()
-				return ev
+				found = ev
+				return nil
 			}
 		}
-		h.mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("no %s of %s delivered", typ, id)
-	return nil
+		return fmt.Errorf("%d events delivered, none of them", len(h.got))
+	})
+	return found
 }
 
 // The platform's dashboard manages a company's webhook endpoints through
@@ -96,16 +97,42 @@ func (h *hookReceiver) wait(t *testing.T, typ, id string) *client.WebhookEvent {
 // the client as GET answers it; every change is in the audit log with its
 // actor; bad input changes nothing.
 func TestWebhooksThroughTheAdminAPI(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	recv := newHookReceiver(t)
 	auth := map[string]string{"Authorization": "Bearer " + in.adminToken, "X-Actor": "ana@platform"}
-	post := func(path, body string) resp {
-		return do(t, in.admin.URL, req{Method: "POST", Path: path, Body: body, Header: auth})
-	}
 	hooks := "/admin/v1/companies/" + coA + "/webhooks"
+	h := &hookAPI{t: t, in: in, recv: recv, auth: auth, hooks: hooks}
+	h.badInput()
+	h.create()
+	h.clientCreated()
+	h.testReplayRecover()
+	h.changeRotateDelete()
+	h.audited()
+}
 
-	// Bad input: a clear problem, and nothing created.
+// hookAPI is TestWebhooksThroughTheAdminAPI's story, a step a method: what
+// a step leaves for the next ones is in its fields.
+type hookAPI struct {
+	t     *testing.T
+	in    *instance
+	recv  *hookReceiver
+	auth  map[string]string // the admin token and an actor
+	hooks string            // company A's endpoints
+
+	id, secret string               // the endpoint made
+	ev         *client.WebhookEvent // the client.created delivered
+}
+
+// post posts body to the admin API's path, as the actor.
+func (h *hookAPI) post(path, body string) resp {
+	return do(h.t, h.in.admin.URL, req{Method: "POST", Path: path, Body: body, Header: h.auth})
+}
+
+// badInput: bad input is a clear problem, and creates nothing.
+func (h *hookAPI) badInput() {
+	t, in, recv, auth, hooks := h.t, h.in, h.recv, h.auth, h.hooks
 	for _, c := range []struct{ body, field string }{
 		{`{"mode":"TEST","url":"https://10.0.0.7/hooks"}`, "private address"},
 		{`{"mode":"TEST","url":"not a url"}`, "absolute URL"},
@@ -114,20 +141,23 @@ func TestWebhooksThroughTheAdminAPI(t *testing.T) {
 		{`{"mode":"TEST"}`, "url"},
 		{`{"mode":"TEST","url":"` + recv.srv.URL + `","secret":"mine"}`, "secret"},
 	} {
-		m := expectProblem(t, post(hooks, c.body), 400, "invalid_body")
+		m := expectProblem(t, h.post(hooks, c.body), 400, "invalid_body")
 		if !strings.Contains(strings.ToLower(string(mustJSON(t, m))), strings.ToLower(c.field)) {
 			t.Errorf("%s: the problem does not name %q: %v", c.body, c.field, m)
 		}
 	}
 	expectProblem(t, do(t, in.admin.URL, req{Method: "POST", Path: hooks, Body: `{"mode":"TEST","url":"` + recv.srv.URL + `"}`,
 		Header: map[string]string{"Authorization": "Bearer " + in.adminToken}}), 400, "missing_actor") // no X-Actor
-	expectProblem(t, post("/admin/v1/companies/0a5e7c1e-0000-4000-8000-0000000000ff/webhooks", `{"mode":"TEST","url":"`+recv.srv.URL+`"}`), 422, "unknown_company")
+	expectProblem(t, h.post("/admin/v1/companies/0a5e7c1e-0000-4000-8000-0000000000ff/webhooks", `{"mode":"TEST","url":"`+recv.srv.URL+`"}`), 422, "unknown_company")
 	if list := do(t, in.admin.URL, req{Path: hooks, Header: auth}).json(t)["data"].([]any); len(list) != 0 {
 		t.Fatalf("refused creations left %d endpoints", len(list))
 	}
+}
 
-	// A TEST endpoint for clients.
-	created := post(hooks, `{"mode":"TEST","url":"`+recv.srv.URL+`/hooks","types":["client.created"],"description":"ERP"}`)
+// create makes a TEST endpoint for clients.
+func (h *hookAPI) create() {
+	t, in, recv, auth, hooks := h.t, h.in, h.recv, h.auth, h.hooks
+	created := h.post(hooks, `{"mode":"TEST","url":"`+recv.srv.URL+`/hooks","types":["client.created"],"description":"ERP"}`)
 	if created.Status != 201 {
 		t.Fatalf("create: %d %s", created.Status, created.Body)
 	}
@@ -142,8 +172,13 @@ func TestWebhooksThroughTheAdminAPI(t *testing.T) {
 	if got.Status != 200 || strings.Contains(string(got.Body), "whsec_") {
 		t.Fatalf("get shows %d %s", got.Status, got.Body)
 	}
+	h.id, h.secret = id, secret
+}
 
-	// A client created through the public API arrives as client.created.
+// clientCreated: a client created through the public API arrives as
+// client.created.
+func (h *hookAPI) clientCreated() {
+	t, in, recv, auth, id := h.t, h.in, h.recv, h.auth, h.id
 	in.runEvents(t)
 	key := in.key(t, coA, invoicing.Test, allScopes)
 	c := do(t, in.pub.URL, req{Method: "POST", Path: "/api/v1/v1/clients", Key: key.Key, Company: coA, Body: `{"name":"Cliente por Webhook"}`})
@@ -164,53 +199,64 @@ func TestWebhooksThroughTheAdminAPI(t *testing.T) {
 	if deliveries.Status != 200 || !strings.Contains(string(deliveries.Body), ev.ID) {
 		t.Errorf("deliveries: %d %s", deliveries.Status, deliveries.Body)
 	}
+	h.ev = ev
+}
 
-	// A test delivery, a replay, a recovery.
-	tested := post("/admin/v1/webhooks/"+id+"/test", "")
+// testReplayRecover sends a test delivery, a replay, a recovery.
+func (h *hookAPI) testReplayRecover() {
+	t, in, recv, auth, id, ev := h.t, h.in, h.recv, h.auth, h.id, h.ev
+	tested := h.post("/admin/v1/webhooks/"+id+"/test", "")
 	if tested.Status != 202 || tested.json(t)["type"] != "webhook.test" {
 		t.Fatalf("test: %d %s", tested.Status, tested.Body)
 	}
 	if tev := recv.wait(t, "webhook.test", ""); tev.ID != tested.json(t)["eventId"] {
 		t.Fatalf("test delivery %s, queued %v", tev.ID, tested.json(t)["eventId"])
 	}
-	replayed := post("/admin/v1/webhooks/"+id+"/deliveries/"+ev.ID+"/replay", "")
+	replayed := h.post("/admin/v1/webhooks/"+id+"/deliveries/"+ev.ID+"/replay", "")
 	if replayed.Status != 200 || replayed.json(t)["eventId"] != ev.ID {
 		t.Fatalf("replay: %d %s", replayed.Status, replayed.Body)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for recv.count(ev.ID) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the replayed event arrived %d times", recv.count(ev.ID))
+	testenv.Eventually(t, "the replayed event", func() error {
+		if n := recv.count(ev.ID); n < 2 {
+			return fmt.Errorf("arrived %d times, want twice", n)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	expectProblem(t, post("/admin/v1/webhooks/"+id+"/deliveries/evt_aaaaaaaaaaaaaaaaaaaaaaaaaa/replay", ""), 404, "not_found")
-	recovered := post("/admin/v1/webhooks/"+id+"/recover", `{"since":"`+time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)+`"}`)
+		return nil
+	})
+	expectProblem(t, h.post("/admin/v1/webhooks/"+id+"/deliveries/evt_aaaaaaaaaaaaaaaaaaaaaaaaaa/replay", ""), 404, "not_found")
+	recovered := h.post("/admin/v1/webhooks/"+id+"/recover", `{"since":"`+time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)+`"}`)
 	if v := recovered.json(t); recovered.Status != 200 || v["queued"] != 0.0 || v["failed"] != 0.0 || v["waiting"] != 0.0 {
 		t.Fatalf("recover: %d %s", recovered.Status, recovered.Body)
 	}
-	expectProblem(t, post("/admin/v1/webhooks/"+id+"/recover", `{"since":"yesterday"}`), 400, "invalid_body")
+	expectProblem(t, h.post("/admin/v1/webhooks/"+id+"/recover", `{"since":"yesterday"}`), 400, "invalid_body")
 	filtered := do(t, in.admin.URL, req{Path: "/admin/v1/webhooks/" + id + "/deliveries?state=delivered&type=webhook.test", Header: auth})
 	if data := filtered.json(t)["data"].([]any); filtered.Status != 200 || len(data) != 1 {
 		t.Fatalf("deliveries filtered: %d %s", filtered.Status, filtered.Body)
 	}
 	expectProblem(t, do(t, in.admin.URL, req{Path: "/admin/v1/webhooks/" + id + "/deliveries?state=lost", Header: auth}), 400, "invalid_parameter")
 	expectProblem(t, do(t, in.admin.URL, req{Path: "/admin/v1/webhooks/" + id + "/deliveries?cursor=12:nope", Header: auth}), 400, "invalid_parameter")
+}
 
-	// Change, rotate, delete: each recorded with its actor.
+// changeRotateDelete changes, rotates and deletes the endpoint.
+func (h *hookAPI) changeRotateDelete() {
+	t, in, auth, id, secret := h.t, h.in, h.auth, h.id, h.secret
 	patched := do(t, in.admin.URL, req{Method: "PATCH", Path: "/admin/v1/webhooks/" + id, Body: `{"enabled":false,"types":null}`, Header: auth})
 	if p := patched.json(t); patched.Status != 200 || p["enabled"] != false || len(p["types"].([]any)) != 0 {
 		t.Fatalf("patch: %d %s", patched.Status, patched.Body)
 	}
-	rotated := post("/admin/v1/webhooks/"+id+"/rotate-secret", `{"overlapSeconds":3600}`)
+	rotated := h.post("/admin/v1/webhooks/"+id+"/rotate-secret", `{"overlapSeconds":3600}`)
 	if r := rotated.json(t); rotated.Status != 201 || r["secret"] == secret || r["previousSecretUntil"] == nil {
 		t.Fatalf("rotate: %d %s", rotated.Status, rotated.Body)
 	}
-	expectProblem(t, post("/admin/v1/webhooks/"+id+"/rotate-secret", `{"overlapSeconds":-1}`), 400, "invalid_body")
+	expectProblem(t, h.post("/admin/v1/webhooks/"+id+"/rotate-secret", `{"overlapSeconds":-1}`), 400, "invalid_body")
 	if del := do(t, in.admin.URL, req{Method: "DELETE", Path: "/admin/v1/webhooks/" + id, Header: auth}); del.Status != 200 {
 		t.Fatalf("delete: %d %s", del.Status, del.Body)
 	}
 	expectProblem(t, do(t, in.admin.URL, req{Path: "/admin/v1/webhooks/" + id, Header: auth}), 404, "not_found")
+}
+
+// audited: each change is recorded with its actor, and every delivery verified.
+func (h *hookAPI) audited() {
+	t, in, recv, auth, id := h.t, h.in, h.recv, h.auth, h.id
 	log := do(t, in.admin.URL, req{Path: "/admin/v1/companies/" + coA + "/audit", Header: auth})
 	var page struct {
 		Data []struct {
@@ -242,6 +288,7 @@ func TestWebhooksThroughTheAdminAPI(t *testing.T) {
 // At most 10 endpoints per company and mode: the 11th is a 409 that changes
 // nothing.
 func TestWebhookEndpointLimit(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	auth := map[string]string{"Authorization": "Bearer " + in.adminToken, "X-Actor": "ana@platform"}

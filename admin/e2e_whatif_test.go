@@ -60,6 +60,7 @@ func adminGet(t *testing.T, in *instance, path string, v any) {
 // the window is given; the shape of the same traffic beside the limit; and
 // no metric names the company.
 func TestWhatIfOfRecordedTraffic(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w := newWorld(t)
 	in := w.start()
@@ -109,7 +110,14 @@ func TestWhatIfOfRecordedTraffic(t *testing.T) {
 	if test.Offered != 0 || test.Proposed.Refused != 0 || test.SmallestBurst.MaxRefusedShare != 0.5 || !test.From.Equal(now.Add(-24*time.Hour).Truncate(time.Second)) {
 		t.Errorf("TEST, over the default 24 hours: %+v", test)
 	}
+	recordedShape(t, in, now, sent, slices.Max(series.Counts))
+	noMetricNamesCompany(t, in)
+}
 
+// recordedShape: the shape of the sent requests recorded until now, the
+// busiest second top, is beside the default limit.
+func recordedShape(t *testing.T, in *instance, now time.Time, sent int64, top uint32) {
+	t.Helper()
 	var sh struct {
 		CompanyID, Mode string
 		Limit           struct {
@@ -129,7 +137,6 @@ func TestWhatIfOfRecordedTraffic(t *testing.T) {
 		}
 	}
 	adminGet(t, in, "/admin/v1/companies/"+coA+"/limits/shape?mode=LIVE", &sh)
-	top := slices.Max(series.Counts)
 	if sh.CompanyID != coA || sh.Mode != "LIVE" || sh.Limit.Rate != 1000 || sh.Limit.Burst != 1000 || sh.Limit.Custom ||
 		sh.Window.Requests != sent || sh.Window.Max != top || sh.Window.BusySeconds < 1 || sh.Window.P50 < 1 {
 		t.Errorf("shape: %+v, want %d requests, the busiest second %d", sh, sent, top)
@@ -141,8 +148,12 @@ func TestWhatIfOfRecordedTraffic(t *testing.T) {
 	if n := len(sh.Hours); n < 24 || inHours != sent || !sh.Hours[n-1].Start.Equal(now.UTC().Truncate(time.Hour)) {
 		t.Errorf("shape's hours: %d holding %d requests, the last %+v", n, inHours, sh.Hours[n-1])
 	}
+}
 
-	// Prometheus keeps its cardinality: no series names a company.
+// noMetricNamesCompany: Prometheus keeps its cardinality, no series names
+// a company.
+func noMetricNamesCompany(t *testing.T, in *instance) {
+	t.Helper()
 	r := do(t, in.admin.URL, req{Path: "/metrics"})
 	if r.Status != 200 {
 		t.Fatalf("/metrics: %d", r.Status)
@@ -159,6 +170,7 @@ func escapePlus(s string) string { return strings.ReplaceAll(s, "+", "%2B") }
 // refusals to the request and minute, and the companies nearest their
 // limit and far below it, on the admin API.
 func TestWhatIfAndHeadroomOnTheAdminAPI(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w := newWorld(t)
 	in := w.start()
@@ -232,6 +244,7 @@ func TestWhatIfAndHeadroomOnTheAdminAPI(t *testing.T) {
 // A query the admin API cannot answer is refused naming every parameter
 // at fault at once, those it cannot read and those out of range alike.
 func TestWhatIfRefusesBadQueries(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	whatif := "/admin/v1/companies/" + coA + "/limits/whatif"

@@ -11,6 +11,7 @@ import (
 // into another type (X-Content-Type-Options: nosniff), as the public
 // listener's are (gateway's TestSecurityHeadersEverywhere).
 func TestSecurityHeadersOnAdminListener(t *testing.T) {
+	t.Parallel()
 	in := newWorld(t).start()
 	adm := in.adminH
 	tok := map[string]string{"Authorization": "Bearer " + in.adminToken}

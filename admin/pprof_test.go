@@ -10,6 +10,7 @@ import (
 // Runtime profiles are served on the admin listener to the admin token only,
 // never on the public listener, and never the command line.
 func TestAdminPprof(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
 	get := func(base, path, token string) (int, string) {

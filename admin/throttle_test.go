@@ -11,6 +11,7 @@ import (
 // bound a refusal says how long to wait, and only the first of a run says
 // it starts one.
 func TestFailuresBucket(t *testing.T) {
+	t.Parallel()
 	f := newFailures(Limit{})
 	now := time.Unix(1_700_000_000, 0)
 	a, b := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
@@ -70,6 +71,7 @@ func TestFailuresBucket(t *testing.T) {
 // Sources are forgotten beyond maxSources, full ones first: the map stays
 // bounded whatever the number of addresses.
 func TestFailuresBounded(t *testing.T) {
+	t.Parallel()
 	f := newFailures(Limit{})
 	now := time.Unix(1_700_000_000, 0)
 	for i := range maxSources + 500 {

@@ -14,6 +14,7 @@ import (
 )
 
 func TestTokenEqual(t *testing.T) {
+	t.Parallel()
 	const want = "admin-secret-token"
 	for given, ok := range map[string]bool{
 		want: true, "": false, "admin-secret-toke": false, want + "n": false, strings.ToUpper(want): false,
@@ -29,6 +30,7 @@ func TestTokenEqual(t *testing.T) {
 // being unset): a plain == or bytes.Equal on it would answer faster the more
 // leading characters a guess gets right.
 func TestAdminTokenOnlyComparedInConstantTime(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +87,7 @@ func isAdminToken(e ast.Expr) bool {
 // generator, in every usual encoding and length from 32 characters on, are
 // accepted, every time.
 func TestCheckToken(t *testing.T) {
+	t.Parallel()
 	for tok, want := range map[string]string{
 		"a":                                       "fewer than 32",
 		"admin-secret-token":                      "fewer than 32",

@@ -17,6 +17,7 @@ import (
 // many as from the seconds themselves, and more rather than fewer (1.21 ×).
 // Busiest first, the estimate was 2.01 ×; spread evenly, 0.74 ×.
 func TestWhatIfFromMinuteSummaries(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w := newShapeWorld(t)
 	start := w.t0.Add(-6 * time.Hour)

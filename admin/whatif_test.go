@@ -101,6 +101,7 @@ func bursty() []int {
 }
 
 func TestWhatIf(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w := newShapeWorld(t)
 	w.clk.Set(w.t0.Add(3 * time.Minute))
@@ -142,6 +143,7 @@ func TestWhatIf(t *testing.T) {
 }
 
 func TestWhatIfRefusesWhatItCannotAnswer(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w := newShapeWorld(t)
 	since := w.t0.Add(-time.Hour)
@@ -178,6 +180,7 @@ func TestWhatIfRefusesWhatItCannotAnswer(t *testing.T) {
 // The shape of a company's traffic beside its limit, and the companies
 // nearest their limit or far below it.
 func TestTrafficShapeAndHeadroom(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w := newShapeWorld(t)
 	w.clk.Set(w.t0.Add(3 * time.Minute))
