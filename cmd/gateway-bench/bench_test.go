@@ -115,9 +115,13 @@ func TestBenchCommand(t *testing.T) {
 	if n, _ := strconv.Atoi(m[1]); n < 20 || m[2] != "0" {
 		t.Fatalf("%s requests, %s transport errors:\n%s", m[1], m[2], report)
 	}
+	// Operations are drawn by weight: a busy machine's second may draw too
+	// few requests for every one to come up, so each is looked for only
+	// when the run made enough for the rarest to be all but certain.
+	n, _ := strconv.Atoi(m[1])
 	for _, op := range benchOps {
-		if op.weight == 0 {
-			continue // only on its own (--mix)
+		if op.weight == 0 || n < 200 {
+			continue // a weight of 0: only on its own (--mix)
 		}
 		if !regexp.MustCompile(`(?m)^` + op.name + ` +\d+`).MatchString(report) {
 			t.Errorf("operation %s missing from the report:\n%s", op.name, report)
