@@ -37,7 +37,7 @@ func TestSecretShapedTextRefused(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
-	recv := newHookReceiver(t)
+	recv := newReceiver(t)
 	call := func(method, path, body string) resp {
 		return do(t, in.admin.URL, req{Method: method, Path: path, Body: body,
 			Header: map[string]string{"Authorization": "Bearer " + in.adminToken, "X-Actor": testActor}})
@@ -90,7 +90,7 @@ func TestStoredSecretRedactedFromAudit(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
-	recv := newHookReceiver(t)
+	recv := newReceiver(t)
 	e, _, err := in.events.CreateWebhook(context.Background(), events.NewWebhook{CompanyID: coA, Mode: invoicing.Test,
 		URL: recv.srv.URL + "/h", Description: "old " + keyShaped})
 	if err != nil {

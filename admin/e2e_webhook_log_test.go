@@ -119,7 +119,7 @@ func TestRecoverSendsWaitingDeliveries(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	in := w.start(withRetries(time.Hour))
-	recv := newHookReceiver(t) // answers 503 until it trusts the secret
+	recv := newReceiver(t) // answers 503 until it trusts the secret
 	auth := map[string]string{"Authorization": "Bearer " + in.adminToken, "X-Actor": "ana@platform"}
 	created := do(t, in.admin.URL, req{Method: "POST", Path: "/admin/v1/companies/" + coA + "/webhooks",
 		Body: `{"mode":"TEST","url":"` + recv.srv.URL + `/hooks","types":["client.created"]}`, Header: auth})

@@ -3,11 +3,7 @@ package admin_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,81 +11,6 @@ import (
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
-
-// hookReceiver is an integrator's receiver: it verifies each delivery with
-// the Go client's verifier, as an integrator would, and keeps what it got.
-type hookReceiver struct {
-	srv      *httptest.Server
-	mu       sync.Mutex
-	verifier *client.WebhookVerifier
-	got      []*client.WebhookEvent
-	refused  int
-}
-
-func newHookReceiver(t *testing.T) *hookReceiver {
-	h := &hookReceiver{}
-	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if h.verifier == nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		ev, err := h.verifier.Verify(r.Header, body)
-		if err != nil {
-			h.refused++
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		h.got = append(h.got, ev)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(h.srv.Close)
-	return h
-}
-
-func (h *hookReceiver) trust(t *testing.T, secret string) {
-	v, err := client.NewWebhookVerifier(client.WebhookConfig{Secrets: []string{secret}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.mu.Lock()
-	h.verifier = v
-	h.mu.Unlock()
-}
-
-// count is how many times the event arrived, verified.
-func (h *hookReceiver) count(eventID string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, ev := range h.got {
-		if ev.ID == eventID {
-			n++
-		}
-	}
-	return n
-}
-
-func (h *hookReceiver) wait(t *testing.T, typ, id string) *client.WebhookEvent {
-	t.Helper()
-	var found *client.WebhookEvent
-	testenv.Eventually(t, typ+" of "+id+" delivered", func() error {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		for _, ev := range h.got {
-			var d struct{ ID string }
-			_ = json.Unmarshal(ev.Data, &d)
-			if ev.Type == typ && d.ID == id {
-				found = ev
-				return nil
-			}
-		}
-		return fmt.Errorf("%d events delivered, none of them", len(h.got))
-	})
-	return found
-}
 
 // The platform's dashboard manages a company's webhook endpoints through
 // the admin API; a client created through the public API then reaches the
@@ -100,7 +21,7 @@ func TestWebhooksThroughTheAdminAPI(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	in := w.start()
-	recv := newHookReceiver(t)
+	recv := newReceiver(t)
 	auth := map[string]string{"Authorization": "Bearer " + in.adminToken, "X-Actor": "ana@platform"}
 	hooks := "/admin/v1/companies/" + coA + "/webhooks"
 	h := &hookAPI{t: t, in: in, recv: recv, auth: auth, hooks: hooks}
@@ -117,7 +38,7 @@ func TestWebhooksThroughTheAdminAPI(t *testing.T) {
 type hookAPI struct {
 	t     *testing.T
 	in    *instance
-	recv  *hookReceiver
+	recv  *receiver
 	auth  map[string]string // the admin token and an actor
 	hooks string            // company A's endpoints
 
@@ -280,8 +201,8 @@ func (h *hookAPI) audited() {
 	if want := "webhook.created webhook.tested webhook.replayed webhook.recovered webhook.updated webhook.secret_rotated webhook.deleted"; strings.Join(actions, " ") != want {
 		t.Errorf("audit actions %v, want %s", actions, want)
 	}
-	if recv.refused != 0 {
-		t.Errorf("%d deliveries did not verify", recv.refused)
+	if refused := recv.refusals(); len(refused) != 0 {
+		t.Errorf("deliveries that did not verify:\n%s", strings.Join(refused, "\n"))
 	}
 }
 
