@@ -34,9 +34,21 @@ func TestKeyringOnRedisCluster(t *testing.T) {
 	k1 := newRing(t, rdb, prefix, c, func(cfg *Config) { cfg.NoPubSub = false })
 	k2 := newRing(t, rdb, prefix, c, func(cfg *Config) { cfg.NoPubSub = false })
 	<-k2.pubsubReady
-	const maxKeys = 10 // the default MaxActiveKeys
 
-	// 30 concurrent creations on two instances: exactly the limit succeeds.
+	secrets := clusterCreateToLimit(t, k1, k2)
+	victim := clusterVerifyAndRevoke(t, k1, k2, secrets)
+	clusterRollAtLimit(t, c, k1, k2, secrets, victim)
+	clusterExpiringKeys(t, c, k1, k2)
+	clusterSpreadOverMasters(t, rdb, k1)
+}
+
+// clusterMaxKeys is the default MaxActiveKeys.
+const clusterMaxKeys = 10
+
+// clusterCreateToLimit runs 30 concurrent creations on two instances:
+// exactly the limit succeeds. It returns the created keys' secrets by id.
+func clusterCreateToLimit(t *testing.T, k1, k2 *Keyring) map[string]string {
+	t.Helper()
 	scopes, _ := ParseScopes("invoices:read,clients:read")
 	var (
 		wg      sync.WaitGroup
@@ -66,10 +78,17 @@ func TestKeyringOnRedisCluster(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if len(secrets) != maxKeys || limited != 30-maxKeys {
-		t.Fatalf("30 concurrent creations: %d created, %d refused; want %d and %d", len(secrets), limited, maxKeys, 30-maxKeys)
+	if len(secrets) != clusterMaxKeys || limited != 30-clusterMaxKeys {
+		t.Fatalf("30 concurrent creations: %d created, %d refused; want %d and %d", len(secrets), limited, clusterMaxKeys, 30-clusterMaxKeys)
 	}
+	return secrets
+}
 
+// clusterVerifyAndRevoke verifies every secret on the other instance,
+// lists them, revokes one key and checks the freed slot is free once. It
+// returns the revoked key's id.
+func clusterVerifyAndRevoke(t *testing.T, k1, k2 *Keyring, secrets map[string]string) string {
+	t.Helper()
 	// Every secret verifies on the other instance; a verified key is
 	// touched (a pipeline of scripts over many slots).
 	for id, secret := range secrets {
@@ -79,8 +98,8 @@ func TestKeyringOnRedisCluster(t *testing.T) {
 		}
 	}
 	list, err := k1.List(ctx, companyA)
-	if err != nil || len(list) != maxKeys {
-		t.Fatalf("List = %d keys, %v; want %d", len(list), err, maxKeys)
+	if err != nil || len(list) != clusterMaxKeys {
+		t.Fatalf("List = %d keys, %v; want %d", len(list), err, clusterMaxKeys)
 	}
 	var victim string
 	for id := range secrets {
@@ -106,13 +125,19 @@ func TestKeyringOnRedisCluster(t *testing.T) {
 	})
 	// The slot is free again, once.
 	mustCreate(t, k2, companyA, invoicing.Test, "clients:write")
+	scopes, _ := ParseScopes("invoices:read,clients:read")
 	if _, _, err := k1.Create(ctx, NewKey{CompanyID: companyA, Mode: invoicing.Live, Scopes: scopes}); !errors.Is(err, ErrKeyLimit) {
 		t.Fatalf("creation past the limit after one revocation = %v, want ErrKeyLimit", err)
 	}
+	return victim
+}
 
-	// A roll at the limit (the roll script over the company's four keys),
-	// its successor verified on the other instance, the old key expiring at
-	// the overlap's end there too.
+// clusterRollAtLimit rolls a key at the limit (the roll script over the
+// company's four keys): its successor verifies on the other instance, the
+// old key expires at the overlap's end there too, and a roll with no
+// overlap reaches the other instance through pub/sub.
+func clusterRollAtLimit(t *testing.T, c *testenv.Clock, k1, k2 *Keyring, secrets map[string]string, victim string) {
+	t.Helper()
 	var rolled string
 	for id := range secrets {
 		if id != victim {
@@ -143,9 +168,15 @@ func TestKeyringOnRedisCluster(t *testing.T) {
 		_, err := k2.Verify(ctx, r.Secret)
 		return wantErr(err, ErrExpiredKey)
 	})
-	// An expiring key stops counting once expired (the scripts' pruning).
+}
+
+// clusterExpiringKeys checks that an expiring key stops counting once
+// expired (the scripts' pruning).
+func clusterExpiringKeys(t *testing.T, c *testenv.Clock, k1, k2 *Keyring) {
+	t.Helper()
+	scopes, _ := ParseScopes("invoices:read,clients:read")
 	expiring := "00000000-0000-4000-8000-00000000ffff"
-	for range maxKeys {
+	for range clusterMaxKeys {
 		createWith(t, k1, NewKey{CompanyID: expiring, ExpiresAt: at(c.Now().Add(time.Second))})
 	}
 	if _, _, err := k1.Create(ctx, NewKey{CompanyID: expiring, Mode: invoicing.Live, Scopes: scopes}); !errors.Is(err, ErrKeyLimit) {
@@ -153,14 +184,19 @@ func TestKeyringOnRedisCluster(t *testing.T) {
 	}
 	c.Add(time.Second)
 	createWith(t, k2, NewKey{CompanyID: expiring})
+}
 
-	// Keys of many companies spread over the masters: this is a cluster at
-	// work, not one node answering everything.
+// clusterSpreadOverMasters creates keys of many companies and checks they
+// spread over the masters: this is a cluster at work, not one node
+// answering everything.
+func clusterSpreadOverMasters(t *testing.T, rdb *redis.ClusterClient, k1 *Keyring) {
+	t.Helper()
 	for i := 0; i < 12; i++ {
 		mustCreate(t, k1, fmt.Sprintf("00000000-0000-4000-8000-%012d", i), invoicing.Live, "invoices:read")
 	}
+	var mu sync.Mutex
 	used := 0
-	err = rdb.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+	err := rdb.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
 		n, err := node.DBSize(ctx).Result()
 		if n > 0 {
 			mu.Lock()

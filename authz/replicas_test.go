@@ -28,100 +28,151 @@ func TestChangesSurviveFailover(t *testing.T) {
 	t.Parallel()
 	r := testenv.RedisReplicated(t)
 	rdb := r.Client()
-	const prefix = "gw:authz:"
-	// sure waits long enough for a replica that keeps up on a busy
-	// machine; quick gives up soon on one that is held back for good.
-	sure := newRing(t, rdb, prefix, nil, func(c *Config) { c.MinReplicas, c.ReplicaTimeout = 1, 30*time.Second })
-	quick := newRing(t, rdb, prefix, nil, func(c *Config) { c.MinReplicas, c.ReplicaTimeout = 1, 200*time.Millisecond })
-	plain := newRing(t, rdb, prefix, nil, nil)
-	keys := map[string]Key{}
-	secrets := map[string]string{}
-	for _, name := range []string{"revoked", "revoked-after-lag", "unconfirmed-revoke", "plain-revoke", "created", "rolled", "unrolled"} {
-		keys[name], secrets[name] = mustCreateNamed(t, sure, name)
+	f := &failover{
+		t: t,
+		r: r,
+		// sure waits long enough for a replica that keeps up on a busy
+		// machine; quick gives up soon on one that is held back for good.
+		sure:    newRing(t, rdb, failoverPrefix, nil, func(c *Config) { c.MinReplicas, c.ReplicaTimeout = 1, 30*time.Second }),
+		quick:   newRing(t, rdb, failoverPrefix, nil, quickReplicas),
+		plain:   newRing(t, rdb, failoverPrefix, nil, nil),
+		keys:    map[string]Key{},
+		secrets: map[string]string{},
 	}
-	names := func(k *Keyring) map[string]Key {
-		t.Helper()
-		list, err := k.List(ctx, companyA)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]Key{}
-		for _, key := range list {
-			m[key.Name] = key
-		}
-		return m
+	for _, name := range []string{"revoked", "revoked-after-lag", "unconfirmed-revoke", "plain-revoke", "created", "rolled", "unrolled"} {
+		f.keys[name], f.secrets[name] = mustCreateNamed(t, f.sure, name)
 	}
 
-	// No lag: confirmed.
-	if _, _, err := sure.Revoke(ctx, keys["revoked"].ID); err != nil {
+	rolled := f.inSync()
+	f.lagEndsInTime()
+	f.lateRecordTakenBack()
+	f.heldBackForGood()
+	r.Failover()
+	f.afterFailover(rolled)
+}
+
+const failoverPrefix = "gw:authz:"
+
+// quickReplicas makes a Keyring that waits for one replica, briefly.
+func quickReplicas(c *Config) { c.MinReplicas, c.ReplicaTimeout = 1, 200*time.Millisecond }
+
+// failover is TestChangesSurviveFailover's state: the replicated Redis,
+// its Keyrings, and the keys it changes, by name.
+type failover struct {
+	t                  *testing.T
+	r                  *testenv.ReplicatedRedis
+	sure, quick, plain *Keyring
+	keys               map[string]Key
+	secrets            map[string]string
+}
+
+// names lists k's keys of company A by name.
+func (f *failover) names(k *Keyring) map[string]Key {
+	f.t.Helper()
+	list, err := k.List(ctx, companyA)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	m := map[string]Key{}
+	for _, key := range list {
+		m[key.Name] = key
+	}
+	return m
+}
+
+// inSync revokes and rolls with no lag: both confirmed. It returns the roll.
+func (f *failover) inSync() Rolled {
+	t := f.t
+	t.Helper()
+	if _, _, err := f.sure.Revoke(ctx, f.keys["revoked"].ID); err != nil {
 		t.Fatalf("revoke, replica in sync: %v", err)
 	}
-	rolled, err := sure.Roll(ctx, keys["rolled"].ID, time.Hour)
+	rolled, err := f.sure.Roll(ctx, f.keys["rolled"].ID, time.Hour)
 	if err != nil {
 		t.Fatalf("roll, replica in sync: %v", err)
 	}
+	return rolled
+}
 
-	// A lag that ends while the revocation waits: confirmed.
-	r.Link.Pause()
+// lagEndsInTime holds the replica back until a revocation is on the master,
+// then lets it go while the revocation waits: confirmed.
+func (f *failover) lagEndsInTime() {
+	t := f.t
+	t.Helper()
+	f.r.Link.Pause()
 	done := make(chan error, 1)
-	go func() { _, _, err := sure.Revoke(ctx, keys["revoked-after-lag"].ID); done <- err }()
+	go func() { _, _, err := f.sure.Revoke(ctx, f.keys["revoked-after-lag"].ID); done <- err }()
 	testenv.Eventually(t, "the revocation on the master", func() error {
-		k, err := plain.Get(ctx, keys["revoked-after-lag"].ID)
+		k, err := f.plain.Get(ctx, f.keys["revoked-after-lag"].ID)
 		if err != nil {
 			return err
 		}
 		return testenv.Want(k.State, StateRevoked, "state")
 	})
-	r.Link.Resume()
+	f.r.Link.Resume()
 	if err := <-done; err != nil {
 		t.Fatalf("revoke, lag ended within the timeout: %v", err)
 	}
+}
 
-	// A creation whose lag starts at its last write, the record, is taken
-	// back too.
-	lateRdb := r.Client()
-	late := newRing(t, lateRdb, prefix, nil, func(c *Config) { c.MinReplicas, c.ReplicaTimeout = 1, 200*time.Millisecond })
+// lateRecordTakenBack checks that a creation whose lag starts at its last
+// write, the record, is taken back too.
+func (f *failover) lateRecordTakenBack() {
+	t := f.t
+	t.Helper()
+	lateRdb := f.r.Client()
+	late := newRing(t, lateRdb, failoverPrefix, nil, quickReplicas)
 	scopes, _ := ParseScopes("invoices:read")
-	hold := holdBefore(lateRdb, r.Link, func(cmd redis.Cmder) bool { return strings.EqualFold(cmd.Name(), "hset") })
+	hold := holdBefore(lateRdb, f.r.Link, func(cmd redis.Cmder) bool { return strings.EqualFold(cmd.Name(), "hset") })
 	if _, _, err := late.Create(ctx, NewKey{CompanyID: companyA, Mode: invoicing.Live, Scopes: scopes, Name: "unconfirmed-record"}); !errors.Is(err, ErrNotReplicated) {
 		t.Fatalf("create, replica held back at the record = %v, want ErrNotReplicated", err)
 	}
 	if !hold() {
 		t.Fatal("the creation wrote no record: the lag never started")
 	}
-	r.Link.Resume()
+	f.r.Link.Resume()
+	// The record and its take-back flow on to the replica; the link is
+	// paused again next, and whatever it still held then would be lost at
+	// the failover, leaving the record without its take-back.
+	f.r.Synced()
+}
 
-	// Held back for good from here to the failover.
-	r.Link.Pause()
-	key, revoked, err := quick.Revoke(ctx, keys["unconfirmed-revoke"].ID)
+// heldBackForGood holds the replica back from here to the failover and
+// makes changes that cannot be confirmed.
+func (f *failover) heldBackForGood() {
+	t := f.t
+	t.Helper()
+	f.r.Link.Pause()
+	key, revoked, err := f.quick.Revoke(ctx, f.keys["unconfirmed-revoke"].ID)
 	if !errors.Is(err, ErrRevocationNotReplicated) || !revoked || key.State != StateRevoked {
 		t.Fatalf("revoke, replica held back = %v (revoked %v, state %q), want ErrRevocationNotReplicated with the revoked key", err, revoked, key.State)
 	}
 	if invoicing.KindOf(err) != invoicing.Unavailable || !strings.Contains(err.Error(), "revoke it again") {
 		t.Errorf("unconfirmed revocation: kind %v, message %q", invoicing.KindOf(err), err)
 	}
-	if _, err := plain.Verify(ctx, secrets["unconfirmed-revoke"]); !errors.Is(err, ErrInvalidKey) {
+	if _, err := f.plain.Verify(ctx, f.secrets["unconfirmed-revoke"]); !errors.Is(err, ErrInvalidKey) {
 		t.Errorf("an unconfirmed revocation is in effect on the master: Verify = %v", err)
 	}
 	// Revoking again, from another instance (another connection, whose
 	// WAIT would vouch for nothing it has not written), changes nothing on
 	// the master and is not confirmed either: its WAIT vouches for the
 	// first revocation.
-	retry := newRing(t, r.Client(), prefix, nil, func(c *Config) { c.MinReplicas, c.ReplicaTimeout = 1, 200*time.Millisecond })
-	if _, revoked, err := retry.Revoke(ctx, keys["unconfirmed-revoke"].ID); !errors.Is(err, ErrRevocationNotReplicated) || revoked {
+	retry := newRing(t, f.r.Client(), failoverPrefix, nil, quickReplicas)
+	if _, revoked, err := retry.Revoke(ctx, f.keys["unconfirmed-revoke"].ID); !errors.Is(err, ErrRevocationNotReplicated) || revoked {
 		t.Fatalf("revoke again, replica held back = %v (revoked %v), want ErrRevocationNotReplicated", err, revoked)
 	}
-	if _, _, err := plain.Revoke(ctx, keys["plain-revoke"].ID); err != nil {
+	if _, _, err := f.plain.Revoke(ctx, f.keys["plain-revoke"].ID); err != nil {
 		t.Fatalf("revoke without MinReplicas: %v", err)
 	}
 	// A creation and a roll whose first write is unconfirmed are taken back.
-	if _, secret, err := quick.Create(ctx, NewKey{CompanyID: companyA, Mode: invoicing.Live, Scopes: scopes, Name: "unconfirmed-create"}); !errors.Is(err, ErrNotReplicated) || secret != "" {
+	scopes, _ := ParseScopes("invoices:read")
+	if _, secret, err := f.quick.Create(ctx, NewKey{CompanyID: companyA, Mode: invoicing.Live, Scopes: scopes, Name: "unconfirmed-create"}); !errors.Is(err, ErrNotReplicated) || secret != "" {
 		t.Fatalf("create, replica held back = %v (secret given: %v), want ErrNotReplicated", err, secret != "")
 	}
-	if _, err := quick.Roll(ctx, keys["unrolled"].ID, time.Hour); !errors.Is(err, ErrNotReplicated) {
+	if _, err := f.quick.Roll(ctx, f.keys["unrolled"].ID, time.Hour); !errors.Is(err, ErrNotReplicated) {
 		t.Fatalf("roll, replica held back = %v, want ErrNotReplicated", err)
 	}
-	now := names(plain)
+	now := f.names(f.plain)
 	for _, name := range []string{"unconfirmed-create", "unconfirmed-record"} {
 		if _, ok := now[name]; ok {
 			t.Errorf("the unconfirmed creation %q was not taken back", name)
@@ -130,9 +181,14 @@ func TestChangesSurviveFailover(t *testing.T) {
 	if k := now["unrolled"]; k.ReplacedBy != "" || k.ExpiresAt != nil {
 		t.Errorf("the unconfirmed roll was not taken back: %+v", k)
 	}
+}
 
-	r.Failover()
-	fresh := newRing(t, r.Client(), prefix, nil, nil)
+// afterFailover checks, through fresh Keyrings on the promoted master,
+// which changes survived.
+func (f *failover) afterFailover(rolled Rolled) {
+	t := f.t
+	t.Helper()
+	fresh := newRing(t, f.r.Client(), failoverPrefix, nil, nil)
 	for name, want := range map[string]error{
 		"revoked":            ErrInvalidKey, // confirmed
 		"revoked-after-lag":  ErrInvalidKey, // confirmed once the lag ended
@@ -142,14 +198,14 @@ func TestChangesSurviveFailover(t *testing.T) {
 		"plain-revoke":       nil,           // reported done without MinReplicas, lost
 		"unconfirmed-revoke": nil,           // reported unconfirmed, lost
 	} {
-		if _, err := fresh.Verify(ctx, secrets[name]); !errors.Is(err, want) {
+		if _, err := fresh.Verify(ctx, f.secrets[name]); !errors.Is(err, want) {
 			t.Errorf("after the failover, key %q: Verify = %v, want %v", name, err, want)
 		}
 	}
 	if k, err := fresh.Verify(ctx, rolled.Secret); err != nil || k.ID != rolled.New.ID {
 		t.Errorf("after the failover, the confirmed roll's successor: %v", err)
 	}
-	after := names(fresh)
+	after := f.names(fresh)
 	if after["rolled"].ReplacedBy != rolled.New.ID {
 		t.Errorf("after the failover, the rolled key is not replaced: %+v", after["rolled"])
 	}
@@ -160,11 +216,11 @@ func TestChangesSurviveFailover(t *testing.T) {
 	}
 	// The promoted master has no replica: a revocation is in effect but
 	// cannot be confirmed, and says so.
-	again := newRing(t, r.Client(), prefix, nil, func(c *Config) { c.MinReplicas, c.ReplicaTimeout = 1, 200*time.Millisecond })
-	if _, _, err := again.Revoke(ctx, keys["unconfirmed-revoke"].ID); !errors.Is(err, ErrRevocationNotReplicated) {
+	again := newRing(t, f.r.Client(), failoverPrefix, nil, quickReplicas)
+	if _, _, err := again.Revoke(ctx, f.keys["unconfirmed-revoke"].ID); !errors.Is(err, ErrRevocationNotReplicated) {
 		t.Fatalf("revoke on a master without replicas = %v, want ErrRevocationNotReplicated", err)
 	}
-	if _, err := newRing(t, r.Client(), prefix, nil, nil).Verify(ctx, secrets["unconfirmed-revoke"]); !errors.Is(err, ErrInvalidKey) {
+	if _, err := newRing(t, f.r.Client(), failoverPrefix, nil, nil).Verify(ctx, f.secrets["unconfirmed-revoke"]); !errors.Is(err, ErrInvalidKey) {
 		t.Errorf("the unconfirmed revocation is not in effect: %v", err)
 	}
 }

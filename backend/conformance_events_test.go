@@ -17,6 +17,26 @@ func testEventChanges(t *testing.T, s *backend.Store) {
 	ctx := context.Background()
 	all := invoicing.ChangeQuery{Companies: []string{coA}, From: ts("2025-01-01T00:00:00Z"), To: ts("2027-01-01T00:00:00Z"), Limit: 1000}
 
+	invs := checkChangedInvoices(ctx, t, s, all)
+	checkChangedInvoicePages(ctx, t, s, all, invs)
+	checkChangeWindow(ctx, t, s, all, invs[0].At)
+	checkOverdueInvoices(ctx, t, s)
+	checkChangedTransmissions(ctx, t, s, all)
+	checkChangedClients(ctx, t, s, all)
+
+	now, err := s.DatabaseNow(ctx)
+	if err != nil || now.IsZero() {
+		t.Fatalf("DatabaseNow: %v, %v", now, err)
+	}
+	if s.Engine() == "postgres" && time.Until(now).Abs() > time.Minute {
+		t.Errorf("PostgreSQL's clock %v is far from this process's", now)
+	}
+}
+
+// checkChangedInvoices reads all of company A's changed invoices and checks
+// each is as GET answers it, in (time, id) order. It returns them.
+func checkChangedInvoices(ctx context.Context, t *testing.T, s *backend.Store, all invoicing.ChangeQuery) []invoicing.Changed[invoicing.Invoice] {
+	t.Helper()
 	invs, err := s.ChangedInvoices(ctx, all)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +62,13 @@ func testEventChanges(t *testing.T, s *backend.Store) {
 			t.Fatalf("out of (time, id) order at %d", i)
 		}
 	}
-	// Pages of 7 from each page's last position give the same list.
+	return invs
+}
+
+// checkChangedInvoicePages checks that pages of 7 from each page's last
+// position give the same list as the whole read, invs.
+func checkChangedInvoicePages(ctx context.Context, t *testing.T, s *backend.Store, all invoicing.ChangeQuery, invs []invoicing.Changed[invoicing.Invoice]) {
+	t.Helper()
 	var paged []string
 	q := all
 	q.Limit = 7
@@ -67,8 +93,12 @@ func testEventChanges(t *testing.T, s *backend.Store) {
 	if !slices.Equal(paged, whole) {
 		t.Errorf("pages of 7 gave %d ids, the whole list %d", len(paged), len(whole))
 	}
-	// The window's end is excluded, its start included.
-	at := invs[0].At
+}
+
+// checkChangeWindow checks that the window's end is excluded, its start
+// included (at is a change's time), and that the companies are respected.
+func checkChangeWindow(ctx context.Context, t *testing.T, s *backend.Store, all invoicing.ChangeQuery, at time.Time) {
+	t.Helper()
 	if got, _ := s.ChangedInvoices(ctx, invoicing.ChangeQuery{Companies: []string{coA}, From: at, To: at, Limit: 10}); len(got) != 0 {
 		t.Errorf("an empty window gave %d", len(got))
 	}
@@ -81,8 +111,12 @@ func testEventChanges(t *testing.T, s *backend.Store) {
 	if _, err := s.ChangedInvoices(ctx, invoicing.ChangeQuery{Companies: []string{"nope"}, From: all.From, To: all.To, Limit: 10}); err == nil {
 		t.Error("a malformed company id was accepted")
 	}
+}
 
-	// Overdue on the fixtures' day: the issued FT and ND due before it.
+// checkOverdueInvoices checks the overdue invoices on the fixtures' day:
+// the issued FT and ND due before it.
+func checkOverdueInvoices(ctx context.Context, t *testing.T, s *backend.Store) {
+	t.Helper()
 	today := fixedNow.In(luanda()).Format("2006-01-02")
 	over, err := s.OverdueInvoices(ctx, invoicing.OverdueQuery{Companies: []string{coA, coB}, From: "2026-01-01", To: today, Limit: 100})
 	if err != nil {
@@ -101,8 +135,12 @@ func testEventChanges(t *testing.T, s *backend.Store) {
 	if page, _ := s.OverdueInvoices(ctx, invoicing.OverdueQuery{Companies: []string{coA}, From: "2026-01-01", To: today, AfterID: over[0].Resource.ID, Limit: 100}); len(page) != len(over)-1 {
 		t.Errorf("after the first, %d of %d", len(page), len(over))
 	}
+}
 
-	// Transmissions: each submission's documents, at the later of its times.
+// checkChangedTransmissions checks each submission's documents, at the
+// later of its times.
+func checkChangedTransmissions(ctx context.Context, t *testing.T, s *backend.Store, all invoicing.ChangeQuery) {
+	t.Helper()
 	trs, err := s.ChangedTransmissions(ctx, all)
 	if err != nil {
 		t.Fatal(err)
@@ -122,8 +160,12 @@ func testEventChanges(t *testing.T, s *backend.Store) {
 	if got, _ := s.ChangedTransmissions(ctx, late); len(got) != 1 || got[0].Resource.ID != docFT || !got[0].At.Equal(ts("2026-03-02T11:00:00.25Z")) {
 		t.Errorf("AGT's answer at its checked_at: %+v", got)
 	}
+}
 
-	// Clients: the live ones, as GET answers them.
+// checkChangedClients checks the changed clients: the live ones, as GET
+// answers them.
+func checkChangedClients(ctx context.Context, t *testing.T, s *backend.Store, all invoicing.ChangeQuery) {
+	t.Helper()
 	cls, err := s.ChangedClients(ctx, all)
 	if err != nil {
 		t.Fatal(err)
@@ -139,14 +181,6 @@ func testEventChanges(t *testing.T, s *backend.Store) {
 	}
 	if len(cls) < 8 {
 		t.Errorf("%d clients", len(cls))
-	}
-
-	now, err := s.DatabaseNow(ctx)
-	if err != nil || now.IsZero() {
-		t.Fatalf("DatabaseNow: %v, %v", now, err)
-	}
-	if s.Engine() == "postgres" && time.Until(now).Abs() > time.Minute {
-		t.Errorf("PostgreSQL's clock %v is far from this process's", now)
 	}
 }
 

@@ -81,6 +81,8 @@ func doc(id, co, typ string, seq int, state string, issued *time.Time, due *stri
 	}
 }
 
+// liveFixtures is the live database: the precise rows and the pagination
+// company.
 func liveFixtures() *g.Dataset {
 	d := &g.Dataset{
 		Companies: []g.Company{
@@ -90,14 +92,24 @@ func liveFixtures() *g.Dataset {
 			{ID: coW, LegalName: "Empresa W Lda", NIF: "5000000004", Status: "active", CreatedAt: ts("2025-01-01T00:00:00Z")},
 			{ID: coSusp, LegalName: "Empresa Suspensa", NIF: "5000000005", Status: "suspended", CreatedAt: ts("2025-01-01T00:00:00Z")},
 		},
+		Customers:   liveCustomers(),
+		Documents:   liveDocuments(),
+		Submissions: liveSubmissions(),
 	}
+	d.Customers = append(d.Customers, pagCustomers()...)
+	d.Documents = append(d.Documents, pagDocuments()...)
+	return d
+}
+
+// liveCustomers are the live database's clients of companies A, B and W.
+func liveCustomers() []g.Customer {
 	full := customer(cliCompany, coA, "Sonangol Distribuição SA", p("5417001234"), p("+244923456789"), p("C"), "2026-01-05T10:00:00.120Z")
 	full.Email, full.Address = p("geral@sonangol.example"), p("Rua Rainha Ginga 29, Luanda")
 	deleted := customer(cliDeleted, coA, "Apagado Lda", p("5417005555"), nil, p("C"), "2026-01-20T00:00:00Z")
 	deleted.DeletedAt = tsp("2026-02-01T00:00:00Z")
 	wDeleted := customer(cliWDeleted, coW, "Antigo Cliente", p("5999000002"), nil, p("C"), "2026-01-01T00:00:00Z")
 	wDeleted.DeletedAt = tsp("2026-02-01T00:00:00Z")
-	d.Customers = []g.Customer{
+	return []g.Customer{
 		full,
 		customer(cliIndiv, coA, "João Manuel", p("000238553ca017"), p("923456780"), p("I"), "2026-01-06T08:30:15.5Z"),
 		customer(cliNullKind, coA, "Maria 100% Santos_Lda", nil, p("923 456 781"), nil, "2026-01-07T00:00:00Z"),
@@ -111,7 +123,10 @@ func liveFixtures() *g.Dataset {
 		customer(cliWTyped, coW, "Já Existe", p("5999 000 001"), nil, p("C"), "2026-01-01T00:00:00Z"),
 		wDeleted,
 	}
+}
 
+// liveDocuments are the live database's documents of companies A and B.
+func liveDocuments() []g.Document {
 	ft := doc(docFT, coA, "FT", 137, "issued", tsp("2026-03-01T09:15:02.120Z"), p("2026-03-31"), "1500.00")
 	ft.Lines = []g.Line{
 		{LineNo: 1, Description: "Consultoria", Quantity: "2.000", UnitPrice: "750.0000", TaxRate: "14.00", LineTotal: "1500.00"},
@@ -124,7 +139,7 @@ func liveFixtures() *g.Dataset {
 	nc.RelatedID = p(docFT)
 	anon := doc(docAnon, coA, "FS", 2, "paid", tsp("2026-03-02T12:00:00Z"), nil, "250.50")
 	anon.CustomerID, anon.CustomerName, anon.CustomerNIF = nil, "Consumidor final", p("999999999")
-	d.Documents = []g.Document{
+	docs := []g.Document{
 		ft,
 		doc(docOverdue, coA, "FT", 138, "issued", tsp("2026-02-20T10:00:00Z"), p("2026-03-09"), "200.00"),
 		doc(docDueNow, coA, "FT", 139, "issued", tsp("2026-02-21T10:00:00Z"), p("2026-03-10"), "300.00"),
@@ -145,10 +160,14 @@ func liveFixtures() *g.Dataset {
 		doc(docFSLate, coA, "FS", 3, "issued", tsp("2026-02-06T10:00:00Z"), p("2026-02-07"), "91.00"),
 		doc(docB, coB, "FT", 1, "issued", tsp("2026-03-01T10:00:00Z"), nil, "999.00"),
 	}
-	d.Documents[len(d.Documents)-1].CustomerID = p(cliB)
+	docs[len(docs)-1].CustomerID = p(cliB)
+	return docs
+}
 
+// liveSubmissions are company A's submissions to AGT.
+func liveSubmissions() []g.Submission {
 	errs := `[{"idError": "E11", "descriptionError": "NIF do adquirente inválido"}, {"idError": "E20", "descriptionError": "Data de emissão fora do período"}]`
-	d.Submissions = []g.Submission{
+	return []g.Submission{
 		// docFT: rejected, corrected, then valid: the newest counts.
 		{ID: "31000000-0000-4000-8000-000000000001", CompanyID: coA, RequestID: p("REQ-1"), SubmittedAt: ts("2026-03-01T10:00:00Z"),
 			CheckedAt: tsp("2026-03-01T11:00:00Z"), ResultCode: g.Ptr[int16](0),
@@ -168,9 +187,6 @@ func liveFixtures() *g.Dataset {
 		{ID: "31000000-0000-4000-8000-000000000006", CompanyID: coA, RequestID: p("REQ-6"), SubmittedAt: ts("2026-03-04T10:00:00Z"),
 			Documents: []g.SubmissionDocument{{DocumentID: docPF, Status: p("V")}}},
 	}
-	d.Customers = append(d.Customers, pagCustomers()...)
-	d.Documents = append(d.Documents, pagDocuments()...)
-	return d
 }
 
 // sandboxFixtures share the companies' ids but none of the live rows.

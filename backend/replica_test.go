@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/backend"
+	g "github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
@@ -28,42 +29,16 @@ func testReadReplica(t *testing.T, mk newDB) {
 	load(t, primaryURL, liveFixtures())
 	load(t, replicaURL, liveFixtures())
 	clock := testenv.NewClock(fixedNow)
-	open := func(cfg backend.Config) *backend.Store {
-		t.Helper()
-		cfg.Now = clock.Now
-		s, err := backend.Open(ctx, cfg)
-		if err != nil {
-			t.Fatalf("open: %v", err)
-		}
-		t.Cleanup(s.Close)
-		return s
-	}
 	const window = 5 * time.Second
-	s := open(backend.Config{URL: primaryURL, ReplicaURL: replicaURL, ReadYourWritesWindow: window})
-	other := open(backend.Config{URL: primaryURL, ReplicaURL: replicaURL}) // another gateway instance
-	onPrimary, onReplica := open(backend.Config{URL: primaryURL}), open(backend.Config{URL: replicaURL})
-
-	count := func(st *backend.Store, company, search string) int64 {
-		t.Helper()
-		p, err := st.ListClients(ctx, company, invoicing.ClientFilter{Search: search, Page: 1, PageSize: 10})
-		if err != nil {
-			t.Fatalf("list %s: %v", search, err)
-		}
-		return p.Total
-	}
-	create := func(st *backend.Store, company, name string) invoicing.Client {
-		t.Helper()
-		c, err := st.CreateClient(ctx, company, invoicing.NewClient{Name: name})
-		if err != nil {
-			t.Fatalf("create %s: %v", name, err)
-		}
-		return c
-	}
+	s := openReplicated(t, backend.Config{URL: primaryURL, ReplicaURL: replicaURL, ReadYourWritesWindow: window}, clock.Now)
+	other := openReplicated(t, backend.Config{URL: primaryURL, ReplicaURL: replicaURL}, clock.Now) // another gateway instance
+	onPrimary := openReplicated(t, backend.Config{URL: primaryURL}, clock.Now)
+	onReplica := openReplicated(t, backend.Config{URL: replicaURL}, clock.Now)
 
 	// Rows only the replica has: reads that find them went to the replica.
-	inReplicaA := create(onReplica, coA, "Replica Only A")
-	create(onReplica, coB, "Replica Only B")
-	if n := count(s, coA, "Replica Only A"); n != 1 {
+	inReplicaA := createNamedClient(t, onReplica, coA, "Replica Only A")
+	createNamedClient(t, onReplica, coB, "Replica Only B")
+	if n := countClients(t, s, coA, "Replica Only A"); n != 1 {
 		t.Fatalf("list before any write: %d replica-only clients, want 1 (reads must go to the replica)", n)
 	}
 	if c, err := s.GetClient(ctx, coA, inReplicaA.ID); err != nil || c.ID != inReplicaA.ID {
@@ -71,7 +46,7 @@ func testReadReplica(t *testing.T, mk newDB) {
 	}
 
 	// A create goes to the primary only.
-	fresh := create(s, coA, "Fresh Client")
+	fresh := createNamedClient(t, s, coA, "Fresh Client")
 	if _, err := onPrimary.GetClient(ctx, coA, fresh.ID); err != nil {
 		t.Fatalf("created client not in the primary: %v", err)
 	}
@@ -79,19 +54,63 @@ func testReadReplica(t *testing.T, mk newDB) {
 		t.Fatalf("created client in the replica (%v): the test replica must never receive writes", err)
 	}
 
+	checkReadYourWrites(t, s, other, fresh)
+	// Once the window closes, lists go back to the replica.
+	clock.Add(window)
+	checkAfterReadYourWrites(t, s, onPrimary, fresh)
+}
+
+// openReplicated opens a Store with cfg on the time now tells, closed when
+// the test ends.
+func openReplicated(t *testing.T, cfg backend.Config, now func() time.Time) *backend.Store {
+	t.Helper()
+	cfg.Now = now
+	s, err := backend.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// countClients is the total of company's clients whose name matches search.
+func countClients(t *testing.T, st *backend.Store, company, search string) int64 {
+	t.Helper()
+	p, err := st.ListClients(context.Background(), company, invoicing.ClientFilter{Search: search, Page: 1, PageSize: 10})
+	if err != nil {
+		t.Fatalf("list %s: %v", search, err)
+	}
+	return p.Total
+}
+
+// createNamedClient creates a client of company with only a name.
+func createNamedClient(t *testing.T, st *backend.Store, company, name string) invoicing.Client {
+	t.Helper()
+	c, err := st.CreateClient(context.Background(), company, invoicing.NewClient{Name: name})
+	if err != nil {
+		t.Fatalf("create %s: %v", name, err)
+	}
+	return c
+}
+
+// checkReadYourWrites checks, right after s created fresh, that s reads
+// it back at once and that another instance (other) finds it by id.
+func checkReadYourWrites(t *testing.T, s, other *backend.Store, fresh invoicing.Client) {
+	t.Helper()
+	ctx := context.Background()
 	// Read-your-writes: get and list see it at once...
 	if c, err := s.GetClient(ctx, coA, fresh.ID); err != nil || c != fresh {
 		t.Fatalf("get right after create = %+v, %v; want %+v", c, err, fresh)
 	}
-	if n := count(s, coA, "Fresh Client"); n != 1 {
+	if n := countClients(t, s, coA, "Fresh Client"); n != 1 {
 		t.Fatalf("list right after create: %d, want 1", n)
 	}
 	// ...because the company's lists now come from the primary,
-	if n := count(s, coA, "Replica Only A"); n != 0 {
+	if n := countClients(t, s, coA, "Replica Only A"); n != 0 {
 		t.Fatalf("list after create still read the replica (%d replica-only rows)", n)
 	}
 	// while other companies still read the replica.
-	if n := count(s, coB, "Replica Only B"); n != 1 {
+	if n := countClients(t, s, coB, "Replica Only B"); n != 1 {
 		t.Fatalf("another company's list left the replica: %d", n)
 	}
 
@@ -101,14 +120,18 @@ func testReadReplica(t *testing.T, mk newDB) {
 	if c, err := other.GetClient(ctx, coA, fresh.ID); err != nil || c.ID != fresh.ID {
 		t.Fatalf("get on another instance = %v, %v", c.ID, err)
 	}
-	if n := count(other, coA, "Fresh Client"); n != 0 {
+	if n := countClients(t, other, coA, "Fresh Client"); n != 0 {
 		t.Fatalf("another instance's list read the primary (%d): lists should go to the replica", n)
 	}
+}
 
-	// Once the window closes, lists go back to the replica; a get still
-	// finds the client through the primary.
-	clock.Add(window)
-	if n := count(s, coA, "Replica Only A"); n != 1 {
+// checkAfterReadYourWrites checks s once its read-your-writes window has
+// closed: lists read the replica again, a get still finds the client
+// through the primary, and invoices answer as without a replica.
+func checkAfterReadYourWrites(t *testing.T, s, onPrimary *backend.Store, fresh invoicing.Client) {
+	t.Helper()
+	ctx := context.Background()
+	if n := countClients(t, s, coA, "Replica Only A"); n != 1 {
 		t.Fatalf("list after the window: %d replica-only rows, want 1", n)
 	}
 	if c, err := s.GetClient(ctx, coA, fresh.ID); err != nil || c.ID != fresh.ID {
@@ -157,48 +180,16 @@ func testReplicaReadsByFreshness(t *testing.T, mk newDB) {
 	ctx := context.Background()
 	primaryURL, replicaURL := mk(t), mk(t)
 	load(t, primaryURL, liveFixtures())
-	copyOf := liveFixtures()
-	const replicaName = "Nome Na Réplica"
-	for i := range copyOf.Companies {
-		if copyOf.Companies[i].ID == coA {
-			copyOf.Companies[i].LegalName = replicaName
-		}
-	}
-	for i := range copyOf.Documents {
-		if copyOf.Documents[i].ID == docFT {
-			copyOf.Documents[i].CustomerName = replicaName
-		}
-	}
-	load(t, replicaURL, copyOf)
-	open := func(cfg backend.Config) *backend.Store {
-		t.Helper()
-		cfg.Now = func() time.Time { return fixedNow }
-		s, err := backend.Open(ctx, cfg)
-		if err != nil {
-			t.Fatalf("open: %v", err)
-		}
-		t.Cleanup(s.Close)
-		return s
-	}
-	s := open(backend.Config{URL: primaryURL, ReplicaURL: replicaURL})
-	other := open(backend.Config{URL: primaryURL, ReplicaURL: replicaURL}) // another instance
-	onReplica := open(backend.Config{URL: replicaURL})
+	load(t, replicaURL, replicaRenamed())
+	now := func() time.Time { return fixedNow }
+	s := openReplicated(t, backend.Config{URL: primaryURL, ReplicaURL: replicaURL}, now)
+	other := openReplicated(t, backend.Config{URL: primaryURL, ReplicaURL: replicaURL}, now) // another instance
+	onReplica := openReplicated(t, backend.Config{URL: replicaURL}, now)
 
-	list := func(search string) invoicing.Page[invoicing.Client] {
-		t.Helper()
-		p, err := s.ListClients(ctx, coA, invoicing.ClientFilter{Search: search, Page: 1, PageSize: 10})
-		if err != nil {
-			t.Fatalf("list %s: %v", search, err)
-		}
-		if p.Total != int64(len(p.Data)) {
-			t.Fatalf("list %q: total %d, %d rows: the count and the page read different copies", search, p.Total, len(p.Data))
-		}
-		return p
-	}
 	if _, err := onReplica.CreateClient(ctx, coA, invoicing.NewClient{Name: "Replica Only"}); err != nil {
 		t.Fatal(err)
 	}
-	if p := list("Replica Only"); len(p.Data) != 1 {
+	if p := listOneCopy(t, s, "Replica Only"); len(p.Data) != 1 {
 		t.Fatalf("list before any write: %d replica-only clients, want 1", len(p.Data))
 	}
 
@@ -220,13 +211,71 @@ func testReplicaReadsByFreshness(t *testing.T, mk newDB) {
 
 	// Within the company's window its client lists read the primary, count
 	// and page alike...
-	if p := list("Fresh Client"); len(p.Data) != 1 || p.Data[0] != created {
+	if p := listOneCopy(t, s, "Fresh Client"); len(p.Data) != 1 || p.Data[0] != created {
 		t.Fatalf("list right after create: %+v", p.Data)
 	}
-	if p := list("Replica Only"); len(p.Data) != 0 {
+	if p := listOneCopy(t, s, "Replica Only"); len(p.Data) != 0 {
 		t.Fatalf("list after create read the replica: %+v", p.Data)
 	}
 	// ...while its invoices and the company itself still read the replica.
+	checkInvoicesReadReplica(t, s)
+	// The events' detector reads the primary: a replica behind would let it
+	// pass a change.
+	changed, err := s.ChangedInvoices(ctx, invoicing.ChangeQuery{Companies: []string{coA},
+		From: ts("2025-01-01T00:00:00Z"), To: ts("2027-01-01T00:00:00Z"), Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range changed {
+		if c.Resource.ID == docFT && c.Resource.Customer.Name == replicaName {
+			t.Fatal("the events' reads went to the replica")
+		}
+	}
+	if len(changed) == 0 {
+		t.Fatal("no changed invoices")
+	}
+}
+
+// replicaName is the name the replica's copy gives company A and docFT's
+// customer, so that a read shows which copy it went to.
+const replicaName = "Nome Na Réplica"
+
+// replicaRenamed is the live fixtures with company A and docFT's customer
+// named replicaName.
+func replicaRenamed() *g.Dataset {
+	copyOf := liveFixtures()
+	for i := range copyOf.Companies {
+		if copyOf.Companies[i].ID == coA {
+			copyOf.Companies[i].LegalName = replicaName
+		}
+	}
+	for i := range copyOf.Documents {
+		if copyOf.Documents[i].ID == docFT {
+			copyOf.Documents[i].CustomerName = replicaName
+		}
+	}
+	return copyOf
+}
+
+// listOneCopy lists company A's clients matching search on s, and checks
+// the count and the page read the same copy.
+func listOneCopy(t *testing.T, s *backend.Store, search string) invoicing.Page[invoicing.Client] {
+	t.Helper()
+	p, err := s.ListClients(context.Background(), coA, invoicing.ClientFilter{Search: search, Page: 1, PageSize: 10})
+	if err != nil {
+		t.Fatalf("list %s: %v", search, err)
+	}
+	if p.Total != int64(len(p.Data)) {
+		t.Fatalf("list %q: total %d, %d rows: the count and the page read different copies", search, p.Total, len(p.Data))
+	}
+	return p
+}
+
+// checkInvoicesReadReplica checks that s reads company A's invoices and the
+// company itself from the replica (replicaRenamed) after a create.
+func checkInvoicesReadReplica(t *testing.T, s *backend.Store) {
+	t.Helper()
+	ctx := context.Background()
 	inv, err := s.GetInvoice(ctx, coA, docFT)
 	if err != nil || inv.Customer.Name != replicaName {
 		t.Fatalf("get invoice after a create: %q, %v; want the replica's %q", inv.Customer.Name, err, replicaName)
@@ -246,20 +295,5 @@ func testReplicaReadsByFreshness(t *testing.T, mk newDB) {
 	}
 	if c, err := s.Company(ctx, coA); err != nil || c.Name != replicaName {
 		t.Fatalf("company after a create: %q, %v; want the replica's %q", c.Name, err, replicaName)
-	}
-	// The events' detector reads the primary: a replica behind would let it
-	// pass a change.
-	changed, err := s.ChangedInvoices(ctx, invoicing.ChangeQuery{Companies: []string{coA},
-		From: ts("2025-01-01T00:00:00Z"), To: ts("2027-01-01T00:00:00Z"), Limit: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range changed {
-		if c.Resource.ID == docFT && c.Resource.Customer.Name == replicaName {
-			t.Fatal("the events' reads went to the replica")
-		}
-	}
-	if len(changed) == 0 {
-		t.Fatal("no changed invoices")
 	}
 }

@@ -25,8 +25,19 @@ func TestOperations(t *testing.T) {
 	t.Parallel()
 	g := startGateway(t)
 	a := g.api(t, client.Config{})
-	ctx := context.Background()
 
+	checkInvoiceOperations(t, a)
+	checkClientWalk(t, a)
+	in, created := checkCreateClient(t, a)
+	checkProblems(t, g, a, in, created)
+}
+
+// checkInvoiceOperations lists, walks and gets invoices: every invoice once
+// in the API's order, money exact, the status filter kept, a walk stopped
+// early.
+func checkInvoiceOperations(t *testing.T, a *client.API) {
+	t.Helper()
+	ctx := context.Background()
 	first, err := a.ListInvoices(ctx, client.ListInvoicesParams{PageSize: ptr(5)})
 	if err != nil {
 		t.Fatal(err)
@@ -86,10 +97,14 @@ func TestOperations(t *testing.T) {
 	if inv.Id != all[0].Id || inv.Number != all[0].Number || inv.Transmission.Status == "" {
 		t.Fatalf("get invoice: %+v", inv)
 	}
+}
 
-	// A walk by cursor, 3 a page, while a client is created: each client of
-	// the start once, the new one (newest first: before the walk's position)
-	// not at all.
+// checkClientWalk walks the clients by cursor, 3 a page, while a client is
+// created: each client of the start once, the new one (newest first: before
+// the walk's position) not at all.
+func checkClientWalk(t *testing.T, a *client.API) {
+	t.Helper()
+	ctx := context.Background()
 	cp, err := a.ListClients(ctx, client.ListClientsParams{PageSize: ptr(1)})
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +127,13 @@ func TestOperations(t *testing.T) {
 	if len(walked) != cp.Total {
 		t.Fatalf("walked %d clients, %d when the walk began", len(walked), cp.Total)
 	}
+}
 
+// checkCreateClient creates a client with a NIF and gets it back. It
+// returns the input and the client created.
+func checkCreateClient(t *testing.T, a *client.API) (client.ClientInput, *client.ClientRecord) {
+	t.Helper()
+	ctx := context.Background()
 	in := client.ClientInput{Name: "Kianda Comércio Lda", Nif: ptr("541 700 9999"), Phone: ptr("+244 923 456 789"), Type: ptr(client.COMPANY)}
 	created, err := a.CreateClient(ctx, in)
 	if err != nil {
@@ -125,9 +146,15 @@ func TestOperations(t *testing.T) {
 	if err != nil || got.Name != created.Name || !got.CreatedAt.Equal(created.CreatedAt) {
 		t.Fatalf("get client: %+v, %v", got, err)
 	}
+	return in, created
+}
 
-	// Errors are *Problem, through any wrapping, with the document's codes.
-	_, err = a.CreateClient(ctx, in)
+// checkProblems checks that errors are *Problem, through any wrapping, with
+// the document's codes; in is the input that created created.
+func checkProblems(t *testing.T, g *testGateway, a *client.API, in client.ClientInput, created *client.ClientRecord) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := a.CreateClient(ctx, in)
 	if p := expectProblem(t, fmt.Errorf("saving: %w", err), 409, client.ProblemCodeNifConflict); p.ExistingClientId == nil || *p.ExistingClientId != created.Id {
 		t.Errorf("nif_conflict names %v, want the client made first, %v", p.ExistingClientId, created.Id)
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
@@ -27,17 +29,6 @@ func TestLimiterOnRedisCluster(t *testing.T) {
 	l1 := newLimiter(Config{Redis: rdb, Prefix: prefix, Logger: discard(), LiveDefault: Limit{Rate: 0.01, Burst: 5}})
 	l2 := newLimiter(Config{Redis: rdb, Prefix: prefix, Logger: discard(), LiveDefault: Limit{Rate: 0.01, Burst: 5}})
 
-	allowed := func(l *Limiter, company string, mode invoicing.Mode) bool {
-		t.Helper()
-		d, err := l.Allow(ctx, company, mode)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d.Local {
-			t.Fatalf("decision made locally: Redis Cluster refused the script")
-		}
-		return d.Allowed
-	}
 	// Two instances share one budget of 5 per company.
 	for _, company := range []string{"acme", "globex", "initech"} {
 		n := 0
@@ -46,7 +37,7 @@ func TestLimiterOnRedisCluster(t *testing.T) {
 			if i%2 == 1 {
 				l = l2
 			}
-			if allowed(l, company, invoicing.Live) {
+			if allowedByRedis(t, l, company, invoicing.Live) {
 				n++
 			}
 		}
@@ -55,7 +46,31 @@ func TestLimiterOnRedisCluster(t *testing.T) {
 		}
 	}
 
-	// An override set through one instance is what the other applies next.
+	clusterOverrides(t, l1, l2)
+	clusterSharedRound(t, l1)
+	clusterLeasedLimit(t, rdb, prefix, l1, l2)
+}
+
+// allowedByRedis is l's decision for company in mode, which must come from
+// Redis: a local one would hide a CROSSSLOT refusal.
+func allowedByRedis(t *testing.T, l *Limiter, company string, mode invoicing.Mode) bool {
+	t.Helper()
+	d, err := l.Allow(context.Background(), company, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Local {
+		t.Fatalf("decision made locally: Redis Cluster refused the script")
+	}
+	return d.Allowed
+}
+
+// clusterOverrides checks that an override set through one instance is
+// what the other applies next, read one company or many at a time, and
+// reset.
+func clusterOverrides(t *testing.T, l1, l2 *Limiter) {
+	t.Helper()
+	ctx := context.Background()
 	if err := l1.SetLimit(ctx, "acme", invoicing.Test, Limit{Rate: 0.01, Burst: 2}); err != nil {
 		t.Fatalf("SetLimit: %v", err)
 	}
@@ -65,7 +80,7 @@ func TestLimiterOnRedisCluster(t *testing.T) {
 	}
 	pattern := ""
 	for i := 0; i < 4; i++ {
-		pattern += fmt.Sprint(allowed(l2, "acme", invoicing.Test), " ")
+		pattern += fmt.Sprint(allowedByRedis(t, l2, "acme", invoicing.Test), " ")
 	}
 	if pattern != "true true false false " {
 		t.Errorf("TEST decisions under burst 2: %s", pattern)
@@ -79,9 +94,13 @@ func TestLimiterOnRedisCluster(t *testing.T) {
 	if got, err := l1.Limits(ctx, "acme"); err != nil || got.TestCustom {
 		t.Fatalf("Limits after reset = %+v, %v", got, err)
 	}
+}
 
-	// One round holding several companies' decisions (concurrent requests):
-	// the batcher makes one script call per company, each within one slot.
+// clusterSharedRound runs one round holding several companies' decisions
+// (concurrent requests): the batcher makes one script call per company,
+// each within one slot.
+func clusterSharedRound(t *testing.T, l1 *Limiter) {
+	t.Helper()
 	calls := map[string][]*waiter{}
 	for _, company := range []string{"umbrella", "hooli", "vandelay"} {
 		calls[company] = waitFor(l1, company, invoicing.Live, 8)
@@ -102,9 +121,14 @@ func TestLimiterOnRedisCluster(t *testing.T) {
 			t.Errorf("%s: %d of 8 admitted in one round, want the burst of 5", company, n)
 		}
 	}
+}
 
-	// A leased limit: the instances key joins the company's slot, and two
-	// instances together admit no more than the bucket gives.
+// clusterLeasedLimit checks a leased limit: the instances key joins the
+// company's slot, and two instances together admit no more than the bucket
+// gives.
+func clusterLeasedLimit(t *testing.T, rdb *redis.ClusterClient, prefix string, l1, l2 *Limiter) {
+	t.Helper()
+	ctx := context.Background()
 	if err := l1.SetLimit(ctx, "initrode", invoicing.Live, Limit{Rate: 1000, Burst: 200}); err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,9 @@ func (c *callCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 	return next
 }
 
+// TestFallbackWhenRedisIsDown: with Redis down, decisions are local at the
+// last known limit, a dead Redis is probed once per RetryEvery and never
+// waited for in between, and the limiter returns to Redis by itself.
 func TestFallbackWhenRedisIsDown(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -49,51 +52,12 @@ func TestFallbackWhenRedisIsDown(t *testing.T) {
 	}
 
 	mr.Close()
-	admitted := 0
-	for i := range 20 {
-		d, err := l.Allow(ctx, "acme", invoicing.Live)
-		if err != nil {
-			t.Fatalf("request %d with Redis down: %v", i, err)
-		}
-		if !d.Local || d.Limit != custom {
-			t.Fatalf("request %d with Redis down: %+v, want local at the last known %+v", i, d, custom)
-		}
-		if d.Allowed {
-			admitted++
-		} else if d.RetryAfter <= 0 || d.RetryAfter > custom.interval() {
-			t.Errorf("request %d: retry after %v, want within (0, %v]", i, d.RetryAfter, custom.interval())
-		}
-	}
-	if admitted != custom.Burst {
-		t.Errorf("admitted %d of 20 at once in fallback, want the burst %d", admitted, custom.Burst)
-	}
-	if !l.Fallback() {
-		t.Error("Fallback() = false with Redis down")
-	}
-
-	// Within RetryEvery no request waits for the dead Redis.
-	before := calls.n.Load()
-	clk.Add(300 * time.Millisecond)
-	admitted = 0
-	for range 20 {
-		if d := firstDecision(t, l, "acme", invoicing.Live); d.Allowed {
-			admitted++
-		}
-	}
-	if n := calls.n.Load() - before; n != 0 {
-		t.Errorf("%d Redis calls before RetryEvery passed, want 0", n)
-	}
-	if admitted != 3 {
-		t.Errorf("admitted %d after 300ms at 10/s, want 3", admitted)
-	}
-	// A company never seen gets the default, from its own bucket.
-	if d := firstDecision(t, l, "newco", invoicing.Test); !d.Local || !d.Allowed || d.Limit != testDef {
-		t.Errorf("unseen company in fallback: %+v, want local at the TEST default", d)
-	}
+	fallbackAtLastLimit(t, l, custom)
+	fallbackWaitsForNothing(t, l, clk, calls)
 
 	// After RetryEvery exactly one request probes, and fails back to local.
 	clk.Add(time.Second)
-	before = calls.n.Load()
+	before := calls.n.Load()
 	for range 20 {
 		if d := firstDecision(t, l, "acme", invoicing.Live); !d.Local {
 			t.Fatalf("decided by a dead Redis: %+v", d)
@@ -119,6 +83,59 @@ func TestFallbackWhenRedisIsDown(t *testing.T) {
 	}
 	if got := logs.messages(); !slices.Equal(got, want) {
 		t.Errorf("logged %q, want %q", got, want)
+	}
+}
+
+// fallbackAtLastLimit checks, with Redis just gone, that 20 requests at once
+// are decided locally at the last known limit (custom): its burst admitted,
+// the rest told when to retry.
+func fallbackAtLastLimit(t *testing.T, l *Limiter, custom Limit) {
+	t.Helper()
+	admitted := 0
+	for i := range 20 {
+		d, err := l.Allow(context.Background(), "acme", invoicing.Live)
+		if err != nil {
+			t.Fatalf("request %d with Redis down: %v", i, err)
+		}
+		if !d.Local || d.Limit != custom {
+			t.Fatalf("request %d with Redis down: %+v, want local at the last known %+v", i, d, custom)
+		}
+		if d.Allowed {
+			admitted++
+		} else if d.RetryAfter <= 0 || d.RetryAfter > custom.interval() {
+			t.Errorf("request %d: retry after %v, want within (0, %v]", i, d.RetryAfter, custom.interval())
+		}
+	}
+	if admitted != custom.Burst {
+		t.Errorf("admitted %d of 20 at once in fallback, want the burst %d", admitted, custom.Burst)
+	}
+	if !l.Fallback() {
+		t.Error("Fallback() = false with Redis down")
+	}
+}
+
+// fallbackWaitsForNothing checks that within RetryEvery no request waits for
+// the dead Redis (no call reaches it), the local bucket refills, and a
+// company never seen gets the default from its own bucket.
+func fallbackWaitsForNothing(t *testing.T, l *Limiter, clk *testenv.Clock, calls *callCounter) {
+	t.Helper()
+	before := calls.n.Load()
+	clk.Add(300 * time.Millisecond)
+	admitted := 0
+	for range 20 {
+		if d := firstDecision(t, l, "acme", invoicing.Live); d.Allowed {
+			admitted++
+		}
+	}
+	if n := calls.n.Load() - before; n != 0 {
+		t.Errorf("%d Redis calls before RetryEvery passed, want 0", n)
+	}
+	if admitted != 3 {
+		t.Errorf("admitted %d after 300ms at 10/s, want 3", admitted)
+	}
+	// A company never seen gets the default, from its own bucket.
+	if d := firstDecision(t, l, "newco", invoicing.Test); !d.Local || !d.Allowed || d.Limit != testDef {
+		t.Errorf("unseen company in fallback: %+v, want local at the TEST default", d)
 	}
 }
 

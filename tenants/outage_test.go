@@ -30,26 +30,12 @@ func TestRedisKilledAndRestartedUnderLoad(t *testing.T) {
 	// machine's slow answer from counting as an outage.
 	l := New(Config{Redis: rdb, RetryEvery: retry, RedisTimeout: 5 * time.Second, Now: clk.Now, Logger: slogOf(logs)})
 	custom := Limit{Rate: 100, Burst: 10}
-	ctx := context.Background()
-	if err := l.SetLimit(ctx, "acme", invoicing.Live, custom); err != nil {
+	if err := l.SetLimit(context.Background(), "acme", invoicing.Live, custom); err != nil {
 		t.Fatal(err)
-	}
-	// load sends 4 requests per millisecond of the test's clock for d.
-	load := func(d time.Duration) (evs []Decision) {
-		for end := clk.Now().Add(d); clk.Now().Before(end); clk.Add(time.Millisecond) {
-			for range 4 {
-				d, err := l.Allow(ctx, "acme", invoicing.Live)
-				if err != nil {
-					t.Fatalf("a decision failed: %v", err)
-				}
-				evs = append(evs, d)
-			}
-		}
-		return evs
 	}
 
 	// Phase 1: Redis up.
-	for _, d := range load(300 * time.Millisecond) {
+	for _, d := range loadOf(t, l, clk, 300*time.Millisecond) {
 		if d.Local || d.Limit != custom {
 			t.Fatalf("with Redis up: %+v", d)
 		}
@@ -57,8 +43,36 @@ func TestRedisKilledAndRestartedUnderLoad(t *testing.T) {
 
 	// Phase 2: Redis killed.
 	srv.Kill()
+	outageDecisions(t, l, clk, custom)
+
+	// Phase 3: Redis back on the same port (empty: the override is gone).
+	testenv.StartRedisServer(t, srv.Port)
+	outageRecovered(t, l, clk, retry, logs)
+}
+
+// loadOf sends l 4 requests of company acme per millisecond of the test's
+// clock for span, and returns the decisions; none may fail.
+func loadOf(t *testing.T, l *Limiter, clk *testenv.Clock, span time.Duration) (evs []Decision) {
+	t.Helper()
+	for end := clk.Now().Add(span); clk.Now().Before(end); clk.Add(time.Millisecond) {
+		for range 4 {
+			d, err := l.Allow(context.Background(), "acme", invoicing.Live)
+			if err != nil {
+				t.Fatalf("a decision failed: %v", err)
+			}
+			evs = append(evs, d)
+		}
+	}
+	return evs
+}
+
+// outageDecisions loads l with Redis dead: every decision is local at the
+// last known limit (custom) once the lease in hand is spent, and admission
+// stays bounded by the local bucket.
+func outageDecisions(t *testing.T, l *Limiter, clk *testenv.Clock, custom Limit) {
+	t.Helper()
 	down := 1500 * time.Millisecond
-	evs := load(down)
+	evs := loadOf(t, l, clk, down)
 	local, admitted, leased := 0, 0, 0
 	for _, d := range evs {
 		switch {
@@ -89,16 +103,19 @@ func TestRedisKilledAndRestartedUnderLoad(t *testing.T) {
 	if float64(admitted) < lo || float64(admitted) > hi {
 		t.Errorf("admitted %d with Redis down for %v, want within [%.0f, %.0f]: neither refuse all nor admit unbounded", admitted, down, lo, hi)
 	}
+}
 
-	// Phase 3: Redis back on the same port (empty: the override is gone).
+// outageRecovered checks, with Redis restarted, that l returns to it by
+// itself, and logged going into fallback and out of it once each.
+func outageRecovered(t *testing.T, l *Limiter, clk *testenv.Clock, retry time.Duration, logs *logRecorder) {
+	t.Helper()
 	// go-redis itself backs off dialling (once per second, in real time)
 	// after PoolSize failed dials: probe every RetryEvery of the test's
 	// clock until a decision comes from Redis, within a generous deadline.
-	testenv.StartRedisServer(t, srv.Port)
 	var back Decision
 	testenv.Eventually(t, "a decision by the restarted Redis", func() error {
 		clk.Add(retry)
-		d, err := l.Allow(ctx, "acme", invoicing.Live)
+		d, err := l.Allow(context.Background(), "acme", invoicing.Live)
 		if err != nil {
 			t.Fatal(err)
 		}
