@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,27 +82,16 @@ func npmProject(t *testing.T, install []string) string {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256([]byte(strings.Join(install, "\n")))
-	dir := filepath.Join(cache, "gateway-npm", "docs-typescript-"+hex.EncodeToString(sum[:6]))
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", "tsc")); err == nil {
-		return dir
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range install {
-		cmd := exec.Command("sh", "-c", line)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s: %v\n%s", line, err, out)
+	return npmCached(t, filepath.Join(cache, "gateway-npm", "docs-typescript-"+hex.EncodeToString(sum[:6])), func(into string) ([]byte, error) {
+		for _, line := range install {
+			cmd := exec.Command("sh", "-c", line)
+			cmd.Dir = into
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return out, fmt.Errorf("%s: %w", line, err)
 			}
-			t.Skipf("%s failed (offline?): %v", line, err)
 		}
-	}
-	return dir
+		return nil, nil
+	})
 }
 
 // shell runs a documented command line in dir with env added, and returns

@@ -207,22 +207,12 @@ func typescriptProject(t *testing.T) string {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(pkg)
-	deps := filepath.Join(cache, "gateway-npm", "integrator-"+hex.EncodeToString(sum[:6]))
-	if _, err := os.Stat(filepath.Join(deps, "node_modules", ".bin", "tsx")); err != nil {
-		if err := os.MkdirAll(deps, 0o755); err != nil {
-			t.Fatal(err)
+	deps := npmCached(t, filepath.Join(cache, "gateway-npm", "integrator-"+hex.EncodeToString(sum[:6])), func(into string) ([]byte, error) {
+		if err := os.WriteFile(filepath.Join(into, "package.json"), pkg, 0o644); err != nil {
+			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(deps, "package.json"), pkg, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out, err := exec.Command(npm, "install", "--prefix", deps, "--no-audit", "--no-fund", "--loglevel=error").CombinedOutput()
-		if err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("npm install (client/typescript): %v\n%s", err, out)
-			}
-			t.Skipf("npm install failed (offline?): %v", err)
-		}
-	}
+		return exec.Command(npm, "install", "--prefix", into, "--no-audit", "--no-fund", "--loglevel=error").CombinedOutput()
+	})
 	return npmCopy(t, src, deps, "package.json", "tsconfig.json", "integrator.ts", "webhook.ts", "receiver.ts")
 }
 

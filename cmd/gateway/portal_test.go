@@ -181,19 +181,10 @@ func npmTool(t *testing.T, pkg, bin string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(cache, "gateway-npm", strings.NewReplacer("@", "", "/", "-").Replace(pkg))
-	path := filepath.Join(dir, "node_modules", ".bin", bin)
-	if _, err := os.Stat(path); err == nil {
-		return path
-	}
-	out, err := exec.Command(npm, "install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error", pkg).CombinedOutput()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("npm install %s: %v\n%s", pkg, err, out)
-		}
-		t.Skipf("npm install %s failed (offline?): %v", pkg, err)
-	}
-	return path
+	dir := npmCached(t, filepath.Join(cache, "gateway-npm", strings.NewReplacer("@", "", "/", "-").Replace(pkg)), func(into string) ([]byte, error) {
+		return exec.Command(npm, "install", "--prefix", into, "--no-audit", "--no-fund", "--loglevel=error", pkg).CombinedOutput()
+	})
+	return filepath.Join(dir, "node_modules", ".bin", bin)
 }
 
 var tagRe = regexp.MustCompile(`<[^>]+>`)
