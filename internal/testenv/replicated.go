@@ -68,8 +68,16 @@ func RedisReplicated(t testing.TB) *ReplicatedRedis {
 	_, masterPort, _ := net.SplitHostPort(r.Master)
 	r.Sentinel = startRedisProcess(t, dir, func(p string) []string {
 		conf := filepath.Join(dir, "sentinel-"+p+".conf")
+		// The failover timeout outlasts any test (go test's -timeout is
+		// 15 minutes): a Sentinel points a replica that replicates from
+		// another address than the master's (here Link's) at the master
+		// itself once the replica has been so for the failover timeout (3
+		// minutes by default), and from then on Link held nothing back. A
+		// test slowed by a busy machine passed that mark and saw changes
+		// confirmed that the paused Link should have kept from the replica.
 		body := "port " + p + "\nbind 127.0.0.1\ndir " + dir + "\n" +
-			"sentinel monitor " + r.Name + " 127.0.0.1 " + masterPort + " 1\n"
+			"sentinel monitor " + r.Name + " 127.0.0.1 " + masterPort + " 1\n" +
+			"sentinel failover-timeout " + r.Name + " 3600000\n"
 		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
