@@ -132,8 +132,8 @@ func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rd
 func (d *deps) openAdapters(cfg config.Config, logger *slog.Logger, o wireOptions) {
 	target, replicaTimeout := d.guard.target, cfg.RedisReplicaTimeout
 	d.keys = authz.New(authz.Config{Redis: d.rdb, Prefix: cfg.RedisPrefix + "authz:", CacheTTL: cfg.KeyCacheTTL, StaleTTL: cfg.KeyStaleTTL, Logger: logger, TracerProvider: o.tp,
-		RefuseLegacyForm: cfg.KeyRefuseLegacyForm,
-		ReplicaTarget:    target, ReplicaTimeout: replicaTimeout})
+		RefuseLegacyForm: cfg.KeyRefuseLegacyForm, Timeout: o.redisTimeout,
+		ReplicaTarget: target, ReplicaTimeout: replicaTimeout})
 	d.limiter = tenants.New(tenants.Config{
 		Redis:          d.rdb,
 		Prefix:         cfg.RedisPrefix + "tenants:",
@@ -225,7 +225,7 @@ type wireOptions struct {
 	tp           trace.TracerProvider // nil: otel's global provider
 	needs        config.Needs         // what to open; zero means everything
 	lazy         bool                 // start whatever is down (serve)
-	redisTimeout time.Duration        // the limiter's per-decision Redis deadline; zero: tenants' default
+	redisTimeout time.Duration        // the Redis deadline of a rate-limit decision and of a key's verification; zero: tenants' and authz's defaults
 	noBitfield   bool                 // the Redis has no BITFIELD (the demo's miniredis)
 }
 
@@ -247,8 +247,8 @@ func withLazy() wireOption {
 	return func(o *wireOptions) { o.lazy = true }
 }
 
-// withRedisTimeout sets the limiter's Redis deadline per decision (the
-// demo's in-process Redis: demo.go).
+// withRedisTimeout sets the Redis deadline of each rate-limit decision and
+// each key's verification (the demo's in-process Redis: demo.go).
 func withRedisTimeout(d time.Duration) wireOption {
 	return func(o *wireOptions) { o.redisTimeout = d }
 }
