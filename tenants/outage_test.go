@@ -73,8 +73,8 @@ func outageDecisions(t *testing.T, l *Limiter, clk *testenv.Clock, custom Limit)
 	t.Helper()
 	down := 1500 * time.Millisecond
 	evs := loadOf(t, l, clk, down)
-	local, admitted, leased := 0, 0, 0
-	for _, d := range evs {
+	local, admitted, leased, leasedTokens := 0, 0, 0, 0
+	for i, d := range evs {
 		switch {
 		case d.Local:
 			local++
@@ -82,7 +82,15 @@ func outageDecisions(t *testing.T, l *Limiter, clk *testenv.Clock, custom Limit)
 				t.Fatalf("local decision at %+v, want the last known %+v", d.Limit, custom)
 			}
 		case d.Leased:
+			// What the lease in hand decides comes first: its tokens,
+			// and refusals while the bucket was last found short.
+			if i != leased {
+				t.Fatalf("decision %d by the lease after %d local ones", i, local)
+			}
 			leased++
+			if d.Allowed {
+				leasedTokens++
+			}
 		default:
 			t.Fatalf("decided by a dead Redis: %+v", d)
 		}
@@ -96,9 +104,9 @@ func outageDecisions(t *testing.T, l *Limiter, clk *testenv.Clock, custom Limit)
 	// The lease in hand (at most half the burst) is spent first; after it,
 	// the local bucket: its burst, then the rate.
 	lo, hi := custom.Rate*down.Seconds(), custom.Rate*down.Seconds()+float64(custom.Burst)+float64(custom.Burst)/2
-	t.Logf("Redis down %v: %d decisions, %d local, %d from the lease, %d admitted, want within [%.0f, %.0f]", down, len(evs), local, leased, admitted, lo, hi)
-	if leased > custom.Burst/2 || local != len(evs)-leased {
-		t.Errorf("%d decisions from the lease, %d local of %d", leased, local, len(evs))
+	t.Logf("Redis down %v: %d decisions, %d local, %d from the lease (%d of its tokens), %d admitted, want within [%.0f, %.0f]", down, len(evs), local, leased, leasedTokens, admitted, lo, hi)
+	if leasedTokens > custom.Burst/2 || local != len(evs)-leased {
+		t.Errorf("%d decisions from the lease (%d admitted), %d local of %d", leased, leasedTokens, local, len(evs))
 	}
 	if float64(admitted) < lo || float64(admitted) > hi {
 		t.Errorf("admitted %d with Redis down for %v, want within [%.0f, %.0f]: neither refuse all nor admit unbounded", admitted, down, lo, hi)
