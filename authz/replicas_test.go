@@ -53,6 +53,11 @@ func TestChangesSurviveFailover(t *testing.T) {
 
 const failoverPrefix = "gw:authz:"
 
+// patient makes a Keyring whose Verify waits for Redis as long as it takes:
+// what it finds is checked, not how fast (a client's first calls after a
+// failover, on a busy machine, outlasted the default 250 ms).
+func patient(c *Config) { c.Timeout = time.Minute }
+
 // quickReplicas makes a Keyring that waits for one replica, briefly.
 func quickReplicas(c *Config) { c.MinReplicas, c.ReplicaTimeout = 1, 200*time.Millisecond }
 
@@ -188,7 +193,7 @@ func (f *failover) heldBackForGood() {
 func (f *failover) afterFailover(rolled Rolled) {
 	t := f.t
 	t.Helper()
-	fresh := newRing(t, f.r.Client(), failoverPrefix, nil, nil)
+	fresh := newRing(t, f.r.Client(), failoverPrefix, nil, patient)
 	for name, want := range map[string]error{
 		"revoked":            ErrInvalidKey, // confirmed
 		"revoked-after-lag":  ErrInvalidKey, // confirmed once the lag ended
@@ -220,7 +225,7 @@ func (f *failover) afterFailover(rolled Rolled) {
 	if _, _, err := again.Revoke(ctx, f.keys["unconfirmed-revoke"].ID); !errors.Is(err, ErrRevocationNotReplicated) {
 		t.Fatalf("revoke on a master without replicas = %v, want ErrRevocationNotReplicated", err)
 	}
-	if _, err := newRing(t, f.r.Client(), failoverPrefix, nil, nil).Verify(ctx, f.secrets["unconfirmed-revoke"]); !errors.Is(err, ErrInvalidKey) {
+	if _, err := newRing(t, f.r.Client(), failoverPrefix, nil, patient).Verify(ctx, f.secrets["unconfirmed-revoke"]); !errors.Is(err, ErrInvalidKey) {
 		t.Errorf("the unconfirmed revocation is not in effect: %v", err)
 	}
 }
