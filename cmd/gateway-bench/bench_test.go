@@ -112,7 +112,9 @@ func TestBenchCommand(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no summary line:\n%s", report)
 	}
-	if n, _ := strconv.Atoi(m[1]); n < 20 || m[2] != "0" {
+	// Any number of requests: how many one second holds is the machine's
+	// speed (13 on a busy 2-core machine), not the tool's correctness.
+	if n, _ := strconv.Atoi(m[1]); n == 0 || m[2] != "0" {
 		t.Fatalf("%s requests, %s transport errors:\n%s", m[1], m[2], report)
 	}
 	// Operations are drawn by weight: a busy machine's second may draw too
