@@ -105,6 +105,12 @@ func outageDecisions(t *testing.T, l *Limiter, clk *testenv.Clock, custom Limit)
 	// the local bucket: its burst, then the rate.
 	lo, hi := custom.Rate*down.Seconds(), custom.Rate*down.Seconds()+float64(custom.Burst)+float64(custom.Burst)/2
 	t.Logf("Redis down %v: %d decisions, %d local, %d from the lease (%d of its tokens), %d admitted, want within [%.0f, %.0f]", down, len(evs), local, leased, leasedTokens, admitted, lo, hi)
+	// Its refusals come only while the bucket was last found short: at most
+	// the time it refills half its burst, or one lease span, 4 a millisecond.
+	window := min(time.Duration(float64(custom.Burst/2)/custom.Rate*float64(time.Second)), 100*time.Millisecond)
+	if refused := leased - leasedTokens; refused > 4*int(window/time.Millisecond) {
+		t.Errorf("%d refusals by the lease, want at most %v of them", refused, window)
+	}
 	if leasedTokens > custom.Burst/2 || local != len(evs)-leased {
 		t.Errorf("%d decisions from the lease (%d admitted), %d local of %d", leased, leasedTokens, local, len(evs))
 	}
