@@ -62,7 +62,7 @@ func (b *bencher) setup(ctx context.Context) error {
 		err := parallel(len(b.companies), 16, func(i int) error {
 			id := b.companies[i].id
 			body := `{"mode":"LIVE","rate":100000,"burst":100000}`
-			if err := b.admin(ctx, http.MethodPut, "/admin/v1/companies/"+id+"/limits", body, nil); err != nil {
+			if err := b.create(ctx, http.MethodPut, "/admin/v1/companies/"+id+"/limits", body, nil); err != nil {
 				return err
 			}
 			b.note(func() { b.raised = append(b.raised, id) })
@@ -148,7 +148,7 @@ func (b *bencher) createKeys(ctx context.Context) error {
 		c := b.companies[i/n]
 		body := `{"companyId":"` + c.id + `","mode":"LIVE","scopes":["invoices:read","clients:read","clients:write"],"name":"bench"}`
 		var v struct{ ID, Key string }
-		if err := b.admin(ctx, http.MethodPost, "/admin/v1/keys", body, &v); err != nil {
+		if err := b.create(ctx, http.MethodPost, "/admin/v1/keys", body, &v); err != nil {
 			return err
 		}
 		k := benchKey{company: c.id, id: v.ID, secret: v.Key}
@@ -249,6 +249,20 @@ func (b *bencher) api(ctx context.Context, c *benchCompany, path string, v any) 
 	req.Header.Set("Authorization", "Bearer "+c.keys[0].secret)
 	req.Header.Set("X-Company-Id", c.id)
 	return b.do(req, v)
+}
+
+// create sends an admin call that makes something the run must undo (a
+// key, an endpoint, raised limits). Once sent, it is seen to its answer
+// even if the run is interrupted meanwhile: cut off halfway, the change
+// could be made without the run knowing it, and so never undone. It is not
+// sent at all once ctx is done.
+func (b *bencher) create(ctx context.Context, method, path, body string, v any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	return b.admin(ctx, method, path, body, v)
 }
 
 func (b *bencher) admin(ctx context.Context, method, path, body string, v any) error {

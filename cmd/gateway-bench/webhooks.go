@@ -157,7 +157,7 @@ func (b *bencher) createEndpoints(ctx context.Context) error {
 		id := b.companies[i].id
 		body := `{"mode":"LIVE","url":"` + b.recv.base + id + `","description":"gateway-bench receiver"}`
 		var v struct{ ID, Secret string }
-		if err := b.admin(ctx, http.MethodPost, "/admin/v1/companies/"+id+"/webhooks", body, &v); err != nil {
+		if err := b.create(ctx, http.MethodPost, "/admin/v1/companies/"+id+"/webhooks", body, &v); err != nil {
 			return err
 		}
 		b.note(func() { b.endpoints = append(b.endpoints, v.ID) })
