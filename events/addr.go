@@ -87,7 +87,7 @@ func (d *destinations) checkAddr(ip netip.Addr) error {
 		}
 	}
 	if what := notPublic(ip); what != "" {
-		return fmt.Errorf("%w: %s is %s: webhooks go to public internet addresses only", ErrInvalidEndpoint, ip, what)
+		return fmt.Errorf("%w: %s is %s: webhooks go to public internet addresses only", ErrInvalidWebhook, ip, what)
 	}
 	return nil
 }
@@ -164,14 +164,14 @@ func (d *destinations) checkURL(ctx context.Context, raw string) (string, error)
 
 // badURL is the url field refused, with why.
 func badURL(format string, a ...any) error {
-	return invoicing.InvalidField(ErrInvalidEndpoint, "url", format, a...)
+	return invoicing.InvalidField(ErrInvalidWebhook, "url", format, a...)
 }
 
 // notPublicURL is the url field refused because host resolved to ip, which
 // checkAddr refused with err: "10.1.2.3 is a private address", or
 // "hooks.internal resolves to 10.1.2.3, a private address".
 func notPublicURL(host string, ip netip.Addr, err error) error {
-	why := strings.TrimPrefix(err.Error(), ErrInvalidEndpoint.Error()+": ")
+	why := strings.TrimPrefix(err.Error(), ErrInvalidWebhook.Error()+": ")
 	what, ok := strings.CutPrefix(why, ip.Unmap().WithZone("").String()+" is ")
 	if !ok {
 		return badURL("must point to a public address: %s", why)

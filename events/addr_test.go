@@ -152,7 +152,7 @@ func TestCheckURL(t *testing.T) {
 			t.Errorf("%q: refused: %v", c.url, err)
 		case c.want == "" && got != strings.TrimSpace(c.url):
 			t.Errorf("%q: became %q", c.url, got)
-		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, ErrInvalidEndpoint)):
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, ErrInvalidWebhook)):
 			t.Errorf("%q: %v, want an invalid-endpoint error about %q", c.url, err, c.want)
 		case c.want != "" && !errors.As(err, new(*invoicing.FieldError)):
 			t.Errorf("%q: %v does not name the url field", c.url, err)

@@ -122,8 +122,8 @@ func describe(err error, timeout time.Duration) (string, int) {
 		return "no answer within " + timeout.String(), reasonTimeout
 	case strings.Contains(err.Error(), "response headers exceeded"): // net/http has no error value for it
 		return "the receiver's answer has over " + strconv.Itoa(maxAnswerHead>>10) + " KiB of headers", reasonNetwork
-	case errors.Is(err, ErrInvalidEndpoint):
-		return "refused to connect: " + strings.TrimPrefix(err.Error(), ErrInvalidEndpoint.Error()+": "), reasonDestination
+	case errors.Is(err, ErrInvalidWebhook):
+		return "refused to connect: " + strings.TrimPrefix(err.Error(), ErrInvalidWebhook.Error()+": "), reasonDestination
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "the receiver closed the connection without answering", reasonNetwork
 	case errors.Is(err, syscall.ECONNREFUSED):

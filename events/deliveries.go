@@ -54,17 +54,17 @@ var DeliveryStates = []string{"pending", "delivered", "failed", "expired"}
 // cursor of the next page ("" when this is the last).
 func (s *Service) Deliveries(ctx context.Context, endpointID string, q DeliveryQuery) ([]Delivery, string, error) {
 	if q.State != "" && !slices.Contains(DeliveryStates, q.State) {
-		return nil, "", invoicing.InvalidField(ErrInvalidEndpoint, "state", "must be one of %s", strings.Join(DeliveryStates, ", "))
+		return nil, "", invoicing.InvalidField(ErrInvalidWebhook, "state", "must be one of %s", strings.Join(DeliveryStates, ", "))
 	}
 	if q.Type != "" && q.Type != TestType && !slices.Contains(Types, q.Type) {
-		return nil, "", invoicing.InvalidField(ErrInvalidEndpoint, "type", "must be an event type such as invoice.paid: %q is not one", invoicing.Clip(string(q.Type)))
+		return nil, "", invoicing.InvalidField(ErrInvalidWebhook, "type", "must be an event type such as invoice.paid: %q is not one", invoicing.Clip(string(q.Type)))
 	}
 	ep, err := s.Webhook(ctx, endpointID)
 	if err != nil {
 		return nil, "", err
 	}
 	if q.Cursor != "" && !ValidDeliveryCursor(q.Cursor) {
-		return nil, "", invoicing.InvalidField(ErrInvalidEndpoint, "cursor", "must be a page's next, as answered")
+		return nil, "", invoicing.InvalidField(ErrInvalidWebhook, "cursor", "must be a page's next, as answered")
 	}
 	limit := q.Limit
 	if limit <= 0 {

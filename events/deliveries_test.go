@@ -181,7 +181,7 @@ func TestDeliveryLogCursors(t *testing.T) {
 		t.Fatalf("after a trimmed cursor: %d deliveries, want the %d older ones", len(got), len(older))
 	}
 	for _, bad := range []string{"x", "12:evt_nope", "abc:" + page[0].EventID, "-1:" + page[0].EventID} {
-		if _, _, err := s.Deliveries(ctx, ep.ID, DeliveryQuery{Cursor: bad}); !errors.Is(err, ErrInvalidEndpoint) {
+		if _, _, err := s.Deliveries(ctx, ep.ID, DeliveryQuery{Cursor: bad}); !errors.Is(err, ErrInvalidWebhook) {
 			t.Errorf("cursor %q: %v", bad, err)
 		}
 	}

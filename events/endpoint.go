@@ -27,8 +27,8 @@ const (
 
 // Errors of endpoint management, each with its kind and the API's code.
 var (
-	ErrInvalidEndpoint = invoicing.Define(invoicing.Error{Kind: invoicing.Invalid, Code: "invalid_body", Title: "Invalid request body", Message: "invalid webhook endpoint"})
-	ErrEndpointLimit   = invoicing.Define(invoicing.Error{Kind: invoicing.Conflict, Code: "webhook_endpoint_limit_reached", Title: "Webhook endpoint limit reached",
+	ErrInvalidWebhook = invoicing.Define(invoicing.Error{Kind: invoicing.Invalid, Code: "invalid_body", Title: "Invalid request body", Message: "invalid webhook endpoint"})
+	ErrWebhookLimit   = invoicing.Define(invoicing.Error{Kind: invoicing.Conflict, Code: "webhook_endpoint_limit_reached", Title: "Webhook endpoint limit reached",
 		Detail: "The company already has the maximum of 10 webhook endpoints in this mode; delete one first.", Message: "events: endpoint limit reached"})
 	ErrNotFound    = invoicing.Define(invoicing.Error{Kind: invoicing.NotFound, Code: "not_found", Title: "Resource not found", Detail: "No such resource.", Message: "events: endpoint not found"})
 	ErrUnavailable = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: "events_unavailable", Title: "Events unavailable",
@@ -125,10 +125,10 @@ type Patch struct {
 // invisible or direction-changing characters (invoicing.HiddenRune).
 func checkDescription(s string) error {
 	if len(s) > MaxDescription || !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 {
-		return invoicing.InvalidField(ErrInvalidEndpoint, "description", "must be at most %d bytes of printable text", MaxDescription)
+		return invoicing.InvalidField(ErrInvalidWebhook, "description", "must be at most %d bytes of printable text", MaxDescription)
 	}
 	if r, ok := invoicing.HiddenRune(s); ok {
-		return invoicing.InvalidField(ErrInvalidEndpoint, "description", "%s", invoicing.HiddenMessage(r))
+		return invoicing.InvalidField(ErrInvalidWebhook, "description", "%s", invoicing.HiddenMessage(r))
 	}
 	return nil
 }

@@ -68,7 +68,7 @@ func testEndpointInputRefused(t *testing.T, s *Service) {
 		c.edit(&n)
 		_, _, err := s.CreateWebhook(ctx, n)
 		var fe *invoicing.FieldError
-		if !errors.Is(err, ErrInvalidEndpoint) || invoicing.KindOf(err) != invoicing.Invalid || !errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(fe.Message, c.want) {
+		if !errors.Is(err, ErrInvalidWebhook) || invoicing.KindOf(err) != invoicing.Invalid || !errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(fe.Message, c.want) {
 			t.Errorf("%s: %v, want an invalid endpoint naming %s, about %q", c.name, err, c.field, c.want)
 		}
 	}
@@ -83,7 +83,7 @@ func testEndpointInputRefused(t *testing.T, s *Service) {
 	}
 	refused := 0
 	for range 12 {
-		if err := <-errs; errors.Is(err, ErrEndpointLimit) && invoicing.KindOf(err) == invoicing.Conflict {
+		if err := <-errs; errors.Is(err, ErrWebhookLimit) && invoicing.KindOf(err) == invoicing.Conflict {
 			refused++
 		} else if err != nil {
 			t.Fatal(err)
@@ -102,7 +102,7 @@ func testEndpointInputRefused(t *testing.T, s *Service) {
 	// A bad update changes nothing either.
 	bad := "http://hooks.example.com/"
 	before, _ := s.Webhook(ctx, eps[0].ID)
-	if _, err := s.UpdateWebhook(ctx, eps[0].ID, Patch{URL: &bad}); !errors.Is(err, ErrInvalidEndpoint) {
+	if _, err := s.UpdateWebhook(ctx, eps[0].ID, Patch{URL: &bad}); !errors.Is(err, ErrInvalidWebhook) {
 		t.Fatalf("update to http: %v", err)
 	}
 	if after, _ := s.Webhook(ctx, eps[0].ID); after.URL != before.URL || !after.UpdatedAt.Equal(before.UpdatedAt) {
@@ -172,7 +172,7 @@ func TestSecretRotation(t *testing.T) {
 	s := e.service(cfg)
 	ep, oldSecret := e.endpoint(s)
 	ctx := context.Background()
-	if _, _, err := s.RotateSecret(ctx, ep.ID, MaxOverlap+time.Second); !errors.Is(err, ErrInvalidEndpoint) {
+	if _, _, err := s.RotateSecret(ctx, ep.ID, MaxOverlap+time.Second); !errors.Is(err, ErrInvalidWebhook) {
 		t.Fatalf("too long an overlap: %v", err)
 	}
 	rotated, newSecret, err := s.RotateSecret(ctx, ep.ID, time.Hour)

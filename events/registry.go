@@ -50,10 +50,10 @@ return 1`)
 func (es *Webhooks) CreateWebhook(ctx context.Context, ne NewWebhook) (Webhook, string, error) {
 	company, err := invoicing.ParseCompanyID(ne.CompanyID)
 	if err != nil {
-		return Webhook{}, "", &invoicing.FieldError{Err: fmt.Errorf("%w: %w", ErrInvalidEndpoint, err), Field: "companyId", Message: "must be a company's id (a UUID)"}
+		return Webhook{}, "", &invoicing.FieldError{Err: fmt.Errorf("%w: %w", ErrInvalidWebhook, err), Field: "companyId", Message: "must be a company's id (a UUID)"}
 	}
 	if !ne.Mode.Valid() {
-		return Webhook{}, "", invoicing.InvalidField(ErrInvalidEndpoint, "mode", "must be LIVE or TEST")
+		return Webhook{}, "", invoicing.InvalidField(ErrInvalidWebhook, "mode", "must be LIVE or TEST")
 	}
 	types, err := ParseTypes(ne.Types)
 	if err != nil {
@@ -64,7 +64,7 @@ func (es *Webhooks) CreateWebhook(ctx context.Context, ne NewWebhook) (Webhook, 
 	}
 	now := es.now().UTC().Truncate(time.Millisecond)
 	if ne.ExpiresAt != nil && !ne.ExpiresAt.After(now) {
-		return Webhook{}, "", invoicing.InvalidField(ErrInvalidEndpoint, "expiresAt", "must be in the future")
+		return Webhook{}, "", invoicing.InvalidField(ErrInvalidWebhook, "expiresAt", "must be in the future")
 	}
 	u, err := es.dest.checkURL(ctx, ne.URL)
 	if err != nil {
@@ -96,7 +96,7 @@ func (es *Webhooks) CreateWebhook(ctx context.Context, ne NewWebhook) (Webhook, 
 	case err != nil:
 		return Webhook{}, "", unavailable(err)
 	case ok == 0:
-		return Webhook{}, "", ErrEndpointLimit
+		return Webhook{}, "", ErrWebhookLimit
 	case unconfirmed: // taken back: its secret is never shown (replicas.go)
 		_, _ = es.remove(ctx, e, false)
 		return Webhook{}, "", ErrNotReplicatedTakenBack
@@ -130,7 +130,7 @@ func (es *Webhooks) dropExpired(ctx context.Context, m invoicing.Mode, company s
 func (es *Webhooks) ListWebhooks(ctx context.Context, companyID string) ([]Webhook, error) {
 	company, err := invoicing.ParseCompanyID(companyID)
 	if err != nil {
-		return nil, fmt.Errorf("%w: companyId: %w", ErrInvalidEndpoint, err)
+		return nil, fmt.Errorf("%w: companyId: %w", ErrInvalidWebhook, err)
 	}
 	var out []Webhook
 	for _, m := range invoicing.Modes {
@@ -276,7 +276,7 @@ func (es *Webhooks) UpdateWebhook(ctx context.Context, id string, p Patch) (Webh
 		}
 		if p.ExpiresAt != nil {
 			if !p.ExpiresAt.After(e.UpdatedAt) {
-				return "", invoicing.InvalidField(ErrInvalidEndpoint, "expiresAt", "must be in the future")
+				return "", invoicing.InvalidField(ErrInvalidWebhook, "expiresAt", "must be in the future")
 			}
 			t := p.ExpiresAt.UTC().Truncate(time.Millisecond)
 			e.ExpiresAt = &t
@@ -297,7 +297,7 @@ func (es *Webhooks) UpdateWebhook(ctx context.Context, id string, p Patch) (Webh
 // delivery. A secret still in an earlier rotation's overlap is dropped.
 func (es *Webhooks) RotateSecret(ctx context.Context, id string, overlap time.Duration) (Webhook, string, error) {
 	if overlap < 0 || overlap > MaxOverlap {
-		return Webhook{}, "", invoicing.InvalidField(ErrInvalidEndpoint, "overlapSeconds", "must be 0 to %d", int64(MaxOverlap/time.Second))
+		return Webhook{}, "", invoicing.InvalidField(ErrInvalidWebhook, "overlapSeconds", "must be 0 to %d", int64(MaxOverlap/time.Second))
 	}
 	sec, stored, err := es.sealNew()
 	if err != nil {

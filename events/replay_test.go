@@ -41,7 +41,7 @@ func TestReplayRecoverAndTest(t *testing.T) {
 	if got, _, _ := s.Deliveries(ctx, ep.ID, DeliveryQuery{Type: InvoicePaid}); len(got) != 0 {
 		t.Fatalf("type filter: %d", len(got))
 	}
-	if _, _, err := s.Deliveries(ctx, ep.ID, DeliveryQuery{State: "lost"}); !errors.Is(err, ErrInvalidEndpoint) {
+	if _, _, err := s.Deliveries(ctx, ep.ID, DeliveryQuery{State: "lost"}); !errors.Is(err, ErrInvalidWebhook) {
 		t.Fatalf("unknown state: %v", err)
 	}
 

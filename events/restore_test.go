@@ -68,7 +68,7 @@ func TestRestoreAfterLossDeliversTheWindow(t *testing.T) {
 	e.insertClient(cli0, "Pendente")
 	waitDeliveryThat(t, s, ep.ID, e.recv, key{ClientCreated, cli0}, func(d Delivery) bool { return d.State == "pending" && d.NextAttemptAt != nil })
 	exported, err := s.ExportState(context.Background())
-	if err != nil || len(exported.Endpoints) != 1 {
+	if err != nil || len(exported.Webhooks) != 1 {
 		t.Fatalf("export: %+v %v", exported, err)
 	}
 

@@ -70,8 +70,8 @@ func (es *Webhooks) sealNew() (plain, stored string, err error) {
 
 // Resealed is what Reseal did.
 type Resealed struct {
-	Endpoints int // endpoints read
-	Resealed  int // endpoints whose secrets were sealed again
+	Webhooks int // webhook endpoints read
+	Resealed int // endpoints whose secrets were sealed again
 	// Unopened are the endpoints whose secrets no configured key opens:
 	// their deliveries fail until the key that sealed them is configured
 	// again, or their secret is rotated.
@@ -140,7 +140,7 @@ func (es *Webhooks) resealAll(ctx context.Context) (Resealed, error) {
 				case err != nil:
 					return r, err
 				}
-				r.Endpoints++
+				r.Webhooks++
 				if done {
 					r.Resealed++
 				}

@@ -37,18 +37,19 @@ const deletedKept = 400 * 24 * time.Hour
 
 // State is the endpoints' part of an export.
 type State struct {
-	Version   int              `json:"version"`
-	Endpoints []EndpointRecord `json:"endpoints"`
+	Version int `json:"version"`
+	// "endpoints" in the file: exports already written keep importing.
+	Webhooks []WebhookRecord `json:"endpoints"`
 	// ResumeFrom is where detection resumes, by mode, when an import
 	// restores endpoints (resume.go); a mode without one (version 1, or
 	// detection not started) is read back over the recovery window.
 	ResumeFrom map[invoicing.Mode]time.Time `json:"resumeFrom,omitempty"`
 }
 
-// EndpointRecord is one endpoint: its id and its hash's fields (layout.go:
+// WebhookRecord is one webhook endpoint: its id and its hash's fields (layout.go:
 // cfg, the JSON of its configuration with its secrets in plain text,
 // enabled, and the health fields when set).
-type EndpointRecord struct {
+type WebhookRecord struct {
 	ID     string            `json:"id"`
 	Fields map[string]string `json:"fields"`
 }
@@ -60,7 +61,7 @@ var ErrInvalidState = errors.New("events: invalid webhook endpoints in the expor
 
 // ExportState reads every endpoint, its secrets opened.
 func (es *Webhooks) ExportState(ctx context.Context) (State, error) {
-	st := State{Version: StateVersion, Endpoints: []EndpointRecord{}}
+	st := State{Version: StateVersion, Webhooks: []WebhookRecord{}}
 	byMode := map[invoicing.Mode][]string{}
 	for _, m := range invoicing.Modes {
 		companies, err := es.rdb.SMembers(ctx, es.l.companies(m)).Result()
@@ -83,12 +84,12 @@ func (es *Webhooks) ExportState(ctx context.Context) (State, error) {
 				if h["cfg"], err = es.openConfig(id, h["cfg"]); err != nil {
 					return State{}, err
 				}
-				st.Endpoints = append(st.Endpoints, EndpointRecord{ID: id, Fields: h})
+				st.Webhooks = append(st.Webhooks, WebhookRecord{ID: id, Fields: h})
 				byMode[m] = append(byMode[m], id)
 			}
 		}
 	}
-	slices.SortFunc(st.Endpoints, func(a, b EndpointRecord) int { return cmpString(a.ID, b.ID) })
+	slices.SortFunc(st.Webhooks, func(a, b WebhookRecord) int { return cmpString(a.ID, b.ID) })
 	resume, err := es.resumePoints(ctx, byMode)
 	if err != nil {
 		return State{}, err
@@ -118,7 +119,7 @@ func (es *Webhooks) openConfig(id, raw string) (string, error) {
 
 // check refuses a record the service could not have written, and returns
 // its configuration.
-func (r EndpointRecord) check() (config, error) {
+func (r WebhookRecord) check() (config, error) {
 	bad := func(f string, a ...any) (config, error) {
 		return config{}, fmt.Errorf("%w: endpoint %s: %s", ErrInvalidState, invoicing.Clip(r.ID), fmt.Sprintf(f, a...))
 	}
@@ -184,4 +185,4 @@ redis.call('INCR', KEYS[4])
 return 1`)
 
 // Records is how many endpoints s holds.
-func (s State) Records() int { return len(s.Endpoints) }
+func (s State) Records() int { return len(s.Webhooks) }

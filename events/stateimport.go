@@ -46,9 +46,9 @@ func (es *Webhooks) PlanImport(ctx context.Context, st State) (*ImportPlan, erro
 	if st.Version != StateVersion && st.Version != 1 {
 		return nil, fmt.Errorf("%w: version %d of the endpoints, this gateway reads %d", ErrInvalidState, st.Version, StateVersion)
 	}
-	cfgs := make([]config, len(st.Endpoints))
+	cfgs := make([]config, len(st.Webhooks))
 	seen := map[string]bool{}
-	for i, r := range st.Endpoints {
+	for i, r := range st.Webhooks {
 		c, err := r.check()
 		if err != nil {
 			return nil, err
@@ -65,7 +65,7 @@ func (es *Webhooks) PlanImport(ctx context.Context, st State) (*ImportPlan, erro
 	}
 	p := &ImportPlan{es: es, rewind: map[invoicing.Mode]bool{}, resume: st.ResumeFrom}
 	now := es.now()
-	for i, r := range st.Endpoints {
+	for i, r := range st.Webhooks {
 		c := cfgs[i]
 		if c.ExpiresAt != nil && !c.ExpiresAt.After(now) {
 			p.unchanged++ // a temporary endpoint whose time is over
@@ -91,7 +91,7 @@ func (es *Webhooks) PlanImport(ctx context.Context, st State) (*ImportPlan, erro
 
 // planEndpoint reads Redis's copy of an endpoint and decides: keep it
 // (newer, or deleted later), or write the file's, sealed.
-func (es *Webhooks) planEndpoint(ctx context.Context, r EndpointRecord, c config) (endpointWrite, bool, error) {
+func (es *Webhooks) planEndpoint(ctx context.Context, r WebhookRecord, c config) (endpointWrite, bool, error) {
 	pipe := es.rdb.Pipeline()
 	curCmd := pipe.HGet(ctx, es.l.endpoint(r.ID), "cfg")
 	goneCmd := pipe.Get(ctx, es.l.deleted(r.ID))

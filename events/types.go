@@ -39,10 +39,10 @@ func ParseTypes(names []string) ([]Type, error) {
 	for _, n := range names {
 		t := Type(strings.TrimSpace(n))
 		if !slices.Contains(Types, t) {
-			return nil, invoicing.InvalidField(ErrInvalidEndpoint, "types", "must be among %s: %q is not an event type", typeList(), invoicing.Clip(n))
+			return nil, invoicing.InvalidField(ErrInvalidWebhook, "types", "must be among %s: %q is not an event type", typeList(), invoicing.Clip(n))
 		}
 		if slices.Contains(out, t) {
-			return nil, invoicing.InvalidField(ErrInvalidEndpoint, "types", "must name each type once: %s is given twice", t)
+			return nil, invoicing.InvalidField(ErrInvalidWebhook, "types", "must name each type once: %s is given twice", t)
 		}
 		out = append(out, t)
 	}

@@ -243,8 +243,8 @@ func TestParseTypes(t *testing.T) {
 		got, err := ParseTypes(c.in)
 		var s string
 		if err != nil {
-			if !errors.Is(err, ErrInvalidEndpoint) {
-				t.Errorf("ParseTypes(%q): %v is not ErrInvalidEndpoint", c.in, err)
+			if !errors.Is(err, ErrInvalidWebhook) {
+				t.Errorf("ParseTypes(%q): %v is not ErrInvalidWebhook", c.in, err)
 			}
 			s = err.Error()
 		} else {
@@ -269,7 +269,7 @@ func TestCheckDescription(t *testing.T) {
 		string([]byte{0xff, 0xfe}):            false,
 	}
 	for in, ok := range cases {
-		if err := checkDescription(in); (err == nil) != ok || err != nil && !errors.Is(err, ErrInvalidEndpoint) {
+		if err := checkDescription(in); (err == nil) != ok || err != nil && !errors.Is(err, ErrInvalidWebhook) {
 			t.Errorf("checkDescription(%q) = %v, want ok %v", invoicing.Clip(in), err, ok)
 		}
 	}
@@ -307,15 +307,15 @@ func TestDecodeEndpoint(t *testing.T) {
 
 // An import refuses, with ErrInvalidState naming the endpoint, a record the
 // service could not have written, and reads back one it could.
-func TestEndpointRecordCheck(t *testing.T) {
+func TestWebhookRecordCheck(t *testing.T) {
 	t.Parallel()
-	good := func() EndpointRecord {
+	good := func() WebhookRecord {
 		c := config{CompanyID: testCompany, Mode: invoicing.Live, URL: "https://x.example/h", CreatedAt: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC),
 			Types: []Type{InvoicePaid}, Secrets: []secret{{Secret: newSecret()}}}
 		raw, _ := json.Marshal(c)
-		return EndpointRecord{ID: newEndpointID(), Fields: map[string]string{"cfg": string(raw), "enabled": "1"}}
+		return WebhookRecord{ID: newEndpointID(), Fields: map[string]string{"cfg": string(raw), "enabled": "1"}}
 	}
-	edit := func(f func(*config)) EndpointRecord {
+	edit := func(f func(*config)) WebhookRecord {
 		r := good()
 		var c config
 		_ = json.Unmarshal([]byte(r.Fields["cfg"]), &c)
@@ -324,18 +324,18 @@ func TestEndpointRecordCheck(t *testing.T) {
 		r.Fields["cfg"] = string(raw)
 		return r
 	}
-	set := func(k, v string) EndpointRecord {
+	set := func(k, v string) WebhookRecord {
 		r := good()
 		r.Fields[k] = v
 		return r
 	}
 	cases := []struct {
 		name string
-		r    EndpointRecord
+		r    WebhookRecord
 		want string // "" for accepted
 	}{
 		{"good", good(), ""},
-		{"id", EndpointRecord{ID: "ep_1", Fields: good().Fields}, "not an endpoint id"},
+		{"id", WebhookRecord{ID: "ep_1", Fields: good().Fields}, "not an endpoint id"},
 		{"field", set("secret", "x"), `unknown field "secret"`},
 		{"cfg", set("cfg", "{"), "cfg:"},
 		{"company", edit(func(c *config) { c.CompanyID = "A0000000-0000-4000-8000-00000000000A" }), "company, mode or creation time"},

@@ -52,7 +52,7 @@ func webhooksReseal(asJSON *bool) action {
 			}
 			return r, err
 		}, func(w io.Writer, r events.Resealed) error {
-			fmt.Fprintf(w, "%d webhook endpoints read, %d sealed again with the current key.\n", r.Endpoints, r.Resealed)
+			fmt.Fprintf(w, "%d webhook endpoints read, %d sealed again with the current key.\n", r.Webhooks, r.Resealed)
 			switch cfg, _ := c.config(); {
 			case len(r.Unopened) == 0 && cfg.WebhookSecretsPlaintext:
 				fmt.Fprintln(w, "Every signing secret is kept in plain text ("+config.SettingName("WebhookSecretsPlaintext")+").")
