@@ -176,25 +176,31 @@ func TestPostgresCutUnderLoad(t *testing.T) {
 		t.Logf("%d connection(s) opened while the breaker was open (not by the refused requests)", n)
 	}
 
-	// The database back, a client that waits each Retry-After it is given
-	// is served. More than one wait may be needed: on a busy machine a
-	// connection dialled while the database hung can answer the first
-	// probe late, and that probe fails. Every answer meanwhile is the
-	// truth, and the breaker closes with the first 200.
+	// The database back, a client that waits its Retry-After is served.
 	proxy.Resume()
 	clock.Add(retryAfter(t, last))
-	testenv.Eventually(t, "a 200 after waiting Retry-After with the database back", func() error {
-		h := send("GET", in.pub.URL+paths[0], k.Key, coA, "")
-		if h.status == 200 {
-			return nil
-		}
-		checkUnavailable(t, h, 4) // at most the breaker's openFor
-		clock.Add(retryAfter(t, h))
-		return fmt.Errorf("%v", h)
-	})
+	servedWaitingRetryAfter(t, clock, 4, func() hit { return send("GET", in.pub.URL+paths[0], k.Key, coA, "") })
 	if st := in.live.BreakerState(); st != "closed" {
 		t.Fatalf("breaker %s after recovery", st)
 	}
+}
+
+// servedWaitingRetryAfter sends until a 200, waiting (on clock) each
+// Retry-After it is given, of at most maxRetry seconds. More than one wait
+// may be needed: on a busy machine a connection dialled while the database
+// hung can answer the first probe late, and that probe fails. Every answer
+// meanwhile must be the truth.
+func servedWaitingRetryAfter(t *testing.T, clock *testenv.Clock, maxRetry int, get func() hit) {
+	t.Helper()
+	testenv.Eventually(t, "a 200 after waiting Retry-After with the database back", func() error {
+		h := get()
+		if h.status == 200 {
+			return nil
+		}
+		checkUnavailable(t, h, maxRetry)
+		clock.Add(retryAfter(t, h))
+		return fmt.Errorf("%v", h)
+	})
 }
 
 // loadAcrossCut sends requests (get(i)) from 4 clients, cuts the database
