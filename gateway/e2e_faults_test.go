@@ -187,9 +187,10 @@ func TestPostgresCutUnderLoad(t *testing.T) {
 
 // servedWaitingRetryAfter sends until a 200, waiting (on clock) each
 // Retry-After it is given, of at most maxRetry seconds. More than one wait
-// may be needed: on a busy machine a connection dialled while the database
-// hung can answer the first probe late, and that probe fails. Every answer
-// meanwhile must be the truth.
+// may be needed on a busy machine: the probe the wait was for can be taken
+// by another call, or fail on a connection dialled while the database hung;
+// each refusal says when to come back. Every answer meanwhile must be the
+// truth.
 func servedWaitingRetryAfter(t *testing.T, clock *testenv.Clock, maxRetry int, get func() hit) {
 	t.Helper()
 	testenv.Eventually(t, "a 200 after waiting Retry-After with the database back", func() error {
