@@ -11,6 +11,7 @@ import (
 
 	"github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/web"
 )
 
@@ -24,6 +25,9 @@ type AuditLog interface {
 // before anything changes, since every change is recorded with its actor.
 func checkActor(actor string) error {
 	err := audit.CheckActor(actor)
+	if err == nil && holdsSecret(actor) { // percent-encoded, as names are checked (text.go)
+		err = invoicing.InvalidField(audit.ErrInvalid, "actor", "%s", audit.ActorSecretMessage)
+	}
 	switch {
 	case err == nil:
 		return nil
@@ -32,7 +36,7 @@ func checkActor(actor string) error {
 			Fields: []web.FieldError{{Field: "X-Actor", Message: "is required"}}, Err: err}
 	}
 	return &web.Error{Code: "invalid_actor", Err: err,
-		Detail: "X-Actor must name the person this change is made for in 1 to " + strconv.Itoa(audit.MaxActorLen) + " bytes of printable text, never a key.",
+		Detail: "X-Actor must name the person this change is made for in 1 to " + strconv.Itoa(audit.MaxActorLen) + " bytes of visible text, never a key or a secret.",
 		Fields: []web.FieldError{{Field: "X-Actor", Message: fieldError("X-Actor", err).Message}}}
 }
 

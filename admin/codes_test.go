@@ -72,7 +72,14 @@ func TestActorErrors(t *testing.T) {
 		{[]string{" "}, "missing_actor", "Missing X-Actor header", "is required"},
 		{[]string{strings.Repeat("a", 201)}, "invalid_actor", "Invalid X-Actor header", "is longer than 200 bytes"},
 		{[]string{"ana\tbruno"}, "invalid_actor", "Invalid X-Actor header", "must be printable text"},
-		{[]string{"igw_live_pasted"}, "invalid_actor", "Invalid X-Actor header", "looks like an API key"},
+		{[]string{"igw_live_pasted"}, "invalid_actor", "Invalid X-Actor header", "looks like an API key or a webhook signing secret"},
+		// A webhook signing secret pasted where the name goes, plain or
+		// percent-encoded, would be the audit log's actor and be logged.
+		{[]string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, "invalid_actor", "Invalid X-Actor header", "looks like an API key or a webhook signing secret"},
+		{[]string{"ana whsec%5FMfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, "invalid_actor", "Invalid X-Actor header", "looks like an API key or a webhook signing secret"},
+		// Invisible fillers, refused in names, would show an empty actor.
+		{[]string{"\u3164"}, "invalid_actor", "Invalid X-Actor header", "must not contain invisible or direction-changing characters (U+3164)"},
+		{[]string{"ana\u115f"}, "invalid_actor", "Invalid X-Actor header", "must not contain invisible or direction-changing characters (U+115F)"},
 		{[]string{"ana", "bruno"}, "invalid_actor", "Invalid X-Actor header", "is given more than once"},
 	} {
 		r, err := http.NewRequest("POST", srv.URL+"/admin/v1/keys", strings.NewReader(`{}`))

@@ -214,10 +214,15 @@ func Redact(b []byte) []byte {
 }
 
 // CheckActor says why s cannot name an actor, if it cannot: it must be 1 to
-// MaxActorLen bytes of printable UTF-8 (no control characters), and not an
-// API key. The error is ErrInvalid, as an invoicing.FieldError naming
-// "actor" and why, for the caller to say in its own words.
+// MaxActorLen bytes of printable UTF-8 (no control characters), with no
+// character that hides or reverses text (invoicing.HiddenRune, as names
+// are checked: a Hangul filler shows an empty actor), and nothing that
+// looks like an API key or a webhook signing secret (an actor is shown on
+// every screen and logged when a record fails). The error is ErrInvalid,
+// as an invoicing.FieldError naming "actor" and why, for the caller to say
+// in its own words.
 func CheckActor(s string) error {
+	lower := strings.ToLower(s)
 	switch {
 	case strings.TrimSpace(s) == "":
 		return invoicing.InvalidField(ErrInvalid, "actor", "is empty")
@@ -225,11 +230,17 @@ func CheckActor(s string) error {
 		return invoicing.InvalidField(ErrInvalid, "actor", "is longer than %d bytes", MaxActorLen)
 	case !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }):
 		return invoicing.InvalidField(ErrInvalid, "actor", "must be printable text")
-	case strings.Contains(strings.ToLower(s), "igw_"):
-		return invoicing.InvalidField(ErrInvalid, "actor", "looks like an API key")
+	case HoldsSecret(s) || strings.Contains(lower, "igw_") || strings.Contains(lower, "whsec_"):
+		return invoicing.InvalidField(ErrInvalid, "actor", "%s", ActorSecretMessage)
+	}
+	if r, ok := invoicing.HiddenRune(s); ok {
+		return invoicing.InvalidField(ErrInvalid, "actor", "%s", invoicing.HiddenMessage(r))
 	}
 	return nil
 }
+
+// ActorSecretMessage is what an actor that looks like a secret is told.
+const ActorSecretMessage = "looks like an API key or a webhook signing secret"
 
 // Record appends e to its company's log and returns it as recorded.
 // ErrNotReplicated comes with the event: it is recorded, unconfirmed.

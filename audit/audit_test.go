@@ -131,18 +131,21 @@ func testRefused(t *testing.T, rdb *redis.Client, prefix string) {
 		return e
 	}
 	for name, e := range map[string]Entry{
-		"no actor":          edit(func(e *Entry) { e.Actor = " " }),
-		"long actor":        edit(func(e *Entry) { e.Actor = strings.Repeat("a", MaxActorLen+1) }),
-		"control in actor":  edit(func(e *Entry) { e.Actor = "ana\nINFO forged" }),
-		"actor is a key":    edit(func(e *Entry) { e.Actor = secret }),
-		"upper-case id":     edit(func(e *Entry) { e.CompanyID = strings.ToUpper(companyA) }),
-		"not a company":     edit(func(e *Entry) { e.CompanyID = "acme" }),
-		"unknown action":    edit(func(e *Entry) { e.Action = "key.deleted" }),
-		"expiry recorded":   edit(func(e *Entry) { e.Action = ActionKeyExpired }),
-		"secret in after":   edit(func(e *Entry) { e.After = json.RawMessage(`{"key":"` + secret + `"}`) }),
-		"secret in before":  edit(func(e *Entry) { e.Before = json.RawMessage(`{"key":"` + strings.ToUpper(secret) + `"}`) }),
-		"webhook secret":    edit(func(e *Entry) { e.After = json.RawMessage(`{"secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}`) }),
-		"before is no JSON": edit(func(e *Entry) { e.Before = json.RawMessage(`{"state":`) }),
+		"no actor":                  edit(func(e *Entry) { e.Actor = " " }),
+		"long actor":                edit(func(e *Entry) { e.Actor = strings.Repeat("a", MaxActorLen+1) }),
+		"control in actor":          edit(func(e *Entry) { e.Actor = "ana\nINFO forged" }),
+		"actor is a key":            edit(func(e *Entry) { e.Actor = secret }),
+		"actor is a webhook secret": edit(func(e *Entry) { e.Actor = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" }),
+		"actor is a filler":         edit(func(e *Entry) { e.Actor = "\u3164" }),
+		"filler in actor":           edit(func(e *Entry) { e.Actor = "ana\u115f" }),
+		"upper-case id":             edit(func(e *Entry) { e.CompanyID = strings.ToUpper(companyA) }),
+		"not a company":             edit(func(e *Entry) { e.CompanyID = "acme" }),
+		"unknown action":            edit(func(e *Entry) { e.Action = "key.deleted" }),
+		"expiry recorded":           edit(func(e *Entry) { e.Action = ActionKeyExpired }),
+		"secret in after":           edit(func(e *Entry) { e.After = json.RawMessage(`{"key":"` + secret + `"}`) }),
+		"secret in before":          edit(func(e *Entry) { e.Before = json.RawMessage(`{"key":"` + strings.ToUpper(secret) + `"}`) }),
+		"webhook secret":            edit(func(e *Entry) { e.After = json.RawMessage(`{"secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}`) }),
+		"before is no JSON":         edit(func(e *Entry) { e.Before = json.RawMessage(`{"state":`) }),
 	} {
 		if _, err := l.Record(ctx, e); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: Record = %v, want ErrInvalid", name, err)
