@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/invoicing"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 // Cursors are opaque to callers: a list's position (the last item's sort
@@ -26,10 +28,34 @@ const (
 	cursorLen     = 1 + 1 + 8 + 16 + 16
 )
 
-// defaultCursorKey keys cursors when no secret is configured: cursors are
-// then still bound to their list and checked for alteration, but someone
-// who reads this source could forge one for their own data.
-const defaultCursorKey = "invoicing-gateway cursor v1"
+// cursorKeyring is what a request's cursors are made and checked with: the
+// first key makes them, any of them checks them (the deployment's key was
+// replaced while this instance ran: what the one before made is still
+// taken).
+type cursorKeyring [][]byte
+
+// CursorKeys gives the deployment's cursor keys when no CursorSecret is
+// configured (sharedkey.Key: made once in Redis and shared by every
+// instance): the key in force first, then any other still taken.
+type CursorKeys interface {
+	Keys(ctx context.Context) ([][]byte, error)
+}
+
+// cursorKeys is the keyring of a request: the configured secret, the
+// deployment's keys, or this process's own. Without it no cursor can be
+// made or checked: the list is not served (503), rather than with cursors
+// another instance would refuse.
+func (s *Server) cursorKeys(ctx context.Context) (cursorKeyring, error) {
+	if s.sharedKeys == nil {
+		return s.cursorKey, nil
+	}
+	keys, err := s.sharedKeys.Keys(ctx)
+	if err != nil {
+		return nil, &web.Error{Code: "not_ready", Detail: "The gateway cannot read the key of its cursors from Redis yet; retry later.",
+			RetryAfter: time.Second, Err: err}
+	}
+	return keys, nil
+}
 
 // cursorScope is what a cursor is bound to.
 type cursorScope struct {
@@ -44,7 +70,7 @@ func (c cursorScope) bytes() []byte {
 }
 
 // encodeCursor is the cursor of position p in the list of scope.
-func (s *Server) encodeCursor(p *invoicing.Position, sc cursorScope) *string {
+func (kr cursorKeyring) encodeCursor(p *invoicing.Position, sc cursorScope) *string {
 	if p == nil {
 		return nil
 	}
@@ -58,19 +84,18 @@ func (s *Server) encodeCursor(p *invoicing.Position, sc cursorScope) *string {
 	b = binary.BigEndian.AppendUint64(b, uint64(at))
 	id, _ := hex.DecodeString(strings.ReplaceAll(p.ID, "-", "")) // a canonical UUID: 16 bytes
 	b = append(b, id...)
-	b = append(b, s.cursorMAC(b, sc)...)
+	b = append(b, cursorMAC(kr[0], b, sc)...)
 	c := base64.RawURLEncoding.EncodeToString(b)
 	return &c
 }
 
 // decodeCursor reads a cursor of the list of scope; false when it is not one.
-func (s *Server) decodeCursor(c string, sc cursorScope) (*invoicing.Position, bool) {
+func (kr cursorKeyring) decodeCursor(c string, sc cursorScope) (*invoicing.Position, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil || len(b) != cursorLen || b[0] != cursorVersion || b[1] > 1 {
 		return nil, false
 	}
-	body, mac := b[:cursorLen-16], b[cursorLen-16:]
-	if !hmac.Equal(mac, s.cursorMAC(body, sc)) {
+	if !kr.check(b[:cursorLen-16], b[cursorLen-16:], sc) {
 		return nil, false
 	}
 	p := &invoicing.Position{}
@@ -83,8 +108,18 @@ func (s *Server) decodeCursor(c string, sc cursorScope) (*invoicing.Position, bo
 	return p, true
 }
 
-func (s *Server) cursorMAC(body []byte, sc cursorScope) []byte {
-	m := hmac.New(sha256.New, s.cursorKey)
+// check reports whether mac is body's under one of the keys.
+func (kr cursorKeyring) check(body, mac []byte, sc cursorScope) bool {
+	for _, k := range kr {
+		if hmac.Equal(mac, cursorMAC(k, body, sc)) {
+			return true
+		}
+	}
+	return false
+}
+
+func cursorMAC(key, body []byte, sc cursorScope) []byte {
+	m := hmac.New(sha256.New, key)
 	m.Write(body)
 	m.Write(sc.bytes())
 	return m.Sum(nil)[:16]

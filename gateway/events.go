@@ -32,7 +32,11 @@ func (s *Server) listEvents(r *http.Request, c apiCall, _ web.Params) (web.Answe
 		return web.Answer{}, &web.Error{Code: "route_not_found", Detail: "The events feed is not served by this gateway."}
 	}
 	sc := cursorScope{company: c.company, mode: c.mode, list: c.st.Route()}
-	q, err := s.feedQuery(r.URL.RawQuery, &sc)
+	kr, err := s.cursorKeys(r.Context())
+	if err != nil {
+		return web.Answer{}, err
+	}
+	q, err := s.feedQuery(r.URL.RawQuery, kr, &sc)
 	if err != nil {
 		return web.Answer{}, err
 	}
@@ -41,7 +45,7 @@ func (s *Server) listEvents(r *http.Request, c apiCall, _ web.Params) (web.Answe
 	if err != nil {
 		return web.Answer{}, err
 	}
-	body := &eventsPage{Events: p.Events, PageSize: q.Limit, HasMore: p.HasMore, NextCursor: s.encodeFeedCursor(p.Next, sc)}
+	body := &eventsPage{Events: p.Events, PageSize: q.Limit, HasMore: p.HasMore, NextCursor: kr.encodeFeedCursor(p.Next, sc)}
 	// A poller that sends the ETag it has is answered 304 while nothing new
 	// was recorded after its cursor.
 	return web.Answer{Body: body, Conditional: true}, nil
@@ -49,7 +53,7 @@ func (s *Server) listEvents(r *http.Request, c apiCall, _ web.Params) (web.Answe
 
 // feedQuery reads the query of GET /events. The order and the filters,
 // in their canonical form, are what the cursor is bound to (sc.filter).
-func (s *Server) feedQuery(raw string, sc *cursorScope) (invoicing.FeedQuery, error) {
+func (s *Server) feedQuery(raw string, kr cursorKeyring, sc *cursorScope) (invoicing.FeedQuery, error) {
 	qs := web.ParseQuery(raw, "pageSize", "cursor", "order", "type", "since", "until")
 	var q invoicing.FeedQuery
 	q.Limit = qs.Int("pageSize", defaultPageSize, 1, maxPageSize)
@@ -63,7 +67,7 @@ func (s *Server) feedQuery(raw string, sc *cursorScope) (invoicing.FeedQuery, er
 	}
 	sc.filter = feedFilterKey(q)
 	if c, ok := qs.Get("cursor"); ok {
-		if q.After, ok = s.decodeFeedCursor(c, *sc); !ok {
+		if q.After, ok = kr.decodeFeedCursor(c, *sc); !ok {
 			qs.Fail("cursor", "is not a cursor of this feed: use nextCursor as returned, with the same order, filters, company and key mode")
 		}
 	}

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"crypto/hmac"
 	"encoding/base64"
 	"encoding/binary"
 
@@ -21,7 +20,7 @@ const (
 	feedCursorLen     = 1 + 8 + 8 + 16
 )
 
-func (s *Server) encodeFeedCursor(p *invoicing.FeedPosition, sc cursorScope) *string {
+func (kr cursorKeyring) encodeFeedCursor(p *invoicing.FeedPosition, sc cursorScope) *string {
 	if p == nil {
 		return nil
 	}
@@ -29,18 +28,17 @@ func (s *Server) encodeFeedCursor(p *invoicing.FeedPosition, sc cursorScope) *st
 	b = append(b, feedCursorVersion)
 	b = binary.BigEndian.AppendUint64(b, p.Ms)
 	b = binary.BigEndian.AppendUint64(b, p.Seq)
-	b = append(b, s.cursorMAC(b, sc)...)
+	b = append(b, cursorMAC(kr[0], b, sc)...)
 	c := base64.RawURLEncoding.EncodeToString(b)
 	return &c
 }
 
-func (s *Server) decodeFeedCursor(c string, sc cursorScope) (*invoicing.FeedPosition, bool) {
+func (kr cursorKeyring) decodeFeedCursor(c string, sc cursorScope) (*invoicing.FeedPosition, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil || len(b) != feedCursorLen || b[0] != feedCursorVersion {
 		return nil, false
 	}
-	body, mac := b[:feedCursorLen-16], b[feedCursorLen-16:]
-	if !hmac.Equal(mac, s.cursorMAC(body, sc)) {
+	if !kr.check(b[:feedCursorLen-16], b[feedCursorLen-16:], sc) {
 		return nil, false
 	}
 	return &invoicing.FeedPosition{Ms: binary.BigEndian.Uint64(b[1:9]), Seq: binary.BigEndian.Uint64(b[9:17])}, true

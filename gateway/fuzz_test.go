@@ -56,7 +56,7 @@ func noControl(s string) bool {
 }
 
 // fuzzCursors reads cursors as a server would, for one fixed list.
-var fuzzCursors = &Server{cursorKey: []byte("fuzz")}
+var fuzzCursors = cursorKeyring{[]byte("fuzz")}
 
 func readFuzzCursor(c, key string) (*invoicing.Position, bool) {
 	return fuzzCursors.decodeCursor(c, cursorScope{company: "c", mode: invoicing.Live, list: "l", filter: key})

@@ -49,9 +49,13 @@ func (s *Server) getClient(r *http.Request, c apiCall, p web.Params) (web.Answer
 func list[F, T any](s *Server, r *http.Request, c apiCall, filter func(rawQuery string, read cursorReader) (F, string, error),
 	call func(Store, context.Context, string, F) (invoicing.Page[T], error)) (web.Answer, error) {
 	sc := cursorScope{company: c.company, mode: c.mode, list: c.st.Route()}
+	kr, err := s.cursorKeys(r.Context())
+	if err != nil {
+		return web.Answer{}, err
+	}
 	f, key, err := filter(r.URL.RawQuery, func(cursor, key string) (*invoicing.Position, bool) {
 		sc.filter = key
-		return s.decodeCursor(cursor, sc)
+		return kr.decodeCursor(cursor, sc)
 	})
 	if err != nil {
 		return web.Answer{}, err
@@ -59,7 +63,7 @@ func list[F, T any](s *Server, r *http.Request, c apiCall, filter func(rawQuery 
 	sc.filter = key
 	return s.read(r, c, func(store Store) (any, error) {
 		p, err := call(store, r.Context(), c.company, f)
-		return listPage[T]{Page: p, NextCursor: s.encodeCursor(p.Next, sc)}, err
+		return listPage[T]{Page: p, NextCursor: kr.encodeCursor(p.Next, sc)}, err
 	})
 }
 

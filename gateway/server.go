@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"log/slog"
 	"net/netip"
 	"sync/atomic"
@@ -73,10 +74,14 @@ type Config struct {
 	// not told so.
 	Idempotency Idempotency
 	// CursorSecret keys the lists' cursors, so that none can be forged; every
-	// instance must have the same. Empty means a built-in key: cursors are
-	// still bound to their company, mode and filters and checked for
-	// alteration, but not unforgeable.
+	// instance must have the same. Empty means CursorKeys's.
 	CursorSecret string
+	// CursorKeys gives the deployment's own cursor keys when CursorSecret is
+	// empty (cmd/gateway keeps one in Redis, made once and shared by every
+	// instance). Nil, with CursorSecret empty, means a random key of this
+	// process: cursors as unforgeable, but taken by this instance only,
+	// until it stops.
+	CursorKeys CursorKeys
 	// TrustedProxies are the networks of the proxies in front of the
 	// gateway whose X-Forwarded-For is believed (see clientAddr); empty
 	// means none: the client is the connection's peer.
@@ -104,7 +109,8 @@ type Server struct {
 	web        web.Config // the public listener's chain
 	metrics    *metrics
 	idem       Idempotency
-	cursorKey  []byte
+	cursorKey  cursorKeyring // CursorSecret's, or this process's own
+	sharedKeys CursorKeys    // Config.CursorKeys, when CursorSecret is empty
 	draining   atomic.Bool
 	durability func() any // Config.RedisDurability
 	feed       Feed
@@ -134,9 +140,15 @@ func New(cfg Config) *Server {
 	}
 	s.companies = newCompanyCache(ttl, s.now)
 	s.idem = cfg.Idempotency
-	s.cursorKey = []byte(cfg.CursorSecret)
-	if cfg.CursorSecret == "" {
-		s.cursorKey = []byte(defaultCursorKey)
+	switch {
+	case cfg.CursorSecret != "":
+		s.cursorKey = cursorKeyring{[]byte(cfg.CursorSecret)}
+	case cfg.CursorKeys != nil:
+		s.sharedKeys = cfg.CursorKeys
+	default:
+		own := make([]byte, 32)
+		_, _ = rand.Read(own) // never fails (crypto/rand)
+		s.cursorKey = cursorKeyring{own}
 	}
 	s.metrics = newMetrics(cfg.Metrics)
 	s.web = web.Config{

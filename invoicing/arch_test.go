@@ -31,12 +31,13 @@ var allowedImports = map[string][]string{
 	"internal/testenv": {},
 	"internal/apitest": {"gateway/apidocs"},
 	// the tests' whole gateways, wired as the binary wires them
-	"internal/apitest/harness": {"internal/apitest", "internal/testenv", "invoicing", "web", "gateway", "admin", "authz", "tenants",
+	"internal/apitest/harness": {"internal/apitest", "internal/testenv", "internal/sharedkey", "invoicing", "web", "gateway", "admin", "authz", "tenants",
 		"usage", "shape", "audit", "idempotency", "backend", "backend/gendata", "events"},
 	"internal/durable":    {},
 	"internal/seal":       {},
 	"internal/redisscan":  {},
 	"internal/redisstate": {},
+	"internal/sharedkey":  {},
 	"gateway/apidocs":     {},
 	"admin/console":       {},
 	"client":              {}, // integrators' code: the wire format only, none of the gateway's

@@ -63,10 +63,13 @@ func cmdServe(ctx context.Context, c *invocation) error {
 	warnPlainSecrets(cfg, logger)
 	go resealAtStart(wctx, d, logger)
 	go d.guard.run(wctx)
+	if d.cursorKey != nil {
+		go func() { _, _ = d.cursorKey.Keys(wctx) }() // read (or made) before the first list asks
+	}
 	down := watchDependencies(wctx, logger, d.dependencies(cfg), defaultWatch)
 	return serveOn(ctx, cfg, d, logger, pubLn, admLn, func(pub, adm net.Addr) {
 		logger.Info("gateway listening", "public", pub.String(), "admin", adm.String(), "version", versionString(),
-			"tracing", tel.describe, "gc", gc, "unavailable", down)
+			"tracing", tel.describe, "gc", gc, "cursors", cursorKeying(cfg), "unavailable", down)
 	})
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/invoicing-ao/gateway/events"
 	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/idempotency"
+	"github.com/invoicing-ao/gateway/internal/sharedkey"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/shape"
 	"github.com/invoicing-ao/gateway/tenants"
@@ -42,6 +43,7 @@ type deps struct {
 	shape      *shape.Store         // each company's traffic per second: recorded by serve and demo (serveOn)
 	metrics    *prometheus.Registry // what the admin listener serves on /metrics (listeners.go)
 	adminHosts []string             // the admin listener's names (adminHandler)
+	cursorKey  *sharedkey.Key       // the cursors' key kept in Redis; nil with cursorSecret set
 	logger     *slog.Logger
 }
 
@@ -94,10 +96,15 @@ func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rd
 	d.guard = newRedisGuard(cfg, logger)
 	target, replicaTimeout := d.guard.target, cfg.RedisReplicaTimeout
 	d.openAdapters(cfg, logger, o)
+	var cursorKeys gateway.CursorKeys // nil with a cursor secret set
+	if cfg.CursorSecret == "" {
+		d.cursorKey = sharedkey.New(sharedkey.Config{Redis: rdb, Name: cursorKeyName(cfg)})
+		cursorKeys = d.cursorKey
+	}
 	d.server = gateway.New(gateway.Config{
 		Live: live, Test: test, Keys: d.keys, Limiter: d.limiter,
 		Guard:        tenants.NewGuard(tenants.GuardConfig{PerCompany: cfg.InflightPerCompany, Total: cfg.InflightTotal}),
-		CursorSecret: cfg.CursorSecret, Logger: logger,
+		CursorSecret: cfg.CursorSecret, CursorKeys: cursorKeys, Logger: logger,
 		CORSAllowedOrigins: origins,
 		TracerProvider:     o.tp, Usage: d.usage,
 		Idempotency:    idempotency.New(idempotency.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "idem:"}),
@@ -123,6 +130,18 @@ func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rd
 		Audit:    d.audit,
 		Webhooks: d.events, Token: cfg.AdminToken, Logger: logger})
 	return d, nil
+}
+
+// cursorKeyName is the Redis key of the deployment's cursor key, made by
+// the first instance that needs it when cursorSecret is not set.
+func cursorKeyName(cfg config.Config) string { return cfg.RedisPrefix + "cursor:key" }
+
+// cursorKeying names, for the start-up line, what keys the API's cursors.
+func cursorKeying(cfg config.Config) string {
+	if cfg.CursorSecret != "" {
+		return "cursorSecret"
+	}
+	return "the deployment's own key, made once in Redis (" + cursorKeyName(cfg) + ")"
 }
 
 // openAdapters makes d's keys, limiter, traffic shape and usage on d's

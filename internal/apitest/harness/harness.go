@@ -28,6 +28,7 @@ import (
 	"github.com/invoicing-ao/gateway/events"
 	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/idempotency"
+	"github.com/invoicing-ao/gateway/internal/sharedkey"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/shape"
@@ -131,7 +132,10 @@ func (w *World) Start(cfg Config) *Instance {
 	// The instance's clock drives keys' expiry and the views of it alike.
 	gcfg := gateway.Config{Live: in.Live, Test: in.Test, Keys: in.Keys, Limiter: in.Limiter,
 		Guard: tenants.NewGuard(tenants.GuardConfig{}), Logger: logger, Now: in.Clock.Now, Usage: in.Usage,
-		Feed: in.Events, TrustedProxies: cfg.TrustedProxies, Metrics: reg}
+		Feed: in.Events, TrustedProxies: cfg.TrustedProxies, Metrics: reg,
+		// The world's cursor key, in its Redis, as the binary keeps the
+		// deployment's: a cursor one instance made, another takes.
+		CursorKeys: sharedkey.New(sharedkey.Config{Redis: cfg.Redis, Name: w.Prefix + "cursor:key"})}
 	if !cfg.NoIdempotency {
 		gcfg.Idempotency = idempotency.New(idempotency.Config{Redis: cfg.Redis, Prefix: w.Prefix + "idem:"})
 	}

@@ -32,7 +32,8 @@ type Config struct {
 	// empty means none (admin.go).
 	AdminHosts string `yaml:"adminHosts" env:"GATEWAY_ADMIN_HOSTS"`
 	// CursorSecret keys the lists' cursors (the same on every instance);
-	// empty means a built-in key (gateway.Config.CursorSecret).
+	// empty means the deployment's own key, made once in Redis by the first
+	// instance that needs it and read by every other.
 	CursorSecret string `yaml:"cursorSecret" env:"GATEWAY_CURSOR_SECRET"`
 
 	RedisURL        string `yaml:"redisURL" env:"GATEWAY_REDIS_URL"`
