@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -108,6 +109,9 @@ func (s *Service) ReadFeed(ctx context.Context, q invoicing.FeedQuery) (invoicin
 	if q.Until != nil {
 		hi = "(" + strconv.FormatInt(max(q.Until.UnixMilli(), 0), 10) + "-0"
 	}
+	if emptyRange(q, hi) {
+		return s.feedPage(ctx, q, "", false, nil)
+	}
 	args := []any{order, after, lo, hi, q.Limit, max(defaultFeedScan, q.Limit), q.CompanyID}
 	for _, t := range q.Types {
 		args = append(args, t)
@@ -124,6 +128,25 @@ func (s *Service) ReadFeed(ctx context.Context, q invoicing.FeedQuery) (invoicin
 		return invoicing.FeedPage{}, errors.New("events: the feed's script answered an unexpected reply")
 	}
 	return s.feedPage(ctx, q, res[1], res[2] == "1", res[3:])
+}
+
+// emptyRange reports whether q's walk holds no position at all: before the
+// very first (until at or before 1970, a cursor at 0-0 newest first) or
+// after the very last (a cursor at the greatest id, oldest first). Redis
+// refuses such a range ("invalid end ID") rather than answer it empty;
+// a cursor holds any position its MAC allows, so these are read as the
+// empty pages they are.
+func emptyRange(q invoicing.FeedQuery, hi string) bool {
+	if hi == "(0-0" {
+		return true
+	}
+	if q.After == nil {
+		return false
+	}
+	if q.Newest {
+		return q.After.Ms == 0 && q.After.Seq == 0
+	}
+	return q.After.Ms == math.MaxUint64 && q.After.Seq == math.MaxUint64
 }
 
 // feedPage makes the page from the script's reply: each event as the
