@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -48,7 +50,26 @@ func (s *Server) listEvents(r *http.Request, c apiCall, _ web.Params) (web.Answe
 	body := &eventsPage{Events: p.Events, PageSize: q.Limit, HasMore: p.HasMore, NextCursor: kr.encodeFeedCursor(p.Next, sc)}
 	// A poller that sends the ETag it has is answered 304 while nothing new
 	// was recorded after its cursor.
-	return web.Answer{Body: body, Conditional: true}, nil
+	return web.Answer{Body: body, Conditional: true, ETag: feedETag(q, body)}, nil
+}
+
+// feedETag is an oldest-first page's tag: where it ends (its nextCursor,
+// bound to the walk) and whether more follows, not its body. The page a
+// poller read and the empty page read from its nextCursor then have one
+// tag, so that the poll the docs describe (the last ETag sent with the
+// last nextCursor) is answered 304 from its first idle poll on, rather
+// than with an empty 200 first. A newest-first page, whose end does not
+// move as events come, is tagged by its body ("").
+func feedETag(q invoicing.FeedQuery, body *eventsPage) string {
+	if q.Newest || body.NextCursor == nil {
+		return ""
+	}
+	more := "0"
+	if body.HasMore {
+		more = "1"
+	}
+	sum := sha256.Sum256([]byte("feed\x00" + *body.NextCursor + "\x00" + more))
+	return `"` + hex.EncodeToString(sum[:16]) + `"`
 }
 
 // feedQuery reads the query of GET /events. The order and the filters,

@@ -29,6 +29,11 @@ type Answer struct {
 	// Conditional answers 200 with an ETag of its body, or 304 without the
 	// body when the request's If-None-Match has that tag.
 	Conditional bool
+	// ETag, with Conditional, is the tag sent and compared instead of the
+	// body's hash (a quoted string): for answers that stand for one state
+	// though their bodies differ, such as a feed's page and the empty
+	// page read from its end. Empty means the body's hash.
+	ETag string
 
 	bytes int // set by writeAnswers: body bytes written
 }
@@ -92,7 +97,7 @@ func (c *chain) writeAnswers(next handler) handler {
 		if ans.Conditional && ans.Status == http.StatusOK {
 			cond = r
 		}
-		ans.Status, ans.bytes = c.writeJSON(w, StateOf(r.Context()), cond, ans.Status, ans.Body)
+		ans.Status, ans.bytes = c.writeJSON(w, StateOf(r.Context()), cond, ans.ETag, ans.Status, ans.Body)
 		return ans, nil
 	}
 }
@@ -145,7 +150,7 @@ const problemContentType = "application/problem+json"
 // tags the body (ETag) and answers 304 without it when the request's
 // If-None-Match has the tag. The two header values share one string, backed
 // by the request's record st: one allocation where there were five.
-func (c *chain) writeJSON(w http.ResponseWriter, st *State, conditional *http.Request, status int, v any) (int, int) {
+func (c *chain) writeJSON(w http.ResponseWriter, st *State, conditional *http.Request, etag string, status int, v any) (int, int) {
 	b, buf, err := marshalJSON(v, c.Answers.Encoder)
 	if err != nil {
 		// Resources always encode; should one not, the caller still gets
@@ -159,7 +164,10 @@ func (c *chain) writeJSON(w http.ResponseWriter, st *State, conditional *http.Re
 	h := w.Header()
 	var vb [64]byte
 	vals := vb[:0]
-	if conditional != nil {
+	switch {
+	case conditional != nil && etag != "":
+		vals = append(vals, etag...)
+	case conditional != nil:
 		sum := sha256.Sum256(b)
 		vals = append(vals, '"')
 		vals = hex.AppendEncode(vals, sum[:16])
