@@ -160,10 +160,9 @@ func (s *Service) authorize(r *http.Request) error {
 	if s.adminToken == "" {
 		return &web.Error{Code: "admin_disabled", Detail: "No admin token is configured (GATEWAY_ADMIN_TOKEN)."}
 	}
-	unauthorized := &web.Error{Code: "unauthorized_admin", Detail: "Send Authorization: Bearer <admin token>."}
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return unauthorized
+		return &web.Error{Code: "unauthorized_admin", Detail: "Send Authorization: Bearer <admin token>."}
 	}
 	src := peer(r)
 	done, wait, starts := s.failures.take(src, s.now())
@@ -177,9 +176,13 @@ func (s *Service) authorize(r *http.Request) error {
 	tok, ok := web.Bearer(h)
 	right := ok && tokenEqual(tok, s.adminToken)
 	done(right)
-	if !right {
+	switch {
+	case !ok:
 		s.logger.Warn("admin: wrong admin token", "source", src.String())
-		return unauthorized
+		return &web.Error{Code: "invalid_admin_token", Detail: "The Authorization header is not of the form Bearer <admin token>."}
+	case !right:
+		s.logger.Warn("admin: wrong admin token", "source", src.String())
+		return &web.Error{Code: "invalid_admin_token", Detail: "The admin token sent is not this gateway's (GATEWAY_ADMIN_TOKEN); check it and send it again."}
 	}
 	return nil
 }

@@ -27,7 +27,8 @@ func TestAdminOwnErrors(t *testing.T) {
 	}{
 		{"", "Bearer x", "/admin/v1/keys?companyId=" + co, 503, "admin_disabled", "Admin API disabled"},
 		{"right", "", "/admin/v1/keys?companyId=" + co, 401, "unauthorized_admin", "Admin token required"},
-		{"right", "Bearer wrong", "/admin/v1/keys?companyId=" + co, 401, "unauthorized_admin", "Admin token required"},
+		{"right", "Bearer wrong", "/admin/v1/keys?companyId=" + co, 401, "invalid_admin_token", "Wrong admin token"},
+		{"right", "Basic right", "/admin/v1/keys?companyId=" + co, 401, "invalid_admin_token", "Wrong admin token"},
 		{"right", "Bearer right", "/admin/v1/companies/not-a-company/limits", 422, "unknown_company", "Unknown company"},
 		{"right", "Bearer right", "/admin/v1/companies/" + co + "/audit", 503, "audit_unavailable", "Audit log unavailable"},
 		{"right", "Bearer right", "/admin/v1/companies/" + co + "/usage", 503, "usage_unavailable", "Usage unavailable"},

@@ -60,7 +60,11 @@ func TestKeyLimit(t *testing.T) {
 		}
 	}
 	expectProblem(t, do(t, in.admin.URL, req{Path: "/admin/v1/keys?companyId=" + coB}), 401, "unauthorized_admin")
-	expectProblem(t, do(t, in.admin.URL, req{Path: "/admin/v1/keys?companyId=" + coB, Header: map[string]string{"Authorization": "Bearer wrong"}}), 401, "unauthorized_admin")
+	// A token sent but wrong is told so, not told to send one.
+	m := expectProblem(t, do(t, in.admin.URL, req{Path: "/admin/v1/keys?companyId=" + coB, Header: map[string]string{"Authorization": "Bearer wrong"}}), 401, "invalid_admin_token")
+	if d, _ := m["detail"].(string); strings.Contains(d, "Send Authorization") || !strings.Contains(d, "not this gateway's") {
+		t.Errorf("a wrong token's detail: %q", d)
+	}
 	// The admin API does not exist on the public listener.
 	expectProblem(t, admin2public(t, in), 404, "route_not_found")
 }
@@ -120,7 +124,11 @@ func TestAdminAPIIsolated(t *testing.T) {
 			if h != "" {
 				q.Header["Authorization"] = h
 			}
-			expectProblem(t, do(t, in.admin.URL, q), 401, "unauthorized_admin")
+			code := "invalid_admin_token"
+			if h == "" {
+				code = "unauthorized_admin"
+			}
+			expectProblem(t, do(t, in.admin.URL, q), 401, code)
 		}
 		// The right token opens it (whatever the route then answers).
 		q := req{Method: rt[0], Path: path, Header: map[string]string{"Authorization": good}}

@@ -22,7 +22,7 @@ func TestWrongAdminTokensThrottled(t *testing.T) {
 		return do(t, in.admin.URL, req{Path: "/admin/v1/keys?companyId=" + coA, Header: map[string]string{"Authorization": "Bearer " + tok}})
 	}
 	for i := range admin.FailureBurst {
-		expectProblem(t, get("guess-"+string(rune('a'+i))), 401, "unauthorized_admin")
+		expectProblem(t, get("guess-"+string(rune('a'+i))), 401, "invalid_admin_token")
 	}
 	for _, tok := range []string{"guess-z", in.adminToken} {
 		r := get(tok)

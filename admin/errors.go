@@ -16,7 +16,11 @@ import "github.com/invoicing-ao/gateway/invoicing"
 // what became of that change and to repeat it once Redis is healthy; the
 // console puts it first (console/ui/core.js).
 var (
-	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Unauthenticated, Code: "unauthorized_admin", Title: "Admin token required", Message: "admin: missing or wrong admin token"})
+	// No admin token sent, and one sent that is not the gateway's: apart,
+	// as the public API's missing_api_key and invalid_api_key are, so that
+	// a caller who sent one is not told to send one.
+	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Unauthenticated, Code: "unauthorized_admin", Title: "Admin token required", Message: "admin: no admin token"})
+	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Unauthenticated, Code: "invalid_admin_token", Title: "Wrong admin token", Message: "admin: wrong admin token"})
 	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: "admin_disabled", Title: "Admin API disabled", Message: "admin: no admin token configured"})
 	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Limited, Code: "admin_token_throttled", Title: "Too many wrong admin tokens", Message: "admin: wrong admin tokens throttled"})
 	_ = invoicing.Define(invoicing.Error{Kind: invoicing.Unprocessable, Code: "unknown_company", Title: "Unknown company", Message: "admin: unknown company"})

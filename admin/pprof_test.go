@@ -41,7 +41,7 @@ func TestAdminPprof(t *testing.T) {
 	}
 	for _, c := range []struct{ base, path, token, code string }{
 		{in.admin.URL, "/debug/pprof/heap", "", "unauthorized_admin"},
-		{in.admin.URL, "/debug/pprof/heap", "wrong", "unauthorized_admin"},
+		{in.admin.URL, "/debug/pprof/heap", "wrong", "invalid_admin_token"},
 		{in.admin.URL, "/debug/pprof/cmdline", in.adminToken, "route_not_found"},
 		{in.pub.URL, "/debug/pprof/heap", in.adminToken, "route_not_found"},
 	} {

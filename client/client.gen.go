@@ -135,6 +135,7 @@ const (
 	ProblemCodeInsufficientScope           ProblemCode = "insufficient_scope"
 	ProblemCodeInternalError               ProblemCode = "internal_error"
 	ProblemCodeInvalidActor                ProblemCode = "invalid_actor"
+	ProblemCodeInvalidAdminToken           ProblemCode = "invalid_admin_token"
 	ProblemCodeInvalidApiKey               ProblemCode = "invalid_api_key"
 	ProblemCodeInvalidBody                 ProblemCode = "invalid_body"
 	ProblemCodeInvalidCompanyId            ProblemCode = "invalid_company_id"
@@ -207,6 +208,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeInternalError:
 		return true
 	case ProblemCodeInvalidActor:
+		return true
+	case ProblemCodeInvalidAdminToken:
 		return true
 	case ProblemCodeInvalidApiKey:
 		return true
