@@ -66,18 +66,24 @@ func JSONMembers(body []byte, known []string) (members map[string]json.RawMessag
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, nil, bad("The body must be a JSON object.")
+		if len(bytes.TrimSpace(body)) == 0 {
+			return nil, nil, bad("The body is empty: send a JSON object.")
+		}
+		if _, ok := t.(json.Delim); err == nil || ok {
+			return nil, nil, bad("The body must be a JSON object.")
+		}
+		return nil, nil, bad(invalidJSON(body))
 	}
 	members = map[string]json.RawMessage{}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return nil, nil, bad("The body is not valid JSON.")
+			return nil, nil, bad(invalidJSON(body))
 		}
 		name, _ := t.(string)
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return nil, nil, bad("The body is not valid JSON.")
+			return nil, nil, bad(invalidJSON(body))
 		}
 		switch {
 		case !contains(known, name):
@@ -89,7 +95,7 @@ func JSONMembers(body []byte, known []string) (members map[string]json.RawMessag
 		}
 	}
 	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
-		return nil, nil, bad("The body is not valid JSON.")
+		return nil, nil, bad(invalidJSON(body))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, nil, bad("The body must hold one JSON object and nothing after it.")
