@@ -151,7 +151,7 @@ func TestChangeNotAudited(t *testing.T) {
 		strings.Contains(p.Detail, "igw_") {
 		t.Errorf("creation: %d %s %q", p.Status(), p.Code, p.Detail)
 	}
-	_, err = s.RevokeKey(ctx, testActor, id)
+	_, err = s.RevokeKey(ctx, testActor, id, false)
 	if p := web.Problem(err); p.Code != "change_not_audited" || !strings.Contains(p.Detail, "in effect") {
 		t.Errorf("revocation: %s %q", p.Code, p.Detail)
 	}

@@ -261,7 +261,8 @@ func auditNeedsActor(t *testing.T, in *instance) {
 // auditedChanges makes changes, each by its actor, a second apart from
 // start on: a key created to expire in an hour, rolled with a minute's
 // overlap (its expiry, a minute on, is recorded by nobody), the new key
-// revoked (twice: the second changes nothing), a limit set and reset. It
+// revoked keeping the old one (twice: the second changes nothing), a limit
+// set and reset. It
 // answers the keys' ids.
 func auditedChanges(t *testing.T, in *instance, start time.Time) (createdID, rolledID string) {
 	t.Helper()
@@ -272,8 +273,12 @@ func auditedChanges(t *testing.T, in *instance, start time.Time) (createdID, rol
 	rolledID, _ = in.adminCall(t, req{Method: "POST", Path: "/admin/v1/keys/" + createdID + "/roll", Header: byActor("bruno@dashboard"),
 		Body: `{"overlapSeconds":60}`}).json(t)["id"].(string)
 	in.clock.Add(time.Second)
-	in.adminCall(t, req{Method: "DELETE", Path: "/admin/v1/keys/" + rolledID, Header: byActor("carla@dashboard")})
-	in.adminCall(t, req{Method: "DELETE", Path: "/admin/v1/keys/" + rolledID, Header: byActor("carla@dashboard")}) // no change, no event
+	// The old key is kept (its overlap runs on to an expiry), and named.
+	kept := in.adminCall(t, req{Method: "DELETE", Path: "/admin/v1/keys/" + rolledID + "?keepPrevious=true", Header: byActor("carla@dashboard")}).json(t)
+	if still, _ := kept["stillActive"].([]any); len(still) != 1 || still[0].(map[string]any)["id"] != createdID {
+		t.Errorf("revoked keeping the old key: %v", kept)
+	}
+	in.adminCall(t, req{Method: "DELETE", Path: "/admin/v1/keys/" + rolledID + "?keepPrevious=true", Header: byActor("carla@dashboard")}) // no change, no event
 	in.clock.Add(time.Second)
 	in.adminCall(t, req{Method: "PUT", Path: "/admin/v1/companies/" + coA + "/limits", Header: byActor("dario@dashboard"), Body: `{"mode":"LIVE","rate":5,"burst":7}`})
 	in.clock.Add(time.Minute) // the rolled key's overlap ends: an expiry nobody records

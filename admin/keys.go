@@ -164,27 +164,6 @@ func (s *Service) ListKeys(ctx context.Context, companyID string) ([]KeyView, er
 	return out, nil
 }
 
-// RevokeKey revokes a key by id; every instance refuses it within a second.
-// Revoking a revoked key changes nothing and records nothing: so a
-// revocation in effect but not confirmed by Redis's replicas, recorded at
-// once, is recorded once when its error says to revoke it again.
-func (s *Service) RevokeKey(ctx context.Context, actor, keyID string) (KeyView, error) {
-	k, err := apply(ctx, change[none, authz.Key]{actor: actor,
-		make: func(ctx context.Context, _ none) (authz.Key, bool, error) {
-			k, revoked, err := s.keys.Revoke(ctx, keyID)
-			return k, revoked && k.RevokedAt != nil, namedKey(keyID, err)
-		},
-		record: func(ctx context.Context, _ none, k authz.Key) error {
-			before := k
-			before.State, before.RevokedAt = authz.StateActive, nil
-			return s.recordKey(ctx, actor, audit.ActionKeyRevoked, *k.RevokedAt, &before, k)
-		}})
-	if err != nil {
-		return KeyView{}, err
-	}
-	return s.viewKey(k), nil
-}
-
 func (s *Service) adminCreateKey(r *http.Request, _ web.Params) (web.Answer, error) {
 	m, fe, err := web.ReadJSONBody(r, []string{"companyId", "mode", "scopes", "name", "expiresAt", "allowedCidrs"})
 	if err != nil {
@@ -349,6 +328,3 @@ func (s *Service) adminGetKey(r *http.Request, p web.Params) (web.Answer, error)
 	return web.Answer{Body: s.viewKey(k)}, nil
 }
 
-func (s *Service) adminRevokeKey(r *http.Request, p web.Params) (web.Answer, error) {
-	return result(s.RevokeKey(r.Context(), actor(r), p.ByName("id")))
-}

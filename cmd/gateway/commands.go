@@ -46,8 +46,15 @@ var commands = []*command{
 		needs:   config.NeedRedis,
 		flags:   keysRollFlags,
 	},
-	byID("keys revoke", []string{"KEY_ID"}, "Revoke a key: every gateway refuses it within a second.",
-		"gateway keys revoke key_0123456789abcdef", keysRevoke),
+	{
+		name: "keys revoke", synopsis: "KEY_ID [--keep-previous] [--json]", args: []string{"KEY_ID"},
+		summary: "Revoke a key: every gateway refuses it within a second.",
+		detail: "A key made by a roll is revoked with the keys it replaced that still work (their overlap): " +
+			"--keep-previous keeps them, and names them and until when they work.",
+		example: "gateway keys revoke key_0123456789abcdef",
+		needs:   config.NeedRedis,
+		flags:   keysRevokeFlags,
+	},
 	byCompany("limits get", "Show a company's LIVE and TEST rate limits.", limitsGet),
 	{
 		name: "limits set", synopsis: "--company ID [--mode LIVE|TEST] --rps N --burst N [--json]",

@@ -64,18 +64,31 @@ func keysList(company *string, asJSON *bool) action {
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) ([]admin.KeyView, error) {
 			return d.admin.ListKeys(ctx, *company)
 		}, func(w io.Writer, keys []admin.KeyView) error {
+			if len(keys) == 0 {
+				_, err := fmt.Fprintf(w, "No keys for company %s.\n", *company)
+				return err
+			}
 			printKeys(w, keys)
 			return nil
 		})
 	}
 }
 
-func keysRevoke(asJSON *bool) action {
+func keysRevokeFlags(fs *flag.FlagSet) action {
+	keep := fs.Bool("keep-previous", false, "keep working the keys this one replaced by a roll (their overlap runs on)")
+	asJSON := jsonFlag(fs)
 	return func(ctx context.Context, c *invocation) error {
-		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.KeyView, error) {
-			return d.admin.RevokeKey(ctx, commandActor(), c.args[0])
-		}, func(w io.Writer, v admin.KeyView) error {
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.RevokedView, error) {
+			return d.admin.RevokeKey(ctx, commandActor(), c.args[0], *keep)
+		}, func(w io.Writer, v admin.RevokedView) error {
 			fmt.Fprintf(w, "Revoked key %s (%s); every gateway refuses it within a second.\n", v.ID, v.Hint)
+			for _, p := range v.AlsoRevoked {
+				fmt.Fprintf(w, "Revoked with it key %s (%s), which it replaced by a roll and which still worked.\n", p.ID, p.Hint)
+			}
+			for _, p := range v.StillActive {
+				fmt.Fprintf(w, "Key %s (%s), which it replaced by a roll, still works until %s: revoke it with gateway keys revoke %s.\n",
+					p.ID, p.Hint, stamp(p.ExpiresAt, "its expiry"), p.ID)
+			}
 			return nil
 		})
 	}
@@ -84,12 +97,6 @@ func keysRevoke(asJSON *bool) action {
 func printKeys(w io.Writer, keys []admin.KeyView) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tMODE\tSCOPES\tNAME\tKEY\tSTATE\tCREATED\tLAST USED\tEXPIRES\tROLLED\tNETWORKS")
-	stamp := func(t *time.Time, none string) string {
-		if t == nil {
-			return none
-		}
-		return t.UTC().Format(time.RFC3339)
-	}
 	for _, k := range keys {
 		var rolled []string
 		if k.Replaces != nil {
@@ -109,9 +116,21 @@ func printKeys(w io.Writer, keys []admin.KeyView) {
 	_ = tw.Flush()
 }
 
+// stamp is t in RFC 3339 (UTC), or none when there is none.
+func stamp(t *time.Time, none string) string {
+	if t == nil {
+		return none
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// none is what a table shows for an empty value: the console's mark, so
+// that the two read alike.
+const none = "—"
+
 func orDash(s string) string {
 	if s == "" {
-		return "-"
+		return none
 	}
 	return s
 }

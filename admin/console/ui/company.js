@@ -77,13 +77,33 @@ async function roll(k, msg) {
   } catch (x) { msg.textContent = problemText(x); }
 }
 
+// revoke asks, and revokes. A key made by a roll is revoked with the key
+// it replaced while that one still works (its overlap), unless the box is
+// unticked: the dialog names that key and until when it works, and what
+// was done is said after.
 async function revoke(k, msg) {
+  let prev = null;
+  if (k.replaces) {
+    try { prev = await api("GET", "/admin/v1/keys/" + enc(k.replaces)); } catch (x) { prev = null; }
+    if (prev && prev.state !== "active") prev = null;
+  }
+  const also = prev ? h("input", { type: "checkbox", id: "revoke-previous", checked: true }) : null;
   const form = await ask({
     title: "Revoke key " + (k.name || k.id) + "?", confirm: "Revoke key", danger: true,
-    body: h("p", {}, "Every gateway refuses ", h("span", { class: "mono" }, k.id), " within a second. This cannot be undone."),
+    body: [h("p", {}, "Every gateway refuses ", h("span", { class: "mono" }, k.id), " within a second. This cannot be undone."),
+      prev ? h("label", { class: "check", id: "revoke-previous-label" }, also, "Also revoke ", h("span", { class: "mono" }, prev.id),
+        ", the key it replaced, which still works until " + when(prev.expiresAt) + " (" + duration(prev.expiresAt) + ")") : null],
   });
   if (!form) return;
-  try { await api("DELETE", "/admin/v1/keys/" + enc(k.id)); await changed("keys", "audit"); } catch (x) { msg.textContent = problemText(x); }
+  try {
+    const v = await api("DELETE", "/admin/v1/keys/" + enc(k.id) + (also && !also.checked ? "?keepPrevious=true" : ""));
+    await changed("keys", "audit");
+    const note = document.getElementById("keys-note");
+    if (note) {
+      note.textContent = (v.alsoRevoked || []).map((p) => "Revoked " + k.id + " and " + p.id + ", the key it replaced.").join(" ") +
+        (v.stillActive || []).map((p) => "Revoked " + k.id + "; " + p.id + ", the key it replaced, still works until " + when(p.expiresAt) + ".").join(" ");
+    }
+  } catch (x) { msg.textContent = problemText(x); }
 }
 
 function keyRow(k) {
@@ -135,5 +155,5 @@ function keysPanel(id) {
   h("fieldset", {}, h("legend", {}, "Scopes"), scopes.map((c, i) => h("label", { class: "check" }, c, scopeNames[i]))),
   h("label", {}, "Expires (optional; UTC)", expiry), h("label", {}, "Source networks (optional)", nets),
   h("button", { class: "primary", type: "submit" }, "Create key"));
-  return { el: h("div", { class: "panel", id: "keys" }, h("h2", {}, "API keys"), list.el, h("h3", {}, "New key"), form, msg), load: list.load, refresh: list.refresh };
+  return { el: h("div", { class: "panel", id: "keys" }, h("h2", {}, "API keys"), h("p", { id: "keys-note", class: "small", role: "status" }), list.el, h("h3", {}, "New key"), form, msg), load: list.load, refresh: list.refresh };
 }
