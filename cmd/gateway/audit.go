@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -30,6 +31,14 @@ func auditFlags(fs *flag.FlagSet) action {
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.AuditView, error) {
 			return readAudit(ctx, d.admin, *company, since)
 		}, func(w io.Writer, v admin.AuditView) error {
+			if len(v.Events) == 0 {
+				what := "in the audit log (kept 400 days)"
+				if !since.IsZero() {
+					what = "since " + since.UTC().Format(time.RFC3339)
+				}
+				_, err := fmt.Fprintf(w, "No changes recorded for company %s %s.\n", cmp.Or(v.CompanyID, *company), what)
+				return err
+			}
 			printAudit(w, v.Events)
 			return nil
 		})
@@ -74,7 +83,7 @@ func printAudit(w io.Writer, evs []auditlog.Event) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tACTOR\tACTION\tKEY/ENDPOINT\tCHANGE")
 	for _, ev := range evs {
-		subject := "-" // limits concern the company as a whole
+		subject := none // limits concern the company as a whole
 		switch {
 		case ev.KeyID != nil:
 			subject = *ev.KeyID
@@ -192,7 +201,7 @@ func webhookChange(ev auditlog.Event) string {
 	case auditlog.ActionWebhookTested:
 		return "test event " + sent.EventID + " queued"
 	}
-	return "-"
+	return none
 }
 
 func enabledText(on bool) string {

@@ -65,7 +65,7 @@ func TestAuditLinesOfWebhooks(t *testing.T) {
 		{ev(auditlog.ActionKeyRevoked, "key_aaaaaaaaaaaaaaaaaaaa", "", `{"state":"active"}`, `{"state":"revoked"}`),
 			"key_aaaaaaaaaaaaaaaaaaaa", "active -> revoked"},
 		{ev(auditlog.ActionLimitsReset, "", "", `{"live":{"rate":3,"burst":4,"custom":true},"test":{"rate":5,"burst":10}}`, `{"live":{"rate":50,"burst":100},"test":{"rate":5,"burst":10}}`),
-			"-", "LIVE 3/s burst 4 -> 50/s burst 100 (default), TEST 5/s burst 10 (default) -> 5/s burst 10 (default)"},
+			"—", "LIVE 3/s burst 4 -> 50/s burst 100 (default), TEST 5/s burst 10 (default) -> 5/s burst 10 (default)"},
 	}
 	var evs []auditlog.Event
 	for _, c := range cases {

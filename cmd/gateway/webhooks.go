@@ -96,6 +96,10 @@ func webhooksList(company *string, asJSON *bool) action {
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) ([]admin.WebhookView, error) {
 			return d.admin.ListWebhooks(ctx, *company)
 		}, func(w io.Writer, eps []admin.WebhookView) error {
+			if len(eps) == 0 {
+				_, err := fmt.Fprintf(w, "No webhook endpoints for company %s.\n", *company)
+				return err
+			}
 			printWebhooks(w, eps)
 			return nil
 		})
@@ -112,7 +116,7 @@ func printWebhooks(w io.Writer, eps []admin.WebhookView) {
 			types = describeTypes(e.Types)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Mode, e.URL, types, state,
-			stampOr(e.Health.LastSuccessAt, "never"), stampOr(e.Health.FailingSince, "-"), orDash(e.Description))
+			stampOr(e.Health.LastSuccessAt, "never"), stampOr(e.Health.FailingSince, none), orDash(e.Description))
 	}
 	_ = tw.Flush()
 	for _, e := range eps {
@@ -237,7 +241,24 @@ func webhooksDeliveriesFlags(fs *flag.FlagSet) action {
 		q := events.DeliveryQuery{Limit: *limit, State: *state, Type: events.Type(*typ)}
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.DeliveriesView, error) {
 			return d.admin.WebhookDeliveries(ctx, c.args[0], q)
-		}, printDeliveries)
+		}, func(w io.Writer, v admin.DeliveriesView) error {
+			if len(v.Data) > 0 {
+				return printDeliveries(w, v)
+			}
+			var filters []string
+			if *state != "" {
+				filters = append(filters, "--state "+*state)
+			}
+			if *typ != "" {
+				filters = append(filters, "--type "+*typ)
+			}
+			if len(filters) > 0 {
+				_, err := fmt.Fprintf(w, "No deliveries of endpoint %s match %s.\n", c.args[0], strings.Join(filters, " "))
+				return err
+			}
+			_, err := fmt.Fprintf(w, "No deliveries for endpoint %s yet.\n", c.args[0])
+			return err
+		})
 	}
 }
 
@@ -246,7 +267,7 @@ func printDeliveries(w io.Writer, v admin.DeliveriesView) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "EVENT\tTYPE\tRESOURCE\tSTATE\tATTEMPTS\tQUEUED\tLAST ANSWER")
 	for _, dl := range v.Data {
-		last := "-"
+		last := none
 		if n := len(dl.Log); n > 0 {
 			a := dl.Log[n-1]
 			last = fmt.Sprintf("%d %.0fms", a.Status, a.Latency)
