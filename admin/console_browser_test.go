@@ -204,7 +204,7 @@ func (c *consoleTour) setLimit() {
 	k := c.k
 	b.run("limit too high", chromedp.SetValue("#limit-mode", "LIVE"), chromedp.SetValue("#limit-rate", "1000000"), chromedp.SetValue("#limit-burst", "1"),
 		chromedp.Click(`#limit-form button[type=submit]`))
-	if msg := b.until("refusal", `document.querySelector("#limits > p.error").textContent || null`); msg != "Invalid request body: rate must be from 0.001 to 100000 requests per second." {
+	if msg := b.until("refusal", `document.querySelector("#limits > p.error").textContent || null`); msg != "rate must be from 0.001 to 100000 requests per second." {
 		t.Errorf("the limit form's refusal: %q", msg)
 	}
 	// Change the LIVE limit; the public listener applies it.

@@ -160,7 +160,7 @@ func lateAuditAnswer(t *testing.T, in *instance, b *browser) {
 	b.until("everything kept", `window.answered.length === 1 ? "yes" : null`)
 	release()
 	b.until("the last 24 hours' late answer", `window.answered.length === 2 ? "yes" : null`)
-	if got := b.until("audit", audited+` + " | " + document.getElementById("audit-count").textContent`); got != "400 1 | newest 1 of 1 event" {
+	if got := b.until("audit", audited+` + " | " + document.getElementById("audit-count").textContent`); got != "400 1 | 1 event." {
 		t.Errorf("after the late answer for the last 24 hours, the audit log shows %q, want everything kept's one event", got)
 	}
 }

@@ -64,7 +64,7 @@ func (h *hookTour) createEndpoint() {
 	t, b, recv := h.t, h.b, h.recv
 	b.open("#/company/"+coA, "#webhooks")
 	b.run("private endpoint", chromedp.SetValue("#hook-url", "https://10.1.2.3/hooks"), chromedp.Click(`#hook-form button[type=submit]`))
-	if msg := b.until("refusal", `document.querySelector("#webhooks > p.error").textContent || null`); msg != "Invalid request body: url must point to a public address: 10.1.2.3 is a private address." {
+	if msg := b.until("refusal", `document.querySelector("#webhooks > p.error").textContent || null`); msg != "url must point to a public address: 10.1.2.3 is a private address." {
 		t.Errorf("the endpoint form's refusal: %q", msg)
 	}
 	// Create an endpoint: its signing secret is shown once; it is listed.
@@ -193,6 +193,10 @@ func (h *hookTour) recoverFailed() {
 	if got := b.until("attempts", `(r => r.querySelector(".attempt-count").textContent + " " + [...r.querySelectorAll("table.attempts tbody tr")].map(a => a.className + ":" + a.cells[2].textContent).join(","))`+
 		`(document.querySelector(`+jsString(`#deliveries tbody[data-event="`+paid+`"]`)+`))`); got != "1 failed:500,failed:500,failed:500,ok:204" {
 		t.Errorf("attempts after the recovery: %q", got)
+	}
+	// The count says what it counts: "1 since it was sent again (4 in all)".
+	if got := b.text("attempts since", `#deliveries tbody[data-event="`+paid+`"] td:nth-child(4)`); got != "1since it was sent again (4 in all)" && got != "1\nsince it was sent again (4 in all)" {
+		t.Errorf("the attempts cell after the recovery: %q", got)
 	}
 	if recv.count(paid) != 1 || recv.delivered(paid) != "invoice.paid "+invoiceID || recv.count(created) != 1 || recv.count(test) != 1 {
 		t.Errorf("the receiver took the payment %d times (as %q), the client %d times, the test %d times; want once each, the payment as invoice.paid %s",

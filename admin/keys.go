@@ -327,4 +327,3 @@ func (s *Service) adminGetKey(r *http.Request, p web.Params) (web.Answer, error)
 	}
 	return web.Answer{Body: s.viewKey(k)}, nil
 }
-

@@ -81,7 +81,10 @@ function auditPanel(id) {
     body.append(...next.map(auditRow));
     shown += next.length;
     older.hidden = shown >= events.length;
-    count.textContent = events.length ? "newest " + fmt(shown) + " of " + plural(events.length, "event") : "";
+    // "11 events." when all are shown; "The newest 50 of 120 events." while
+    // older ones wait behind "Show older".
+    count.textContent = !events.length ? "" : shown >= events.length ? plural(events.length, "event") + "."
+      : "The newest " + fmt(shown) + " of " + plural(events.length, "event") + ".";
   };
   const turn = turns();
   const load = async () => {
@@ -108,7 +111,7 @@ function auditPanel(id) {
   older.addEventListener("click", more);
   days.addEventListener("change", load);
   const el = h("div", { class: "panel", id: "audit" }, h("h2", {}, "Audit log"),
-    h("p", { class: "muted" }, "Newest first, over ", days, ". ", count),
+    h("p", { class: "muted" }, "Over ", days, ", newest first: ", count),
     h("table", { id: "audit-list" }, h("thead", {}, h("tr", {}, ["Time", "Actor", "Action", "Key or endpoint", "What changed"].map((c) => h("th", {}, c)))), body),
     older, msg);
   return { el, load };

@@ -91,8 +91,8 @@ async function revoke(k, msg) {
   const form = await ask({
     title: "Revoke key " + (k.name || k.id) + "?", confirm: "Revoke key", danger: true,
     body: [h("p", {}, "Every gateway refuses ", h("span", { class: "mono" }, k.id), " within a second. This cannot be undone."),
-      prev ? h("label", { class: "check", id: "revoke-previous-label" }, also, "Also revoke ", h("span", { class: "mono" }, prev.id),
-        ", the key it replaced, which still works until " + when(prev.expiresAt) + " (" + duration(prev.expiresAt) + ")") : null],
+      prev ? h("label", { class: "check", id: "revoke-previous-label" }, also, h("span", {}, "Also revoke ", h("span", { class: "mono" }, prev.id),
+        ", the key it replaced, which still works until " + when(prev.expiresAt) + " (" + duration(prev.expiresAt) + ")")) : null],
   });
   if (!form) return;
   try {

@@ -37,8 +37,11 @@ async function api(method, path, body) {
   return data;
 }
 
-// problemText is what a person is told of a refusal: its title and detail,
-// and each field it names that the detail does not already say.
+// problemText is what a person is told of a refusal. One that names
+// fields is said by them alone, each field with why ("burst must be 1 to
+// 100000."): beside the form, the API's title and its general detail
+// ("Invalid query parameter: One or more query parameters are invalid.")
+// say nothing the person can act on. Any other: its title and detail.
 function problemText(e) {
   const p = e && e.problem;
   if (!p) return String(e && e.message ? e.message : e);
@@ -47,9 +50,9 @@ function problemText(e) {
   if (p.code === "change_not_replicated") {
     return "Not confirmed by Redis: this change may or may not have applied. Repeat it once Redis is healthy; repeating it is safe. " + p.detail;
   }
-  const fields = (p.errors || []).filter((f) => !String(p.detail).includes(f.field + " " + f.message))
-    .map((f) => "\n  " + f.field + ": " + f.message).join("");
-  return p.title + ": " + p.detail + fields;
+  const fields = (p.errors || []).map((f) => (f.field === "body" ? f.message : f.field + " " + f.message).replace(/([^.])$/, "$1."));
+  if (fields.length) return fields.join("\n");
+  return p.title + ": " + p.detail;
 }
 
 // q builds a query string of the given parameters, leaving out empty ones.

@@ -72,7 +72,7 @@ function deliveryLog(id, say, refreshed) {
       h("td", {}, whenCell(d.queuedAt)),
       // A replay or a recovery counts attempts afresh; the log keeps the earlier ones.
       h("td", {}, h("span", { class: "attempt-count" }, String(d.attempts)),
-        d.log && d.log.length > d.attempts ? h("div", { class: "small muted" }, "since sent again; " + d.log.length + " logged") : null),
+        d.log && d.log.length > d.attempts ? h("div", { class: "small muted attempts-since" }, "since it was sent again (" + fmt(d.log.length) + " in all)") : null),
       h("td", { class: "next-attempt" }, nextAttempt(d)),
       h("td", {}, h("button", { type: "button", class: "replay", onclick: () => replay(d) }, "Replay"))),
     h("tr", { class: "attempts-row" }, h("td", { colspan: 6 }, attemptsTable(d))));
