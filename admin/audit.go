@@ -11,7 +11,6 @@ import (
 
 	"github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/authz"
-	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/web"
 )
 
@@ -25,19 +24,21 @@ type AuditLog interface {
 // before anything changes, since every change is recorded with its actor.
 func checkActor(actor string) error {
 	err := audit.CheckActor(actor)
-	if err == nil && holdsSecret(actor) { // percent-encoded, as names are checked (text.go)
-		err = invoicing.InvalidField(audit.ErrInvalid, "actor", "%s", audit.ActorSecretMessage)
-	}
+	why := ""
 	switch {
+	case err == nil && holdsSecret(actor): // percent-encoded, as names are checked (text.go)
+		why = audit.ActorSecretMessage
 	case err == nil:
 		return nil
 	case strings.TrimSpace(actor) == "":
 		return &web.Error{Code: "missing_actor", Detail: "Send X-Actor with the name of the person this change is made for: the audit log records it.",
 			Fields: []web.FieldError{{Field: "X-Actor", Message: "is required"}}, Err: err}
+	default:
+		why = fieldError("X-Actor", err).Message
 	}
 	return &web.Error{Code: "invalid_actor", Err: err,
 		Detail: "X-Actor must name the person this change is made for in 1 to " + strconv.Itoa(audit.MaxActorLen) + " bytes of visible text, never a key or a secret.",
-		Fields: []web.FieldError{{Field: "X-Actor", Message: fieldError("X-Actor", err).Message}}}
+		Fields: []web.FieldError{{Field: "X-Actor", Message: why}}}
 }
 
 // recordKey records a change of a key at, its time: its view before (nil

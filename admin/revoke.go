@@ -2,11 +2,11 @@ package admin
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/web"
 )
 
@@ -54,7 +54,7 @@ func (s *Service) RevokeKey(ctx context.Context, actor, keyID string, keepPrevio
 			break
 		}
 		p, err := s.keys.Get(ctx, prev.Replaces)
-		if errors.Is(err, authz.ErrNotFound) {
+		if invoicing.KindOf(err) == invoicing.NotFound {
 			break // expired long ago and reclaimed
 		}
 		if err != nil {

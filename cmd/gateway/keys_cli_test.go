@@ -71,11 +71,11 @@ func TestEmptyListsSaySo(t *testing.T) {
 		t.Errorf("keys list --json: %q", out)
 	}
 	// An endpoint's empty delivery log, and one that no delivery matches.
-	code, out, errs := gw(t, env, "webhooks", "create", "--company", co, "--mode", "TEST", "--url", "https://93.184.216.34/hooks", "--quiet")
+	code, _, errs := gw(t, env, "webhooks", "create", "--company", co, "--mode", "TEST", "--url", "https://93.184.216.34/hooks", "--quiet")
 	if code != 0 {
 		t.Fatalf("webhooks create: %d %s", code, errs)
 	}
-	_, out, _ = gw(t, env, "webhooks", "list", "--company", co, "--json")
+	_, out, _ := gw(t, env, "webhooks", "list", "--company", co, "--json")
 	var eps []struct{ ID string }
 	if err := json.Unmarshal([]byte(out), &eps); err != nil || len(eps) != 1 {
 		t.Fatalf("webhooks list --json: %v %s", err, out)
