@@ -138,7 +138,9 @@ func (db *DB) EnsurePartitions(ctx context.Context, r Ranges, from, to time.Time
 	var made []string
 	for _, p := range gaps(r, have, from, to) {
 		if err := db.makePartition(ctx, r, p); err != nil {
-			if Code(err) == "42P07" { // made meanwhile by another instance
+			// Made meanwhile by another instance: the table exists, or
+			// its type did when this one's was inserted.
+			if c := Code(err); c == "42P07" || c == "23505" {
 				continue
 			}
 			return made, fmt.Errorf("sqldb: partition %s: %w", p.Name, err)
