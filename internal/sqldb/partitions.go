@@ -129,18 +129,26 @@ func deref(s *string) string {
 
 // EnsurePartitions makes the partitions missing for [from, to): whole
 // spans, cut short where a partition (of another span) exists already.
-// It reports the partitions it made.
+// They are made in one transaction; when another instance made one
+// meanwhile, one by one. It reports the partitions it made.
 func (db *DB) EnsurePartitions(ctx context.Context, r Ranges, from, to time.Time) ([]string, error) {
 	have, err := db.Partitions(ctx, r)
 	if err != nil {
 		return nil, err
 	}
+	todo := gaps(r, have, from, to)
+	if len(todo) == 0 {
+		return nil, nil
+	}
+	if err := db.makePartitions(ctx, r, todo); err == nil {
+		return names(todo), nil
+	} else if !madeMeanwhile(err) {
+		return nil, fmt.Errorf("sqldb: partitions of %s: %w", r.Table, err)
+	}
 	var made []string
-	for _, p := range gaps(r, have, from, to) {
-		if err := db.makePartition(ctx, r, p); err != nil {
-			// Made meanwhile by another instance: the table exists, or
-			// its type did when this one's was inserted.
-			if c := Code(err); c == "42P07" || c == "23505" {
+	for _, p := range todo {
+		if err := db.makePartitions(ctx, r, []Partition{p}); err != nil {
+			if madeMeanwhile(err) {
 				continue
 			}
 			return made, fmt.Errorf("sqldb: partition %s: %w", p.Name, err)
@@ -148,6 +156,21 @@ func (db *DB) EnsurePartitions(ctx context.Context, r Ranges, from, to time.Time
 		made = append(made, p.Name)
 	}
 	return made, nil
+}
+
+// madeMeanwhile reports whether err says that another instance made the
+// partition: the table exists, or its type did when this one's was made.
+func madeMeanwhile(err error) bool {
+	c := Code(err)
+	return c == "42P07" || c == "23505"
+}
+
+func names(ps []Partition) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.Name
+	}
+	return out
 }
 
 // gaps are the partitions to make so that [from, to) is covered: spans
@@ -195,7 +218,7 @@ func part(r Ranges, from, to int64) Partition {
 	return Partition{Name: name, From: from, To: to, Attached: true}
 }
 
-func (db *DB) makePartition(ctx context.Context, r Ranges, p Partition) error {
+func (db *DB) makePartitions(ctx context.Context, r Ranges, ps []Partition) error {
 	with := ""
 	if r.With != "" {
 		with = " WITH (" + r.With + ")"
@@ -205,16 +228,21 @@ func (db *DB) makePartition(ctx context.Context, r Ranges, p Partition) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	name, table := pgx.Identifier{p.Name}.Sanitize(), pgx.Identifier{r.Table}.Sanitize()
-	stmts := []string{
-		"SET LOCAL lock_timeout = " + r.lockTimeout(),
-		"CREATE TABLE " + name + " (LIKE " + table + " INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION)" + with,
-		// Attaching makes the table's indexes on the new, empty partition.
-		fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%d) TO (%d)", table, name, p.From, p.To),
+	if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = "+r.lockTimeout()); err != nil {
+		return err
 	}
-	for _, s := range stmts {
-		if _, err := tx.Exec(ctx, s); err != nil {
-			return err
+	table := pgx.Identifier{r.Table}.Sanitize()
+	for _, p := range ps {
+		name := pgx.Identifier{p.Name}.Sanitize()
+		stmts := []string{
+			"CREATE TABLE " + name + " (LIKE " + table + " INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION)" + with,
+			// Attaching makes the table's indexes on the new, empty partition.
+			fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%d) TO (%d)", table, name, p.From, p.To),
+		}
+		for _, s := range stmts {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				return err
+			}
 		}
 	}
 	return tx.Commit(ctx)
