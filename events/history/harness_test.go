@@ -32,7 +32,7 @@ type opener func(t *testing.T, cfg Config) *harness
 // t0 is when each test's clock starts.
 var t0 = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 
-func openWith(t *testing.T, url string, cfg Config) *harness {
+func openWith(t testing.TB, url string, cfg Config) *harness {
 	t.Helper()
 	ctx := context.Background()
 	db, err := sqldb.Open(ctx, sqldb.Config{URL: url})
