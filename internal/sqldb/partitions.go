@@ -85,12 +85,21 @@ func (db *DB) checkRanges(r Ranges) error {
 	return nil
 }
 
+// pgxQuery is a pool or a transaction, for reading the catalog.
+type pgxQuery interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
 // Partitions lists r's partitions, attached or left detached, by range.
 func (db *DB) Partitions(ctx context.Context, r Ranges) ([]Partition, error) {
 	if err := db.checkRanges(r); err != nil {
 		return nil, err
 	}
-	rows, err := db.pg.Query(ctx, `SELECT c.relname, pg_get_expr(c.relpartbound, c.oid), i.inhrelid IS NOT NULL
+	return partitionsOf(ctx, db.pg, r)
+}
+
+func partitionsOf(ctx context.Context, q pgxQuery, r Ranges) ([]Partition, error) {
+	rows, err := q.Query(ctx, `SELECT c.relname, pg_get_expr(c.relpartbound, c.oid), i.inhrelid IS NOT NULL
 FROM pg_class c
 LEFT JOIN pg_inherits i ON i.inhrelid = c.oid AND i.inhparent = $1::text::regclass
 WHERE c.relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = $1::text::regclass) AND c.relkind = 'r'
@@ -129,48 +138,22 @@ func deref(s *string) string {
 
 // EnsurePartitions makes the partitions missing for [from, to): whole
 // spans, cut short where a partition (of another span) exists already.
-// They are made in one transaction; when another instance made one
-// meanwhile, one by one. It reports the partitions it made.
+// They are made in one transaction, one instance at a time per table (an
+// advisory lock: the second finds them made, rather than waiting on the
+// first's locks past LockTimeout). It reports the partitions it made.
 func (db *DB) EnsurePartitions(ctx context.Context, r Ranges, from, to time.Time) ([]string, error) {
 	have, err := db.Partitions(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	todo := gaps(r, have, from, to)
-	if len(todo) == 0 {
-		return nil, nil
+	if len(gaps(r, have, from, to)) == 0 {
+		return nil, nil // the common case, without a lock
 	}
-	if err := db.makePartitions(ctx, r, todo); err == nil {
-		return names(todo), nil
-	} else if !madeMeanwhile(err) {
+	made, err := db.makePartitions(ctx, r, from, to)
+	if err != nil {
 		return nil, fmt.Errorf("sqldb: partitions of %s: %w", r.Table, err)
 	}
-	var made []string
-	for _, p := range todo {
-		if err := db.makePartitions(ctx, r, []Partition{p}); err != nil {
-			if madeMeanwhile(err) {
-				continue
-			}
-			return made, fmt.Errorf("sqldb: partition %s: %w", p.Name, err)
-		}
-		made = append(made, p.Name)
-	}
 	return made, nil
-}
-
-// madeMeanwhile reports whether err says that another instance made the
-// partition: the table exists, or its type did when this one's was made.
-func madeMeanwhile(err error) bool {
-	c := Code(err)
-	return c == "42P07" || c == "23505"
-}
-
-func names(ps []Partition) []string {
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = p.Name
-	}
-	return out
 }
 
 // gaps are the partitions to make so that [from, to) is covered: spans
@@ -218,21 +201,29 @@ func part(r Ranges, from, to int64) Partition {
 	return Partition{Name: name, From: from, To: to, Attached: true}
 }
 
-func (db *DB) makePartitions(ctx context.Context, r Ranges, ps []Partition) error {
+func (db *DB) makePartitions(ctx context.Context, r Ranges, from, to time.Time) ([]string, error) {
 	with := ""
 	if r.With != "" {
 		with = " WITH (" + r.With + ")"
 	}
 	tx, err := db.pg.Begin(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", int32(partitionsLock), r.Table); err != nil {
+		return nil, err
+	}
+	have, err := partitionsOf(ctx, tx, r)
+	if err != nil {
+		return nil, err
+	}
+	todo := gaps(r, have, from, to)
 	if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = "+r.lockTimeout()); err != nil {
-		return err
+		return nil, err
 	}
 	table := pgx.Identifier{r.Table}.Sanitize()
-	for _, p := range ps {
+	for _, p := range todo {
 		name := pgx.Identifier{p.Name}.Sanitize()
 		stmts := []string{
 			"CREATE TABLE " + name + " (LIKE " + table + " INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION)" + with,
@@ -241,11 +232,23 @@ func (db *DB) makePartitions(ctx context.Context, r Ranges, ps []Partition) erro
 		}
 		for _, s := range stmts {
 			if _, err := tx.Exec(ctx, s); err != nil {
-				return err
+				return nil, fmt.Errorf("%s: %w", p.Name, err)
 			}
 		}
 	}
-	return tx.Commit(ctx)
+	return names(todo), tx.Commit(ctx)
+}
+
+// partitionsLock is the first key of the advisory lock that makes one
+// table's partitions (the second is the table's name, hashed).
+const partitionsLock = 0x67775f70 // "gw_p"
+
+func names(ps []Partition) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Name)
+	}
+	return out
 }
 
 // ExpiredPartitions are r's partitions wholly before before (their range

@@ -241,3 +241,30 @@ func TestDeleteBeforeInBoundedBatches(t *testing.T) {
 		t.Error("a table name that is not an identifier was taken")
 	}
 }
+
+func TestPartitionsMadeByInstancesTogether(t *testing.T) {
+	t.Parallel()
+	db := openTestPostgres(t)
+	ctx := context.Background()
+	r := logTable(t, db)
+	r.LockTimeout = 100 * time.Millisecond
+	made := make(chan []string, 4)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			m, err := db.EnsurePartitions(ctx, r, day0.Add(-40*24*time.Hour), day0)
+			made <- m
+			errs <- err
+		}()
+	}
+	total := 0
+	for range 4 {
+		total += len(<-made)
+		if err := <-errs; err != nil {
+			t.Errorf("an instance: %v (each waits for the one making them, not on its locks)", err)
+		}
+	}
+	if ps, err := db.Partitions(ctx, r); err != nil || total != 40 || len(ps) != 40 {
+		t.Errorf("made %d partitions in all, %d exist (%v); want the 40 days once", total, len(ps), err)
+	}
+}
