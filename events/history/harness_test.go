@@ -39,8 +39,8 @@ func openWith(t testing.TB, url string, cfg Config) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(db.Close)
 	if _, err := db.Apply(ctx, Migrations()); err != nil {
-		db.Close()
 		t.Fatal(err)
 	}
 	h := &harness{db: db, clock: testenv.NewClock(t0)}
@@ -50,7 +50,6 @@ func openWith(t testing.TB, url string, cfg Config) *harness {
 		t.Fatal(err)
 	}
 	h.Store = s
-	t.Cleanup(s.Close)
 	return h
 }
 

@@ -95,8 +95,6 @@ type Store interface {
 	// Stats are the feeds' sizes: their number, their events within the
 	// window, and the top largest.
 	Stats(ctx context.Context, top int) (Stats, error)
-
-	Close()
 }
 
 // Rewind is the watermark that makes detection read back its window.
@@ -166,7 +164,9 @@ var (
 		Detail: "The event is older than the retention and cannot be sent again; sync with updatedSince instead.", Message: "history: event expired"})
 )
 
-// New is the store on db, whose schema (Migrations) must be applied.
+// New is the store on db, whose schema (Migrations) must be applied. The
+// store does not close db: its opener does, which may share it (the audit
+// log keeps its own tables there).
 func New(db *sqldb.DB, cfg Config) (Store, error) {
 	c := &core{db: db, cfg: cfg.withDefaults()}
 	switch db.Engine() {
@@ -201,8 +201,6 @@ func (c *core) partitioned(ctx context.Context, write func() error) error {
 	}
 	return err
 }
-
-func (c *core) Close() { c.db.Close() }
 
 func (c *core) nowMs() int64 { return c.cfg.Now().UnixMilli() }
 

@@ -62,7 +62,16 @@ func loadFeed(tb testing.TB, h *harness, co string, n int, from, to time.Time) {
 			return []any{co, "LIVE", seq, id, typ, "res-" + id, loadBody(id, typ)}, nil
 		})
 	}
-	pool := h.db.Pool()
+	pool, err := h.db.Pool().Acquire(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer pool.Release()
+	// A million rows outlast a statement's timeout.
+	if _, err := pool.Exec(ctx, "SET statement_timeout = 0"); err != nil {
+		tb.Fatal(err)
+	}
+	defer func() { _, _ = pool.Exec(ctx, "RESET statement_timeout") }()
 	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"company_id", "mode", "seq", "event_id", "type", "resource_id", "body"}, rows(false)); err != nil {
 		tb.Fatal(err)
 	}

@@ -73,85 +73,96 @@ func (c *core) Recover(ctx context.Context, rq RecoverQuery) (Recovered, error) 
 	since := max(rq.Since.UnixMilli(), c.kept(now))
 	var out Recovered
 	err := c.db.Tx(ctx, func(q sqldb.Querier) error {
-		out = Recovered{}
-		rows, err := q.Query(ctx, `SELECT queued_ms, event_id, state, next_ms FROM deliveries
-WHERE company_id = $1 AND endpoint_id = $2 AND queued_ms >= $3 AND (queued_ms, event_id) < ($4, $5)
-ORDER BY queued_ms DESC, event_id DESC LIMIT $6`, rq.CompanyID, rq.EndpointID, since, afterMs, afterID, int64(limit))
+		todo, next, err := recoverable(ctx, q, rq, since, afterMs, afterID, limit, now)
 		if err != nil {
 			return err
 		}
-		type row struct {
-			queued int64
-			id     string
-			failed bool
-		}
-		var todo []row
-		read := 0
-		var last row
-		for rows.Next() {
-			var r row
-			var state string
-			var next int64
-			if err := rows.Scan(&r.queued, &r.id, &state, &next); err != nil {
-				rows.Close()
-				return err
-			}
-			read, last = read+1, r
-			// Failed, or waiting for a retry (its next attempt later than
-			// now); one due now is queued already, or being made.
-			if r.failed = state == Failed; r.failed || state == Pending && next > now {
-				todo = append(todo, r)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if read == limit {
-			out.Next = cursorOf(last.queued, last.id)
-		}
-		if len(todo) == 0 {
-			return nil
-		}
-		var where strings.Builder
-		args := []any{rq.CompanyID, rq.EndpointID, now}
-		for i, r := range todo {
-			if i > 0 {
-				where.WriteString(" OR ")
-			}
-			n := len(args)
-			where.WriteString("(queued_ms = $" + strconv.Itoa(n+1) + " AND event_id = $" + strconv.Itoa(n+2) + ")")
-			args = append(args, r.queued, r.id)
-		}
-		// The states are read again as they are changed: a delivery that
-		// moved meanwhile (delivered) is left as it is.
-		rows, err = q.Query(ctx, `UPDATE deliveries SET state = 'pending', attempts = 0, next_ms = $3, done_ms = 0
-WHERE company_id = $1 AND endpoint_id = $2 AND (`+where.String()+`) AND (state = 'failed' OR (state = 'pending' AND next_ms > $3))
-RETURNING queued_ms, event_id`, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		failed := map[string]bool{}
-		for _, r := range todo {
-			failed[cursorOf(r.queued, r.id)] = r.failed
-		}
-		for rows.Next() {
-			var qd Queued
-			if err := rows.Scan(&qd.QueuedMs, &qd.EventID); err != nil {
-				return err
-			}
-			qd.CompanyID, qd.EndpointID, qd.DueMs = rq.CompanyID, rq.EndpointID, now
-			out.Queued = append(out.Queued, qd)
-			if failed[cursorOf(qd.QueuedMs, qd.EventID)] {
-				out.Failed++
-			} else {
-				out.Waiting++
-			}
-		}
-		return rows.Err()
+		out, err = requeueAll(ctx, q, rq, todo, now)
+		out.Next = next
+		return err
 	})
 	return out, fail(err)
+}
+
+// recoverRow is a delivery a recovery queues again.
+type recoverRow struct {
+	queued int64
+	id     string
+	failed bool
+}
+
+// recoverable reads a page of limit deliveries, newest first, and keeps
+// those failed or waiting for a retry (their next attempt later than now;
+// one due now is queued already, or being made). next is where the next
+// page starts, "" when this was the last.
+func recoverable(ctx context.Context, q sqldb.Querier, rq RecoverQuery, since, afterMs int64, afterID string, limit int, now int64) ([]recoverRow, string, error) {
+	rows, err := q.Query(ctx, `SELECT queued_ms, event_id, state, next_ms FROM deliveries
+WHERE company_id = $1 AND endpoint_id = $2 AND queued_ms >= $3 AND (queued_ms, event_id) < ($4, $5)
+ORDER BY queued_ms DESC, event_id DESC LIMIT $6`, rq.CompanyID, rq.EndpointID, since, afterMs, afterID, int64(limit))
+	if err != nil {
+		return nil, "", err
+	}
+	defer rows.Close()
+	var todo []recoverRow
+	var last recoverRow
+	read := 0
+	for rows.Next() {
+		var r recoverRow
+		var state string
+		var next int64
+		if err := rows.Scan(&r.queued, &r.id, &state, &next); err != nil {
+			return nil, "", err
+		}
+		read, last = read+1, r
+		if r.failed = state == Failed; r.failed || state == Pending && next > now {
+			todo = append(todo, r)
+		}
+	}
+	if read < limit {
+		return todo, "", rows.Err()
+	}
+	return todo, cursorOf(last.queued, last.id), rows.Err()
+}
+
+// requeueAll queues todo again. The states are read again as they are
+// changed: a delivery that moved meanwhile (delivered) is left as it is.
+func requeueAll(ctx context.Context, q sqldb.Querier, rq RecoverQuery, todo []recoverRow, now int64) (Recovered, error) {
+	var out Recovered
+	if len(todo) == 0 {
+		return out, nil
+	}
+	var where strings.Builder
+	args := []any{rq.CompanyID, rq.EndpointID, now}
+	failed := map[string]bool{}
+	for i, r := range todo {
+		if i > 0 {
+			where.WriteString(" OR ")
+		}
+		n := len(args)
+		where.WriteString("(queued_ms = $" + strconv.Itoa(n+1) + " AND event_id = $" + strconv.Itoa(n+2) + ")")
+		args = append(args, r.queued, r.id)
+		failed[cursorOf(r.queued, r.id)] = r.failed
+	}
+	rows, err := q.Query(ctx, `UPDATE deliveries SET state = 'pending', attempts = 0, next_ms = $3, done_ms = 0
+WHERE company_id = $1 AND endpoint_id = $2 AND (`+where.String()+`) AND (state = 'failed' OR (state = 'pending' AND next_ms > $3))
+RETURNING queued_ms, event_id`, args...)
+	if err != nil {
+		return out, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		qd := Queued{CompanyID: rq.CompanyID, EndpointID: rq.EndpointID, DueMs: now}
+		if err := rows.Scan(&qd.QueuedMs, &qd.EventID); err != nil {
+			return out, err
+		}
+		out.Queued = append(out.Queued, qd)
+		if failed[cursorOf(qd.QueuedMs, qd.EventID)] {
+			out.Failed++
+		} else {
+			out.Waiting++
+		}
+	}
+	return out, rows.Err()
 }
 
 // AddTest queues a test delivery (Store).
