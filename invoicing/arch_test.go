@@ -17,7 +17,9 @@ const module = "github.com/invoicing-ao/gateway/"
 // (apitest, the tests' checker of answers, only the document it checks
 // against); the adapters (authz, tenants, usage, shape, idempotency, audit,
 // backend, events) only those; web, the HTTP layer of both listeners, only
-// the vocabulary and internal helpers; gateway, the public API, stands on
+// the vocabulary and internal helpers; events/history, the events' store
+// in the gateway's own database, only the vocabulary and internal helpers
+// (events' packages import it); gateway, the public API, stands on
 // web and reaches the adapters a request needs; admin, the admin API,
 // stands on web and reaches the adapters administration needs; neither
 // gateway nor admin imports the other (the binary assembles the admin
@@ -38,6 +40,7 @@ var allowedImports = map[string][]string{
 	"internal/redisscan":  {},
 	"internal/redisstate": {},
 	"internal/sharedkey":  {},
+	"internal/sqldb":      {}, // the gateway's own database: open, migrate, partition
 	"gateway/apidocs":     {},
 	"admin/console":       {},
 	"client":              {}, // integrators' code: the wire format only, none of the gateway's
@@ -50,6 +53,7 @@ var allowedImports = map[string][]string{
 	"backend":             {"invoicing", "internal/tracing"},
 	"backend/gendata":     {"backend", "invoicing"},
 	"events":              {"invoicing", "internal/tracing", "internal/durable"},
+	"events/history":      {"invoicing", "internal/sqldb"}, // the events' history: what events' packages import, never the other way
 	"web":                 {"invoicing", "internal/tracing", "internal/jsonlog"},
 	"gateway":             {"invoicing", "web", "authz", "tenants", "idempotency", "gateway/apidocs", "internal/jsonstr"},
 	"state":               {"internal/durable"}, // the file and the writes' order; each adapter its own records, wired by cmd/gateway
