@@ -28,8 +28,8 @@ import (
 // Redis that held them.
 
 // StateVersion is the version of the endpoints' part of an export: 2 adds
-// ResumeFrom; version 1 is read too.
-const StateVersion = 2
+// ResumeFrom, 3 OverdueFrom and TakenAt; versions 1 and 2 are read too.
+const StateVersion = 3
 
 // deletedKept is how long a deleted endpoint's mark is kept: as long as an
 // export is worth importing.
@@ -44,6 +44,13 @@ type State struct {
 	// restores endpoints (resume.go); a mode without one (version 1, or
 	// detection not started) is read back over the recovery window.
 	ResumeFrom map[invoicing.Mode]time.Time `json:"resumeFrom,omitempty"`
+	// OverdueFrom is where the overdue invoices resume, by mode: the first
+	// due date (YYYY-MM-DD) whose invoice.overdue may not have been
+	// delivered; a mode without one rewinds them over the recovery window.
+	OverdueFrom map[invoicing.Mode]string `json:"overdueFrom,omitempty"`
+	// TakenAt is when the resume points were read (zero before version 3):
+	// a row changed since had been passed by detection unchanged (recency).
+	TakenAt time.Time `json:"takenAt,omitzero"`
 }
 
 // WebhookRecord is one webhook endpoint: its id and its hash's fields (layout.go:
@@ -95,7 +102,21 @@ func (es *Webhooks) ExportState(ctx context.Context) (State, error) {
 		return State{}, err
 	}
 	if len(resume) > 0 {
-		st.ResumeFrom = resume
+		st.TakenAt = es.now().UTC()
+	}
+	for m, r := range resume {
+		if !r.at.IsZero() {
+			if st.ResumeFrom == nil {
+				st.ResumeFrom = map[invoicing.Mode]time.Time{}
+			}
+			st.ResumeFrom[m] = r.at
+		}
+		if r.overdue != "" {
+			if st.OverdueFrom == nil {
+				st.OverdueFrom = map[invoicing.Mode]string{}
+			}
+			st.OverdueFrom[m] = r.overdue
+		}
 	}
 	return st, nil
 }

@@ -55,8 +55,12 @@ type Config struct {
 	Now     func() time.Time // nil means time.Now
 }
 
-// Counts are one part's figures of an import.
-type Counts struct{ Added, Updated, Unchanged int }
+// Counts are one part's figures of an import, and its plan (for what the
+// adapter says of it beyond the figures).
+type Counts struct {
+	Added, Updated, Unchanged int
+	Plan                      Plan `json:"-"`
+}
 
 // Export writes a copy of every part to w, encrypted as s says, and
 // returns how many records of each part it holds.
@@ -119,7 +123,7 @@ func Import(ctx context.Context, cfg Config, doc Document) (map[string]Counts, e
 		}
 		plans[i] = plan
 		a, u, n := plan.Counts()
-		out[p.Name] = Counts{a, u, n}
+		out[p.Name] = Counts{a, u, n, plan}
 	}
 	if err := apply(ctx, cfg, plans); errors.Is(err, ErrNotReplicated) {
 		return out, err

@@ -15,8 +15,10 @@ import (
 	"filippo.io/age"
 
 	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
+	"github.com/invoicing-ao/gateway/events"
 	"github.com/invoicing-ao/gateway/internal/durable"
 	"github.com/invoicing-ao/gateway/internal/seal"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/state"
 )
 
@@ -214,9 +216,22 @@ func printImport(c *invocation, doc state.Document, counts map[string]state.Coun
 		n := counts[name]
 		fmt.Fprintf(c.stdout, "  %-9s %d added, %d updated, %d unchanged\n", name, n.Added, n.Updated, n.Unchanged)
 	}
-	if n := counts["webhooks"]; n.Added+n.Updated > 0 {
-		fmt.Fprintf(c.stdout, "Detection reads back %s (eventsRecovery) for the restored webhook endpoints: the events of that window are sent, "+
-			"again under the same webhook-id where they had been sent before.\n", cfg.EventsRecovery)
+	plan, _ := counts["webhooks"].Plan.(*events.ImportPlan)
+	if plan == nil {
+		return
+	}
+	detection := plan.Detection()
+	for _, m := range invoicing.Modes {
+		at, ok := detection[m]
+		switch {
+		case !ok:
+		case at.IsZero():
+			fmt.Fprintf(c.stdout, "%s: the export has no resume point, so detection reads back %s (%s) for the restored webhook endpoints: "+
+				"the events of that window are sent again, under the same webhook-id where they had been sent.\n", m, cfg.EventsRecovery, config.SettingName("EventsRecovery"))
+		default:
+			fmt.Fprintf(c.stdout, "%s: detection resumes at the export's resume point, %s: the changes since are read again, "+
+				"and an event of them sent before the loss is sent again under the same webhook-id.\n", m, at.UTC().Format(time.RFC3339))
+		}
 	}
 }
 
