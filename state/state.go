@@ -74,7 +74,7 @@ func Export(ctx context.Context, cfg Config, w io.Writer, s Sealing) (map[string
 	for _, p := range cfg.Parts {
 		v, n, err := p.Export(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("state: exporting the %s: %w", p.Name, err)
+			return nil, fmt.Errorf("exporting the %s: %w", p.Name, err)
 		}
 		raw, err := json.Marshal(v)
 		if err != nil {
@@ -94,7 +94,7 @@ func Read(r io.Reader, o Opening) (Document, error) { return decode(r, o) }
 // On Cluster they are written slot by slot, in an order that never leaves a
 // usable key uncounted: import again to write the rest (an import is
 // idempotent).
-var ErrNotWritten = errors.New("state: the import's writes failed; import the same file again (it is safe)")
+var ErrNotWritten = errors.New("the import's writes failed; import the same file again (it is safe)")
 
 // Import puts doc's parts into Redis: every part is planned (read and
 // checked) before the first write, so that a file refused for any reason
@@ -119,7 +119,7 @@ func Import(ctx context.Context, cfg Config, doc Document) (map[string]Counts, e
 		}
 		plan, err := p.Plan(ctx, raw)
 		if err != nil {
-			return nil, fmt.Errorf("state: the file's %s: %w", p.Name, err)
+			return nil, fmt.Errorf("the file's %s: %w", p.Name, err)
 		}
 		plans[i] = plan
 		a, u, n := plan.Counts()
@@ -182,7 +182,7 @@ func apply(ctx context.Context, cfg Config, plans []Plan) error {
 // ErrNotReplicated: the import is written on the master, but fewer replicas
 // than required acknowledged it in time: a failover now could lose it.
 // Importing again is safe, and confirms it once the replicas answer.
-var ErrNotReplicated = errors.New("state: the import is written, but Redis's replicas did not confirm it in time; import the same file again once they are back")
+var ErrNotReplicated = errors.New("the import is written, but Redis's replicas did not confirm it in time; import the same file again once they are back")
 
 // waitReplicas waits, on the connection that made the writes, for the
 // policy's replicas (internal/durable explains why the same connection).

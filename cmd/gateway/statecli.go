@@ -83,6 +83,13 @@ func stateExportFlags(fs *flag.FlagSet) action {
 			}
 			s.Recipients = append(s.Recipients, rs...)
 		}
+		keys, err := fileKeys(c)
+		if err != nil {
+			return err
+		}
+		if len(keys) > 0 {
+			s.SigningKey = keys[0]
+		}
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (exported, error) {
 			start := time.Now()
 			records, size, err := writeExport(ctx, *out, stateConfig(d), s)
@@ -90,6 +97,10 @@ func stateExportFlags(fs *flag.FlagSet) action {
 		}, func(w io.Writer, e exported) error {
 			fmt.Fprintf(w, "Exported %d keys, %d companies' limits, %d webhook endpoints and %d audit entries to %s (%d bytes, %s).\n",
 				e.Records["keys"], e.Records["limits"], e.Records["webhooks"], e.Records["audit"], e.File, e.Bytes, e.took.Round(time.Millisecond))
+			if s.SigningKey == nil {
+				fmt.Fprintf(c.stderr, "WARNING: %s is not signed: this gateway has no %s to sign it with, so nothing will prove it came from this deployment, "+
+					"and importing it needs --accept-unsigned.\n", e.File, config.SettingName("WebhookSecretsKey"))
+			}
 			if !e.Encrypted {
 				fmt.Fprintf(c.stderr, "WARNING: %s is not encrypted: it holds the webhook endpoints' signing secrets in plain text, and whoever reads it can sign webhooks to those integrators. "+
 					"Keep it like a password, or export with --recipient or --passphrase-file.\n", e.File)
@@ -141,6 +152,21 @@ func writeExport(ctx context.Context, path string, cfg state.Config, s state.Sea
 	return records, info.Size(), nil
 }
 
+// fileKeys are the keys that sign and check export files, derived from
+// webhookSecretsKey (first) and the old keys (seal.Keyring.FileKeys); none
+// when secrets are kept in plain text.
+func fileKeys(c *invocation) ([][]byte, error) {
+	cfg, err := c.config()
+	if err != nil {
+		return nil, err
+	}
+	ring, err := cfg.SecretsKeyring()
+	if err != nil {
+		return nil, err
+	}
+	return ring.FileKeys(), nil
+}
+
 // readPassphrase is the first line of a passphrase file ("" for no file).
 func readPassphrase(path string) (string, error) {
 	if path == "" {
@@ -160,6 +186,7 @@ func readPassphrase(path string) (string, error) {
 func stateImportFlags(fs *flag.FlagSet) action {
 	passFile := fs.String("passphrase-file", "", "the passphrase the file was encrypted with, in `FILE` (its first line)")
 	identity := fs.String("identity", "", "an age identity `FILE` (from gateway state keygen) of a recipient the file was encrypted to")
+	unsigned := fs.Bool("accept-unsigned", false, "import a file whose signature cannot be checked (an older gateway's export, or one signed with a key this gateway does not hold); the audit log records it")
 	asJSON := jsonFlag(fs)
 	return func(ctx context.Context, c *invocation) error {
 		var o state.Opening
@@ -178,6 +205,10 @@ func stateImportFlags(fs *flag.FlagSet) action {
 				return fmt.Errorf("--identity %s: %w", *identity, err)
 			}
 		}
+		if o.SigningKeys, err = fileKeys(c); err != nil {
+			return err
+		}
+		o.AcceptUnsigned = *unsigned
 		f, err := os.Open(c.args[0])
 		if err != nil {
 			return err
@@ -186,6 +217,9 @@ func stateImportFlags(fs *flag.FlagSet) action {
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w; nothing was imported", c.args[0], err)
+		}
+		if !doc.Signed {
+			fmt.Fprintf(c.stderr, "WARNING: %s is imported unchecked (--accept-unsigned): nothing proves it came from this deployment; the audit log records it so.\n", c.args[0])
 		}
 		d, err := c.open(ctx)
 		if err != nil {
