@@ -43,7 +43,10 @@ const (
 	ActionWebhookReplayed  = "webhook.replayed"
 	ActionWebhookRecovered = "webhook.recovered"
 	ActionWebhookTested    = "webhook.tested"
-	SystemActor            = "system"
+	// ActionStateImported: an export imported (gateway state import),
+	// with what it added and updated in the company, part by part.
+	ActionStateImported = "state.imported"
+	SystemActor         = "system"
 )
 
 // Bounds and defaults.
@@ -237,21 +240,7 @@ func (l *Log) Record(ctx context.Context, e Entry) (Event, error) {
 	if err := e.check(); err != nil {
 		return Event{}, err
 	}
-	now := l.now()
-	at := e.Time
-	if at.IsZero() {
-		at = now
-	}
-	fields := []any{"time", strconv.FormatInt(at.UnixMilli(), 10), "actor", e.Actor, "action", e.Action}
-	for _, f := range [...]struct {
-		name string
-		v    []byte
-	}{{"key", []byte(e.KeyID)}, {"webhook", []byte(e.WebhookID)}, {"before", e.Before}, {"after", e.After}} {
-		if len(f.v) > 0 {
-			fields = append(fields, f.name, string(f.v))
-		}
-	}
-	args := append([]any{at.UnixMilli(), l.oldest(now), l.max, l.retention.Milliseconds()}, fields...)
+	at, args := l.appendArgs(e)
 	stream := l.stream(e.CompanyID)
 	var id string
 	err := l.repl.Write(ctx, l.rdb, stream, func(c redis.Cmdable) (err error) {
@@ -276,6 +265,25 @@ func (l *Log) Record(ctx context.Context, e Entry) (Event, error) {
 	return ev, nil
 }
 
+// appendArgs are appendScript's arguments for e, and its time.
+func (l *Log) appendArgs(e Entry) (time.Time, []any) {
+	now := l.now()
+	at := e.Time
+	if at.IsZero() {
+		at = now
+	}
+	fields := []any{"time", strconv.FormatInt(at.UnixMilli(), 10), "actor", e.Actor, "action", e.Action}
+	for _, f := range [...]struct {
+		name string
+		v    []byte
+	}{{"key", []byte(e.KeyID)}, {"webhook", []byte(e.WebhookID)}, {"before", e.Before}, {"after", e.After}} {
+		if len(f.v) > 0 {
+			fields = append(fields, f.name, string(f.v))
+		}
+	}
+	return at, append([]any{at.UnixMilli(), l.oldest(now), l.max, l.retention.Milliseconds()}, fields...)
+}
+
 func (e Entry) check() error {
 	if err := CheckActor(e.Actor); err != nil {
 		return err
@@ -286,7 +294,7 @@ func (e Entry) check() error {
 	switch e.Action {
 	case ActionKeyCreated, ActionKeyRolled, ActionKeyRevoked, ActionLimitsSet, ActionLimitsReset,
 		ActionWebhookCreated, ActionWebhookUpdated, ActionWebhookDeleted, ActionWebhookSecretRotated,
-		ActionWebhookReplayed, ActionWebhookRecovered, ActionWebhookTested:
+		ActionWebhookReplayed, ActionWebhookRecovered, ActionWebhookTested, ActionStateImported:
 	default:
 		return fmt.Errorf("%w: action %q", ErrInvalid, invoicing.Clip(e.Action))
 	}

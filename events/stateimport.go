@@ -42,6 +42,25 @@ type endpointWrite struct {
 // Counts are the endpoints added, replaced by newer records, and kept.
 func (p *ImportPlan) Counts() (added, updated, unchanged int) { return p.added, p.updated, p.unchanged }
 
+// EachCompany calls f with the endpoints added and replaced in each company
+// (for the import's audit entries).
+func (p *ImportPlan) EachCompany(f func(company string, added, updated int)) {
+	n := map[string]*[2]int{}
+	for _, w := range p.writes {
+		if n[w.company] == nil {
+			n[w.company] = new([2]int)
+		}
+		if w.curCfg == "" {
+			n[w.company][0]++
+		} else {
+			n[w.company][1]++
+		}
+	}
+	for c, v := range n {
+		f(c, v[0], v[1])
+	}
+}
+
 // PlanImport checks every record of s, reads Redis's and seals the secrets
 // with the current key; it writes nothing.
 func (es *Webhooks) PlanImport(ctx context.Context, st State) (*ImportPlan, error) {

@@ -40,6 +40,24 @@ type Plan interface {
 	Queue(ctx context.Context, phase int, p redis.Pipeliner)
 }
 
+// Companies is what a plan that holds companies' records changes in each
+// company: EachCompany calls f with the records it adds and updates there.
+// Every adapter's plan has it; the import's audit entries are made of it.
+type Companies interface {
+	EachCompany(f func(company string, added, updated int))
+}
+
+// A Report is what an import changes, before it is written: for the
+// import's own audit entries (Config.Audit).
+type Report struct {
+	ExportedAt time.Time
+	Gateway    string // the gateway that wrote the file
+	Signed     bool   // Document.Signed
+	// Companies are the changes in each company, by part (keys, limits,
+	// webhooks, audit); a company the import does not change is absent.
+	Companies map[string]map[string]Counts
+}
+
 // phases is how many phases of writes an import has (authz needs three:
 // a key is counted before it is indexed, and indexed before it works).
 const phases = 3
@@ -53,6 +71,10 @@ type Config struct {
 	Durable durable.Policy
 	Gateway string           // the version written into a file
 	Now     func() time.Time // nil means time.Now
+	// Audit plans the import's own audit entries from its report; they
+	// are written with its writes, last, so that an import is recorded if
+	// and only if it is written. Nil records none.
+	Audit func(ctx context.Context, r Report) (Plan, error)
 }
 
 // Counts are one part's figures of an import, and its plan (for what the
@@ -125,6 +147,13 @@ func Import(ctx context.Context, cfg Config, doc Document) (map[string]Counts, e
 		a, u, n := plan.Counts()
 		out[p.Name] = Counts{a, u, n, plan}
 	}
+	if cfg.Audit != nil {
+		plan, err := cfg.Audit(ctx, report(doc, cfg.Parts, plans))
+		if err != nil {
+			return nil, fmt.Errorf("recording the import in the audit log: %w", err)
+		}
+		plans = append(plans, plan)
+	}
 	if err := apply(ctx, cfg, plans); errors.Is(err, ErrNotReplicated) {
 		return out, err
 	} else if err != nil {
@@ -136,6 +165,27 @@ func Import(ctx context.Context, cfg Config, doc Document) (map[string]Counts, e
 		}
 	}
 	return out, nil
+}
+
+// report is what the plans change, company by company.
+func report(doc Document, parts []Part, plans []Plan) Report {
+	r := Report{ExportedAt: doc.CreatedAt, Gateway: doc.Gateway, Signed: doc.Signed, Companies: map[string]map[string]Counts{}}
+	for i, plan := range plans {
+		cs, ok := plan.(Companies)
+		if !ok {
+			continue
+		}
+		cs.EachCompany(func(company string, added, updated int) {
+			if added+updated == 0 {
+				return
+			}
+			if r.Companies[company] == nil {
+				r.Companies[company] = map[string]Counts{}
+			}
+			r.Companies[company][parts[i].Name] = Counts{Added: added, Updated: updated}
+		})
+	}
+	return r
 }
 
 // apply makes the plans' writes: on one server or Sentinel, one MULTI/EXEC

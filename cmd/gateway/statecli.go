@@ -14,6 +14,7 @@ import (
 
 	"filippo.io/age"
 
+	auditlog "github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 	"github.com/invoicing-ao/gateway/events"
 	"github.com/invoicing-ao/gateway/internal/durable"
@@ -226,7 +227,9 @@ func stateImportFlags(fs *flag.FlagSet) action {
 			return err
 		}
 		defer d.Close()
-		counts, err := state.Import(ctx, stateConfig(d), doc)
+		cfg, audited := stateConfig(d), 0
+		cfg.Audit = importAudit(d, commandActor(), &audited)
+		counts, err := state.Import(ctx, cfg, doc)
 		if err != nil && !errors.Is(err, state.ErrNotReplicated) {
 			if counts == nil {
 				return fmt.Errorf("%s: %w; nothing was imported", c.args[0], err)
@@ -234,12 +237,16 @@ func stateImportFlags(fs *flag.FlagSet) action {
 			return err
 		}
 		if *asJSON {
-			if jerr := json.NewEncoder(c.stdout).Encode(map[string]any{"exportedAt": doc.CreatedAt, "parts": counts}); jerr != nil {
+			out := map[string]any{"exportedAt": doc.CreatedAt, "parts": counts, "signed": doc.Signed, "auditedCompanies": audited}
+			if jerr := json.NewEncoder(c.stdout).Encode(out); jerr != nil {
 				return jerr
 			}
 			return err
 		}
 		printImport(c, doc, counts, d.cfg)
+		if audited > 0 {
+			fmt.Fprintf(c.stdout, "Recorded in the audit log of %s (%s).\n", plural(audited, "company", "companies"), auditlog.ActionStateImported)
+		}
 		return err
 	}
 }
