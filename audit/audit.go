@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -187,12 +186,9 @@ redis.call('XTRIM', KEYS[1], 'MAXLEN', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return id`)
 
-// secretLike matches an API key's secret (igw_live_ or igw_test_ and its
-// random body) or a webhook signing secret (whsec_ and its base64): the log
-// refuses to keep one, whatever a caller passes. Twenty characters make
-// one; a match runs to the string's end, so that Redact leaves nothing of
-// it.
-var secretLike = regexp.MustCompile(`(?i)igw_(live|test)_[0-9a-z]{20,}|whsec_[0-9a-z+/]{20,}=*`)
+// secretLike is what the log refuses to keep, whatever a caller passes: an
+// API key's secret or a webhook signing secret (invoicing.SecretPattern).
+var secretLike = invoicing.SecretPattern
 
 // HoldsSecret reports whether s holds what looks like an API key's secret
 // or a webhook signing secret: what the log refuses to keep. Text that

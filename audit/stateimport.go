@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // mergeScript adds to a company's stream (KEYS[1]) the entries it lacks,
@@ -74,6 +76,9 @@ func (l *Log) PlanImport(ctx context.Context, s State) (*ImportPlan, error) {
 	}
 	seen := map[string]bool{}
 	for _, r := range s.Companies {
+		if c, ok := invoicing.CanonicalUUID(r.CompanyID); !ok || c != r.CompanyID {
+			return nil, fmt.Errorf("%w: company %q is not a company id (a UUID in lower case)", ErrInvalidState, invoicing.Clip(r.CompanyID))
+		}
 		if seen[r.CompanyID] {
 			return nil, fmt.Errorf("%w: company %s is in the file twice", ErrInvalidState, r.CompanyID)
 		}

@@ -74,6 +74,9 @@ func (es *Webhooks) PlanImport(ctx context.Context, st State) (*ImportPlan, erro
 		if err != nil {
 			return nil, err
 		}
+		if err := es.dest.checkRestoredURL(ctx, c.URL); err != nil {
+			return nil, fmt.Errorf("%w: endpoint %s: %s", ErrInvalidState, r.ID, fieldMessage(err))
+		}
 		if seen[r.ID] {
 			return nil, fmt.Errorf("%w: endpoint %s is in the file twice", ErrInvalidState, r.ID)
 		}

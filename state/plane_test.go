@@ -49,6 +49,18 @@ func newPlane(t testing.TB, rdb redis.UniversalClient, prefix, sealKey string) *
 // newPlaneAt is a plane whose adapters read the time from now.
 func newPlaneAt(t testing.TB, rdb redis.UniversalClient, prefix, sealKey string, now func() time.Time) *plane {
 	t.Helper()
+	return newPlaneOf(t, rdb, prefix, sealKey, now, false)
+}
+
+// newStrictPlane is a plane whose endpoints must be https to public
+// addresses, as by default (the others allow http and loopback receivers).
+func newStrictPlane(t testing.TB, rdb redis.UniversalClient, prefix, sealKey string) *plane {
+	t.Helper()
+	return newPlaneOf(t, rdb, prefix, sealKey, time.Now, true)
+}
+
+func newPlaneOf(t testing.TB, rdb redis.UniversalClient, prefix, sealKey string, now func() time.Time, strict bool) *plane {
+	t.Helper()
 	ring, err := seal.NewKeyring(sealKey)
 	if err != nil {
 		t.Fatal(err)
@@ -57,8 +69,12 @@ func newPlaneAt(t testing.TB, rdb redis.UniversalClient, prefix, sealKey string,
 	p.keys = authz.New(authz.Config{Redis: rdb, Prefix: prefix + "authz:", NoPubSub: true, Now: now})
 	t.Cleanup(func() { p.keys.Close() })
 	p.limits = tenants.New(tenants.Config{Redis: rdb, Prefix: prefix + "tenants:", Now: now})
-	p.hooks, err = events.New(events.Config{Redis: rdb, Prefix: prefix + "events:", Secrets: ring, AllowHTTP: true,
-		AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, Now: now})
+	ec := events.Config{Redis: rdb, Prefix: prefix + "events:", Secrets: ring, AllowHTTP: true,
+		AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, Now: now}
+	if strict {
+		ec.AllowHTTP, ec.AllowedNetworks = false, nil
+	}
+	p.hooks, err = events.New(ec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ type LimitRecord struct {
 }
 
 // ErrInvalidState: the limits of an export cannot be imported.
-var ErrInvalidState = errors.New("tenants: invalid limits in the export")
+var ErrInvalidState = errors.New("invalid record")
 
 // ExportState reads every company's overrides.
 func (l *Limiter) ExportState(ctx context.Context) (State, error) {
