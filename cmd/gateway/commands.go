@@ -199,7 +199,7 @@ var commands = []*command{
 		flags:   stateKeygenFlags,
 	},
 	{
-		name: "data schema", synopsis: "[--database URL]", summary: "Load the platform schema into the configured live and sandbox databases (new databases only).",
+		name: "data schema", synopsis: "[--database URL]", summary: "Load the platform schema into the configured live and sandbox databases; one that has it already is left as it is.",
 		example: "gateway data schema",
 		needs:   config.NeedDatabases,
 		flags:   func(fs *flag.FlagSet) action { return dataSchema(databaseFlag(fs)) },
