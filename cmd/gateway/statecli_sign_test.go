@@ -12,9 +12,11 @@ import (
 
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/state"
 )
 
-// An import proves where its file comes from, as an operator meets it: a
+// An import proves where its file comes from, as an operator meets it, and
+// says what is wrong in plain words (a truncated file: no "state:"): a
 // plain export whose limit was changed and whose checksum was made again is
 // refused in plain words and writes nothing; the export itself is imported
 // and recorded in the company's audit log, by whom and with what it
@@ -46,7 +48,14 @@ func TestStateImportProvesItsOrigin(t *testing.T) {
 	if err := os.WriteFile(forged, resummed(bytes.Replace(b, []byte(`"live_rate":"42"`), []byte(`"live_rate":"4200"`), 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	trunc := filepath.Join(dir, "trunc.gwstate")
+	if err := os.WriteFile(trunc, b[:len(b)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
 	lose()
+	if code, _, errs := gw(t, env, "state", "import", trunc); code != 1 || errs != "gateway: "+trunc+": "+state.ErrTruncated.Error()+"; nothing was imported\n" {
+		t.Fatalf("truncated import: %d %q", code, errs)
+	}
 	code, _, errs := gw(t, env, "state", "import", forged)
 	if code != 1 || !strings.HasPrefix(errs, "gateway: "+forged+": the file's signature does not match its content") || !strings.Contains(errs, "nothing was imported") {
 		t.Fatalf("forged import: %d %s", code, errs)
