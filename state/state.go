@@ -1,7 +1,8 @@
 // Package state takes a copy of the control plane (keys, limits, webhook
 // endpoints, the audit log) into one file, and puts one back: the file's
-// format, its versions, its checksum and its encryption (age, as the
-// secrets at rest: internal/seal), and the order of an import's writes. It
+// format, its versions, its checksum, its signature (a key derived from
+// the secrets' key: internal/seal) and its encryption (age, as the secrets
+// at rest), and the order of an import's writes, its audit entries last. It
 // knows no record: each adapter exports and imports its own part, by the
 // rules of its layout (Part), so that a layout and its copy change together.
 package state
