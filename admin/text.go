@@ -1,9 +1,6 @@
 package admin
 
 import (
-	"strings"
-
-	"github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/web"
 )
@@ -12,7 +9,7 @@ import (
 // endpoint's URL or description is kept in Redis, shown in the console and
 // the command line, and written to the audit log with the change. It is
 // refused at the edge, naming its field, before anything changes, when it
-// holds what looks like a secret (audit.HoldsSecret: the audit log would
+// holds what looks like a secret (invoicing.HoldsSecret: the audit log would
 // refuse the change's event, and the secret would sit in Redis and on every
 // screen), or a character that hides or reverses text
 // (invoicing.HiddenRune), as X-Actor is.
@@ -48,51 +45,6 @@ func refuseTexts(what string, fields ...textField) error {
 	return nil
 }
 
-// holdsSecret is audit.HoldsSecret of s and of s percent-decoded (up to
-// three times, as a URL's query may carry a secret encoded): a receiver or
-// a log decodes what the gateway keeps.
-func holdsSecret(s string) bool {
-	for range 4 {
-		if audit.HoldsSecret(s) {
-			return true
-		}
-		d := unescape(s)
-		if d == s {
-			return false
-		}
-		s = d
-	}
-	return false
-}
-
-// unescape decodes every valid %XX of s and keeps the rest as it is
-// (url.PathUnescape gives up on the whole string at one bad escape).
-func unescape(s string) string {
-	if !strings.Contains(s, "%") {
-		return s
-	}
-	b := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' && i+2 < len(s) && ishex(s[i+1]) && ishex(s[i+2]) {
-			b = append(b, unhex(s[i+1])<<4|unhex(s[i+2]))
-			i += 2
-			continue
-		}
-		b = append(b, s[i])
-	}
-	return string(b)
-}
-
-func ishex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func unhex(c byte) byte {
-	switch {
-	case c <= '9':
-		return c - '0'
-	case c <= 'F':
-		return c - 'A' + 10
-	}
-	return c - 'a' + 10
-}
+// holdsSecret is invoicing.HoldsSecret: what the audit log refuses, as it
+// is or percent-decoded.
+func holdsSecret(s string) bool { return invoicing.HoldsSecret(s) }

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -43,7 +42,10 @@ const (
 	ActionWebhookReplayed  = "webhook.replayed"
 	ActionWebhookRecovered = "webhook.recovered"
 	ActionWebhookTested    = "webhook.tested"
-	SystemActor            = "system"
+	// ActionStateImported: an export imported (gateway state import),
+	// with what it added and updated in the company, part by part.
+	ActionStateImported = "state.imported"
+	SystemActor         = "system"
 )
 
 // Bounds and defaults.
@@ -184,12 +186,9 @@ redis.call('XTRIM', KEYS[1], 'MAXLEN', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return id`)
 
-// secretLike matches an API key's secret (igw_live_ or igw_test_ and its
-// random body) or a webhook signing secret (whsec_ and its base64): the log
-// refuses to keep one, whatever a caller passes. Twenty characters make
-// one; a match runs to the string's end, so that Redact leaves nothing of
-// it.
-var secretLike = regexp.MustCompile(`(?i)igw_(live|test)_[0-9a-z]{20,}|whsec_[0-9a-z+/]{20,}=*`)
+// secretLike is what the log refuses to keep, whatever a caller passes: an
+// API key's secret or a webhook signing secret (invoicing.SecretPattern).
+var secretLike = invoicing.SecretPattern
 
 // HoldsSecret reports whether s holds what looks like an API key's secret
 // or a webhook signing secret: what the log refuses to keep. Text that
@@ -248,21 +247,7 @@ func (l *Log) Record(ctx context.Context, e Entry) (Event, error) {
 	if err := e.check(); err != nil {
 		return Event{}, err
 	}
-	now := l.now()
-	at := e.Time
-	if at.IsZero() {
-		at = now
-	}
-	fields := []any{"time", strconv.FormatInt(at.UnixMilli(), 10), "actor", e.Actor, "action", e.Action}
-	for _, f := range [...]struct {
-		name string
-		v    []byte
-	}{{"key", []byte(e.KeyID)}, {"webhook", []byte(e.WebhookID)}, {"before", e.Before}, {"after", e.After}} {
-		if len(f.v) > 0 {
-			fields = append(fields, f.name, string(f.v))
-		}
-	}
-	args := append([]any{at.UnixMilli(), l.oldest(now), l.max, l.retention.Milliseconds()}, fields...)
+	at, args := l.appendArgs(e)
 	stream := l.stream(e.CompanyID)
 	var id string
 	err := l.repl.Write(ctx, l.rdb, stream, func(c redis.Cmdable) (err error) {
@@ -287,6 +272,25 @@ func (l *Log) Record(ctx context.Context, e Entry) (Event, error) {
 	return ev, nil
 }
 
+// appendArgs are appendScript's arguments for e, and its time.
+func (l *Log) appendArgs(e Entry) (time.Time, []any) {
+	now := l.now()
+	at := e.Time
+	if at.IsZero() {
+		at = now
+	}
+	fields := []any{"time", strconv.FormatInt(at.UnixMilli(), 10), "actor", e.Actor, "action", e.Action}
+	for _, f := range [...]struct {
+		name string
+		v    []byte
+	}{{"key", []byte(e.KeyID)}, {"webhook", []byte(e.WebhookID)}, {"before", e.Before}, {"after", e.After}} {
+		if len(f.v) > 0 {
+			fields = append(fields, f.name, string(f.v))
+		}
+	}
+	return at, append([]any{at.UnixMilli(), l.oldest(now), l.max, l.retention.Milliseconds()}, fields...)
+}
+
 func (e Entry) check() error {
 	if err := CheckActor(e.Actor); err != nil {
 		return err
@@ -297,7 +301,7 @@ func (e Entry) check() error {
 	switch e.Action {
 	case ActionKeyCreated, ActionKeyRolled, ActionKeyRevoked, ActionLimitsSet, ActionLimitsReset,
 		ActionWebhookCreated, ActionWebhookUpdated, ActionWebhookDeleted, ActionWebhookSecretRotated,
-		ActionWebhookReplayed, ActionWebhookRecovered, ActionWebhookTested:
+		ActionWebhookReplayed, ActionWebhookRecovered, ActionWebhookTested, ActionStateImported:
 	default:
 		return fmt.Errorf("%w: action %q", ErrInvalid, invoicing.Clip(e.Action))
 	}

@@ -46,7 +46,7 @@ type EntryRecord struct {
 }
 
 // ErrInvalidState: the audit log of an export cannot be imported.
-var ErrInvalidState = errors.New("audit: invalid audit log in the export")
+var ErrInvalidState = errors.New("invalid record")
 
 // ExportState reads every company's log.
 func (l *Log) ExportState(ctx context.Context) (State, error) {
@@ -79,6 +79,11 @@ func (l *Log) ExportState(ctx context.Context) (State, error) {
 	return s, nil
 }
 
+// maxEntryViews bounds an imported entry's before and after: far above what
+// a change records (a key's or an endpoint's view, its text bounded), far
+// below what would make the log a store of anything.
+const maxEntryViews = 64 << 10
+
 var entryID = regexp.MustCompile(`^[0-9]{1,15}-[0-9]{1,19}$`)
 
 // check refuses an entry that Record would not have made.
@@ -88,6 +93,9 @@ func (r EntryRecord) check(company string) error {
 	}
 	if !entryID.MatchString(r.ID) {
 		return bad("not a stream entry id")
+	}
+	if n := len(r.Fields["before"]) + len(r.Fields["after"]); n > maxEntryViews {
+		return bad(fmt.Sprintf("before and after of %d bytes: no change of the gateway's makes more than %d", n, maxEntryViews))
 	}
 	for f := range r.Fields {
 		if !slices.Contains([]string{"time", "actor", "action", "key", "webhook", "before", "after"}, f) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // mergeScript adds to a company's stream (KEYS[1]) the entries it lacks,
@@ -53,10 +55,19 @@ type ImportPlan struct {
 	l                         *Log
 	added, updated, unchanged int
 	writes                    []StreamRecord
+	byCompany                 map[string]int // entries added
 }
 
 // Counts are the entries added and those Redis had (none is ever changed).
 func (p *ImportPlan) Counts() (added, updated, unchanged int) { return p.added, p.updated, p.unchanged }
+
+// EachCompany calls f with the entries added to each company's log (for
+// the import's own audit entries).
+func (p *ImportPlan) EachCompany(f func(company string, added, updated int)) {
+	for c, n := range p.byCompany {
+		f(c, n, 0)
+	}
+}
 
 // PlanImport checks every entry of s and reads Redis's; it writes nothing.
 func (l *Log) PlanImport(ctx context.Context, s State) (*ImportPlan, error) {
@@ -65,6 +76,9 @@ func (l *Log) PlanImport(ctx context.Context, s State) (*ImportPlan, error) {
 	}
 	seen := map[string]bool{}
 	for _, r := range s.Companies {
+		if c, ok := invoicing.CanonicalUUID(r.CompanyID); !ok || c != r.CompanyID {
+			return nil, fmt.Errorf("%w: company %q is not a company id (a UUID in lower case)", ErrInvalidState, invoicing.Clip(r.CompanyID))
+		}
 		if seen[r.CompanyID] {
 			return nil, fmt.Errorf("%w: company %s is in the file twice", ErrInvalidState, r.CompanyID)
 		}
@@ -78,7 +92,7 @@ func (l *Log) PlanImport(ctx context.Context, s State) (*ImportPlan, error) {
 	if err := mergeScript.Load(ctx, l.rdb).Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	p := &ImportPlan{l: l}
+	p := &ImportPlan{l: l, byCompany: map[string]int{}}
 	oldest := l.oldest(l.now())
 	for _, r := range s.Companies {
 		msgs, err := l.rdb.XRange(ctx, l.stream(r.CompanyID), "-", "+").Result()
@@ -102,6 +116,7 @@ func (l *Log) PlanImport(ctx context.Context, s State) (*ImportPlan, error) {
 		if n > 0 {
 			p.added += n
 			p.writes = append(p.writes, r)
+			p.byCompany[r.CompanyID] = n
 		}
 	}
 	return p, nil
@@ -123,5 +138,41 @@ func (p *ImportPlan) Queue(ctx context.Context, phase int, pipe redis.Pipeliner)
 		}
 		stream := l.stream(r.CompanyID)
 		mergeScript.EvalSha(ctx, pipe, []string{stream, stream + ":merge"}, args...)
+	}
+}
+
+// EntriesPlan is audit entries written with an import's writes: the
+// import's own record, company by company.
+type EntriesPlan struct {
+	l       *Log
+	entries []Entry
+}
+
+// PlanEntries checks entries as Record does and plans their writes, made
+// with an import's, last (phase 2): the log records an import if and only
+// if it is written.
+func (l *Log) PlanEntries(ctx context.Context, entries []Entry) (*EntriesPlan, error) {
+	for _, e := range entries {
+		if err := e.check(); err != nil {
+			return nil, err
+		}
+	}
+	if err := appendScript.Load(ctx, l.rdb).Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return &EntriesPlan{l: l, entries: entries}, nil
+}
+
+// Counts are the entries the plan adds.
+func (p *EntriesPlan) Counts() (added, updated, unchanged int) { return len(p.entries), 0, 0 }
+
+// Queue adds the entries to pipe in the last phase (2).
+func (p *EntriesPlan) Queue(ctx context.Context, phase int, pipe redis.Pipeliner) {
+	if phase != 2 {
+		return
+	}
+	for _, e := range p.entries {
+		_, args := p.l.appendArgs(e)
+		appendScript.EvalSha(ctx, pipe, []string{p.l.stream(e.CompanyID)}, args...)
 	}
 }

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invoicing-ao/gateway/internal/redisscan"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // Export and import of the keys (state, `gateway state export|import`).
@@ -114,8 +116,9 @@ func cmpStr(a, b string) int {
 }
 
 // ErrInvalidState: a part of an export that cannot be imported (a foreign
-// version, a record that is not one). Nothing is written.
-var ErrInvalidState = errors.New("authz: invalid keys in the export")
+// version, a record that is not one, or one that Create would refuse).
+// Nothing is written.
+var ErrInvalidState = errors.New("invalid record")
 
 // check refuses a record that is not one the keyring could have written.
 func (r KeyRecord) check() error {
@@ -130,17 +133,66 @@ func (r KeyRecord) check() error {
 	if !validKeyID(r.Fields["id"]) {
 		return fmt.Errorf("%w: key id %q", ErrInvalidState, clip(r.Fields["id"]))
 	}
-	if _, _, err := decodeRecord(r.Fields); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidState, err)
+	key, _, err := decodeRecord(r.Fields)
+	if err != nil { // said as the import's, not as a record of Redis's
+		why := strings.TrimPrefix(err.Error(), errCorrupt.Error()+" "+r.Fields["id"]+": ")
+		return fmt.Errorf("%w: key %s: %s", ErrInvalidState, r.Fields["id"], why)
+	}
+	bad := func(f string, a ...any) error {
+		return fmt.Errorf("%w: key %s: %s", ErrInvalidState, key.ID, fmt.Sprintf(f, a...))
 	}
 	for _, f := range []string{"revoked_at", "expires", "last_used"} {
 		if v, ok := r.Fields[f]; ok {
 			if _, err := strconv.ParseInt(v, 10, 64); err != nil {
-				return fmt.Errorf("%w: key %s: %s %q", ErrInvalidState, r.Fields["id"], f, clip(v))
+				return bad("%s %q", f, clip(v))
 			}
 		}
 	}
+	// As Create would refuse them: the company, the name, and what names
+	// other keys.
+	if c, ok := invoicing.CanonicalUUID(key.CompanyID); !ok || c != key.CompanyID {
+		return bad("company %q is not a company id (a UUID in lower case)", clip(key.CompanyID))
+	}
+	if !key.Scopes.valid() {
+		return bad("scopes %q", clip(r.Fields["scopes"]))
+	}
+	if !validCIDRs(key.AllowedCIDRs) {
+		return bad("networks: at most %d, each a network", MaxCIDRs)
+	}
+	if !validName(key.Name) {
+		return bad("name: must be at most %d bytes of printable text, with no invisible or direction-changing character", MaxNameLen)
+	}
+	if invoicing.HoldsSecret(key.Name) {
+		return bad("name: must not hold what looks like an API key or a webhook signing secret")
+	}
+	for f, id := range map[string]string{"replaces": key.Replaces, "replaced_by": key.ReplacedBy} {
+		if id != "" && !validKeyID(id) {
+			return bad("%s %q is not a key id", f, clip(id))
+		}
+	}
+	if !validHint(key.Hint, key.Mode) {
+		return bad("hint %q is not the prefix and last characters of a key of its mode", clip(key.Hint))
+	}
 	return nil
+}
+
+// validHint reports whether h is a hint that hint makes for a key of mode
+// m: its prefix, "…" and hintTail base62 characters.
+func validHint(h string, m invoicing.Mode) bool {
+	prefix := livePrefix
+	if m == invoicing.Test {
+		prefix = testPrefix
+	}
+	tail, ok := strings.CutPrefix(h, prefix+"…")
+	if !ok || len(tail) != hintTail {
+		return false
+	}
+	for i := range len(tail) {
+		if !strings.Contains(base62Digits, tail[i:i+1]) {
+			return false
+		}
+	}
+	return true
 }
 
 func clip(s string) string {

@@ -104,10 +104,31 @@ type ImportPlan struct {
 type keyWrite struct {
 	in     KeyRecord
 	merged map[string]string
+	added  bool // Redis has no record of the key
 }
 
 // Counts are the keys added, updated (merged into Redis's) and unchanged.
 func (p *ImportPlan) Counts() (added, updated, unchanged int) { return p.added, p.updated, p.unchanged }
+
+// EachCompany calls f with the keys added and updated in each company (for
+// the import's audit entries).
+func (p *ImportPlan) EachCompany(f func(company string, added, updated int)) {
+	n := map[string]*[2]int{}
+	for _, w := range p.writes {
+		c := w.in.Fields["company"]
+		if n[c] == nil {
+			n[c] = new([2]int)
+		}
+		if w.added {
+			n[c][0]++
+		} else {
+			n[c][1]++
+		}
+	}
+	for c, v := range n {
+		f(c, v[0], v[1])
+	}
+}
 
 // PlanImport checks every record of s and reads Redis's: it writes nothing.
 // A record that is not one, a foreign version, or a key id that Redis holds
@@ -159,7 +180,7 @@ func (k *Keyring) PlanImport(ctx context.Context, s State) (*ImportPlan, error) 
 			p.unchanged++
 			continue
 		}
-		p.writes = append(p.writes, keyWrite{in: r, merged: merged})
+		p.writes = append(p.writes, keyWrite{in: r, merged: merged, added: len(cur) == 0})
 	}
 	return p, nil
 }

@@ -117,6 +117,19 @@ func notPublic(ip netip.Addr) string {
 // checkURL parses an endpoint's URL and checks its form and, by resolving
 // its host, its addresses. It returns the URL as it will be used.
 func (d *destinations) checkURL(ctx context.Context, raw string) (string, error) {
+	return d.checkURLOf(ctx, raw, false)
+}
+
+// checkRestoredURL is checkURL of an endpoint an import restores, which
+// keeps a host that does not resolve now: a receiver's DNS outage must not
+// hold up a restore, and every delivery checks the address it connects to
+// (control). Every other refusal stands.
+func (d *destinations) checkRestoredURL(ctx context.Context, raw string) error {
+	_, err := d.checkURLOf(ctx, raw, true)
+	return err
+}
+
+func (d *destinations) checkURLOf(ctx context.Context, raw string, unresolvedOK bool) (string, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" || len(raw) > maxURLLen {
 		return "", badURL("must be 1 to %d characters", maxURLLen)
@@ -146,6 +159,9 @@ func (d *destinations) checkURL(ctx context.Context, raw string) (string, error)
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	addrs, err := d.resolve(ctx, host)
+	if err != nil && unresolvedOK {
+		return u.String(), nil
+	}
 	if err != nil {
 		why := err.Error()
 		var dnsErr *net.DNSError

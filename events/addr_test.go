@@ -163,6 +163,15 @@ func TestCheckURL(t *testing.T) {
 	if _, err := demo.checkURL(context.Background(), "http://127.0.0.1:8082/hook"); err != nil {
 		t.Errorf("demo: %v", err)
 	}
+	// An endpoint an import restores: the same rules, but a host that does
+	// not resolve now is kept (every delivery checks its address).
+	for url, want := range map[string]string{"https://nowhere.example/w": "", "http://hooks.example.com/w": "https",
+		"https://localhost/w": "loopback", "https://internal.example/w": "private"} {
+		err := d.checkRestoredURL(context.Background(), url)
+		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("restored %q: %v, want %q", url, err, want)
+		}
+	}
 }
 
 // The dialer checks the address it connects to, at every delivery: a host

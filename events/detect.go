@@ -20,7 +20,7 @@ const pageSize = 500
 // watermark: what it reads and the events a page of it makes.
 type stream struct {
 	name string
-	read func(ctx context.Context, src Source, m invoicing.Mode, q invoicing.ChangeQuery, recent time.Time) ([]Event, []invoicing.Position, error)
+	read func(ctx context.Context, src Source, m invoicing.Mode, q invoicing.ChangeQuery, recent recency) ([]Event, []invoicing.Position, error)
 }
 
 // streams are the kinds of change the detector follows: which of Source's
@@ -39,7 +39,7 @@ func clientID(c *invoicing.Client) string   { return c.ID }
 // whether it makes an event or not; each event carries its row's resource.
 func streamOf[T any](name string, fetch func(Source, context.Context, invoicing.ChangeQuery) ([]invoicing.Changed[T], error),
 	events func(invoicing.Mode, invoicing.Changed[T], time.Time) []Event, id func(*T) string) stream {
-	read := func(ctx context.Context, src Source, m invoicing.Mode, q invoicing.ChangeQuery, recent time.Time) ([]Event, []invoicing.Position, error) {
+	read := func(ctx context.Context, src Source, m invoicing.Mode, q invoicing.ChangeQuery, recent recency) ([]Event, []invoicing.Position, error) {
 		rows, err := fetch(src, ctx, q)
 		if err != nil {
 			return nil, nil, err
@@ -47,7 +47,7 @@ func streamOf[T any](name string, fetch func(Source, context.Context, invoicing.
 		var evs []Event
 		pos := make([]invoicing.Position, len(rows))
 		for i, r := range rows {
-			e, err := withData(events(m, r, recent), &r.Resource)
+			e, err := withData(events(m, r, recent.of(r.At)), &r.Resource)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -114,9 +114,13 @@ func (d *detector) advance(ctx context.Context, src Source, m invoicing.Mode, st
 		return err
 	}
 	pos, ok := decodeMark(raw)
-	var recent time.Time
+	var recent recency
 	if ok {
-		recent = d.recentFrom(*pos.At)
+		res, err := d.resumed(ctx, m)
+		if err != nil {
+			return err
+		}
+		recent = recency{from: d.recentFrom(*pos.At), floor: res.at, since: res.since}
 	} else {
 		// No watermark: the first start, the pipeline's state lost, or an
 		// import that restored endpoints (markRewind). Look back Recovery;
@@ -124,7 +128,7 @@ func (d *detector) advance(ctx context.Context, src Source, m invoicing.Mode, st
 		// with the watermark: an issue or a creation is reported again from
 		// the start of that window, not before it.
 		pos = position(dbNow.Add(-d.recovery), "")
-		recent = *pos.At
+		recent = recency{from: *pos.At}
 		d.logger.Info("events: no watermark (a first start, the pipeline's state lost, or endpoints restored by an import): detection reads back its recovery window",
 			"mode", m, "stream", st.name, "from", *pos.At, "rewound", raw == markRewind, "unreadableMark", raw != "" && raw != markRewind)
 	}
@@ -167,20 +171,31 @@ func (d *detector) advance(ctx context.Context, src Source, m invoicing.Mode, st
 // marker (markers.go) makes a no-op.
 func (d *detector) recentFrom(from time.Time) time.Time { return from.Add(-d.recovery) }
 
-// sweepOnce reads every stream back Sweep from to and queues what is not
-// queued yet: a change whose transaction committed later than Settle after
-// its recorded time, which its stream had passed. It moves no watermark.
+// sweepOnce reads every stream back Sweep from to (no further back than an
+// import's resume point: resumedScript) and queues what is not queued yet: a change
+// whose transaction committed later than Settle after its recorded time,
+// which its stream had passed. It moves no watermark.
 // stale reports that the endpoints changed since t was read: the sweep
 // stopped, to be made again with them read again.
 func (d *detector) sweepOnce(ctx context.Context, src Source, m invoicing.Mode, t *targets, dbNow, to time.Time) (stale bool, err error) {
 	if !d.reads(t) {
 		return false, nil
 	}
+	from := to.Add(-d.sweep)
+	res, err := d.resumed(ctx, m)
+	if err != nil {
+		return false, err
+	} else if res.at.After(from) {
+		from = res.at // after an import: what came before was delivered (resume.go)
+	}
+	if !from.Before(to) {
+		return false, nil
+	}
 	for _, st := range streams {
-		q := invoicing.ChangeQuery{Companies: t.companies, All: d.feedOn(), From: to.Add(-d.sweep), To: to, Limit: pageSize}
+		q := invoicing.ChangeQuery{Companies: t.companies, All: d.feedOn(), From: from, To: to, Limit: pageSize}
 		for {
 			start := time.Now()
-			evs, rows, err := st.read(ctx, src, m, q, d.recentFrom(q.From))
+			evs, rows, err := st.read(ctx, src, m, q, recency{from: d.recentFrom(q.From), floor: res.at, since: res.since})
 			if err != nil {
 				return false, fmt.Errorf("events: sweep %s %s: %w", m, st.name, err)
 			}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +42,7 @@ func TestDuplicatesAfterRestore(t *testing.T) {
 	t.Run("export-import", func(t *testing.T) {
 		e := newEnv(t)
 		cfg := e.config()
-		src := e.shifted(&cfg)
+		cfg.Sweep, cfg.Retention = time.Hour, 2*time.Hour // the sweep's window holds every batch
 		s := e.service(cfg)
 		ep, _ := e.endpoint(s)
 		e.run(s)
@@ -56,12 +55,11 @@ func TestDuplicatesAfterRestore(t *testing.T) {
 		if e.loseState(context.Background()) == 0 {
 			t.Fatal("nothing lost")
 		}
-		// The import comes an hour later, as the pipeline sees it: past
-		// what the sweep reads back (an export younger than the sweep's
-		// reach has the sweep send those minutes again).
-		src.shift(time.Hour)
+		// At once: the sweep, which reads back an hour, sends nothing of
+		// before the export's resume point again.
 		importState(t, s, exported)
-		e.batch(s, ep.ID, 3, "+ interval '1 hour'")
+		e.batch(s, ep.ID, 3)
+		e.sweepNow(s, cfg.Settle)
 		e.duplicates(s, ep.ID, "export-import", 2)
 	})
 }
@@ -71,13 +69,12 @@ const batchSize = 100
 // batchClient is the id of the i-th client (from 0) of batch b (from 1).
 func batchClient(b, i int) string { return fmt.Sprintf("11000000-0000-4000-8000-%06d%06d", b, i) }
 
-// batch inserts batch b's clients (made now, or now and shift) and waits
-// until each was delivered and its delivery recorded so.
-func (e *env) batch(s *Service, ep string, b int, shift ...string) {
+// batch inserts batch b's clients and waits until each was delivered and
+// its delivery recorded so.
+func (e *env) batch(s *Service, ep string, b int) {
 	e.t.Helper()
-	at := "now() " + strings.Join(shift, "")
 	e.exec(`INSERT INTO customers (id, company_id, name, created_at, updated_at)
-SELECT ('11000000-0000-4000-8000-' || lpad($2::text, 6, '0') || lpad(g::text, 6, '0'))::uuid, $1, 'Cliente ' || g, `+at+`, `+at+`
+SELECT ('11000000-0000-4000-8000-' || lpad($2::text, 6, '0') || lpad(g::text, 6, '0'))::uuid, $1, 'Cliente ' || g, now(), now()
 FROM generate_series(0, $3::int - 1) g`, e.company, strconv.Itoa(b), batchSize)
 	for i := range batchSize {
 		waitDelivery(e.t, s, ep, e.recv, key{ClientCreated, batchClient(b, i)}, "delivered")

@@ -32,6 +32,8 @@ import "github.com/invoicing-ao/gateway/invoicing"
 //	                                    deletedKept: an import leaves it deleted (state.go)
 //	P{events}:wm:<mode>:<stream> string a detector stream's watermark, or "rewind" (an
 //	                                    import: read back the recovery window)
+//	P{events}:resumed:<mode>     string an import's resume point and export time ("<µs>|<µs>"):
+//	                                    what detection need not report again (resume.go)
 //	P{events}:lead:<mode>        string the instance leading detection in that mode
 //	P{events}:sealed             string when Reseal last ran (ms): its write, waited for,
 //	                                    vouches for the secrets sealed before it (secrets.go)
@@ -57,10 +59,11 @@ func (l layout) log(ep string) string              { return l.p + "log:" + ep }
 func (l layout) watermark(m invoicing.Mode, s string) string {
 	return l.p + "wm:" + string(m) + ":" + s
 }
-func (l layout) deleted(ep string) string       { return l.p + "gone:" + ep }
-func (l layout) leader(m invoicing.Mode) string { return l.p + "lead:" + string(m) }
-func (l layout) stats() string                  { return l.p + "stats" }
-func (l layout) sealed() string                 { return l.p + "sealed" }
+func (l layout) resumed(m invoicing.Mode) string { return l.p + "resumed:" + string(m) }
+func (l layout) deleted(ep string) string        { return l.p + "gone:" + ep }
+func (l layout) leader(m invoicing.Mode) string  { return l.p + "lead:" + string(m) }
+func (l layout) stats() string                   { return l.p + "stats" }
+func (l layout) sealed() string                  { return l.p + "sealed" }
 
 // version counts the changes of endpoints (any mode): the detectors read
 // their endpoints again when it moves.

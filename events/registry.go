@@ -27,8 +27,10 @@ type Webhooks struct {
 	dest   destinations
 	sealer Sealer
 	// recovery is detection's Config.Recovery, which bounds how far back
-	// an export's resume point reaches (resume.go).
-	recovery time.Duration
+	// an export's resume point reaches (resume.go); sweep is its
+	// Config.Sweep, how long after the resume point the sweep's floor
+	// matters.
+	recovery, sweep time.Duration
 }
 
 // createScript adds an endpoint when its company has fewer than ARGV[1] in

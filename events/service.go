@@ -196,7 +196,7 @@ func New(cfg Config) (*Service, error) {
 	if b.now == nil {
 		b.now = time.Now
 	}
-	es := &Webhooks{base: b, sealer: cfg.Secrets, recovery: st.recovery,
+	es := &Webhooks{base: b, sealer: cfg.Secrets, recovery: st.recovery, sweep: st.sweep,
 		repl: durable.Policy{Replicas: cfg.MinReplicas, Target: cfg.ReplicaTarget, Timeout: cfg.ReplicaTimeout},
 		dest: destinations{allowHTTP: cfg.AllowHTTP, allowed: cfg.AllowedNetworks, lookup: cfg.Lookup}}
 	if es.sealer == nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"time"
 
@@ -28,8 +27,8 @@ import (
 // Redis that held them.
 
 // StateVersion is the version of the endpoints' part of an export: 2 adds
-// ResumeFrom; version 1 is read too.
-const StateVersion = 2
+// ResumeFrom, 3 OverdueFrom and TakenAt; versions 1 and 2 are read too.
+const StateVersion = 3
 
 // deletedKept is how long a deleted endpoint's mark is kept: as long as an
 // export is worth importing.
@@ -44,6 +43,13 @@ type State struct {
 	// restores endpoints (resume.go); a mode without one (version 1, or
 	// detection not started) is read back over the recovery window.
 	ResumeFrom map[invoicing.Mode]time.Time `json:"resumeFrom,omitempty"`
+	// OverdueFrom is where the overdue invoices resume, by mode: the first
+	// due date (YYYY-MM-DD) whose invoice.overdue may not have been
+	// delivered; a mode without one rewinds them over the recovery window.
+	OverdueFrom map[invoicing.Mode]string `json:"overdueFrom,omitempty"`
+	// TakenAt is when the resume points were read (zero before version 3):
+	// a row changed since had been passed by detection unchanged (recency).
+	TakenAt time.Time `json:"takenAt,omitzero"`
 }
 
 // WebhookRecord is one webhook endpoint: its id and its hash's fields (layout.go:
@@ -54,10 +60,14 @@ type WebhookRecord struct {
 	Fields map[string]string `json:"fields"`
 }
 
+// maxHealthText bounds an endpoint's last error and reason for being
+// disabled: the gateway's own words, a few lines at most.
+const maxHealthText = 2048
+
 var endpointFields = []string{"cfg", "enabled", "failing", "ok", "err", "disabled", "why"}
 
 // ErrInvalidState: the endpoints of an export cannot be imported.
-var ErrInvalidState = errors.New("events: invalid webhook endpoints in the export")
+var ErrInvalidState = errors.New("invalid record")
 
 // ExportState reads every endpoint, its secrets opened.
 func (es *Webhooks) ExportState(ctx context.Context) (State, error) {
@@ -95,7 +105,21 @@ func (es *Webhooks) ExportState(ctx context.Context) (State, error) {
 		return State{}, err
 	}
 	if len(resume) > 0 {
-		st.ResumeFrom = resume
+		st.TakenAt = es.now().UTC()
+	}
+	for m, r := range resume {
+		if !r.at.IsZero() {
+			if st.ResumeFrom == nil {
+				st.ResumeFrom = map[invoicing.Mode]time.Time{}
+			}
+			st.ResumeFrom[m] = r.at
+		}
+		if r.overdue != "" {
+			if st.OverdueFrom == nil {
+				st.OverdueFrom = map[invoicing.Mode]string{}
+			}
+			st.OverdueFrom[m] = r.overdue
+		}
 	}
 	return st, nil
 }
@@ -117,8 +141,9 @@ func (es *Webhooks) openConfig(id, raw string) (string, error) {
 	return string(b), nil
 }
 
-// check refuses a record the service could not have written, and returns
-// its configuration.
+// check refuses a record the service could not have written, or that the
+// admin API would refuse (PlanImport checks the URL too), and returns its
+// configuration.
 func (r WebhookRecord) check() (config, error) {
 	bad := func(f string, a ...any) (config, error) {
 		return config{}, fmt.Errorf("%w: endpoint %s: %s", ErrInvalidState, invoicing.Clip(r.ID), fmt.Sprintf(f, a...))
@@ -138,11 +163,19 @@ func (r WebhookRecord) check() (config, error) {
 	if id, ok := invoicing.CanonicalUUID(c.CompanyID); !ok || id != c.CompanyID || !c.Mode.Valid() || c.CreatedAt.IsZero() {
 		return bad("company, mode or creation time missing")
 	}
-	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return bad("url %q", invoicing.Clip(c.URL))
-	}
 	if _, err := ParseTypes(typeNames(c.Types)); err != nil {
 		return bad("types: %v", err)
+	}
+	if err := checkDescription(c.Description); err != nil {
+		return bad("%v", fieldMessage(err))
+	}
+	for _, f := range []struct{ name, v string }{{"url", c.URL}, {"description", c.Description}} {
+		if invoicing.HoldsSecret(f.v) {
+			return bad("%s: must not hold what looks like an API key or a webhook signing secret", f.name)
+		}
+		if r, ok := invoicing.HiddenRune(f.v); ok {
+			return bad("%s: %s", f.name, invoicing.HiddenMessage(r))
+		}
 	}
 	if len(c.Secrets) == 0 {
 		return bad("no signing secret")
@@ -152,10 +185,25 @@ func (r WebhookRecord) check() (config, error) {
 			return bad("a signing secret that is not one (a file made without its secrets?)")
 		}
 	}
+	for _, f := range []string{"err", "why"} {
+		if len(r.Fields[f]) > maxHealthText {
+			return bad("%s: longer than %d bytes", f, maxHealthText)
+		}
+	}
 	if e := r.Fields["enabled"]; e != "1" && e != "0" {
 		return bad("enabled %q", invoicing.Clip(e))
 	}
 	return c, nil
+}
+
+// fieldMessage is what a check's error says of its field ("url must use
+// https, not \"http\""), without the API's error around it.
+func fieldMessage(err error) string {
+	var fe *invoicing.FieldError
+	if errors.As(err, &fe) {
+		return fe.Field + " " + fe.Message
+	}
+	return err.Error()
 }
 
 func typeNames(ts []Type) []string {

@@ -27,6 +27,8 @@ type ImportPlan struct {
 	writes                    []endpointWrite
 	rewind                    map[invoicing.Mode]bool
 	resume                    map[invoicing.Mode]time.Time // State.ResumeFrom
+	overdue                   map[invoicing.Mode]string    // State.OverdueFrom
+	taken                     time.Time                    // State.TakenAt
 }
 
 type endpointWrite struct {
@@ -40,10 +42,29 @@ type endpointWrite struct {
 // Counts are the endpoints added, replaced by newer records, and kept.
 func (p *ImportPlan) Counts() (added, updated, unchanged int) { return p.added, p.updated, p.unchanged }
 
+// EachCompany calls f with the endpoints added and replaced in each company
+// (for the import's audit entries).
+func (p *ImportPlan) EachCompany(f func(company string, added, updated int)) {
+	n := map[string]*[2]int{}
+	for _, w := range p.writes {
+		if n[w.company] == nil {
+			n[w.company] = new([2]int)
+		}
+		if w.curCfg == "" {
+			n[w.company][0]++
+		} else {
+			n[w.company][1]++
+		}
+	}
+	for c, v := range n {
+		f(c, v[0], v[1])
+	}
+}
+
 // PlanImport checks every record of s, reads Redis's and seals the secrets
 // with the current key; it writes nothing.
 func (es *Webhooks) PlanImport(ctx context.Context, st State) (*ImportPlan, error) {
-	if st.Version != StateVersion && st.Version != 1 {
+	if st.Version < 1 || st.Version > StateVersion {
 		return nil, fmt.Errorf("%w: version %d of the endpoints, this gateway reads %d", ErrInvalidState, st.Version, StateVersion)
 	}
 	cfgs := make([]config, len(st.Webhooks))
@@ -53,17 +74,20 @@ func (es *Webhooks) PlanImport(ctx context.Context, st State) (*ImportPlan, erro
 		if err != nil {
 			return nil, err
 		}
+		if err := es.dest.checkRestoredURL(ctx, c.URL); err != nil {
+			return nil, fmt.Errorf("%w: endpoint %s: %s", ErrInvalidState, r.ID, fieldMessage(err))
+		}
 		if seen[r.ID] {
 			return nil, fmt.Errorf("%w: endpoint %s is in the file twice", ErrInvalidState, r.ID)
 		}
 		seen[r.ID], cfgs[i] = true, c
 	}
-	for _, sc := range []*redis.Script{importScript, resumeScript} {
+	for _, sc := range []*redis.Script{importScript, resumeScript, overdueResumeScript, resumedScript} {
 		if err := sc.Load(ctx, es.rdb).Err(); err != nil {
 			return nil, unavailable(err)
 		}
 	}
-	p := &ImportPlan{es: es, rewind: map[invoicing.Mode]bool{}, resume: st.ResumeFrom}
+	p := &ImportPlan{es: es, rewind: map[invoicing.Mode]bool{}, resume: st.ResumeFrom, overdue: st.OverdueFrom, taken: st.TakenAt}
 	now := es.now()
 	for i, r := range st.Webhooks {
 		c := cfgs[i]
@@ -123,8 +147,8 @@ func (es *Webhooks) planEndpoint(ctx context.Context, r WebhookRecord, c config)
 }
 
 // Queue adds the plan's writes to pipe (the endpoints have one phase, 0),
-// then rewinds detection in each mode an endpoint was restored in: to the
-// export's resume point where it has one (resume.go), else over the
+// then moves detection back in each mode an endpoint was restored in: to
+// the export's resume point where it has one (resume.go), else over the
 // recovery window.
 func (p *ImportPlan) Queue(ctx context.Context, phase int, pipe redis.Pipeliner) {
 	if phase != 0 {
@@ -148,6 +172,30 @@ func (p *ImportPlan) Queue(ctx context.Context, phase int, pipe redis.Pipeliner)
 				pipe.Set(ctx, l.watermark(m, st.name), markRewind, 0)
 			}
 		}
-		pipe.Set(ctx, l.watermark(m, "overdue"), markRewind, 0)
+		if ok {
+			keep, since := p.es.recovery+p.es.sweep, int64(0)
+			if !p.taken.IsZero() {
+				since = p.taken.UnixMicro()
+			}
+			resumedScript.EvalSha(ctx, pipe, []string{l.resumed(m)}, at.UnixMicro(), since, keep.Milliseconds())
+		} else {
+			pipe.Del(ctx, l.resumed(m)) // a rewind reads the whole window again
+		}
+		if due, ok := p.overdue[m]; ok {
+			overdueResumeScript.EvalSha(ctx, pipe, []string{l.watermark(m, "overdue")}, due)
+		} else {
+			pipe.Set(ctx, l.watermark(m, "overdue"), markRewind, 0)
+		}
 	}
+}
+
+// Detection is where detection resumes in each mode the import restores
+// endpoints in: the export's resume point, or zero where it has none (the
+// recovery window is read back).
+func (p *ImportPlan) Detection() map[invoicing.Mode]time.Time {
+	out := make(map[invoicing.Mode]time.Time, len(p.rewind))
+	for m := range p.rewind {
+		out[m] = p.resume[m]
+	}
+	return out
 }

@@ -77,7 +77,7 @@ func TestStreamsTable(t *testing.T) {
 			s := src
 			s.asked = &asked
 			q := invoicing.ChangeQuery{Companies: []string{testCompany}, From: old, To: now, Limit: pageSize}
-			evs, pos, err := streamNamed(t, c.stream).read(context.Background(), s, invoicing.Test, q, recent)
+			evs, pos, err := streamNamed(t, c.stream).read(context.Background(), s, invoicing.Test, q, recency{from: recent})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +119,7 @@ func TestStreamsIDsDependOnTheChangeOnly(t *testing.T) {
 	var asked []invoicing.ChangeQuery
 	src := rowsSource{clients: []invoicing.Changed[invoicing.Client]{row}, asked: &asked}
 	read := func(m invoicing.Mode) []string {
-		evs, _, err := streamNamed(t, "clients").read(context.Background(), src, m, invoicing.ChangeQuery{}, recent)
+		evs, _, err := streamNamed(t, "clients").read(context.Background(), src, m, invoicing.ChangeQuery{}, recency{from: recent})
 		if err != nil {
 			t.Fatal(err)
 		}

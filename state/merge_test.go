@@ -26,8 +26,9 @@ func TestMergeRules(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	clock := testenv.NewClock(time.Now())
 	ctx := context.Background()
-	p := newPlaneAt(t, rdb, prefix+"p:", sealKey(t), clock.Now)
-	q := newPlaneAt(t, rdb, prefix+"q:", sealKey(t), clock.Now)
+	sk := sealKey(t) // one deployment's: Q is P restored
+	p := newPlaneAt(t, rdb, prefix+"p:", sk, clock.Now)
+	q := newPlaneAt(t, rdb, prefix+"q:", sk, clock.Now)
 	p.populate()
 	p.endpoint("extra", coB, invoicing.Live, false)
 	_, err := q.importFile(p.export(state.Sealing{}), state.Opening{})

@@ -38,6 +38,7 @@ type plane struct {
 	cfg     state.Config
 	secrets map[string]string // what must never be in an encrypted file: key and signing secrets
 	ids     map[string]string // names of the test's keys and endpoints → ids
+	sign    [][]byte          // the files' signing keys, from the seal key (as cmd/gateway does)
 }
 
 func newPlane(t testing.TB, rdb redis.UniversalClient, prefix, sealKey string) *plane {
@@ -48,16 +49,32 @@ func newPlane(t testing.TB, rdb redis.UniversalClient, prefix, sealKey string) *
 // newPlaneAt is a plane whose adapters read the time from now.
 func newPlaneAt(t testing.TB, rdb redis.UniversalClient, prefix, sealKey string, now func() time.Time) *plane {
 	t.Helper()
+	return newPlaneOf(t, rdb, prefix, sealKey, now, false)
+}
+
+// newStrictPlane is a plane whose endpoints must be https to public
+// addresses, as by default (the others allow http and loopback receivers).
+func newStrictPlane(t testing.TB, rdb redis.UniversalClient, prefix, sealKey string) *plane {
+	t.Helper()
+	return newPlaneOf(t, rdb, prefix, sealKey, time.Now, true)
+}
+
+func newPlaneOf(t testing.TB, rdb redis.UniversalClient, prefix, sealKey string, now func() time.Time, strict bool) *plane {
+	t.Helper()
 	ring, err := seal.NewKeyring(sealKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &plane{t: t, rdb: rdb, prefix: prefix, secrets: map[string]string{}, ids: map[string]string{}}
+	p := &plane{t: t, rdb: rdb, prefix: prefix, secrets: map[string]string{}, ids: map[string]string{}, sign: ring.FileKeys()}
 	p.keys = authz.New(authz.Config{Redis: rdb, Prefix: prefix + "authz:", NoPubSub: true, Now: now})
 	t.Cleanup(func() { p.keys.Close() })
 	p.limits = tenants.New(tenants.Config{Redis: rdb, Prefix: prefix + "tenants:", Now: now})
-	p.hooks, err = events.New(events.Config{Redis: rdb, Prefix: prefix + "events:", Secrets: ring, AllowHTTP: true,
-		AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, Now: now})
+	ec := events.Config{Redis: rdb, Prefix: prefix + "events:", Secrets: ring, AllowHTTP: true,
+		AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, Now: now}
+	if strict {
+		ec.AllowHTTP, ec.AllowedNetworks = false, nil
+	}
+	p.hooks, err = events.New(ec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,8 +176,15 @@ func (p *plane) endpoint(name, company string, m invoicing.Mode, disabled bool) 
 	p.ids[name], p.secrets[name] = ep.ID, sec
 }
 
-// export is an export of the plane, in memory.
+// export is an export of the plane, in memory, signed with its key.
 func (p *plane) export(s state.Sealing) []byte {
+	p.t.Helper()
+	s.SigningKey = p.sign[0]
+	return p.exportAs(s)
+}
+
+// exportAs is an export sealed and signed as s says.
+func (p *plane) exportAs(s state.Sealing) []byte {
 	p.t.Helper()
 	var buf bytes.Buffer
 	if _, err := state.Export(context.Background(), p.cfg, &buf, s); err != nil {
@@ -169,8 +193,12 @@ func (p *plane) export(s state.Sealing) []byte {
 	return buf.Bytes()
 }
 
-// importFile reads and imports a file.
+// importFile reads and imports a file, its signature checked with the
+// plane's keys (unless o names others).
 func (p *plane) importFile(b []byte, o state.Opening) (map[string]state.Counts, error) {
+	if o.SigningKeys == nil {
+		o.SigningKeys = p.sign
+	}
 	doc, err := state.Read(bytes.NewReader(b), o)
 	if err != nil {
 		return nil, err
@@ -181,7 +209,7 @@ func (p *plane) importFile(b []byte, o state.Opening) (map[string]state.Counts, 
 // parts is the document of a plain export: what the plane holds.
 func (p *plane) parts() map[string]json.RawMessage {
 	p.t.Helper()
-	doc, err := state.Read(bytes.NewReader(p.export(state.Sealing{})), state.Opening{})
+	doc, err := state.Read(bytes.NewReader(p.export(state.Sealing{})), state.Opening{SigningKeys: p.sign})
 	if err != nil {
 		p.t.Fatal(err)
 	}

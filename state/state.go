@@ -1,7 +1,8 @@
 // Package state takes a copy of the control plane (keys, limits, webhook
 // endpoints, the audit log) into one file, and puts one back: the file's
-// format, its versions, its checksum and its encryption (age, as the
-// secrets at rest: internal/seal), and the order of an import's writes. It
+// format, its versions, its checksum, its signature (a key derived from
+// the secrets' key: internal/seal) and its encryption (age, as the secrets
+// at rest), and the order of an import's writes, its audit entries last. It
 // knows no record: each adapter exports and imports its own part, by the
 // rules of its layout (Part), so that a layout and its copy change together.
 package state
@@ -40,6 +41,24 @@ type Plan interface {
 	Queue(ctx context.Context, phase int, p redis.Pipeliner)
 }
 
+// Companies is what a plan that holds companies' records changes in each
+// company: EachCompany calls f with the records it adds and updates there.
+// Every adapter's plan has it; the import's audit entries are made of it.
+type Companies interface {
+	EachCompany(f func(company string, added, updated int))
+}
+
+// A Report is what an import changes, before it is written: for the
+// import's own audit entries (Config.Audit).
+type Report struct {
+	ExportedAt time.Time
+	Gateway    string // the gateway that wrote the file
+	Signed     bool   // Document.Signed
+	// Companies are the changes in each company, by part (keys, limits,
+	// webhooks, audit); a company the import does not change is absent.
+	Companies map[string]map[string]Counts
+}
+
 // phases is how many phases of writes an import has (authz needs three:
 // a key is counted before it is indexed, and indexed before it works).
 const phases = 3
@@ -53,10 +72,18 @@ type Config struct {
 	Durable durable.Policy
 	Gateway string           // the version written into a file
 	Now     func() time.Time // nil means time.Now
+	// Audit plans the import's own audit entries from its report; they
+	// are written with its writes, last, so that an import is recorded if
+	// and only if it is written. Nil records none.
+	Audit func(ctx context.Context, r Report) (Plan, error)
 }
 
-// Counts are one part's figures of an import.
-type Counts struct{ Added, Updated, Unchanged int }
+// Counts are one part's figures of an import, and its plan (for what the
+// adapter says of it beyond the figures).
+type Counts struct {
+	Added, Updated, Unchanged int
+	Plan                      Plan `json:"-"`
+}
 
 // Export writes a copy of every part to w, encrypted as s says, and
 // returns how many records of each part it holds.
@@ -70,7 +97,7 @@ func Export(ctx context.Context, cfg Config, w io.Writer, s Sealing) (map[string
 	for _, p := range cfg.Parts {
 		v, n, err := p.Export(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("state: exporting the %s: %w", p.Name, err)
+			return nil, fmt.Errorf("exporting the %s: %w", p.Name, err)
 		}
 		raw, err := json.Marshal(v)
 		if err != nil {
@@ -90,7 +117,7 @@ func Read(r io.Reader, o Opening) (Document, error) { return decode(r, o) }
 // On Cluster they are written slot by slot, in an order that never leaves a
 // usable key uncounted: import again to write the rest (an import is
 // idempotent).
-var ErrNotWritten = errors.New("state: the import's writes failed; import the same file again (it is safe)")
+var ErrNotWritten = errors.New("the import's writes failed; import the same file again (it is safe)")
 
 // Import puts doc's parts into Redis: every part is planned (read and
 // checked) before the first write, so that a file refused for any reason
@@ -115,11 +142,18 @@ func Import(ctx context.Context, cfg Config, doc Document) (map[string]Counts, e
 		}
 		plan, err := p.Plan(ctx, raw)
 		if err != nil {
-			return nil, fmt.Errorf("state: the file's %s: %w", p.Name, err)
+			return nil, fmt.Errorf("the file's %s: %w", p.Name, err)
 		}
 		plans[i] = plan
 		a, u, n := plan.Counts()
-		out[p.Name] = Counts{a, u, n}
+		out[p.Name] = Counts{a, u, n, plan}
+	}
+	if cfg.Audit != nil {
+		plan, err := cfg.Audit(ctx, report(doc, cfg.Parts, plans))
+		if err != nil {
+			return nil, fmt.Errorf("recording the import in the audit log: %w", err)
+		}
+		plans = append(plans, plan)
 	}
 	if err := apply(ctx, cfg, plans); errors.Is(err, ErrNotReplicated) {
 		return out, err
@@ -132,6 +166,27 @@ func Import(ctx context.Context, cfg Config, doc Document) (map[string]Counts, e
 		}
 	}
 	return out, nil
+}
+
+// report is what the plans change, company by company.
+func report(doc Document, parts []Part, plans []Plan) Report {
+	r := Report{ExportedAt: doc.CreatedAt, Gateway: doc.Gateway, Signed: doc.Signed, Companies: map[string]map[string]Counts{}}
+	for i, plan := range plans {
+		cs, ok := plan.(Companies)
+		if !ok {
+			continue
+		}
+		cs.EachCompany(func(company string, added, updated int) {
+			if added+updated == 0 {
+				return
+			}
+			if r.Companies[company] == nil {
+				r.Companies[company] = map[string]Counts{}
+			}
+			r.Companies[company][parts[i].Name] = Counts{Added: added, Updated: updated}
+		})
+	}
+	return r
 }
 
 // apply makes the plans' writes: on one server or Sentinel, one MULTI/EXEC
@@ -178,7 +233,7 @@ func apply(ctx context.Context, cfg Config, plans []Plan) error {
 // ErrNotReplicated: the import is written on the master, but fewer replicas
 // than required acknowledged it in time: a failover now could lose it.
 // Importing again is safe, and confirms it once the replicas answer.
-var ErrNotReplicated = errors.New("state: the import is written, but Redis's replicas did not confirm it in time; import the same file again once they are back")
+var ErrNotReplicated = errors.New("the import is written, but Redis's replicas did not confirm it in time; import the same file again once they are back")
 
 // waitReplicas waits, on the connection that made the writes, for the
 // policy's replicas (internal/durable explains why the same connection).

@@ -3,6 +3,7 @@ package state_test
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -113,10 +114,11 @@ func equal(a, b map[string]string) bool {
 }
 
 // A file refused for any reason changes nothing, whatever part it fails in:
-// truncated, damaged, altered under its encryption, of another version (the
-// file's or a part's), opened with the wrong passphrase or none, or holding
-// a record that cannot be (in its last part, after parts that could be
-// written).
+// truncated, damaged, altered under its encryption (its signature, then
+// age's authentication, refuse it), of another version (the file's or a
+// part's), opened with the wrong passphrase or none, or holding a record
+// that cannot be (in its last part, after parts that could be written),
+// signed again with the deployment's key so that its signature holds.
 func TestRefusedFilesChangeNothing(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := testenv.Redis(t)
@@ -138,13 +140,14 @@ func TestRefusedFilesChangeNothing(t *testing.T) {
 		{"truncated", enc[:len(enc)-40], state.Opening{Passphrase: pass}, state.ErrTruncated},
 		{"truncated in the body", append(append([]byte{}, enc[:len(enc)/2]...), enc[len(enc)-72:]...), state.Opening{Passphrase: pass}, state.ErrTruncated},
 		{"a byte flipped", flip(enc, len(enc)/2), state.Opening{Passphrase: pass}, state.ErrTruncated},
-		{"altered, checksum made again", resum(flip(enc, len(enc)/2)), state.Opening{Passphrase: pass}, state.ErrAltered},
+		{"altered, checksum made again", resum(flip(enc, len(enc)/2)), state.Opening{Passphrase: pass}, state.ErrForged},
+		{"altered, signed again with the key", p.resign(flip(enc, len(enc)/2)), state.Opening{Passphrase: pass}, state.ErrAltered},
 		{"wrong passphrase", enc, state.Opening{Passphrase: "not it"}, state.ErrWrongKey},
 		{"no passphrase", enc, state.Opening{}, state.ErrNeedKey},
-		{"foreign format", resum(bytes.Replace(enc, []byte("invoicing-gateway-state 1 "), []byte("invoicing-gateway-state 2 "), 1)), state.Opening{Passphrase: pass}, state.ErrForeign},
-		{"foreign keys version", resum(bytes.Replace(plain, []byte(`"keys":{"version":1`), []byte(`"keys":{"version":2`), 1)), state.Opening{}, authz.ErrInvalidState},
-		{"a key record that cannot be", resum(bytes.Replace(plain, []byte(`"state":"revoked"`), []byte(`"state":"lost"`), 1)), state.Opening{}, authz.ErrInvalidState},
-		{"an audit entry with a secret", resum(bytes.Replace(plain, []byte(`"actor":"rui@ops"`), []byte(`"actor":"igw_live_00000000000000000000000"`), 1)), state.Opening{}, nil},
+		{"foreign format", p.resign(bytes.Replace(enc, []byte("invoicing-gateway-state 2 "), []byte("invoicing-gateway-state 3 "), 1)), state.Opening{Passphrase: pass}, state.ErrForeign},
+		{"foreign keys version", p.resign(bytes.Replace(plain, []byte(`"keys":{"version":1`), []byte(`"keys":{"version":2`), 1)), state.Opening{}, authz.ErrInvalidState},
+		{"a key record that cannot be", p.resign(bytes.Replace(plain, []byte(`"state":"revoked"`), []byte(`"state":"lost"`), 1)), state.Opening{}, authz.ErrInvalidState},
+		{"an audit entry with a secret", p.resign(bytes.Replace(plain, []byte(`"actor":"rui@ops"`), []byte(`"actor":"igw_live_00000000000000000000000"`), 1)), state.Opening{}, nil},
 		{"not an export", []byte("hello\n"), state.Opening{}, state.ErrNotAnExport},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -175,6 +178,26 @@ func resum(b []byte) []byte {
 	return append(append([]byte{}, body...), []byte(checksumLine(body))...)
 }
 
+// resign writes a file's signature (its key id kept) and checksum again
+// with the plane's key: a file altered by someone who holds the key.
+func (p *plane) resign(b []byte) []byte { return signWith(b, p.sign[0]) }
+
+// signWith writes a file's signature line again, HMAC-SHA256 with key
+// under the key id the line had, and its checksum.
+func signWith(b, key []byte) []byte {
+	i := bytes.LastIndex(b, []byte("\nsha256 "))
+	j := bytes.LastIndex(b[:i], []byte("\nsignature "))
+	line := strings.Fields(string(b[j+len("\nsignature ") : i]))
+	kid := "0000000000000000"
+	if len(line) == 3 {
+		kid = line[1]
+	}
+	h := hmac.New(sha256.New, key)
+	h.Write(b[:j])
+	out := append(append([]byte{}, b[:j]...), "\nsignature hmac-sha256 "+kid+" "+hex.EncodeToString(h.Sum(nil))...)
+	return append(out, checksumLine(out)...)
+}
+
 func checksumLine(body []byte) string {
 	sum := sha256.Sum256(body)
 	return "\nsha256 " + hex.EncodeToString(sum[:]) + "\n"
@@ -188,7 +211,7 @@ func TestPlainFileIsReadable(t *testing.T) {
 	p := newPlane(t, rdb, prefix, sealKey(t))
 	p.populate()
 	plain := p.export(state.Sealing{})
-	if !bytes.HasPrefix(plain, []byte("invoicing-gateway-state 1 plain\n")) {
+	if !bytes.HasPrefix(plain, []byte("invoicing-gateway-state 2 plain\n")) {
 		t.Fatalf("head: %q", plain[:40])
 	}
 	if !bytes.Contains(plain, []byte(p.secrets["hook rotated"])) {
@@ -202,7 +225,7 @@ func TestPlainFileIsReadable(t *testing.T) {
 	var doc struct {
 		Parts map[string]json.RawMessage `json:"parts"`
 	}
-	body := plain[len("invoicing-gateway-state 1 plain\n"):bytes.LastIndex(plain, []byte("\nsha256 "))]
+	body := plain[len("invoicing-gateway-state 2 plain\n"):bytes.LastIndex(plain, []byte("\nsignature "))]
 	if err := json.Unmarshal(body, &doc); err != nil || len(doc.Parts) != 4 {
 		t.Fatalf("the body is not the document: %v", err)
 	}

@@ -38,7 +38,7 @@ type LimitRecord struct {
 }
 
 // ErrInvalidState: the limits of an export cannot be imported.
-var ErrInvalidState = errors.New("tenants: invalid limits in the export")
+var ErrInvalidState = errors.New("invalid record")
 
 // ExportState reads every company's overrides.
 func (l *Limiter) ExportState(ctx context.Context) (State, error) {
@@ -119,10 +119,23 @@ type ImportPlan struct {
 	l                         *Limiter
 	added, updated, unchanged int
 	writes                    []LimitRecord
+	new                       map[string]bool // the companies Redis has no limits of
 }
 
 // Counts are the companies' limits added, replaced by newer ones, and kept.
 func (p *ImportPlan) Counts() (added, updated, unchanged int) { return p.added, p.updated, p.unchanged }
+
+// EachCompany calls f for each company whose limits the import adds (1, 0)
+// or replaces (0, 1), for the import's audit entries.
+func (p *ImportPlan) EachCompany(f func(company string, added, updated int)) {
+	for _, r := range p.writes {
+		if p.new[r.CompanyID] {
+			f(r.CompanyID, 1, 0)
+		} else {
+			f(r.CompanyID, 0, 1)
+		}
+	}
+}
 
 // PlanImport checks every record of s and reads Redis's; it writes nothing.
 func (l *Limiter) PlanImport(ctx context.Context, s State) (*ImportPlan, error) {
@@ -142,7 +155,7 @@ func (l *Limiter) PlanImport(ctx context.Context, s State) (*ImportPlan, error) 
 	if err := importScript.Load(ctx, l.rdb).Err(); err != nil {
 		return nil, fmt.Errorf("tenants: import: %w", err)
 	}
-	p := &ImportPlan{l: l}
+	p := &ImportPlan{l: l, new: map[string]bool{}}
 	for _, r := range s.Limits {
 		cur, err := l.rdb.HGetAll(ctx, overrideKey(l.prefix, r.CompanyID)).Result()
 		if err != nil {
@@ -152,6 +165,7 @@ func (l *Limiter) PlanImport(ctx context.Context, s State) (*ImportPlan, error) 
 		switch {
 		case len(cur) == 0:
 			p.added++
+			p.new[r.CompanyID] = true
 		case changedAt(cur) < changedAt(r.Fields) && !maps.Equal(cur, r.Fields):
 			p.updated++
 		default:

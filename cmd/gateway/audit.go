@@ -105,6 +105,8 @@ func change(ev auditlog.Event) string {
 		return "LIVE " + limitText(b.Live) + " -> " + limitText(a.Live) + ", TEST " + limitText(b.Test) + " -> " + limitText(a.Test)
 	case strings.HasPrefix(ev.Action, "webhook."):
 		return webhookChange(ev)
+	case ev.Action == auditlog.ActionStateImported:
+		return importedChange(ev)
 	case ev.Action == auditlog.ActionKeyCreated:
 		var a admin.KeyView
 		_ = json.Unmarshal(ev.After, &a)

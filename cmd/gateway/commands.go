@@ -105,7 +105,7 @@ var commands = []*command{
 		name: "audit", synopsis: "--company ID [--since TIME] [--json]",
 		summary: "Show who changed a company's keys, limits and webhook endpoints, and what changed, oldest first.",
 		detail: "Keys created, rolled, revoked or expired; limits set or reset; webhook endpoints created, changed, given a new secret or deleted, " +
-			"and deliveries sent again (replays, recoveries, test events). Each line names the key or endpoint and sums up the change; --json has the full before and after. " +
+			"deliveries sent again (replays, recoveries, test events), and exports imported (state.imported). Each line names the key or endpoint and sums up the change; --json has the full before and after. " +
 			"Kept 400 days. The actor is the admin API's X-Actor, or user@host for this command line.",
 		example: "gateway audit --company " + exampleCompany + " --since 7d",
 		needs:   config.NeedRedis, required: []string{"company"},
@@ -182,17 +182,19 @@ var commands = []*command{
 	{
 		name: "state export", synopsis: "--out FILE [--recipient AGE1…... | --passphrase-file FILE] [--json]",
 		summary: "Copy the control plane into a file: keys (their hashes, never a secret), limits, webhook endpoints with their signing secrets, the audit log.",
-		detail: "The file is created mode 0600 and replaced whole. With --recipient (from gateway state keygen; its identity kept offline) or --passphrase-file it is encrypted " +
-			"and authenticated (age); without, it holds the signing secrets in plain text, and the command says so. Restore with gateway state import.",
+		detail: "The file is created mode 0600 and replaced whole, and signed with a key derived from webhookSecretsKey, so that an import can prove it came from this deployment. " +
+			"With --recipient (from gateway state keygen; its identity kept offline) or --passphrase-file it is also encrypted (age); without, " +
+			"it holds the signing secrets in plain text, and the command says so. Restore with gateway state import.",
 		example: "gateway state export --out control-plane.gwstate --recipient age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p",
 		needs:   config.NeedRedis | config.NeedSecrets, required: []string{"out"},
 		flags: stateExportFlags,
 	},
 	{
-		name: "state import", synopsis: "FILE [--identity FILE | --passphrase-file FILE] [--json]", args: []string{"FILE"},
+		name: "state import", synopsis: "FILE [--identity FILE | --passphrase-file FILE] [--accept-unsigned] [--json]", args: []string{"FILE"},
 		summary: "Put an export back: into an empty Redis, or merged into a live one (the newer record wins, a revocation always wins).",
-		detail: "Ids, creation times and states are kept. The whole file is checked before the first write: a truncated, altered, foreign or wrongly opened file changes nothing. " +
-			"Importing twice changes nothing the second time. Restored webhook endpoints get the events of the last eventsRecovery again (docs/operators.md).",
+		detail: "Ids, creation times and states are kept. The whole file is checked before the first write: a file not signed by this deployment's key, " +
+			"or truncated, altered, foreign or wrongly opened, or with a record the admin API would refuse, changes nothing. Each company it changes gets a state.imported entry in its audit log. " +
+			"Importing twice changes nothing the second time. Restored webhook endpoints get the changes since the export's resume point again (docs/operators.md).",
 		example: "gateway state import control-plane.gwstate --identity control-plane.key",
 		needs:   config.NeedRedis | config.NeedSecrets,
 		flags:   stateImportFlags,
@@ -204,7 +206,7 @@ var commands = []*command{
 		flags:   stateKeygenFlags,
 	},
 	{
-		name: "data schema", synopsis: "[--database URL]", summary: "Load the platform schema into the configured live and sandbox databases (new databases only).",
+		name: "data schema", synopsis: "[--database URL]", summary: "Load the platform schema into the configured live and sandbox databases; one that has it already is left as it is.",
 		example: "gateway data schema",
 		needs:   config.NeedDatabases,
 		flags:   func(fs *flag.FlagSet) action { return dataSchema(databaseFlag(fs)) },

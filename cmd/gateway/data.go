@@ -6,7 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/backend/gendata"
@@ -37,10 +40,17 @@ func dataSchema(db *string) action {
 			return err
 		}
 		for i, u := range urls {
-			if err := backend.ApplySchema(ctx, u); err != nil {
+			err := backend.ApplySchema(ctx, u)
+			switch table := duplicateTable(err); {
+			case err == nil:
+				fmt.Fprintf(c.stdout, "schema loaded into %s\n", config.RedactURL(u))
+			case table == "":
 				return dataError(*db, i, u, err)
+			case checkDatabase(ctx, u) == nil:
+				fmt.Fprintf(c.stdout, "the schema is already in %s: left as it is\n", config.RedactURL(u))
+			default:
+				return dataError(*db, i, u, fmt.Errorf("it already has a table %q, but not the platform's schema: load the schema into a new database", table))
 			}
-			fmt.Fprintf(c.stdout, "schema loaded into %s\n", config.RedactURL(u))
 		}
 		if *db == "" {
 			fmt.Fprintln(c.stdout, "\nNext, demo data into both: gateway data load --size small")
@@ -108,6 +118,27 @@ func printSmall(w io.Writer, sum gendata.Summary, took time.Duration) {
 	}
 	fmt.Fprintf(w, "\nNext, a key for the first company (LIVE reads the live database, TEST the sandbox):\n")
 	fmt.Fprintf(w, "  gateway keys create --company %s --mode LIVE --scopes invoices:read,clients:read,clients:write\n", sum.Companies[0].ID)
+}
+
+// duplicateTable is the table an ApplySchema error says exists already, ""
+// for any other error. The schema is one transaction: it was not applied,
+// so `data schema` run again on a loaded database changes nothing, and says
+// so (checkDatabase tells the platform's schema from another's).
+func duplicateTable(err error) string {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) && pg.Code == "42P07" {
+		if _, name, ok := strings.Cut(pg.Message, `"`); ok {
+			name, _, _ = strings.Cut(name, `"`)
+			return name
+		}
+		return "?"
+	}
+	// SQLite: "table companies already exists".
+	if err != nil && strings.Contains(err.Error(), " already exists") {
+		f := strings.Fields(err.Error()[:strings.Index(err.Error(), " already exists")])
+		return f[len(f)-1]
+	}
+	return ""
 }
 
 // checkDatabase asks the database of url for a company, which needs the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,20 +28,49 @@ func warnPlainSecrets(cfg config.Config, logger *slog.Logger) {
 
 // resealAtStart seals with the current key the secrets kept in plain text or
 // under an old key (events.Service.Reseal): a new key, or sealing newly
-// configured, is taken up by the first instance that starts with it.
+// configured, is taken up by the first instance that starts with it. With
+// Redis down, it waits until Redis has been read (redisguard.go: the
+// replicas a change waits for are then Redis's own) and says nothing
+// meanwhile: the dependency watcher names the outage, and a warning to run
+// the reseal would point at the wrong fix.
 func resealAtStart(ctx context.Context, d *deps, logger *slog.Logger) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	r, err := d.events.Reseal(ctx)
-	switch {
-	case err != nil:
-		logger.Warn("webhook signing secrets not sealed again with the current key; `gateway webhooks reseal` does it", "err", err)
-	case len(r.Unopened) > 0:
-		logger.Error("webhook endpoints whose signing secret no configured key opens: their deliveries fail until the key that sealed them is in "+
-			config.SettingName("WebhookSecretsOldKeys")+", or their secret is rotated", "endpoints", r.Unopened)
-	case r.Resealed > 0:
-		logger.Info("webhook signing secrets sealed with the current key", "endpoints", r.Resealed)
+	waited := false
+	for {
+		if !redisRead(ctx, d.guard) {
+			waited = true
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		actx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		r, err := d.events.Reseal(actx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, events.ErrUnavailable) && d.guard.watcher.Check(ctx).Err != nil:
+			waited = true // Redis went away again: once it is read again
+			continue
+		case err != nil:
+			logger.Warn("webhook signing secrets not sealed again with the current key; `gateway webhooks reseal` does it", "err", err)
+		case len(r.Unopened) > 0:
+			logger.Error("webhook endpoints whose signing secret no configured key opens: their deliveries fail until the key that sealed them is in "+
+				config.SettingName("WebhookSecretsOldKeys")+", or their secret is rotated", "endpoints", r.Unopened)
+		case r.Resealed > 0:
+			logger.Info("webhook signing secrets sealed with the current key", "endpoints", r.Resealed)
+		case waited:
+			logger.Info("webhook signing secrets read once Redis answered: every one is sealed with the current key", "endpoints", r.Webhooks)
+		}
+		return
 	}
+}
+
+// redisRead reports whether the guard's last reading of Redis reached it.
+func redisRead(ctx context.Context, g *redisGuard) bool {
+	return ctx.Err() == nil && g.watcher != nil && g.watcher.Last().Err == nil && !g.watcher.Last().At.IsZero()
 }
 
 func webhooksReseal(asJSON *bool) action {

@@ -14,9 +14,12 @@ import (
 
 	"filippo.io/age"
 
+	auditlog "github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
+	"github.com/invoicing-ao/gateway/events"
 	"github.com/invoicing-ao/gateway/internal/durable"
 	"github.com/invoicing-ao/gateway/internal/seal"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/state"
 )
 
@@ -81,6 +84,13 @@ func stateExportFlags(fs *flag.FlagSet) action {
 			}
 			s.Recipients = append(s.Recipients, rs...)
 		}
+		keys, err := fileKeys(c)
+		if err != nil {
+			return err
+		}
+		if len(keys) > 0 {
+			s.SigningKey = keys[0]
+		}
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (exported, error) {
 			start := time.Now()
 			records, size, err := writeExport(ctx, *out, stateConfig(d), s)
@@ -88,6 +98,10 @@ func stateExportFlags(fs *flag.FlagSet) action {
 		}, func(w io.Writer, e exported) error {
 			fmt.Fprintf(w, "Exported %d keys, %d companies' limits, %d webhook endpoints and %d audit entries to %s (%d bytes, %s).\n",
 				e.Records["keys"], e.Records["limits"], e.Records["webhooks"], e.Records["audit"], e.File, e.Bytes, e.took.Round(time.Millisecond))
+			if s.SigningKey == nil {
+				fmt.Fprintf(c.stderr, "WARNING: %s is not signed: this gateway has no %s to sign it with, so nothing will prove it came from this deployment, "+
+					"and importing it needs --accept-unsigned.\n", e.File, config.SettingName("WebhookSecretsKey"))
+			}
 			if !e.Encrypted {
 				fmt.Fprintf(c.stderr, "WARNING: %s is not encrypted: it holds the webhook endpoints' signing secrets in plain text, and whoever reads it can sign webhooks to those integrators. "+
 					"Keep it like a password, or export with --recipient or --passphrase-file.\n", e.File)
@@ -139,6 +153,21 @@ func writeExport(ctx context.Context, path string, cfg state.Config, s state.Sea
 	return records, info.Size(), nil
 }
 
+// fileKeys are the keys that sign and check export files, derived from
+// webhookSecretsKey (first) and the old keys (seal.Keyring.FileKeys); none
+// when secrets are kept in plain text.
+func fileKeys(c *invocation) ([][]byte, error) {
+	cfg, err := c.config()
+	if err != nil {
+		return nil, err
+	}
+	ring, err := cfg.SecretsKeyring()
+	if err != nil {
+		return nil, err
+	}
+	return ring.FileKeys(), nil
+}
+
 // readPassphrase is the first line of a passphrase file ("" for no file).
 func readPassphrase(path string) (string, error) {
 	if path == "" {
@@ -158,6 +187,7 @@ func readPassphrase(path string) (string, error) {
 func stateImportFlags(fs *flag.FlagSet) action {
 	passFile := fs.String("passphrase-file", "", "the passphrase the file was encrypted with, in `FILE` (its first line)")
 	identity := fs.String("identity", "", "an age identity `FILE` (from gateway state keygen) of a recipient the file was encrypted to")
+	unsigned := fs.Bool("accept-unsigned", false, "import a file whose signature cannot be checked (an older gateway's export, or one signed with a key this gateway does not hold); the audit log records it")
 	asJSON := jsonFlag(fs)
 	return func(ctx context.Context, c *invocation) error {
 		var o state.Opening
@@ -176,6 +206,10 @@ func stateImportFlags(fs *flag.FlagSet) action {
 				return fmt.Errorf("--identity %s: %w", *identity, err)
 			}
 		}
+		if o.SigningKeys, err = fileKeys(c); err != nil {
+			return err
+		}
+		o.AcceptUnsigned = *unsigned
 		f, err := os.Open(c.args[0])
 		if err != nil {
 			return err
@@ -185,12 +219,17 @@ func stateImportFlags(fs *flag.FlagSet) action {
 		if err != nil {
 			return fmt.Errorf("%s: %w; nothing was imported", c.args[0], err)
 		}
+		if !doc.Signed {
+			fmt.Fprintf(c.stderr, "WARNING: %s is imported unchecked (--accept-unsigned): nothing proves it came from this deployment; the audit log records it so.\n", c.args[0])
+		}
 		d, err := c.open(ctx)
 		if err != nil {
 			return err
 		}
 		defer d.Close()
-		counts, err := state.Import(ctx, stateConfig(d), doc)
+		cfg, audited := stateConfig(d), 0
+		cfg.Audit = importAudit(d, commandActor(), &audited)
+		counts, err := state.Import(ctx, cfg, doc)
 		if err != nil && !errors.Is(err, state.ErrNotReplicated) {
 			if counts == nil {
 				return fmt.Errorf("%s: %w; nothing was imported", c.args[0], err)
@@ -198,12 +237,16 @@ func stateImportFlags(fs *flag.FlagSet) action {
 			return err
 		}
 		if *asJSON {
-			if jerr := json.NewEncoder(c.stdout).Encode(map[string]any{"exportedAt": doc.CreatedAt, "parts": counts}); jerr != nil {
+			out := map[string]any{"exportedAt": doc.CreatedAt, "parts": counts, "signed": doc.Signed, "auditedCompanies": audited}
+			if jerr := json.NewEncoder(c.stdout).Encode(out); jerr != nil {
 				return jerr
 			}
 			return err
 		}
 		printImport(c, doc, counts, d.cfg)
+		if audited > 0 {
+			fmt.Fprintf(c.stdout, "Recorded in the audit log of %s (%s).\n", plural(audited, "company", "companies"), auditlog.ActionStateImported)
+		}
 		return err
 	}
 }
@@ -214,9 +257,22 @@ func printImport(c *invocation, doc state.Document, counts map[string]state.Coun
 		n := counts[name]
 		fmt.Fprintf(c.stdout, "  %-9s %d added, %d updated, %d unchanged\n", name, n.Added, n.Updated, n.Unchanged)
 	}
-	if n := counts["webhooks"]; n.Added+n.Updated > 0 {
-		fmt.Fprintf(c.stdout, "Detection reads back %s (eventsRecovery) for the restored webhook endpoints: the events of that window are sent, "+
-			"again under the same webhook-id where they had been sent before.\n", cfg.EventsRecovery)
+	plan, _ := counts["webhooks"].Plan.(*events.ImportPlan)
+	if plan == nil {
+		return
+	}
+	detection := plan.Detection()
+	for _, m := range invoicing.Modes {
+		at, ok := detection[m]
+		switch {
+		case !ok:
+		case at.IsZero():
+			fmt.Fprintf(c.stdout, "%s: the export has no resume point, so detection reads back %s (%s) for the restored webhook endpoints: "+
+				"the events of that window are sent again, under the same webhook-id where they had been sent.\n", m, cfg.EventsRecovery, config.SettingName("EventsRecovery"))
+		default:
+			fmt.Fprintf(c.stdout, "%s: detection resumes at the export's resume point, %s: the changes since are read again, "+
+				"and an event of them sent before the loss is sent again under the same webhook-id.\n", m, at.UTC().Format(time.RFC3339))
+		}
 	}
 }
 

@@ -66,7 +66,7 @@ func TestStateCommands(t *testing.T) {
 	if code, _, errs = gw(t, env, "state", "export", "--out", enc, "--recipient", recipient); code != 0 || strings.Contains(errs, "WARNING") {
 		t.Fatalf("encrypted export: %d %s", code, errs)
 	}
-	if b, _ := os.ReadFile(enc); strings.Contains(string(b), "live_rate") || !strings.HasPrefix(string(b), "invoicing-gateway-state 1 age\n") {
+	if b, _ := os.ReadFile(enc); strings.Contains(string(b), "live_rate") || !strings.HasPrefix(string(b), "invoicing-gateway-state 2 age\n") {
 		t.Fatal("the encrypted export shows its content")
 	}
 

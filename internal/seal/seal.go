@@ -9,10 +9,17 @@
 // is rotated without a stop: the new key seals, the old ones still open,
 // and once everything is sealed again under the new key (Keyring.Current
 // tells which values are not) the old ones are dropped.
+//
+// The same key vouches for the export files that carry those secrets
+// (Keyring.FileKeys): age encrypts a file to a recipient, which is public,
+// so anyone holding it can write a file that opens; only the operators
+// hold the identity, from which the key that signs a file is derived.
 package seal
 
 import (
 	"bytes"
+	"crypto/hkdf"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -44,6 +51,7 @@ type Keyring struct {
 	recipient age.Recipient
 	current   age.Identity
 	all       []age.Identity
+	fileKeys  [][]byte // FileKeys
 
 	mu     sync.Mutex
 	opened map[string]string // sealed value → plain: X25519 costs ~60 µs a value
@@ -71,6 +79,11 @@ func NewKeyring(current string, old ...string) (*Keyring, error) {
 			return nil, fmt.Errorf("seal: key %d is not one age identity (AGE-SECRET-KEY-1…): %v", i+1, err)
 		}
 		k.all = append(k.all, ids[0])
+		fk, err := fileKey(ids[0])
+		if err != nil {
+			return nil, fmt.Errorf("seal: key %d: %w", i+1, err)
+		}
+		k.fileKeys = append(k.fileKeys, fk)
 	}
 	k.current = k.all[0]
 	switch id := k.current.(type) {
@@ -82,6 +95,30 @@ func NewKeyring(current string, old ...string) (*Keyring, error) {
 		return nil, fmt.Errorf("seal: unsupported identity %T", id)
 	}
 	return k, nil
+}
+
+// fileKeyInfo names what a derived key is for (HKDF's info): a key derived
+// for one purpose is never another's.
+const fileKeyInfo = "invoicing-gateway state file signature v1"
+
+// fileKey derives, with HKDF-SHA256, the key that signs export files from
+// an identity's text (its Bech32 form, which is the key).
+func fileKey(id age.Identity) ([]byte, error) {
+	s, ok := id.(fmt.Stringer)
+	if !ok {
+		return nil, fmt.Errorf("unsupported identity %T", id)
+	}
+	return hkdf.Key(sha256.New, []byte(s.String()), nil, fileKeyInfo, sha256.Size)
+}
+
+// FileKeys are the keys that sign and check export files (state): the
+// current key's first, then the old keys', so that a file exported before a
+// rotation is still checked while the old key is kept. Nil without a key.
+func (k *Keyring) FileKeys() [][]byte {
+	if !k.Enabled() {
+		return nil
+	}
+	return k.fileKeys
 }
 
 // Generate makes a new key (an age X25519 identity) and its recipient.

@@ -103,3 +103,28 @@ func TestBadKey(t *testing.T) {
 		t.Error("old keys without a current one were accepted")
 	}
 }
+
+// The keys that sign export files come from the sealing keys: the same key
+// gives the same file key (every instance and job signs alike), another
+// key another; the current one's first, then the old ones'; none without
+// a key, and none holds the key's text.
+func TestFileKeys(t *testing.T) {
+	t.Parallel()
+	k1, k2 := newKey(t), newKey(t)
+	a, _ := NewKeyring(k1)
+	b, _ := NewKeyring(k1)
+	rotated, _ := NewKeyring(k2, k1)
+	if len(a.FileKeys()) != 1 || string(a.FileKeys()[0]) != string(b.FileKeys()[0]) {
+		t.Fatal("one key, two file keys")
+	}
+	fk := rotated.FileKeys()
+	if len(fk) != 2 || string(fk[1]) != string(a.FileKeys()[0]) || string(fk[0]) == string(fk[1]) {
+		t.Fatalf("after a rotation: %d keys, the old one's second, the new one's another", len(fk))
+	}
+	if strings.Contains(string(fk[0]), k2) || len(fk[0]) != 32 {
+		t.Error("a file key is not a derived 32-byte key")
+	}
+	if none, _ := NewKeyring(""); none.FileKeys() != nil {
+		t.Error("file keys without a key")
+	}
+}
