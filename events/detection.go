@@ -125,7 +125,8 @@ func (d *detector) changesLoop(m invoicing.Mode, src Source) func(context.Contex
 		for _, st := range streams {
 			errs = append(errs, d.follow(ctx, src, m, st, t, hz, to))
 		}
-		return errors.Join(errs...)
+		d.m.oldestOpen(m, hz.oldest(), h.Now)
+		return errors.Join(append(errs, d.recordAhead(ctx, m, hz))...)
 	}
 }
 

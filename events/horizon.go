@@ -250,6 +250,23 @@ func (d *detector) readAhead(ctx context.Context, src Source, m invoicing.Mode, 
 	return nil
 }
 
+// recordAhead writes, for the metrics, how far the streams whose
+// watermark a transaction in flight holds back have read: their lag is
+// that read's, not the watermark's (a transaction open an hour holds no
+// change back but its own). Nothing is written while none is held.
+func (d *detector) recordAhead(ctx context.Context, m invoicing.Mode, hz *horizon) error {
+	var kv []any
+	for _, st := range streams {
+		if a := hz.streams[st.name]; a.known && a.raw != encodeMark(a.pos) {
+			kv = append(kv, d.l.ahead(m, st.name), encodeMark(a.pos))
+		}
+	}
+	if len(kv) == 0 {
+		return nil
+	}
+	return unavailable(d.rdb.MSet(ctx, kv...).Err())
+}
+
 // hold is the watermark for a stream read up to next: next, or the start
 // of the earliest transaction followed, if earlier (its rows are not read
 // yet).
@@ -283,6 +300,18 @@ func (d *detector) queueRead(ctx context.Context, m invoicing.Mode, loop, stream
 		d.wakeDeliveries()
 	}
 	return added, moved, err
+}
+
+// oldest is the earliest start of the transactions followed; zero for
+// none.
+func (hz *horizon) oldest() time.Time {
+	var at time.Time
+	for _, sp := range hz.open {
+		if at.IsZero() || sp.lo.Before(at) {
+			at = sp.lo
+		}
+	}
+	return at
 }
 
 // merge sorts spans and joins those that overlap, so that each row is read

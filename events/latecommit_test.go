@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
@@ -108,7 +109,11 @@ func TestLateCommit(t *testing.T) {
 
 func testLateCommit(t *testing.T, open time.Duration) {
 	e := newEnv(t)
-	s := e.service(e.lateConfig())
+	cfg := e.lateConfig()
+	reg := prometheus.NewRegistry()
+	cfg.Metrics = reg
+	s := e.service(cfg)
+	s.statsKeep = 0 // each scrape reads Redis
 	e.endpoint(s)
 	e.run(s)
 	nextWeek := time.Now().In(luanda).AddDate(0, 0, 7).Format(luandaDate)
@@ -125,6 +130,19 @@ func testLateCommit(t *testing.T, open time.Duration) {
 	e.waitHeld(s, start)
 	if got := e.recv.deliveries(); countOf(got, ClientUpdated, cliLate)+countOf(got, InvoicePaid, docA) != 0 {
 		t.Fatal("a change of a transaction still open was delivered")
+	}
+	// The lag is the read's, not the watermark's: the transaction holds
+	// back its own change alone. The oldest transaction's age says why the
+	// watermark stays.
+	testenv.Eventually(t, "the oldest transaction's age reported", func() error {
+		if v := gathered(t, reg)[`gateway_events_oldest_transaction_seconds{mode="TEST"}`]; v <= 0 {
+			return testenv.Want(v, 1, "oldest transaction (any positive)")
+		}
+		return nil
+	})
+	lag, held := gathered(t, reg)[`gateway_events_detector_lag_seconds{mode="TEST",stream="clients"}`], time.Since(start).Seconds()
+	if lag >= held/2 {
+		t.Errorf("the clients' lag is %v s, near the watermark's (%v s): not the read's", lag, held)
 	}
 	if err := tx.Commit(context.Background()); err != nil {
 		t.Fatal(err)

@@ -32,6 +32,9 @@ import "github.com/invoicing-ao/gateway/invoicing"
 //	                                    deletedKept: an import leaves it deleted (state.go)
 //	P{events}:wm:<mode>:<stream> string a detector stream's watermark, or "rewind" (an
 //	                                    import: read back the recovery window)
+//	P{events}:ahead:<mode>:<stream> string how far the leader's read of a stream has gone
+//	                                    while a transaction open holds its watermark
+//	                                    back (horizon.go): for the metrics' lag alone
 //	P{events}:lead:<mode>        string the instance leading detection in that mode
 //	P{events}:sealed             string when Reseal last ran (ms): its write, waited for,
 //	                                    vouches for the secrets sealed before it (secrets.go)
@@ -56,6 +59,9 @@ func (l layout) attempts(ep, evt string) string    { return l.p + "a:" + ep + ":
 func (l layout) log(ep string) string              { return l.p + "log:" + ep }
 func (l layout) watermark(m invoicing.Mode, s string) string {
 	return l.p + "wm:" + string(m) + ":" + s
+}
+func (l layout) ahead(m invoicing.Mode, s string) string {
+	return l.p + "ahead:" + string(m) + ":" + s
 }
 func (l layout) deleted(ep string) string       { return l.p + "gone:" + ep }
 func (l layout) leader(m invoicing.Mode) string { return l.p + "lead:" + string(m) }

@@ -27,6 +27,7 @@ type metrics struct {
 	duration    [2]prometheus.Observer // one attempt's exchange
 	detectErrs  [2][len(loopNames)]prometheus.Counter
 	leader      [2]prometheus.Gauge
+	oldest      [2]prometheus.Gauge // the oldest transaction followed
 	inFlight    prometheus.Gauge
 	maxInFlight prometheus.Gauge
 	collectors  []prometheus.Collector
@@ -130,6 +131,10 @@ func newMetrics(concurrency int) *metrics {
 		Name: "gateway_events_detector_leader",
 		Help: "1 while this instance leads the mode's detection, else 0.",
 	}, modes)
+	oldest := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gateway_events_oldest_transaction_seconds",
+		Help: "How long the oldest transaction that detection follows has been open (it holds the watermarks back: a restart reads again from its start), by mode, on the leading instance; 0 when none.",
+	}, modes)
 	inFlight := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "gateway_events_deliveries_in_flight",
 		Help: "Deliveries this instance is making now.",
@@ -141,8 +146,8 @@ func newMetrics(concurrency int) *metrics {
 	maxInFlight.Set(float64(concurrency))
 
 	m := &metrics{inFlight: inFlight, maxInFlight: maxInFlight,
-		collectors: []prometheus.Collector{detected, enqueued, attempts, expired, failures, latency, toQueue, toDelivery, duration, detectErrs, leader, inFlight, maxInFlight}}
-	m.bind(metricVecs{detected, enqueued, attempts, expired, failures, detectErrs, latency, toQueue, toDelivery, duration, leader})
+		collectors: []prometheus.Collector{detected, enqueued, attempts, expired, failures, latency, toQueue, toDelivery, duration, detectErrs, leader, oldest, inFlight, maxInFlight}}
+	m.bind(metricVecs{detected, enqueued, attempts, expired, failures, detectErrs, latency, toQueue, toDelivery, duration, leader, oldest})
 	return m
 }
 
@@ -150,7 +155,7 @@ func newMetrics(concurrency int) *metrics {
 type metricVecs struct {
 	detected, enqueued, attempts, expired, failures, detectErrs *prometheus.CounterVec
 	latency, toQueue, toDelivery, duration                      *prometheus.HistogramVec
-	leader                                                      *prometheus.GaugeVec
+	leader, oldest                                              *prometheus.GaugeVec
 }
 
 // bind takes each series of v the instance counts in, by mode, once: the
@@ -184,6 +189,7 @@ func (m *metrics) bind(v metricVecs) {
 			m.detectErrs[mi][li] = v.detectErrs.WithLabelValues(md, l)
 		}
 		m.leader[mi] = v.leader.WithLabelValues(md)
+		m.oldest[mi] = v.oldest.WithLabelValues(md)
 	}
 }
 
@@ -268,4 +274,17 @@ func (m *metrics) leads(mode invoicing.Mode, lead bool) {
 		v = 1
 	}
 	m.leader[mode.Index()].Set(v)
+}
+
+// oldestOpen sets how long the oldest transaction followed (start; zero for
+// none) has been open at the database's clock now.
+func (m *metrics) oldestOpen(mode invoicing.Mode, start, now time.Time) {
+	if !mode.Valid() {
+		return
+	}
+	v := 0.0
+	if !start.IsZero() {
+		v = max(0, now.Sub(start).Seconds())
+	}
+	m.oldest[mode.Index()].Set(v)
 }
