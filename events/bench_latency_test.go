@@ -53,7 +53,7 @@ func BenchmarkCommitToDeliveryIdle(b *testing.B) {
 	for i := range 30 {
 		id := r.id(1, i)
 		at := r.insert(b, id, r.companies[i%len(r.companies)])
-		lat = append(lat, ms(r.wait(b, id).Sub(at)))
+		lat = append(lat, ms(r.wait(b, ClientCreated, id).Sub(at)))
 		time.Sleep(200 * time.Millisecond)
 	}
 	report(b, "", lat)
@@ -69,7 +69,7 @@ func BenchmarkCommitToDeliveryLongTransaction(b *testing.B) {
 			ctx := context.Background()
 			late := r.id(2, 0)
 			r.insert(b, late, r.companies[0])
-			r.wait(b, late)
+			r.wait(b, ClientCreated, late)
 			conn, err := pgx.Connect(ctx, r.url)
 			if err != nil {
 				b.Fatal(err)
@@ -92,7 +92,7 @@ func BenchmarkCommitToDeliveryLongTransaction(b *testing.B) {
 			}()
 			lat, _ := r.load(b, 100, open+2*time.Second)
 			report(b, "", lat)
-			b.ReportMetric(ms(r.wait(b, late).Sub(<-committed)), "late-ms")
+			b.ReportMetric(ms(r.wait(b, ClientUpdated, late).Sub(<-committed)), "late-ms")
 		})
 	}
 }
@@ -105,7 +105,7 @@ type latencyRig struct {
 	s         *Service
 	companies []string
 	mu        sync.Mutex
-	arrived   map[string]time.Time // by client id
+	arrived   map[string]time.Time // by event type and client id
 	arrival   chan struct{}
 	run       string // the first group of this run's clients' ids
 }
@@ -140,12 +140,13 @@ func newLatencyRig(b *testing.B) *latencyRig {
 	b.Cleanup(store.Close)
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		var ev struct {
+			Type string
 			Data struct{ ID string } `json:"data"`
 		}
 		_ = decodeJSON(req, &ev)
 		r.mu.Lock()
-		if _, ok := r.arrived[ev.Data.ID]; !ok {
-			r.arrived[ev.Data.ID] = time.Now()
+		if k := ev.Type + " " + ev.Data.ID; r.arrived[k].IsZero() {
+			r.arrived[k] = time.Now()
 		}
 		r.mu.Unlock()
 		signal(r.arrival)
@@ -159,7 +160,7 @@ func newLatencyRig(b *testing.B) *latencyRig {
 		b.Fatal(err)
 	}
 	for _, co := range r.companies {
-		if _, _, err := r.s.CreateWebhook(ctx, NewWebhook{CompanyID: co, Mode: invoicing.Test, URL: recv.URL + "/hook", Types: []string{"client.created"}}); err != nil {
+		if _, _, err := r.s.CreateWebhook(ctx, NewWebhook{CompanyID: co, Mode: invoicing.Test, URL: recv.URL + "/hook", Types: []string{"client.created", "client.updated"}}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -204,15 +205,15 @@ func (r *latencyRig) insert(b *testing.B, id, company string) time.Time {
 	return time.Now()
 }
 
-// wait is when the client's event arrived, waiting for it.
-func (r *latencyRig) wait(b *testing.B, id string) time.Time {
+// wait is when the client's event of type typ arrived, waiting for it.
+func (r *latencyRig) wait(b *testing.B, typ Type, id string) time.Time {
 	var at time.Time
 	waitSignalled(b, r.arrival, func() error {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		var ok bool
-		if at, ok = r.arrived[id]; !ok {
-			return fmt.Errorf("no event of %s", id)
+		if at, ok = r.arrived[string(typ)+" "+id]; !ok {
+			return fmt.Errorf("no %s of %s", typ, id)
 		}
 		return nil
 	})
@@ -249,7 +250,7 @@ func (r *latencyRig) load(b *testing.B, rate int, d time.Duration) (lat, feed []
 		}
 	}()
 	for i, id := range ids {
-		lat = append(lat, ms(r.wait(b, id).Sub(committed[i])))
+		lat = append(lat, ms(r.wait(b, ClientCreated, id).Sub(committed[i])))
 	}
 	polls.Wait()
 	b.StopTimer()
