@@ -183,7 +183,7 @@ func (d *detector) catchUp(ctx context.Context, src Source, m invoicing.Mode, st
 		return nil
 	}
 	key := d.l.watermark(m, st.name)
-	a.pending = merge(a.pending)
+	a.pending = merge(a.pending, d.tick)
 	for len(a.pending) > 0 {
 		sp := a.pending[0]
 		end := minTime(sp.hi, a.pos.At.Add(time.Microsecond)) // the rows at pos's own time may be behind it
@@ -314,13 +314,14 @@ func (hz *horizon) oldest() time.Time {
 	return at
 }
 
-// merge sorts spans and joins those that overlap, so that each row is read
-// once.
-func merge(spans []span) []span {
+// merge sorts spans and joins those that overlap, or are less than slack
+// apart: one read of the few rows between two transactions' starts costs
+// less than a read of each.
+func merge(spans []span, slack time.Duration) []span {
 	slices.SortFunc(spans, func(a, b span) int { return a.lo.Compare(b.lo) })
 	out := spans[:0]
 	for _, sp := range spans {
-		if n := len(out); n > 0 && !sp.lo.After(out[n-1].hi) {
+		if n := len(out); n > 0 && !sp.lo.After(out[n-1].hi.Add(slack)) {
 			out[n-1].hi = maxTime(out[n-1].hi, sp.hi)
 			continue
 		}

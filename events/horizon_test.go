@@ -91,12 +91,13 @@ func TestObserveFollowsWhatIsInFlight(t *testing.T) {
 	}
 }
 
-// Spans that overlap are read as one.
+// Spans that overlap, or are no further apart than the slack, are read as
+// one.
 func TestMergeSpans(t *testing.T) {
 	t.Parallel()
 	at := func(s int) time.Time { return time.Unix(int64(s), 0) }
-	got := merge([]span{{at(5), at(6)}, {at(1), at(3)}, {at(2), at(4)}, {at(4), at(5)}, {at(8), at(9)}})
-	if want := []span{{at(1), at(6)}, {at(8), at(9)}}; !slices.Equal(got, want) {
+	got := merge([]span{{at(5), at(6)}, {at(1), at(3)}, {at(2), at(4)}, {at(4), at(5)}, {at(8), at(9)}, {at(10), at(11)}, {at(13), at(14)}}, time.Second)
+	if want := []span{{at(1), at(6)}, {at(8), at(11)}, {at(13), at(14)}}; !slices.Equal(got, want) {
 		t.Errorf("merged %v, want %v", got, want)
 	}
 }
