@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/invoicing-ao/gateway/invoicing"
@@ -35,10 +36,25 @@ LEFT JOIN pg_stat_activity a ON a.datname = current_database() AND a.pid <> pg_b
 // which transactions have written (invoicing.SightWriters). SQLite, whose
 // one writer commits right after its changes' times, shows its clock
 // (invoicing.SightClock).
+//
+// The Store's own changes being written are listed too, at the time they
+// record (this process's clock, taken before the statement): a create that
+// waits for a connection, or runs slowly, is read at its commit all the
+// same.
 func (s *Store) InFlight(ctx context.Context) (invoicing.Horizon, error) {
 	if s.d.engine != "postgres" {
-		return invoicing.Horizon{Now: s.now().UTC(), Sight: invoicing.SightClock}, nil
+		h := invoicing.Horizon{Now: s.now().UTC(), Sight: invoicing.SightClock}
+		h.Open = s.writing.open(h.Open)
+		return h, nil
 	}
+	h, err := s.inFlight(ctx)
+	// Listed after the database's reading: a change not listed had ended
+	// before it, and its commit is visible to the reads that follow.
+	h.Open = s.writing.open(h.Open)
+	return h, err
+}
+
+func (s *Store) inFlight(ctx context.Context) (invoicing.Horizon, error) {
 	return run(ctx, s, func() (invoicing.Horizon, error) {
 		ctx, cancel := s.deadline(ctx)
 		defer cancel()
@@ -86,4 +102,39 @@ func openTransaction(pid *int64, start *time.Time, xid *string) (invoicing.OpenT
 		return invoicing.OpenTransaction{ID: "xid " + *xid}, true
 	}
 	return invoicing.OpenTransaction{}, false
+}
+
+// pendingWrites are a Store's changes being written, each at the time it
+// records. The zero value is ready.
+type pendingWrites struct {
+	mu   sync.Mutex
+	next uint64
+	at   map[uint64]time.Time
+}
+
+// begin notes a change recorded at at, until the returned end is called.
+func (w *pendingWrites) begin(at time.Time) (end func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.at == nil {
+		w.at = map[uint64]time.Time{}
+	}
+	w.next++
+	n := w.next
+	w.at[n] = at.UTC()
+	return func() {
+		w.mu.Lock()
+		delete(w.at, n)
+		w.mu.Unlock()
+	}
+}
+
+// open appends the changes being written to txs.
+func (w *pendingWrites) open(txs []invoicing.OpenTransaction) []invoicing.OpenTransaction {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for n, at := range w.at {
+		txs = append(txs, invoicing.OpenTransaction{ID: "own " + strconv.FormatUint(n, 10), Start: at})
+	}
+	return txs
 }

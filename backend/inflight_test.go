@@ -2,8 +2,10 @@ package backend_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,5 +162,54 @@ func TestInFlightSQLite(t *testing.T) {
 	h, err := s.InFlight(context.Background())
 	if err != nil || h.Sight != invoicing.SightClock || !h.Now.Equal(now) || len(h.Open) != 0 {
 		t.Fatalf("reading %+v, %v; want the clock %v alone", h, err, now)
+	}
+}
+
+// A client the Store is creating is listed, at the time it records, while
+// its insert waits (here behind a lock), and no longer once it is done.
+func TestInFlightListsTheStoresOwnCreates(t *testing.T) {
+	t.Parallel()
+	url := inflightDB(t)
+	s := openStore(t, url, time.Now())
+	ctx := context.Background()
+	lock := testenv.LockTable(t, url, "customers")
+	created := make(chan invoicing.Client, 1)
+	go func() {
+		c, err := s.CreateClient(ctx, inflightCompany, invoicing.NewClient{Name: "Em espera"})
+		if err != nil {
+			t.Error(err)
+		}
+		created <- c
+	}()
+	var listedAt time.Time
+	testenv.Eventually(t, "the create listed in flight", func() error {
+		h, err := s.InFlight(ctx)
+		if err != nil {
+			return err
+		}
+		for _, o := range h.Open {
+			if strings.HasPrefix(o.ID, "own ") {
+				listedAt = o.Start
+				return nil
+			}
+		}
+		return fmt.Errorf("listed %+v", h.Open)
+	})
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := <-created
+	h, err := s.InFlight(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range h.Open {
+		if strings.HasPrefix(o.ID, "own ") {
+			t.Errorf("still listed after it was made: %+v", o)
+		}
+	}
+	// Listed at the time it records: its row's.
+	if !c.UpdatedAt.Equal(listedAt) {
+		t.Errorf("listed at %v, recorded at %v", listedAt, c.UpdatedAt)
 	}
 }

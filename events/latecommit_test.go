@@ -261,3 +261,36 @@ func TestLateCommitAcrossARestart(t *testing.T) {
 		})
 	}
 }
+
+// A client the gateway creates records the time it took before its
+// insert, which may wait (here behind another session's insert of the same
+// id, rolled back a second later: within the query's deadline): the Store lists it in flight meanwhile, and
+// it is delivered once it is made, the sweep out of the way.
+func TestGatewaysOwnCreateThatWaits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := e.service(e.lateConfig())
+	e.endpoint(s)
+	e.run(s)
+	tx := e.begin()
+	if _, err := tx.Exec(context.Background(), `INSERT INTO customers (id, company_id, name) VALUES ($1, $2, 'Rival')`, cliLate, e.company); err != nil {
+		t.Fatal(err)
+	}
+	// Its start apart from the create's, so that no read of a start reads both.
+	time.Sleep(300 * time.Millisecond)
+	made := make(chan error, 1)
+	go func() {
+		_, err := e.store.CreateClient(context.Background(), e.company, invoicing.NewClient{ID: cliLate, Name: "Pela API"})
+		made <- err
+	}()
+	e.flowWhile(time.Now().Add(time.Second), 0)
+	if err := tx.Rollback(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-made; err != nil {
+		t.Fatal(err)
+	}
+	e.recv.waitFor(key{ClientCreated, cliLate})
+	e.insertClient(cli1, "Depois")
+	onceEach(t, e.recv.waitFor(key{ClientCreated, cli1}))
+}
