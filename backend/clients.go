@@ -165,6 +165,7 @@ func (s *Store) insertClient(ctx context.Context, companyID string, c invoicing.
 
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
+	defer s.writing.begin(now)() // in flight, at the time it records, until it ends
 	n, err := s.db.primary.exec(ctx, s.q.insertClient,
 		id, companyID, c.Name, nif, c.Email, phone, c.Address, kind, s.d.tsArg(now), s.d.tsArg(now),
 		nif, companyID, nif)

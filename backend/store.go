@@ -106,6 +106,7 @@ type Store struct {
 	settle  time.Duration // Config.ChangesSettle
 	// searchExact is Config.SearchExactBelow.
 	searchExact int64
+	writing     pendingWrites // this Store's own changes being written (inflight.go)
 }
 
 // dbConn is the little the Store needs of a driver; pgx and database/sql each

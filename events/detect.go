@@ -20,7 +20,9 @@ const pageSize = 500
 // watermark: what it reads and the events a page of it makes.
 type stream struct {
 	name string
-	read func(ctx context.Context, src Source, m invoicing.Mode, q invoicing.ChangeQuery, recent recency) ([]Event, []invoicing.Position, error)
+	// read reads a page; floor is the earliest its rows can have committed,
+	// as far as detection knows (zero: their own times).
+	read func(ctx context.Context, src Source, m invoicing.Mode, q invoicing.ChangeQuery, recent recency, floor time.Time) ([]Event, []invoicing.Position, error)
 }
 
 // streams are the kinds of change the detector follows: which of Source's
@@ -36,10 +38,11 @@ func invoiceID(i *invoicing.Invoice) string { return i.ID }
 func clientID(c *invoicing.Client) string   { return c.ID }
 
 // streamOf makes a stream of rows of T. Every row read moves the position,
-// whether it makes an event or not; each event carries its row's resource.
+// whether it makes an event or not; each event carries its row's resource
+// and the earliest its row can have committed: its time, or floor if later.
 func streamOf[T any](name string, fetch func(Source, context.Context, invoicing.ChangeQuery) ([]invoicing.Changed[T], error),
 	events func(invoicing.Mode, invoicing.Changed[T], time.Time) []Event, id func(*T) string) stream {
-	read := func(ctx context.Context, src Source, m invoicing.Mode, q invoicing.ChangeQuery, recent recency) ([]Event, []invoicing.Position, error) {
+	read := func(ctx context.Context, src Source, m invoicing.Mode, q invoicing.ChangeQuery, recent recency, floor time.Time) ([]Event, []invoicing.Position, error) {
 		rows, err := fetch(src, ctx, q)
 		if err != nil {
 			return nil, nil, err
@@ -50,6 +53,9 @@ func streamOf[T any](name string, fetch func(Source, context.Context, invoicing.
 			e, err := withData(events(m, r, recent.of(r.At)), &r.Resource)
 			if err != nil {
 				return nil, nil, err
+			}
+			for j := range e {
+				e[j].commit = maxTime(r.At, floor)
 			}
 			evs, pos[i] = append(evs, e...), position(r.At, id(&r.Resource))
 		}
@@ -104,63 +110,6 @@ func (d *detector) mark(ctx context.Context, key string) (string, error) {
 	return v, unavailable(err)
 }
 
-// advance queues what one stream found from its watermark up to to, page by
-// page, each page with its watermark's move in one script. It stops early
-// (without error) when another detector moved the watermark.
-func (d *detector) advance(ctx context.Context, src Source, m invoicing.Mode, st stream, t *targets, dbNow, to time.Time) error {
-	key := d.l.watermark(m, st.name)
-	raw, err := d.mark(ctx, key)
-	if err != nil {
-		return err
-	}
-	pos, ok := decodeMark(raw)
-	var recent recency
-	if ok {
-		res, err := d.resumed(ctx, m)
-		if err != nil {
-			return err
-		}
-		recent = recency{from: d.recentFrom(*pos.At), floor: res.at, since: res.since}
-	} else {
-		// No watermark: the first start, the pipeline's state lost, or an
-		// import that restored endpoints (markRewind). Look back Recovery;
-		// what was queued before has the same ids. The markers were lost
-		// with the watermark: an issue or a creation is reported again from
-		// the start of that window, not before it.
-		pos = position(dbNow.Add(-d.recovery), "")
-		recent = recency{from: *pos.At}
-		d.logger.Info("events: no watermark (a first start, the pipeline's state lost, or endpoints restored by an import): detection reads back its recovery window",
-			"mode", m, "stream", st.name, "from", *pos.At, "rewound", raw == markRewind, "unreadableMark", raw != "" && raw != markRewind)
-	}
-	for pos.At.Before(to) {
-		start := time.Now()
-		var evs []Event
-		var rows []invoicing.Position
-		if d.reads(t) {
-			q := invoicing.ChangeQuery{Companies: t.companies, All: d.feedOn(), From: *pos.At, To: to, Limit: pageSize}
-			if pos.ID != "" {
-				q.After = &pos
-			}
-			if evs, rows, err = st.read(ctx, src, m, q, recent); err != nil {
-				return fmt.Errorf("events: %s %s: %w", m, st.name, err)
-			}
-		}
-		next := position(to, "")
-		if len(rows) == pageSize {
-			next = rows[len(rows)-1]
-		}
-		routed := t.routeAll(evs, d.feedOn())
-		pctx, end := d.traceDetect(ctx, m, "changes", st.name, start, len(routed))
-		added, moved, err := d.queue.enqueue(pctx, t, move{key, raw, encodeMark(next)}, routed)
-		end(added, moved, err)
-		if err != nil || moved {
-			return err
-		}
-		raw, pos = encodeMark(next), next
-	}
-	return nil
-}
-
 // recentFrom is the earliest issue (or creation) time that a read from
 // position from reports as an invoice.issued (or client.created): Recovery
 // before that position, however far behind the clock it is. A row issued and changed again before
@@ -172,9 +121,11 @@ func (d *detector) advance(ctx context.Context, src Source, m invoicing.Mode, st
 func (d *detector) recentFrom(from time.Time) time.Time { return from.Add(-d.recovery) }
 
 // sweepOnce reads every stream back Sweep from to (no further back than an
-// import's resume point: resumedScript) and queues what is not queued yet: a change
-// whose transaction committed later than Settle after its recorded time,
-// which its stream had passed. It moves no watermark.
+// import's resume point: resumedScript) and queues what is not queued yet: a
+// change that its stream passed, which following the
+// transactions in flight did not catch (a writer that records another time
+// than its transaction's start, or, without pg_monitor, one that first
+// wrote later than Settle after its start). It moves no watermark.
 // stale reports that the endpoints changed since t was read: the sweep
 // stopped, to be made again with them read again.
 func (d *detector) sweepOnce(ctx context.Context, src Source, m invoicing.Mode, t *targets, dbNow, to time.Time) (stale bool, err error) {
@@ -195,14 +146,12 @@ func (d *detector) sweepOnce(ctx context.Context, src Source, m invoicing.Mode, 
 		q := invoicing.ChangeQuery{Companies: t.companies, All: d.feedOn(), From: from, To: to, Limit: pageSize}
 		for {
 			start := time.Now()
-			evs, rows, err := st.read(ctx, src, m, q, recency{from: d.recentFrom(q.From), floor: res.at, since: res.since})
+			evs, rows, err := st.read(ctx, src, m, q, recency{from: d.recentFrom(q.From), floor: res.at, since: res.since}, time.Time{})
 			if err != nil {
 				return false, fmt.Errorf("events: sweep %s %s: %w", m, st.name, err)
 			}
-			routed := t.routeAll(evs, d.feedOn())
-			pctx, end := d.traceDetect(ctx, m, "sweep", st.name, start, len(routed))
-			n, stale, err := d.queue.enqueue(pctx, t, move{}, routed)
-			end(n, stale, err)
+			// Measured from the rows' own times, on the database's clock.
+			n, stale, err := d.queueRead(ctx, m, "sweep", st.name, t, 0, start, evs, move{})
 			if err != nil || stale {
 				return stale, err
 			} else if n > 0 {

@@ -21,10 +21,13 @@ type detector struct {
 	queue     *queue
 	sources   map[invoicing.Mode]Source
 	tick      time.Duration
+	margin    time.Duration
 	settle    time.Duration
 	sweep     time.Duration
 	recovery  time.Duration
-	instance  string // this instance, as the lead names it
+	instance  string        // this instance, as the lead names it
+	queued    chan struct{} // signalled when events are queued: the dispatcher's
+
 }
 
 // run runs the loops of every mode that has a source until ctx ends.
@@ -35,7 +38,8 @@ func (d *detector) run(ctx context.Context) {
 			continue
 		}
 		wg.Go(func() { d.every(ctx, d.tick, m, "changes", d.changesLoop(m, src)) })
-		wg.Go(func() { d.every(ctx, d.tick, m, "overdue", d.overdueLoop(m, src)) })
+		// The calendar turns once a day: a second is soon enough.
+		wg.Go(func() { d.every(ctx, max(d.tick, time.Second), m, "overdue", d.overdueLoop(m, src)) })
 		wg.Go(func() { d.every(ctx, d.sweep/2, m, "sweep", d.sweepLoop(m, src)) })
 	}
 	wg.Wait()
@@ -94,19 +98,62 @@ func (d *detector) lead(ctx context.Context, m invoicing.Mode) (bool, error) {
 // A loop's state between ticks: the endpoints it routes to.
 type loopState struct{ t *targets }
 
+// changesLoop's step reads, in this order, the endpoints (prepare says
+// why), the streams' watermarks, then what is in flight; each stream then
+// reads the rows of the transactions that ended and what was committed
+// since (horizon.go).
 func (d *detector) changesLoop(m invoicing.Mode, src Source) func(context.Context) error {
 	var ls loopState
+	hz := newHorizon()
 	return func(ctx context.Context) error {
-		t, dbNow, err := d.prepare(ctx, m, src, &ls)
+		t, err := d.endpoints.loadTargets(ctx, m, ls.t)
 		if err != nil {
 			return err
 		}
-		to := dbNow.Add(-d.settle)
+		ls.t = t
+		raws, err := d.marks(ctx, m)
+		if err != nil {
+			return err
+		}
+		before := d.now()
+		h, err := src.InFlight(ctx)
+		if err != nil {
+			return err
+		}
+		to := d.observe(m, hz, h, raws, before.Add(d.now().Sub(before)/2))
 		var errs []error
 		for _, st := range streams {
-			errs = append(errs, d.advance(ctx, src, m, st, t, dbNow, to))
+			errs = append(errs, d.follow(ctx, src, m, st, t, hz, to))
 		}
-		return errors.Join(errs...)
+		d.m.oldestOpen(m, hz.oldest(), h.Now)
+		return errors.Join(append(errs, d.recordAhead(ctx, m, hz))...)
+	}
+}
+
+// marks reads the change streams' watermarks ("" for none), in streams'
+// order, in one round trip.
+func (d *detector) marks(ctx context.Context, m invoicing.Mode) ([]string, error) {
+	keys := make([]string, len(streams))
+	for i, st := range streams {
+		keys[i] = d.l.watermark(m, st.name)
+	}
+	vals, err := d.rdb.MGet(ctx, keys...).Result()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i], _ = v.(string)
+	}
+	return out, nil
+}
+
+// wakeDeliveries tells this instance's idle deliveries that events were
+// queued, so that they claim them now rather than at their next tick.
+func (d *detector) wakeDeliveries() {
+	select {
+	case d.queued <- struct{}{}:
+	default:
 	}
 }
 

@@ -18,6 +18,7 @@ type dispatcher struct {
 	timeout     time.Duration
 	concurrency int
 	tick        time.Duration
+	queued      <-chan struct{} // signalled when this instance's detection queued events
 }
 
 // run claims due deliveries and makes them, Concurrency at a time,
@@ -97,13 +98,16 @@ func (dp *dispatcher) recorder(outcomes <-chan outcome, wake chan<- struct{}) {
 	}
 }
 
-// wait waits for outcomes to be recorded, the next tick, or ctx's end.
+// wait waits for outcomes to be recorded, events queued by this instance,
+// the next tick (for those another instance queued, and retries coming
+// due), or ctx's end.
 func (dp *dispatcher) wait(ctx context.Context, wake <-chan struct{}) {
 	t := time.NewTimer(min(dp.tick, 250*time.Millisecond))
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 	case <-wake:
+	case <-dp.queued:
 	case <-t.C:
 	}
 }
@@ -151,6 +155,9 @@ func (dp *dispatcher) messages(ctx context.Context, claims []claim) ([]*Event, s
 			var ev Event
 			if st := (storedEvent{Event: &ev}); json.Unmarshal([]byte(str), &st) == nil {
 				ev.cause = parseCause(st.Cause)
+				if st.Commit > 0 {
+					ev.commit = time.UnixMicro(st.Commit)
+				}
 				out[i] = &ev
 			}
 		}

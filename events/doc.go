@@ -26,10 +26,15 @@
 //   - Detection resumes from its watermark, whatever the outage: an issue or
 //     a creation is reported when detection reaches its row, as long as it
 //     is no more than Config.Recovery older than the point detection had
-//     reached (recentFrom). A change committed more than Config.Settle after
-//     the time it records is found by the sweep, which reads back
-//     Config.Sweep every Sweep/2; one committed more than Sweep/2 after it
-//     may be missed.
+//     reached (recentFrom). It reads by commit, not by clock (horizon.go): a
+//     change whose transaction commits after later ones is read at its
+//     commit, however long it was open, where the database shows every open
+//     transaction's start (a role with pg_monitor), and without that where
+//     the transaction first wrote within Config.Settle of its start. The
+//     sweep, which reads back Config.Sweep every Sweep/2, finds the others
+//     (a writer that records another time than its transaction's start);
+//     one committed more than Sweep/2 after the time it records may be
+//     missed.
 //   - Without faults, exactly once, however many instances run: detection is
 //     led by one instance per mode (a lease) and its progress is a
 //     compare-and-set of a watermark done in the same script that queues the

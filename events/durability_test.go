@@ -26,6 +26,14 @@ func (s *shiftedSource) DatabaseNow(ctx context.Context) (time.Time, error) {
 	return t.Add(time.Duration(s.by.Load())), err
 }
 
+// InFlight shifts the clock alone: the transactions' starts are the rows'
+// times, which stay where they are.
+func (s *shiftedSource) InFlight(ctx context.Context) (invoicing.Horizon, error) {
+	h, err := s.Source.InFlight(ctx)
+	h.Now = h.Now.Add(time.Duration(s.by.Load()))
+	return h, err
+}
+
 func (s *shiftedSource) shift(d time.Duration) { s.by.Add(int64(d)) }
 
 // shifted points cfg's TEST mode at e's database through a shiftedSource.

@@ -26,6 +26,7 @@ import (
 type env struct {
 	t       *testing.T
 	db      *pgxpool.Pool // the platform's writes
+	url     string        // the platform's database
 	store   *backend.Store
 	rdb     *redis.Client
 	prefix  string
@@ -74,7 +75,7 @@ func newEnvOn(t *testing.T, rdb *redis.Client, prefix string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(store.Close)
-	return &env{t: t, db: pool, store: store, rdb: rdb, prefix: prefix, recv: newReceiver(t), company: testCompany}
+	return &env{t: t, db: pool, url: url, store: store, rdb: rdb, prefix: prefix, recv: newReceiver(t), company: testCompany}
 }
 
 // config is a fast configuration for tests: ticks of 20 ms, a settle of

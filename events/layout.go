@@ -34,6 +34,9 @@ import "github.com/invoicing-ao/gateway/invoicing"
 //	                                    import: read back the recovery window)
 //	P{events}:resumed:<mode>     string an import's resume point and export time ("<µs>|<µs>"):
 //	                                    what detection need not report again (resume.go)
+//	P{events}:ahead:<mode>:<stream> string how far the leader's read of a stream has gone
+//	                                    while a transaction open holds its watermark
+//	                                    back (horizon.go): for the metrics' lag alone
 //	P{events}:lead:<mode>        string the instance leading detection in that mode
 //	P{events}:sealed             string when Reseal last ran (ms): its write, waited for,
 //	                                    vouches for the secrets sealed before it (secrets.go)
@@ -60,10 +63,13 @@ func (l layout) watermark(m invoicing.Mode, s string) string {
 	return l.p + "wm:" + string(m) + ":" + s
 }
 func (l layout) resumed(m invoicing.Mode) string { return l.p + "resumed:" + string(m) }
-func (l layout) deleted(ep string) string        { return l.p + "gone:" + ep }
-func (l layout) leader(m invoicing.Mode) string  { return l.p + "lead:" + string(m) }
-func (l layout) stats() string                   { return l.p + "stats" }
-func (l layout) sealed() string                  { return l.p + "sealed" }
+func (l layout) ahead(m invoicing.Mode, s string) string {
+	return l.p + "ahead:" + string(m) + ":" + s
+}
+func (l layout) deleted(ep string) string       { return l.p + "gone:" + ep }
+func (l layout) leader(m invoicing.Mode) string { return l.p + "lead:" + string(m) }
+func (l layout) stats() string                  { return l.p + "stats" }
+func (l layout) sealed() string                 { return l.p + "sealed" }
 
 // version counts the changes of endpoints (any mode): the detectors read
 // their endpoints again when it moves.

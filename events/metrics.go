@@ -21,10 +21,13 @@ type metrics struct {
 	attempts    [2][][2][len(outcomeNames)]prometheus.Counter
 	expired     [2]prometheus.Counter
 	failures    [2][len(reasonNames)]prometheus.Counter
-	latency     [2]prometheus.Observer // commit to 2xx
+	latency     [2]prometheus.Observer // the event's time to 2xx
+	toQueue     [2]prometheus.Observer // commit to queued (and in the feed)
+	toDelivery  [2]prometheus.Observer // commit to a first attempt that succeeded
 	duration    [2]prometheus.Observer // one attempt's exchange
 	detectErrs  [2][len(loopNames)]prometheus.Counter
 	leader      [2]prometheus.Gauge
+	oldest      [2]prometheus.Gauge // the oldest transaction followed
 	inFlight    prometheus.Gauge
 	maxInFlight prometheus.Gauge
 	collectors  []prometheus.Collector
@@ -102,6 +105,19 @@ func newMetrics(concurrency int) *metrics {
 		// wait 5 s, 5 min, 30 min, 2 h... up to three days.
 		Buckets: []float64{1, 2.5, 5, 7.5, 10, 15, 30, 60, 120, 300, 900, 1800, 3600, 7200, 21600, 86400, 259200},
 	}, modes)
+	// From the commit's proxy (docs/observability.md: the earliest detection
+	// knows the change can have committed): under a second is the objective.
+	commitBuckets := []float64{.025, .05, .1, .15, .2, .3, .5, .75, 1, 1.5, 2.5, 5, 10, 30, 60, 300, 900}
+	toQueue := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "gateway_events_commit_to_queue_seconds",
+		Help:    "From a change's commit (the earliest detection knows it can have committed) to its event queued and in the feed, by mode; events new to an endpoint.",
+		Buckets: commitBuckets,
+	}, modes)
+	toDelivery := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "gateway_events_commit_to_delivery_seconds",
+		Help:    "From a change's commit (the earliest detection knows it can have committed) to the first delivery attempt, when it succeeded (the answer's wait excluded), by mode.",
+		Buckets: commitBuckets,
+	}, modes)
 	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "gateway_events_attempt_duration_seconds",
 		Help:    "One delivery attempt: request sent to answer read (or failure), by mode.",
@@ -115,6 +131,10 @@ func newMetrics(concurrency int) *metrics {
 		Name: "gateway_events_detector_leader",
 		Help: "1 while this instance leads the mode's detection, else 0.",
 	}, modes)
+	oldest := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gateway_events_oldest_transaction_seconds",
+		Help: "How long the oldest transaction that detection follows has been open (it holds the watermarks back: a restart reads again from its start), by mode, on the leading instance; 0 when none.",
+	}, modes)
 	inFlight := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "gateway_events_deliveries_in_flight",
 		Help: "Deliveries this instance is making now.",
@@ -126,16 +146,16 @@ func newMetrics(concurrency int) *metrics {
 	maxInFlight.Set(float64(concurrency))
 
 	m := &metrics{inFlight: inFlight, maxInFlight: maxInFlight,
-		collectors: []prometheus.Collector{detected, enqueued, attempts, expired, failures, latency, duration, detectErrs, leader, inFlight, maxInFlight}}
-	m.bind(metricVecs{detected, enqueued, attempts, expired, failures, detectErrs, latency, duration, leader})
+		collectors: []prometheus.Collector{detected, enqueued, attempts, expired, failures, latency, toQueue, toDelivery, duration, detectErrs, leader, oldest, inFlight, maxInFlight}}
+	m.bind(metricVecs{detected, enqueued, attempts, expired, failures, detectErrs, latency, toQueue, toDelivery, duration, leader, oldest})
 	return m
 }
 
 // metricVecs are the labelled metrics, bound to their series by bind.
 type metricVecs struct {
 	detected, enqueued, attempts, expired, failures, detectErrs *prometheus.CounterVec
-	latency, duration                                           *prometheus.HistogramVec
-	leader                                                      *prometheus.GaugeVec
+	latency, toQueue, toDelivery, duration                      *prometheus.HistogramVec
+	leader, oldest                                              *prometheus.GaugeVec
 }
 
 // bind takes each series of v the instance counts in, by mode, once: the
@@ -162,11 +182,14 @@ func (m *metrics) bind(v metricVecs) {
 			m.failures[mi][ri] = v.failures.WithLabelValues(md, r)
 		}
 		m.latency[mi] = v.latency.WithLabelValues(md)
+		m.toQueue[mi] = v.toQueue.WithLabelValues(md)
+		m.toDelivery[mi] = v.toDelivery.WithLabelValues(md)
 		m.duration[mi] = v.duration.WithLabelValues(md)
 		for li, l := range loopNames {
 			m.detectErrs[mi][li] = v.detectErrs.WithLabelValues(md, l)
 		}
 		m.leader[mi] = v.leader.WithLabelValues(md)
+		m.oldest[mi] = v.oldest.WithLabelValues(md)
 	}
 }
 
@@ -190,10 +213,10 @@ func indexes(mode invoicing.Mode, t Type) (mi, ti int, ok bool) {
 	return mode.Index(), ti, true
 }
 
-// queuedEvent counts an event enqueue found new (n deliveries queued), or
-// nothing when n < 0: the event was queued before. A test delivery is
-// queued, not detected.
-func (m *metrics) queuedEvent(ev *Event, n int64) {
+// queuedEvent counts an event enqueue found new (n deliveries queued, at
+// now), or nothing when n < 0: the event was queued before. A test delivery
+// is queued, not detected.
+func (m *metrics) queuedEvent(ev *Event, n int64, now time.Time) {
 	mi, ti, ok := indexes(ev.Mode, ev.Type)
 	if !ok || n < 0 {
 		return
@@ -202,11 +225,14 @@ func (m *metrics) queuedEvent(ev *Event, n int64) {
 		m.detected[mi][ti].Inc()
 	}
 	m.enqueued[mi][ti].Add(float64(n))
+	if !ev.commit.IsZero() {
+		m.toQueue[mi].Observe(max(0, now.Sub(ev.commit).Seconds()))
+	}
 }
 
 // attempted counts an attempt at delivering ev: its outcome, its reason
 // when it failed, its duration and, on success, the latency from the
-// change.
+// change and, for a first attempt, from its commit to the attempt.
 func (m *metrics) attempted(ev *Event, a *Attempt, attempt, outcome int, now time.Time) {
 	mi, ti, ok := indexes(ev.Mode, ev.Type)
 	if !ok {
@@ -216,6 +242,9 @@ func (m *metrics) attempted(ev *Event, a *Attempt, attempt, outcome int, now tim
 	m.duration[mi].Observe(a.Latency / 1000)
 	if outcome == outcomeDelivered {
 		m.latency[mi].Observe(max(0, now.Sub(ev.Time).Seconds()))
+		if attempt == 0 && !ev.commit.IsZero() {
+			m.toDelivery[mi].Observe(max(0, a.At.Sub(ev.commit).Seconds()))
+		}
 		return
 	}
 	m.failures[mi][a.reason].Inc()
@@ -245,4 +274,17 @@ func (m *metrics) leads(mode invoicing.Mode, lead bool) {
 		v = 1
 	}
 	m.leader[mode.Index()].Set(v)
+}
+
+// oldestOpen sets how long the oldest transaction followed (start; zero for
+// none) has been open at the database's clock now.
+func (m *metrics) oldestOpen(mode invoicing.Mode, start, now time.Time) {
+	if !mode.Valid() {
+		return
+	}
+	v := 0.0
+	if !start.IsZero() {
+		v = max(0, now.Sub(start).Seconds())
+	}
+	m.oldest[mode.Index()].Set(v)
 }

@@ -164,6 +164,8 @@ func testMetricsCountRealDeliveries(t *testing.T, rdb *redis.Client, prefix stri
 		`gateway_events_delivery_attempts_total{attempt="retry",mode="TEST",outcome="failed",type="client.updated"}`,
 		`gateway_events_delivery_failures_total{mode="TEST",reason="timeout"}`,
 		`gateway_events_delivery_latency_seconds_count{mode="LIVE"}`,
+		`gateway_events_commit_to_queue_seconds_count{mode="TEST"}`,
+		`gateway_events_commit_to_delivery_seconds_count{mode="LIVE"}`,
 		`gateway_events_deliveries_in_flight{}`,
 	} {
 		if v, ok := before[k]; !ok || v != 0 {
@@ -186,6 +188,8 @@ func testMetricsCountRealDeliveries(t *testing.T, rdb *redis.Client, prefix stri
 		`gateway_events_delivery_attempts_total{attempt="retry",mode="TEST",outcome="failed",` + cc + `}`:    1,
 		`gateway_events_delivery_failures_total{mode="TEST",reason="status"}`:                                3,
 		`gateway_events_delivery_latency_seconds_count{mode="TEST"}`:                                         1,
+		`gateway_events_commit_to_queue_seconds_count{mode="TEST"}`:                                          2,
+		`gateway_events_commit_to_delivery_seconds_count{mode="TEST"}`:                                       0, // first attempts only
 		`gateway_events_attempt_duration_seconds_count{mode="TEST"}`:                                         4,
 		`gateway_events_deliveries_in_flight{}`:                                                              0,
 		`gateway_events_detector_leader{mode="TEST"}`:                                                        1,
@@ -250,5 +254,60 @@ func TestMetricsOfTestDeliveries(t *testing.T) {
 	}
 	if n := len(e.recv.deliveries()); n != 1 {
 		t.Errorf("the receiver got %d deliveries, the metrics count 1", n)
+	}
+}
+
+// sampleSum is the sum of a histogram's samples in reg.
+func sampleSum(t *testing.T, reg *prometheus.Registry, name string, mode invoicing.Mode) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.Metric {
+			if mf.GetName() == name && len(m.Label) == 1 && m.Label[0].GetValue() == string(mode) {
+				return m.Histogram.GetSampleSum()
+			}
+		}
+	}
+	t.Fatalf("no %s for %s", name, mode)
+	return 0
+}
+
+// The latencies from a change's commit are measured from no later than
+// the commit: never more than the time since before the change was
+// written, never less than nothing.
+func TestCommitLatencyMetrics(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	reg := prometheus.NewRegistry()
+	cfg := e.config()
+	cfg.Metrics = reg
+	s := e.service(cfg)
+	e.endpoint(s, string(ClientCreated))
+	e.run(s)
+	names := []string{"gateway_events_commit_to_queue_seconds", "gateway_events_commit_to_delivery_seconds"}
+	counts := func(n float64) map[string]float64 {
+		out := map[string]float64{}
+		for _, name := range names {
+			out[name+`_count{mode="TEST"}`] = n
+		}
+		return out
+	}
+	e.insertClient(cliLate, "Antes")
+	waitMetrics(t, reg, counts(1))
+	first := map[string]float64{}
+	for _, name := range names {
+		first[name] = sampleSum(t, reg, name, invoicing.Test)
+	}
+	before := time.Now()
+	e.insertClient(cli1, "Cliente Um")
+	waitMetrics(t, reg, counts(2))
+	elapsed := time.Since(before).Seconds()
+	for _, name := range names {
+		if second := sampleSum(t, reg, name, invoicing.Test) - first[name]; second < 0 || second > elapsed {
+			t.Errorf("%s: %v s for the second change, outside [0, %v] (the time since before it was written)", name, second, elapsed)
+		}
 	}
 }

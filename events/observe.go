@@ -28,11 +28,13 @@ const tracerName = "github.com/invoicing-ao/gateway/events"
 // w3c writes and reads the stored span contexts.
 var w3c propagation.TraceContext
 
-// storedEvent is an event as the queue keeps it: the event, and the W3C
-// traceparent of the sampled detection span that queued it ("" for none).
+// storedEvent is an event as the queue keeps it: the event, the W3C
+// traceparent of the sampled detection span that queued it ("" for none),
+// and the earliest its change can have committed (Unix µs; 0: unknown).
 type storedEvent struct {
 	*Event
-	Cause string `json:"cause,omitempty"`
+	Cause  string `json:"cause,omitempty"`
+	Commit int64  `json:"commit,omitempty"`
 }
 
 // causeOf is the traceparent of ctx's span when it is sampled, else "".

@@ -56,7 +56,11 @@ func (qu *queue) enqueue(ctx context.Context, t *targets, mv move, evs []queued)
 	for _, q := range evs {
 		var msg []byte
 		if len(q.eps) > 0 { // only a delivery reads the message
-			if msg, err = json.Marshal(storedEvent{Event: &q.ev, Cause: cause}); err != nil {
+			st := storedEvent{Event: &q.ev, Cause: cause}
+			if !q.ev.commit.IsZero() {
+				st.Commit = q.ev.commit.UnixMicro()
+			}
+			if msg, err = json.Marshal(st); err != nil {
 				return 0, false, err
 			}
 		}
@@ -78,7 +82,7 @@ func (qu *queue) enqueue(ctx context.Context, t *targets, mv move, evs []queued)
 		return 0, len(res) == 1 && res[0] < 0, nil
 	}
 	for i := range evs {
-		qu.m.queuedEvent(&evs[i].ev, res[i+1])
+		qu.m.queuedEvent(&evs[i].ev, res[i+1], now)
 	}
 	return int(res[0]), false, nil
 }

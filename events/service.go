@@ -86,16 +86,25 @@ type Config struct {
 	FeedWindow time.Duration
 
 	// Tick is how often the detector reads the databases for changes, and
-	// idle workers look for due deliveries; zero means 1 s.
+	// idle workers look for due deliveries (those of the instance that
+	// queued an event are woken at once); zero means 100 ms.
 	Tick time.Duration
-	// Settle is how far behind the database's clock the detector reads, so
-	// that a change whose transaction commits a little after the time it
-	// records is not passed by; zero means 5 s (the API's updatedSince
-	// lists stop as far behind now).
+	// Margin is how far behind the database's clock the detector reads where
+	// the database shows every open transaction and its start (PostgreSQL to
+	// a role with pg_monitor) or has one writer (SQLite): the moment between
+	// a transaction taking its start time and the database listing it. Zero
+	// means 50 ms.
+	Margin time.Duration
+	// Settle is how far behind the database's clock the detector reads where
+	// the database shows a transaction only from its first write (a role
+	// without pg_monitor), and how long after its start a transaction may
+	// first write and still be read at its commit; later writers are left
+	// to the sweep. The sweep reads up to as far behind. Zero means 1 s.
 	Settle time.Duration
 	// Sweep is how far back the sweep reads again, every Sweep/2, for
-	// changes committed later than Settle after their time; zero means 10
-	// minutes.
+	// changes that following the transactions in flight did not catch (a
+	// writer that records another time than its transaction's start, a late
+	// writer without pg_monitor); zero means 10 minutes.
 	Sweep time.Duration
 	// Recovery is how far back detection starts when it has no watermark
 	// (its first start, or its state in Redis lost); zero means 24 hours.
@@ -205,10 +214,11 @@ func New(cfg Config) (*Service, error) {
 	q := &queue{base: b, schedule: st.schedule, remember: st.remember, disableAfter: st.disableAfter, timeout: st.timeout, leaseMargin: 20 * time.Second}
 	var id [8]byte
 	_, _ = rand.Read(id[:])
+	queued := make(chan struct{}, 1)
 	s := &Service{Webhooks: es, q: q, statsKeep: 10 * time.Second,
-		det: &detector{base: b, endpoints: es, queue: q, sources: cfg.Sources, tick: st.tick, settle: st.settle, sweep: st.sweep,
-			recovery: st.recovery, instance: hex.EncodeToString(id[:])},
-		disp: &dispatcher{base: b, endpoints: es, queue: q, dest: es.dest, timeout: st.timeout, concurrency: st.concurrency, tick: st.tick}}
+		det: &detector{base: b, endpoints: es, queue: q, sources: cfg.Sources, tick: st.tick, margin: st.margin, settle: st.settle, sweep: st.sweep,
+			recovery: st.recovery, instance: hex.EncodeToString(id[:]), queued: queued},
+		disp: &dispatcher{base: b, endpoints: es, queue: q, dest: es.dest, timeout: st.timeout, concurrency: st.concurrency, tick: st.tick, queued: queued}}
 	if cfg.Metrics != nil {
 		if err := b.m.register(cfg.Metrics, statsCollector{s}); err != nil {
 			return nil, fmt.Errorf("events: registering the metrics: %w", err)
@@ -221,7 +231,7 @@ func New(cfg Config) (*Service, error) {
 type settings struct {
 	timeout, disableAfter, retention, remember time.Duration
 	feedWindow                                 time.Duration
-	tick, settle, sweep, recovery              time.Duration
+	tick, margin, settle, sweep, recovery      time.Duration
 	concurrency, perEndpoint                   int
 	schedule                                   []time.Duration
 }
@@ -239,7 +249,8 @@ func (cfg Config) settings() (settings, error) {
 	}
 	st := settings{timeout: orDur(cfg.Timeout, 10*time.Second), concurrency: orInt(cfg.Concurrency, 64), perEndpoint: orInt(cfg.PerEndpoint, 8),
 		schedule: cfg.Schedule, disableAfter: orDur(cfg.DisableAfter, 72*time.Hour), retention: orDur(cfg.Retention, 7*24*time.Hour),
-		tick: orDur(cfg.Tick, time.Second), settle: orDur(cfg.Settle, 5*time.Second), sweep: orDur(cfg.Sweep, 10*time.Minute),
+		tick: orDur(cfg.Tick, 100*time.Millisecond), margin: orDur(cfg.Margin, 50*time.Millisecond), settle: orDur(cfg.Settle, time.Second),
+		sweep:    orDur(cfg.Sweep, 10*time.Minute),
 		recovery: orDur(cfg.Recovery, 24*time.Hour)}
 	if st.schedule == nil {
 		st.schedule = DefaultSchedule

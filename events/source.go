@@ -15,6 +15,9 @@ import (
 type Source interface {
 	// DatabaseNow is the database's clock: the changes' times are its.
 	DatabaseNow(ctx context.Context) (time.Time, error)
+	// InFlight is the database's clock and what it shows of the
+	// transactions open then (invoicing.Horizon), the clock read first.
+	InFlight(ctx context.Context) (invoicing.Horizon, error)
 	// ChangedInvoices reads documents by their last change (updated_at).
 	ChangedInvoices(ctx context.Context, q invoicing.ChangeQuery) ([]invoicing.Changed[invoicing.Invoice], error)
 	// ChangedClients reads live clients by their last change.

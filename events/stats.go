@@ -20,6 +20,9 @@ type modeStats struct {
 	Due, Scheduled, InFlight   int64    // deliveries of enabled endpoints
 	OldestDue                  int64    // ms; the due time of the oldest due delivery of a healthy endpoint, -1 for none
 	Marks                      []string // by markStreams; "" when none
+	// Ahead is, by streams, how far the leader's read went while an open
+	// transaction held the watermark back ("" when none: horizon.go).
+	Ahead []string `json:",omitempty"`
 }
 
 // markStreams are the watermarks the metrics report: the change streams',
@@ -77,10 +80,14 @@ func (s *Service) readStats(ctx context.Context, now int64) ([len(invoicing.Mode
 	pipe := s.rdb.Pipeline()
 	var cos [len(invoicing.Modes)]*redis.StringSliceCmd
 	marks := make([][]*redis.StringCmd, len(invoicing.Modes))
+	ahead := make([][]*redis.StringCmd, len(invoicing.Modes))
 	for mi, m := range invoicing.Modes {
 		cos[mi] = pipe.SMembers(ctx, s.l.companies(m))
 		for _, name := range markStreams {
 			marks[mi] = append(marks[mi], pipe.Get(ctx, s.l.watermark(m, name)))
+		}
+		for _, st := range streams {
+			ahead[mi] = append(ahead[mi], pipe.Get(ctx, s.l.ahead(m, st.name)))
 		}
 	}
 	readyCmd := pipe.ZRange(ctx, s.l.ready(), 0, -1)
@@ -120,6 +127,9 @@ func (s *Service) readStats(ctx context.Context, now int64) ([len(invoicing.Mode
 	}
 	for mi := range invoicing.Modes {
 		out[mi] = tally(marks[mi], states[mi], queues)
+		for _, c := range ahead[mi] {
+			out[mi].Ahead = append(out[mi].Ahead, c.Val())
+		}
 	}
 	return out, nil
 }
@@ -199,7 +209,7 @@ var (
 	descOldestDue = prometheus.NewDesc("gateway_events_oldest_due_seconds",
 		"How long the oldest due delivery to a healthy endpoint has waited past its due time, by mode; 0 when none waits.", []string{"mode"}, nil)
 	descLag = prometheus.NewDesc("gateway_events_detector_lag_seconds",
-		"Now minus the time detection is done up to, by mode and stream (invoices, clients, transmissions; overdue: since the oldest due date not yet processed turned overdue, 0 when none).", []string{"mode", "stream"}, nil)
+		"Now minus the time detection has read every committed change up to, by mode and stream (invoices, clients, transmissions; overdue: since the oldest due date not yet processed turned overdue, 0 when none).", []string{"mode", "stream"}, nil)
 )
 
 func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -234,6 +244,11 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 		for i, name := range markStreams {
 			if i < len(st.Marks) {
 				if at, ok := markTime(name, st.Marks[i]); ok {
+					if i < len(st.Ahead) {
+						if p, ok := decodeMark(st.Ahead[i]); ok && p.At.After(at) {
+							at = *p.At // held back by a transaction in flight, read further
+						}
+					}
 					ch <- prometheus.MustNewConstMetric(descLag, g, max(0, now.Sub(at).Seconds()), mode, name)
 				}
 			}

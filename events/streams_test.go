@@ -77,7 +77,9 @@ func TestStreamsTable(t *testing.T) {
 			s := src
 			s.asked = &asked
 			q := invoicing.ChangeQuery{Companies: []string{testCompany}, From: old, To: now, Limit: pageSize}
-			evs, pos, err := streamNamed(t, c.stream).read(context.Background(), s, invoicing.Test, q, recency{from: recent})
+			// Every row is of now: a floor after it is each event's commit.
+			floor := now.Add(time.Second)
+			evs, pos, err := streamNamed(t, c.stream).read(context.Background(), s, invoicing.Test, q, recency{from: recent}, floor)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,6 +92,9 @@ func TestStreamsTable(t *testing.T) {
 				var data struct{ ID string }
 				if err := json.Unmarshal(e.Data, &data); err != nil || data.ID != e.ResourceID || e.Mode != invoicing.Test || e.CompanyID != testCompany {
 					t.Errorf("%s: data %s, mode %s, company %s: want its row's", e.ID, e.Data, e.Mode, e.CompanyID)
+				}
+				if !e.commit.Equal(floor) {
+					t.Errorf("%s: commit %v, want the floor %v (later than its row's time)", e.ID, e.commit, floor)
 				}
 			}
 			if !slices.Equal(got, c.events) {
@@ -119,7 +124,7 @@ func TestStreamsIDsDependOnTheChangeOnly(t *testing.T) {
 	var asked []invoicing.ChangeQuery
 	src := rowsSource{clients: []invoicing.Changed[invoicing.Client]{row}, asked: &asked}
 	read := func(m invoicing.Mode) []string {
-		evs, _, err := streamNamed(t, "clients").read(context.Background(), src, m, invoicing.ChangeQuery{}, recency{from: recent})
+		evs, _, err := streamNamed(t, "clients").read(context.Background(), src, m, invoicing.ChangeQuery{}, recency{from: recent}, time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -68,6 +68,10 @@ type Event struct {
 	Data       json.RawMessage `json:"data"` // the resource, as the API's GET answers it
 
 	cause trace.SpanContext // the detection's span, which deliveries link to (observe.go)
+	// commit is the earliest its change can have committed, as detection
+	// knows it (this process's clock; zero: unknown), which the latency
+	// metrics measure from (metrics.go).
+	commit time.Time
 }
 
 // body is the webhook's JSON body: type, timestamp and data, as Standard

@@ -28,7 +28,10 @@ var ErrNothingToChange = errors.New("gendata: nothing to change")
 // issued one, moves an issued invoice's due date to yesterday (Luanda),
 // submits an invoice to AGT, creates a client, or changes one. It returns
 // the id of the invoice or client changed. It is meant for a sandbox:
-// callers make sure url is not a live database.
+// callers make sure url is not a live database. A zero now is the
+// transaction's own start, as the platform's writes record (now()): a time
+// taken before the connection was made would be behind the commit by that
+// long, which detection reading by commit leaves to its sweep.
 func Trigger(ctx context.Context, url, company, typ string, now time.Time) (string, error) {
 	db, err := openTrigger(ctx, url)
 	if err != nil {
@@ -37,8 +40,13 @@ func Trigger(ctx context.Context, url, company, typ string, now time.Time) (stri
 	defer db.close()
 	id := ""
 	err = db.tx(ctx, func(x execer) error {
-		var err error
-		id, err = triggerIn(ctx, x, company, typ, now.UTC())
+		at, err := now, error(nil)
+		if at.IsZero() {
+			if at, err = x.start(ctx); err != nil {
+				return err
+			}
+		}
+		id, err = triggerIn(ctx, x, company, typ, at.UTC())
 		return err
 	})
 	return id, err
@@ -146,6 +154,9 @@ type execer interface {
 	// one is the first column of the first row, as text; ErrNothingToChange
 	// when there is none.
 	one(ctx context.Context, q string, args ...any) (string, error)
+	// start is the transaction's start: PostgreSQL's now(); SQLite's
+	// clock, this process's, as the gateway reads it.
+	start(ctx context.Context) (time.Time, error)
 }
 
 type triggerDB struct {
@@ -216,6 +227,12 @@ func (p pgExec) exec(ctx context.Context, q string, args ...any) error {
 	return err
 }
 
+func (p pgExec) start(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	err := p.tx.QueryRow(ctx, "SELECT now()").Scan(&t)
+	return t, err
+}
+
 func (p pgExec) one(ctx context.Context, q string, args ...any) (string, error) {
 	a, err := p.args(args)
 	if err != nil {
@@ -250,6 +267,8 @@ func (l liteExec) exec(ctx context.Context, q string, args ...any) error {
 	_, err := l.tx.ExecContext(ctx, q, liteArgs(args)...)
 	return err
 }
+
+func (l liteExec) start(context.Context) (time.Time, error) { return time.Now(), nil }
 
 func (l liteExec) one(ctx context.Context, q string, args ...any) (string, error) {
 	var v string

@@ -58,6 +58,15 @@ func TestTrigger(t *testing.T) {
 					t.Errorf("%s: %+v", typ, inv.Transmission)
 				}
 			}
+			// No time given: the transaction's own start, as the platform's.
+			before := time.Now()
+			id, err := gendata.Trigger(ctx, sandbox, co, "client.created", time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c, err := s.GetClient(ctx, co, id); err != nil || c.UpdatedAt.Before(before.Add(-time.Second)) || c.UpdatedAt.After(time.Now().Add(time.Second)) {
+				t.Errorf("a change at the transaction's start made at %v (%v), want between %v and now", c.UpdatedAt, err, before)
+			}
 			if _, err := gendata.Trigger(ctx, sandbox, co, "invoice.refunded", now); err == nil {
 				t.Error("an unknown trigger was accepted")
 			}

@@ -225,8 +225,8 @@ func printDemo(w io.Writer, cfg config.Config, keys []demoKey, hooks string, pub
 	fmt.Fprintf(w, "  curl -sS --fail-with-body -H \"Authorization: Bearer %s\" '%s/admin/v1/keys?companyId=%s'   # admin API\n", cfg.AdminToken, admin, gendata.DemoCompanyA)
 	fmt.Fprintf(w, "\nAdmin console: %s%s (sign in with the admin token above)\n", admin, console.Path)
 	fmt.Fprintf(w, "\nWebhooks: every event of company A is sent to the demo's receiver (%s/live and .../test),\n", hooks)
-	fmt.Fprintln(w, "which prints each one here, its signature verified. Create a client with the fourth curl line:")
-	fmt.Fprintln(w, "its client.created event is printed within about ten seconds.")
+	fmt.Fprintln(w, "which prints each one here, its signature verified, and how long after the change it came.")
+	fmt.Fprintln(w, "Create a client with the fourth curl line: its client.created event is printed within a second.")
 }
 
 // printOtherTerminals says how to run the other commands against this demo

@@ -175,7 +175,7 @@ func TestDemoShowsAnEvent(t *testing.T) {
 	if json.Unmarshal(out, &c) != nil || c.ID == "" {
 		t.Fatalf("create: %s", out)
 	}
-	want := regexp.MustCompile(`webhook LIVE client\.created +evt_[a-z2-7]{26}  client "Kianda Lda" ` + c.ID + `  \(signature verified\)`)
+	want := regexp.MustCompile(`webhook LIVE client\.created +evt_[a-z2-7]{26}  client "Kianda Lda" ` + c.ID + `  \(signature verified\)  \d+\.\d\d s after the change`)
 	waitPrinted(t, demo, want, "a verified client.created for "+c.ID)
 	if strings.Contains(demo.String(), "refused") {
 		t.Errorf("the demo's receiver refused a delivery:\n%s", demo.String())

@@ -235,14 +235,14 @@ func eventsTriggerFlags(fs *flag.FlagSet) action {
 			}
 			return err
 		}
-		id, err := gendata.Trigger(ctx, cfg.TestDatabaseURL, companyID, typ, time.Now())
+		id, err := gendata.Trigger(ctx, cfg.TestDatabaseURL, companyID, typ, time.Time{}) // at its transaction's start
 		if errors.Is(err, gendata.ErrNothingToChange) {
 			return fmt.Errorf("company %s has no client in the sandbox to change: trigger client.created first", companyID)
 		}
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(c.stdout, "Made %s %s change in the sandbox (%s): %s. Its event reaches company %s's TEST endpoints within seconds.\n",
+		fmt.Fprintf(c.stdout, "Made %s %s change in the sandbox (%s): %s. Its event reaches company %s's TEST endpoints within a second.\n",
 			article(typ), typ, config.RedactURL(cfg.TestDatabaseURL), id, companyID)
 		return nil
 	}

@@ -6,13 +6,15 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/invoicing-ao/gateway/client"
 )
 
 // hookPrinter is a webhook receiver that prints each delivery it gets on
 // one line, after verifying its signature as an integrator's receiver
-// would (the Go client's verifier): the demo's receiver. Both of company
+// would (the Go client's verifier), with how long after its change it
+// came: the demo's receiver. Both of company
 // A's endpoints, LIVE and TEST, point at it, at one URL: each event is
 // printed with the mode its body names.
 type hookPrinter struct {
@@ -51,8 +53,19 @@ func (h *hookPrinter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	fmt.Fprintf(h.w, "webhook %s %-28s %s  %s  (signature verified)\n", ev.Mode, ev.Type, ev.ID, describeData(ev.Data))
+	fmt.Fprintf(h.w, "webhook %s %-28s %s  %s  (signature verified)  %s after the change\n", ev.Mode, ev.Type, ev.ID, describeData(ev.Data), delay(time.Since(ev.Timestamp)))
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// delay is how long after its change (the event's timestamp: the time the
+// database recorded) an event arrived, as the demo prints it: to the
+// hundredth of a second, to the second past a minute (an issue recorded
+// long before its event, an invoice overdue since midnight).
+func delay(d time.Duration) string {
+	if d < time.Minute {
+		return fmt.Sprintf("%.2f s", max(d, 0).Seconds())
+	}
+	return d.Round(time.Second).String()
 }
 
 // describeData names an event's resource: an invoice's number and status,

@@ -90,6 +90,8 @@ var dashboardMetrics = []string{
 	"gateway_events_delivery_latency_seconds_bucket", "gateway_events_backlog", "gateway_events_oldest_due_seconds",
 	"gateway_events_detector_lag_seconds", "gateway_events_detector_leader", "gateway_events_endpoints",
 	"gateway_events_delivery_failures_total", "gateway_events_deliveries_in_flight",
+	"gateway_events_commit_to_delivery_seconds_bucket", "gateway_events_commit_to_queue_seconds_bucket",
+	"gateway_events_oldest_transaction_seconds",
 }
 
 var grafanaVar = regexp.MustCompile(`\$\{?(\w+)\}?`)
