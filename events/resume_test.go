@@ -42,6 +42,12 @@ func TestImportResendsNothingDeliveredBeforeTheExport(t *testing.T) {
 		waitDelivery(t, s, ep.ID, e.recv, k, "delivered")
 	}
 	ctx := context.Background()
+	// The overdue loop reads once a second at most: the event above came
+	// from the invoice's change; the export's overdue resume point is the
+	// loop's watermark.
+	testenv.Eventually(t, "the overdue loop's first read", func() error {
+		return testenv.Want(e.rdb.Exists(ctx, s.l.watermark(invoicing.Test, "overdue")).Val(), int64(1), "overdue watermark")
+	})
 	exported, err := s.ExportState(ctx)
 	if err != nil || exported.ResumeFrom[invoicing.Test].IsZero() || exported.OverdueFrom[invoicing.Test] == "" {
 		t.Fatalf("export: %+v %v", exported, err)
