@@ -20,8 +20,9 @@ import (
 // shown beside the limit form before anything is set (the limit stays as
 // it was), worst minute in UTC, only ever the newest answer drawn; the
 // smallest burst offered is taken with a click; the company's requests per
-// second are drawn against its limit; and once the limit is set, the limit
-// in force refuses what was predicted.
+// second are drawn against its limit; and once the limit is set, what the
+// gateway refused of the traffic stays what it recorded, beside the new
+// limit.
 func TestConsoleWhatIfInBrowser(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -118,7 +119,7 @@ func (c *whatIfTour) typed() {
 	for _, want := range []string{
 		"Over the last 24 hours (",
 		"LIVE with 20 rps, burst 40: of 2,040 requests, 122 refused (5.98 %) in 2 minutes (4 seconds); worst minute " + worst + " UTC, 81 refused of 750.",
-		"The limit in force (50 rps, burst 100, custom): none refused.",
+		"Refused by the gateway, as recorded (the limit in force now: 50 rps, burst 100, custom): none refused.",
 		"Smallest burst refusing at most 0.10 % at 20 rps: " + fitBurst + " (" + strconv.FormatInt(fit.SmallestBurst.Refused, 10) + " refused)",
 	} {
 		if !strings.Contains(got, want) {
@@ -183,14 +184,16 @@ func (c *whatIfTour) shape() {
 	b.shotAt("w3-shape", "#shape")
 }
 
-// set sets 20/s burst 40: the limit in force now refuses what was predicted.
+// set sets 20/s burst 40: the refusals shown are still the recorded ones.
 func (c *whatIfTour) set() {
-	t, b, worst := c.t, c.b, c.worst
+	t, b := c.t, c.b
 	typeIn(b, "#limit-rate", "20")
 	typeIn(b, "#limit-burst", "40")
 	b.run("set the limit", chromedp.Click(`#limit-form button[type=submit]`))
 	b.until("set", `[...document.querySelectorAll("#limits td.limit-rate")].map(e => e.textContent).join(",") === "20 rps,1000 rps" ? "yes" : null`)
-	if got := c.prediction("in force", "The limit in force (20 rps"); !strings.Contains(got, "The limit in force (20 rps, burst 40, custom): 122 refused (5.98 %) in 2 minutes (4 seconds); worst minute "+worst+" UTC, 81 refused of 750.") {
+	// The traffic was recorded under 50/s burst 100, which refused none of
+	// it: the line of what was refused says so, beside the limit now.
+	if got := c.prediction("in force", "the limit in force now: 20 rps"); !strings.Contains(got, "Refused by the gateway, as recorded (the limit in force now: 20 rps, burst 40, custom): none refused.") {
 		t.Errorf("once set, the limit in force: %q", got)
 	}
 }

@@ -28,10 +28,15 @@ type ShapeView struct {
 
 // TrafficShape reads a company's traffic in one mode from since until now.
 func (s *Service) TrafficShape(ctx context.Context, companyID, mode string, since time.Time) (ShapeView, error) {
-	m, fe := s.shapeFields(mode, since)
+	m, fe := shapeFields(mode, since, s.now())
 	if len(fe) > 0 {
 		return ShapeView{}, &web.Error{Code: "invalid_parameter", Detail: "The traffic shape query is invalid.", Fields: fe}
 	}
+	release, err := s.expensive.acquire(ctx)
+	if err != nil {
+		return ShapeView{}, err
+	}
+	defer release()
 	company, series, cur, err := s.recorded(ctx, companyID, m, since)
 	if err != nil {
 		return ShapeView{}, err
@@ -66,7 +71,7 @@ type Headroom struct {
 // LimitHeadroom reads the top (1 to 100) companies nearest their limit in
 // one mode, and as many far below it.
 func (s *Service) LimitHeadroom(ctx context.Context, mode string, top int) (HeadroomView, error) {
-	m, fe := s.shapeFields(mode, s.now().Add(-time.Hour))
+	m, fe := shapeFields(mode, time.Unix(0, 0), time.Unix(3600, 0)) // the mode only
 	if err := inRange("top", top, 1, 100); err != nil {
 		return HeadroomView{}, err
 	}

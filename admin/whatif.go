@@ -55,13 +55,22 @@ type WhatIfView struct {
 	// from per-minute summaries: within each of their minutes, how the
 	// requests came is estimated.
 	SummarizedSeconds int `json:"summarizedSeconds"`
+	// Approximate says why the proposed limit's prediction may be off
+	// (docs/operators.md says by how much): "summarized", seconds read
+	// from minute summaries; "retries", traffic that met refusals, whose
+	// clients' retries are in it. Empty: the replay is the limiter's
+	// arithmetic on the requests' own sixteenths of a second.
+	Approximate []string `json:"approximate"`
 }
 
 // Outcome is what one limit would have refused.
 type Outcome struct {
-	Rate           float64      `json:"rate"`
-	Burst          int          `json:"burst"`
-	Custom         bool         `json:"custom"` // an override, not the default (the limit in force)
+	Rate   float64 `json:"rate"`
+	Burst  int     `json:"burst"`
+	Custom bool    `json:"custom"` // an override, not the default (the limit in force)
+	// Recorded: the refusals are those the gateway made, as recorded (the
+	// limit in force: the limits in force over the window), not a replay.
+	Recorded       bool         `json:"recorded"`
 	Refused        int64        `json:"refused"`
 	RefusedShare   float64      `json:"refusedShare"` // of the offered, 0 to 1
 	RefusedSeconds int          `json:"refusedSeconds"`
@@ -79,40 +88,81 @@ type WorstMinute struct {
 // BurstFit is the smallest burst that keeps refusals at or under a share.
 type BurstFit struct {
 	MaxRefusedShare float64 `json:"maxRefusedShare"`
-	Burst           *int    `json:"burst"` // null: no burst up to 100,000 does, at this rate
-	Refused         int64   `json:"refused"`
+	// Burst is null when no burst up to 100,000 does at this rate, or when
+	// TooFewRequests.
+	Burst   *int  `json:"burst"`
+	Refused int64 `json:"refused"`
+	// TooFewRequests: fewer than MinFitRequests were offered, and no burst
+	// is looked for: any would fit so few, and say nothing of the traffic
+	// to come.
+	TooFewRequests bool `json:"tooFewRequests"`
 }
 
-// WhatIf replays a company's recorded traffic through a proposed limit and
-// through the limit in force: the limiter's own arithmetic, the requests of
-// each second taken as spread over it (docs/operators.md says where the
-// answer is approximate).
+// WhatIf replays a company's recorded traffic through a proposed limit
+// (the limiter's own arithmetic, the requests of each second placed by the
+// sixteenths they came in), and says what the limit in force refused of it,
+// as recorded. Where the prediction is approximate, it says why
+// (Approximate; docs/operators.md says by how much).
 func (s *Service) WhatIf(ctx context.Context, q WhatIfQuery) (WhatIfView, error) {
-	m, fe := s.whatIfFields(q)
+	m, fe := s.whatIfFields(q, s.now())
 	if len(fe) > 0 {
 		return WhatIfView{}, &web.Error{Code: "invalid_parameter", Detail: "The what-if query is invalid.", Fields: fe}
 	}
+	release, err := s.expensive.acquire(ctx)
+	if err != nil {
+		return WhatIfView{}, err
+	}
+	defer release()
 	company, series, current, err := s.recorded(ctx, q.CompanyID, m, q.Since)
 	if err != nil {
 		return WhatIfView{}, err
 	}
-	proposed := tenants.Limit{Rate: q.Rate, Burst: q.Burst}.WhatIf(series.Start, series.Counts)
-	v := WhatIfView{CompanyID: company, Mode: string(m), From: series.Start, To: series.End(), SummarizedSeconds: series.Summarized,
+	tr := traffic(series)
+	proposed := tenants.Limit{Rate: q.Rate, Burst: q.Burst}.WhatIf(tr)
+	v := WhatIfView{CompanyID: company, Mode: string(m), From: series.Start, To: series.End(),
+		SummarizedSeconds: series.Summarized, Approximate: []string{},
 		Offered:       proposed.Offered,
 		Proposed:      outcome(proposed, false),
-		Current:       outcome(current.lim.WhatIf(series.Start, series.Counts), current.custom),
+		Current:       outcome(tenants.Recorded(current.lim, tr), current.custom),
 		SmallestBurst: BurstFit{MaxRefusedShare: q.MaxRefused}}
-	if b, ok := tenants.SmallestBurst(q.Rate, series.Counts, q.MaxRefused); ok {
-		v.SmallestBurst.Burst = &b
-		v.SmallestBurst.Refused = tenants.Limit{Rate: q.Rate, Burst: b}.WhatIf(series.Start, series.Counts).Refused
+	v.Current.Recorded = true
+	if v.SmallestBurst.TooFewRequests = proposed.Offered < MinFitRequests; !v.SmallestBurst.TooFewRequests {
+		if b, ok := tenants.SmallestBurst(q.Rate, tr, q.MaxRefused); ok {
+			v.SmallestBurst.Burst = &b
+			v.SmallestBurst.Refused = tenants.Limit{Rate: q.Rate, Burst: b}.WhatIf(tr).Refused
+		}
+	}
+	if v.SummarizedSeconds > 0 {
+		v.Approximate = append(v.Approximate, "summarized")
+	}
+	if v.Current.Refused > 0 {
+		v.Approximate = append(v.Approximate, "retries")
 	}
 	return v, nil
 }
 
-// whatIfFields checks a what-if query's mode, window, limit and share,
-// and says which is at fault.
-func (s *Service) whatIfFields(q WhatIfQuery) (invoicing.Mode, []web.FieldError) {
-	m, fe := s.shapeFields(q.Mode, q.Since)
+// MinFitRequests is the fewest requests offered from which WhatIf looks
+// for the smallest burst: on fewer, a burst of 1 fits nine requests
+// minutes apart, and says nothing of the traffic to come.
+const MinFitRequests = 100
+
+// traffic is a series as the replays read it.
+func traffic(sr shape.Series) tenants.Traffic {
+	tr := tenants.Traffic{Start: sr.Start, Counts: sr.Counts,
+		Uneven: make([]tenants.Uneven, len(sr.Uneven)), Refused: make([]tenants.Refused, len(sr.Refused))}
+	for i, u := range sr.Uneven {
+		tr.Uneven[i] = tenants.Uneven(u)
+	}
+	for i, r := range sr.Refused {
+		tr.Refused[i] = tenants.Refused(r)
+	}
+	return tr
+}
+
+// whatIfFields checks a what-if query's mode, window, limit and share at
+// now, and says which is at fault.
+func (s *Service) whatIfFields(q WhatIfQuery, now time.Time) (invoicing.Mode, []web.FieldError) {
+	m, fe := shapeFields(q.Mode, q.Since, now)
 	if err := (tenants.Limit{Rate: q.Rate, Burst: 1}).Validate(); err != nil {
 		fe = append(fe, web.FieldError{Field: "rate", Message: "must be " + strconv.FormatFloat(tenants.MinRate, 'g', -1, 64) + " to " + strconv.Itoa(tenants.MaxRate) + " requests per second"})
 	}
@@ -134,18 +184,31 @@ func outcome(w tenants.WhatIf, custom bool) Outcome {
 	return o
 }
 
-// shapeFields checks a query's mode and window start, and says which is
-// at fault.
-func (s *Service) shapeFields(mode string, since time.Time) (invoicing.Mode, []web.FieldError) {
+// sinceSlack is how far before 30 days ago a window may start and still be
+// read, from 30 days ago: "the last 30 days" counted from a clock read a
+// moment earlier (the command line's, a console's) is not refused.
+const sinceSlack = time.Minute
+
+// shapeFields checks a query's mode and window start at now, and says
+// which is at fault.
+func shapeFields(mode string, since, now time.Time) (invoicing.Mode, []web.FieldError) {
 	var fe []web.FieldError
 	m, err := invoicing.ParseMode(mode)
 	if err != nil {
 		fe = append(fe, web.FieldError{Field: "mode", Message: "must be LIVE or TEST"})
 	}
-	if now := s.now(); !since.Before(now) || since.Before(now.Add(-shape.MaxWindow)) {
+	if !since.Before(now) || since.Before(now.Add(-shape.MaxWindow-sinceSlack)) {
 		fe = append(fe, web.FieldError{Field: "since", Message: "must be within the last 30 days"})
 	}
 	return m, fe
+}
+
+// windowStart is since, read from 30 days ago at the earliest.
+func windowStart(since, now time.Time) time.Time {
+	if earliest := now.Add(-shape.MaxWindow); since.Before(earliest) {
+		return earliest
+	}
+	return since
 }
 
 // limitInForce is a company's limit in one mode, and whether it is an
@@ -165,7 +228,8 @@ func (s *Service) recorded(ctx context.Context, companyID string, m invoicing.Mo
 	if err != nil {
 		return "", shape.Series{}, limitInForce{}, err
 	}
-	series, err := s.shape.Series(ctx, company, m, since, s.now())
+	now := s.now()
+	series, err := s.shape.Series(ctx, company, m, windowStart(since, now), now)
 	if err != nil {
 		return "", shape.Series{}, limitInForce{}, err
 	}

@@ -43,13 +43,13 @@ func (r *recorder) offer(company string, m invoicing.Mode, at time.Time, n int) 
 	r.counts = append(r.counts, recorded{company, m, at.Unix(), n})
 }
 
-func (r *recorder) TakeOffered(yield func(string, invoicing.Mode, int64, int)) {
+func (r *recorder) TakeOffered(yield func(string, invoicing.Mode, int64, int, int, []uint16)) {
 	r.mu.Lock()
 	counts := r.counts
 	r.counts = nil
 	r.mu.Unlock()
 	for _, c := range counts {
-		yield(c.company, c.mode, c.sec, c.n)
+		yield(c.company, c.mode, c.sec, c.n, 0, nil)
 	}
 }
 
@@ -133,7 +133,7 @@ func TestWhatIf(t *testing.T) {
 		t.Fatalf("smallest burst: %+v", b)
 	}
 	series, _ := w.shape.Series(ctx, coA, invoicing.Live, v.From, v.To)
-	if less := (tenants.Limit{Rate: 20, Burst: *b.Burst - 1}).WhatIf(series.Start, series.Counts); float64(less.Refused) <= admin.DefaultMaxRefused*2040 {
+	if less := (tenants.Limit{Rate: 20, Burst: *b.Burst - 1}).WhatIf(replayable(series)); float64(less.Refused) <= admin.DefaultMaxRefused*2040 {
 		t.Errorf("burst %d is the smallest found, but %d refuses only %d", *b.Burst, *b.Burst-1, less.Refused)
 	}
 	// Another mode's traffic is its own: none recorded in TEST.
@@ -220,4 +220,16 @@ func TestTrafficShapeAndHeadroom(t *testing.T) {
 	if len(h.FarBelow) != 1 || h.FarBelow[0].CompanyID != coB || h.FarBelow[0].Share != 2.0/50 {
 		t.Errorf("far below: %+v", h.FarBelow)
 	}
+}
+
+// replayable is a series as the what-if replays it.
+func replayable(sr shape.Series) tenants.Traffic {
+	tr := tenants.Traffic{Start: sr.Start, Counts: sr.Counts}
+	for _, u := range sr.Uneven {
+		tr.Uneven = append(tr.Uneven, tenants.Uneven(u))
+	}
+	for _, r := range sr.Refused {
+		tr.Refused = append(tr.Refused, tenants.Refused(r))
+	}
+	return tr
 }

@@ -24,11 +24,40 @@ var ErrWindow = invoicing.Define(invoicing.Error{Kind: invoicing.Invalid, Code: 
 type Series struct {
 	Start  time.Time // the first second
 	Counts []uint32  // requests offered in each second from Start
+	// Uneven are the seconds whose requests came unevenly within them
+	// (from a burst shorter than half a second, say), by Index ascending,
+	// with the requests of each sixteenth; within the others, the requests
+	// came about evenly.
+	Uneven []Uneven
+	// Refused are the seconds in which requests were refused (by the
+	// limit then in force), by Index ascending.
+	Refused []Refused
 	// Summarized is how many of the seconds were read from the minute
 	// summaries (the seconds themselves are kept at least FineWindow, until
 	// 49 hours after the end of their day): their minutes' requests are
 	// exact, and how they came within each minute estimated (expand).
 	Summarized int
+}
+
+// Uneven is how the requests of the series' second Index came within it:
+// Slots[k] in its k-th sixteenth.
+type Uneven struct {
+	Index int
+	Slots [Slots]uint16
+}
+
+// Refused is how many requests were refused in the series' second Index.
+type Refused struct {
+	Index int
+	N     uint32
+}
+
+// RefusedTotal is the requests refused over the series.
+func (s Series) RefusedTotal() (n int64) {
+	for _, r := range s.Refused {
+		n += int64(r.N)
+	}
+	return n
 }
 
 // End is the second after the last.
@@ -61,24 +90,42 @@ func (s *Store) Series(ctx context.Context, company string, m invoicing.Mode, fr
 	}
 	out := Series{Start: from.UTC(), Counts: make([]uint32, to.Sub(from)/time.Second)}
 	for b := r.first; b <= r.last; b++ {
-		secs, summarized, err := r.block(b)
+		blk, summarized, err := r.block(b)
 		if err != nil {
 			s.log.Warn("shape: a recorded block is unreadable; it is left out", "company", company, "mode", string(m), "block", b)
 			continue
 		}
-		if secs == nil {
-			continue
-		}
-		for i, n := range secs {
-			if at := b*blockSeconds + int64(i); at >= r.from && at < r.to {
-				out.Counts[at-r.from] = n
-				if summarized {
-					out.Summarized++
-				}
-			}
+		if blk != nil {
+			out.add(blk, b*blockSeconds-r.from, summarized)
 		}
 	}
 	return out, nil
+}
+
+// add puts a block's seconds in the series, the block's first second at
+// index `at` (negative, or past the end, for the seconds out of the
+// window).
+func (s *Series) add(b *block, at int64, summarized bool) {
+	for i, n := range b.counts {
+		j := at + int64(i)
+		if j < 0 || j >= int64(len(s.Counts)) {
+			continue
+		}
+		s.Counts[j] = n
+		if summarized {
+			s.Summarized++
+		}
+		if b.refused[i] > 0 {
+			s.Refused = append(s.Refused, Refused{Index: int(j), N: b.refused[i]})
+		}
+		if b.uneven[i] {
+			u := Uneven{Index: int(j)}
+			for k, c := range b.slots[i] {
+				u.Slots[k] = uint16(c)
+			}
+			s.Uneven = append(s.Uneven, u)
+		}
+	}
 }
 
 // reading is one Series read: what it fetches, then the records found.
@@ -139,34 +186,30 @@ func (r *reading) fetch() error {
 
 // block is one block's seconds: raw while it is kept, else its 48-hour
 // record, else its minute summaries (summarized), else nil: none recorded.
-func (r *reading) block(b int64) (secs []uint32, summarized bool, err error) {
+func (r *reading) block(b int64) (blk *block, summarized bool, err error) {
 	if cmd := r.raw[b]; cmd != nil {
 		if raw, err := cmd.Bytes(); err == nil {
-			c, err := rawCounts(raw)
-			if err != nil {
-				return nil, false, err
-			}
-			return c[:], false, nil
+			blk, err := rawBlock(raw)
+			return blk, false, err
 		}
 	}
 	day, bod := dayOfBlock(b), blockOfDay(b)
 	if rec, ok := r.fineRec[day][bod]; ok {
-		c, err := uncompact(rec)
-		if err != nil {
-			return nil, false, err
-		}
-		return c[:], false, nil
+		blk, err := uncompact(rec)
+		return blk, false, err
 	}
 	if rec, ok := r.coarseRec[day][bod]; ok {
 		ms, _, err := readMinutes(rec)
 		if err != nil {
 			return nil, false, err
 		}
-		secs = make([]uint32, blockSeconds)
+		blk = &block{}
 		for i, m := range ms {
-			expand(m, (*[60]uint32)(secs[60*i:60*i+60]))
+			secs := (*[60]uint32)(blk.counts[60*i : 60*i+60])
+			expand(m, secs)
+			expandRefused(m, secs, (*[60]uint32)(blk.refused[60*i:60*i+60]))
 		}
-		return secs, true, nil
+		return blk, true, nil
 	}
 	return nil, false, nil
 }

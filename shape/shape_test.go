@@ -40,13 +40,13 @@ func (s *source) add(company string, m invoicing.Mode, at time.Time, n int) {
 	s.offers = append(s.offers, offer{company, m, at, n})
 }
 
-func (s *source) TakeOffered(yield func(string, invoicing.Mode, int64, int)) {
+func (s *source) TakeOffered(yield func(string, invoicing.Mode, int64, int, int, []uint16)) {
 	s.mu.Lock()
 	offers := s.offers
 	s.offers = nil
 	s.mu.Unlock()
 	for _, o := range offers {
-		yield(o.company, o.mode, o.at.Unix(), o.n)
+		yield(o.company, o.mode, o.at.Unix(), o.n, 0, nil)
 	}
 }
 

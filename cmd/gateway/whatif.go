@@ -54,18 +54,31 @@ func printWhatIf(w io.Writer, v admin.WhatIfView) {
 		if o.what == "in force" && !o.o.Custom {
 			name += " (default)"
 		}
-		fmt.Fprintf(tw, "%s:\t%s\n", name, refusals(o.o))
+		res := refusals(o.o)
+		if o.o.Recorded {
+			res += " (as recorded)"
+		}
+		fmt.Fprintf(tw, "%s:\t%s\n", name, res)
 	}
 	_ = tw.Flush()
 	fit := v.SmallestBurst
 	share := strconv.FormatFloat(100*fit.MaxRefusedShare, 'f', -1, 64) + " %"
-	if fit.Burst == nil {
-		fmt.Fprintf(w, "no burst up to 100000 refuses at most %s at %s rps\n", share, strconv.FormatFloat(v.Proposed.Rate, 'f', -1, 64))
-	} else {
-		fmt.Fprintf(w, "smallest burst refusing at most %s at %s rps: %d (%s refused)\n", share, strconv.FormatFloat(v.Proposed.Rate, 'f', -1, 64), *fit.Burst, group(fit.Refused))
+	rate := strconv.FormatFloat(v.Proposed.Rate, 'f', -1, 64)
+	switch {
+	case fit.TooFewRequests:
+		fmt.Fprintf(w, "no smallest burst looked for: %s requests recorded, too few to say (%d at least)\n", group(v.Offered), admin.MinFitRequests)
+	case fit.Burst == nil:
+		fmt.Fprintf(w, "no burst up to 100000 refuses at most %s at %s rps\n", share, rate)
+	default:
+		fmt.Fprintf(w, "smallest burst refusing at most %s at %s rps: %d (%s refused)\n", share, rate, *fit.Burst, group(fit.Refused))
 	}
-	if v.SummarizedSeconds > 0 {
-		fmt.Fprintf(w, "the %s seconds older than 48 hours are estimated from per-minute summaries\n", group(int64(v.SummarizedSeconds)))
+	for _, a := range v.Approximate {
+		switch a {
+		case "summarized":
+			fmt.Fprintf(w, "approximate: the %s seconds older than 48 hours are estimated from per-minute summaries\n", group(int64(v.SummarizedSeconds)))
+		case "retries":
+			fmt.Fprintln(w, "approximate: requests were refused, and their clients' retries are in the traffic replayed")
+		}
 	}
 }
 

@@ -16,11 +16,11 @@ import (
 // offered is a shape.Source of fixed counts: company A's LIVE traffic.
 type offered []int
 
-func (o *offered) TakeOffered(yield func(string, invoicing.Mode, int64, int)) {
+func (o *offered) TakeOffered(yield func(string, invoicing.Mode, int64, int, int, []uint16)) {
 	start := time.Now().Truncate(10 * time.Minute).Add(-20 * time.Minute).Unix()
 	for i, n := range *o {
 		if n > 0 {
-			yield(gendata.DemoCompanyA, invoicing.Live, start+int64(i), n)
+			yield(gendata.DemoCompanyA, invoicing.Live, start+int64(i), n, 0, nil)
 		}
 	}
 	*o = nil

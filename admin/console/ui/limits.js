@@ -45,12 +45,16 @@ function whatIfPanel(companyId, mode, rate, burst) {
     return h("div", { class: "whatif-mode", "data-mode": v.mode },
       h("p", { class: "whatif-proposed" }, h("b", {}, v.mode + " with " + rps(v.proposed.rate) + ", burst " + fmt(v.proposed.burst) + ": "),
         "of " + plural(v.offered, "request") + ", ", h("span", { class: v.proposed.refused ? "bad" : "ok" }, refusedText(v.proposed)), "."),
-      h("p", { class: "whatif-current muted" }, "The limit in force (" + rps(v.current.rate) + ", burst " + fmt(v.current.burst) + (v.current.custom ? ", custom" : ", default") + "): " + refusedText(v.current) + "."),
-      h("p", { class: "whatif-fit muted" }, fit.burst === null
-        ? "No burst up to 100,000 refuses at most " + pct(fit.maxRefusedShare) + " at " + rps(v.proposed.rate) + "."
-        : ["Smallest burst refusing at most " + pct(fit.maxRefusedShare) + " at " + rps(v.proposed.rate) + ": " + fmt(fit.burst) + " (" + fmt(fit.refused) + " refused) ",
-          fit.burst !== v.proposed.burst ? h("button", { type: "button", class: "use-burst", onclick: () => useBurst(fit.burst) }, "Use burst " + fmt(fit.burst)) : null]),
-      v.summarizedSeconds ? h("p", { class: "muted small" }, "The " + plural(v.summarizedSeconds, "second") + " older than 48 hours are estimated from per-minute summaries.") : null);
+      h("p", { class: "whatif-current muted" }, "Refused by the gateway, as recorded (the limit in force now: " + rps(v.current.rate) + ", burst " + fmt(v.current.burst) + (v.current.custom ? ", custom" : ", default") + "): " + refusedText(v.current) + "."),
+      h("p", { class: "whatif-fit muted" }, fit.tooFewRequests
+        ? "No smallest burst suggested: " + plural(v.offered, "request") + " recorded, too few to say (100 at least)."
+        : fit.burst === null
+          ? "No burst up to 100,000 refuses at most " + pct(fit.maxRefusedShare) + " at " + rps(v.proposed.rate) + "."
+          : ["Smallest burst refusing at most " + pct(fit.maxRefusedShare) + " at " + rps(v.proposed.rate) + ": " + fmt(fit.burst) + " (" + fmt(fit.refused) + " refused) ",
+            fit.burst !== v.proposed.burst ? h("button", { type: "button", class: "use-burst", onclick: () => useBurst(fit.burst) }, "Use burst " + fmt(fit.burst)) : null]),
+      (v.approximate || []).map((a) => h("p", { class: "whatif-approximate muted small" }, "Approximate: " + (a === "summarized"
+        ? "the " + plural(v.summarizedSeconds, "second") + " older than 48 hours are estimated from per-minute summaries."
+        : "requests were refused, and their clients' retries are in the traffic replayed."))));
   };
   const read = async () => {
     const current = turn();
