@@ -56,7 +56,7 @@ const FarBelowShare = 0.1
 type HeadroomView struct {
 	Mode      string     `json:"mode"`
 	Companies int        `json:"companies"` // with recorded traffic today or yesterday
-	Nearest   []Headroom `json:"nearest"`   // the highest shares first
+	Nearest   []Headroom `json:"nearest"`   // shares over FarBelowShare, the highest first
 	FarBelow  []Headroom `json:"farBelow"`  // shares at most FarBelowShare, the lowest first
 }
 
@@ -102,8 +102,14 @@ func (s *Service) LimitHeadroom(ctx context.Context, mode string, top int) (Head
 		all[i] = Headroom{CompanyID: p.CompanyID, P99: p.P99, Limit: LimitView{lim.Rate, lim.Burst, custom}, Share: float64(p.P99) / lim.Rate}
 	}
 	slices.SortStableFunc(all, func(a, b Headroom) int { return cmpShare(b, a) })
-	v := HeadroomView{Mode: string(m), Companies: len(all), Nearest: all[:min(top, len(all))], FarBelow: []Headroom{}}
-	for i := len(all) - 1; i >= 0 && len(v.FarBelow) < top && all[i].Share <= FarBelowShare; i-- {
+	// The two lists never share a company: those far below their limit are
+	// not nearest it, however few companies there are.
+	near := len(all)
+	for near > 0 && all[near-1].Share <= FarBelowShare {
+		near--
+	}
+	v := HeadroomView{Mode: string(m), Companies: len(all), Nearest: all[:min(top, near)], FarBelow: []Headroom{}}
+	for i := len(all) - 1; i >= near && len(v.FarBelow) < top; i-- {
 		v.FarBelow = append(v.FarBelow, all[i])
 	}
 	return v, nil

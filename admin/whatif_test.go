@@ -201,6 +201,13 @@ func TestTrafficShapeAndHeadroom(t *testing.T) {
 	if v.Limit != (admin.LimitView{Rate: 50, Burst: 100}) || len(v.Hours) == 0 || v.Hours[len(v.Hours)-1].Requests != 2040 {
 		t.Errorf("limit %+v, hours %+v", v.Limit, v.Hours)
 	}
+	// Before their blocks are summarized, the companies rank by their
+	// seconds so far; with room for ten in each list, the one far below its
+	// limit is in that list only.
+	early, err := w.adm.LimitHeadroom(ctx, "LIVE", 10)
+	if err != nil || early.Companies != 3 || len(early.Nearest) != 2 || len(early.FarBelow) != 1 || early.FarBelow[0].CompanyID != coB {
+		t.Errorf("headroom of the running blocks, ten of each: %+v, %v", early, err)
+	}
 	// The blocks are summarized two minutes after they end: then the
 	// companies rank by their p99 busy second over their limit's rate.
 	w.clk.Set(w.t0.Add(10*time.Minute + 2*time.Minute + time.Second))

@@ -18,11 +18,18 @@ import (
 // second, then written in one pipeline: per company, mode and block, one
 // BITFIELD that adds each second's count to its 16-bit counter, its
 // refusals to theirs, and its sixteenths' counts to their 8-bit ones
-// (layout.go). The first time this instance writes a block, the block is
-// first made whole (SET NX of its zero bytes, with its TTL: Redis then never
-// grows the string, and would double its allocation if it did) and queued
-// to be summarized (ZADD NX to the due set). Instances add to the same
-// counters, so a second's count is every instance's.
+// (layout.go). The first time this instance writes a block, and again each
+// minute while it writes to it, the block is first made whole (SET NX of
+// its zero bytes, with its TTL: Redis then never grows the string, and
+// would double its allocation if it did), given its TTL if it has none
+// (EXPIRE NX), and queued to be summarized (ZADD NX to the due set): a Redis
+// that lost its data (restarted empty, failed over to a replica behind)
+// gets the block registered again within a minute, and a block the BITFIELD
+// made anew still expires. Instances add to the same counters, so a
+// second's count is every instance's.
+
+// registerEvery is how often an instance registers again a block it writes.
+const registerEvery = 60 // seconds
 
 // zeroBlock is a raw block with no request.
 var zeroBlock = string(make([]byte, rawSize))
@@ -101,7 +108,7 @@ func (s *Store) write(ctx context.Context) error {
 	pipe := s.rdb.Pipeline()
 	cmds := make([]blockWrite, 0, len(groups))
 	for g, ocs := range groups {
-		cmds = append(cmds, s.queueWrite(ctx, pipe, g, ocs))
+		cmds = append(cmds, s.queueWrite(ctx, pipe, g, ocs, now.Unix()))
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	var err error
@@ -113,8 +120,8 @@ func (s *Store) write(ctx context.Context) error {
 			}
 			continue
 		}
-		if c.made != nil && answered(c.made[0]) && answered(c.made[1]) {
-			s.made[c.g] = true
+		if c.made != nil && answered(c.made[0]) && answered(c.made[1]) && answered(c.made[2]) {
+			s.made[c.g] = now.Unix()
 		}
 	}
 	if err != nil {
@@ -126,7 +133,7 @@ func (s *Store) write(ctx context.Context) error {
 // blockWrite is one block's commands in a flush.
 type blockWrite struct {
 	g    blockRef
-	made []redis.Cmder // its SET NX and ZADD NX, on its first write by this instance
+	made []redis.Cmder // its SET NX, EXPIRE NX and ZADD NX, on its first write by this instance and each minute
 	add  redis.Cmder
 }
 
@@ -134,13 +141,14 @@ type blockWrite struct {
 func answered(c redis.Cmder) bool { return c.Err() == nil || errors.Is(c.Err(), redis.Nil) }
 
 // queueWrite queues one block's counts on pipe.
-func (s *Store) queueWrite(ctx context.Context, pipe redis.Pipeliner, g blockRef, ocs []offsetCount) (c blockWrite) {
+func (s *Store) queueWrite(ctx context.Context, pipe redis.Pipeliner, g blockRef, ocs []offsetCount, now int64) (c blockWrite) {
 	c.g = g
 	key := s.rawKey(g.company, g.mode, g.block)
-	if !s.made[g] {
+	if at, ok := s.made[g]; !ok || now-at >= registerEvery {
 		due := (g.block+1)*blockSeconds + int64(summarizeAfter/time.Second)
 		c.made = []redis.Cmder{
 			pipe.SetArgs(ctx, key, zeroBlock, redis.SetArgs{Mode: "NX", TTL: fineKept}),
+			pipe.ExpireNX(ctx, key, fineKept),
 			pipe.ZAddNX(ctx, s.dueKey(), redis.Z{Score: float64(due), Member: dueMember(g.company, g.mode, g.block)}),
 		}
 	}

@@ -73,7 +73,7 @@ type Store struct {
 	flushMu sync.Mutex // one flush at a time; guards what follows
 	pending map[cell]*pendingSecond
 	dropped int64
-	made    map[blockRef]bool // blocks this instance made whole (and queued to summarize)
+	made    map[blockRef]int64 // blocks this instance made whole and queued to summarize: when (unix s)
 	madeAt  int64             // the block when made was last pruned
 }
 
@@ -107,7 +107,7 @@ func New(cfg Config) *Store {
 		panic("shape: Config.Prefix must not contain braces")
 	}
 	s := &Store{rdb: cfg.Redis, prefix: cfg.Prefix, every: cfg.FlushEvery, max: cfg.MaxPending, now: cfg.Now, log: cfg.Logger, script: cfg.AddByScript,
-		pending: map[cell]*pendingSecond{}, made: map[blockRef]bool{}}
+		pending: map[cell]*pendingSecond{}, made: map[blockRef]int64{}}
 	if s.prefix == "" {
 		s.prefix = "shape:"
 	}

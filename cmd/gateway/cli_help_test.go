@@ -148,7 +148,7 @@ func TestRedisOnlyCommandsNeedNoDatabase(t *testing.T) {
 	for _, args := range [][]string{
 		{"keys", "list", "--company", co},
 		{"limits", "get", "--company", co},
-		{"limits", "set", "--company", co, "--rps", "5", "--burst", "10"},
+		{"limits", "set", "--company", co, "--rate", "5", "--burst", "10"},
 		{"limits", "reset", "--company", co},
 		{"usage", "--company", co},
 	} {

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/invoicing-ao/gateway/admin"
 	"github.com/invoicing-ao/gateway/tenants"
@@ -20,24 +22,51 @@ func limitsGet(company *string, asJSON *bool) action {
 func limitsSetFlags(fs *flag.FlagSet) action {
 	company := companyFlag(fs)
 	mode := fs.String("mode", "", "`MODE`, LIVE or TEST (default: both)")
-	rps := fs.Float64("rps", 0, "sustained requests per second (`N` > 0)")
+	rate := fs.Float64("rate", 0, "sustained requests per second (`N` > 0)")
+	fs.Var((*floatFlag)(rate), "rps", "") // the old name of --rate
 	burst := fs.Int("burst", 0, "requests allowed at once (`N` >= 1)")
 	asJSON := jsonFlag(fs)
 	set := limitsAction(asJSON, func(ctx context.Context, s *admin.Service) (admin.LimitsView, error) {
-		return s.SetCompanyLimit(ctx, commandActor(), *company, *mode, *rps, *burst)
+		return s.SetCompanyLimit(ctx, commandActor(), *company, *mode, *rate, *burst)
 	})
 	return func(ctx context.Context, c *invocation) error {
-		if err := (tenants.Limit{Rate: *rps, Burst: 1}).Validate(); err != nil {
-			return usagef("--rps %s: %s", strconv.FormatFloat(*rps, 'f', -1, 64), refusal(err))
-		}
-		if err := (tenants.Limit{Rate: 1, Burst: *burst}).Validate(); err != nil {
-			return usagef("--burst %d: %s", *burst, refusal(err))
-		}
-		if *mode != "" && *mode != "LIVE" && *mode != "TEST" {
-			return usagef("--mode %q: must be LIVE or TEST", *mode)
+		if err := checkLimitFlags(*mode, true, *rate, *burst); err != nil {
+			return err
 		}
 		return set(ctx, c)
 	}
+}
+
+// floatFlag is a float64 flag under a second name.
+type floatFlag float64
+
+func (f *floatFlag) String() string { return strconv.FormatFloat(float64(*f), 'g', -1, 64) }
+func (f *floatFlag) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return errors.New("parse error")
+	}
+	*f = floatFlag(v)
+	return nil
+}
+
+// checkLimitFlags refuses a mode, rate or burst out of range, each in its
+// flag's name, before anything is read or written: every one at fault.
+func checkLimitFlags(mode string, modeOptional bool, rate float64, burst int) error {
+	var bad []string
+	if m := strings.ToUpper(mode); !(modeOptional && m == "") && m != "LIVE" && m != "TEST" {
+		bad = append(bad, fmt.Sprintf("--mode %q: must be LIVE or TEST", mode))
+	}
+	if err := (tenants.Limit{Rate: rate, Burst: 1}).Validate(); err != nil {
+		bad = append(bad, fmt.Sprintf("--rate %s: %s", strconv.FormatFloat(rate, 'f', -1, 64), refusal(err)))
+	}
+	if err := (tenants.Limit{Rate: 1, Burst: burst}).Validate(); err != nil {
+		bad = append(bad, fmt.Sprintf("--burst %d: %s", burst, refusal(err)))
+	}
+	if len(bad) > 0 {
+		return usagef("%s", strings.Join(bad, "; "))
+	}
+	return nil
 }
 
 func limitsReset(company *string, asJSON *bool) action {

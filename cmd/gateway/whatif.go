@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -25,9 +26,15 @@ func limitsWhatIfFlags(fs *flag.FlagSet) action {
 	maxRefused := fs.Float64("max-refused", 100*admin.DefaultMaxRefused, "the `PERCENT` of requests the smallest burst looked for may refuse")
 	asJSON := jsonFlag(fs)
 	return func(ctx context.Context, c *invocation) error {
-		from, err := parseSince(*since, time.Now())
+		from, err := windowFlag(*since, time.Now())
 		if err != nil {
-			return usagef("%v", err)
+			return err
+		}
+		if err := checkLimitFlags(*mode, false, *rate, *burst); err != nil {
+			return err
+		}
+		if !(*maxRefused >= 0 && *maxRefused < 100) {
+			return usagef("--max-refused %s: must be a percent from 0 to below 100", strconv.FormatFloat(*maxRefused, 'f', -1, 64))
 		}
 		q := admin.WhatIfQuery{CompanyID: *company, Mode: *mode, Rate: *rate, Burst: *burst, Since: from, MaxRefused: *maxRefused / 100}
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.WhatIfView, error) {
@@ -37,6 +44,19 @@ func limitsWhatIfFlags(fs *flag.FlagSet) action {
 			return nil
 		})
 	}
+}
+
+// windowFlag reads --since for a what-if or a shape: at most 30 days ago
+// (a minute more is read from 30 days ago, as the admin API does).
+func windowFlag(since string, now time.Time) (time.Time, error) {
+	from, err := parseSince(since, now)
+	switch {
+	case err != nil:
+		return time.Time{}, usagef("%v", err)
+	case !from.Before(now) || from.Before(now.Add(-shape.MaxWindow-time.Minute)):
+		return time.Time{}, usagef("--since %q: must be within the last 30 days", since)
+	}
+	return from, nil
 }
 
 func sinceFlag(fs *flag.FlagSet) *string {
@@ -100,9 +120,12 @@ func limitsShapeFlags(fs *flag.FlagSet) action {
 	since := sinceFlag(fs)
 	asJSON := jsonFlag(fs)
 	return func(ctx context.Context, c *invocation) error {
-		from, err := parseSince(*since, time.Now())
+		from, err := windowFlag(*since, time.Now())
 		if err != nil {
-			return usagef("%v", err)
+			return err
+		}
+		if m := strings.ToUpper(*mode); m != "LIVE" && m != "TEST" {
+			return usagef("--mode %q: must be LIVE or TEST", *mode)
 		}
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.ShapeView, error) {
 			return d.admin.TrafficShape(ctx, *company, *mode, from)
@@ -140,6 +163,12 @@ func limitsHeadroomFlags(fs *flag.FlagSet) action {
 	top := fs.Int("top", 10, "list `N` companies of each kind (1 to 100)")
 	asJSON := jsonFlag(fs)
 	return func(ctx context.Context, c *invocation) error {
+		if m := strings.ToUpper(*mode); m != "LIVE" && m != "TEST" {
+			return usagef("--mode %q: must be LIVE or TEST", *mode)
+		}
+		if *top < 1 || *top > 100 {
+			return usagef("--top %d: must be 1 to 100", *top)
+		}
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.HeadroomView, error) {
 			return d.admin.LimitHeadroom(ctx, *mode, *top)
 		}, printHeadroom)
@@ -159,7 +188,8 @@ func printHeadroom(w io.Writer, v admin.HeadroomView) error {
 			fmt.Fprintln(w, "  none")
 		}
 		for _, h := range part.list {
-			fmt.Fprintf(w, "  %s  %d of %s rps, burst %d (%.0f %%)\n", h.CompanyID, h.P99, strconv.FormatFloat(h.Limit.Rate, 'f', -1, 64), h.Limit.Burst, 100*h.Share)
+			fmt.Fprintf(w, "  %s  p99 busy second %d requests, limit %s rps (burst %d): %.0f %% of the rate\n",
+				h.CompanyID, h.P99, strconv.FormatFloat(h.Limit.Rate, 'f', -1, 64), h.Limit.Burst, 100*h.Share)
 		}
 	}
 	return nil
