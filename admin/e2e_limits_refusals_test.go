@@ -13,7 +13,9 @@ func TestLimitsRefusalsNameEveryFieldAndTheCompany(t *testing.T) {
 	in := w.start()
 	m := expectProblem(t, in.adminCall(t, req{Method: "PUT", Path: "/admin/v1/companies/" + coA + "/limits", Body: `{"mode":"PROD","rate":-1,"burst":0}`}), 400, "invalid_body")
 	b, _ := json.Marshal(m)
-	var p struct{ Errors []struct{ Field, Message string } }
+	var p struct {
+		Errors []struct{ Field, Message string }
+	}
 	if err := json.Unmarshal(b, &p); err != nil {
 		t.Fatal(err)
 	}

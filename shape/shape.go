@@ -74,7 +74,7 @@ type Store struct {
 	pending map[cell]*pendingSecond
 	dropped int64
 	made    map[blockRef]int64 // blocks this instance made whole and queued to summarize: when (unix s)
-	madeAt  int64             // the block when made was last pruned
+	madeAt  int64              // the block when made was last pruned
 }
 
 // cell is one company's requests in one second and mode.
