@@ -64,6 +64,10 @@ func sinceFlag(fs *flag.FlagSet) *string {
 }
 
 func printWhatIf(w io.Writer, v admin.WhatIfView) {
+	if v.Offered == 0 {
+		fmt.Fprintf(w, "company %s, %s, %s to %s: no requests recorded, nothing to refuse\n", v.CompanyID, v.Mode, minuteUTC(v.From), minuteUTC(v.To))
+		return
+	}
 	fmt.Fprintf(w, "company %s, %s, %s to %s: %s requests offered\n", v.CompanyID, v.Mode, minuteUTC(v.From), minuteUTC(v.To), group(v.Offered))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, o := range []struct {
@@ -134,26 +138,38 @@ func limitsShapeFlags(fs *flag.FlagSet) action {
 }
 
 // printShape writes a company's busy seconds hour by hour, beside its
-// limit.
+// limit: the hours with requests only, and how many were idle.
 func printShape(w io.Writer, v admin.ShapeView) error {
 	custom := "default"
 	if v.Limit.Custom {
 		custom = "custom"
 	}
-	fmt.Fprintf(w, "company %s, %s, limit %s rps, burst %d (%s); requests per second of the busy seconds\n",
-		v.CompanyID, v.Mode, strconv.FormatFloat(v.Limit.Rate, 'f', -1, 64), v.Limit.Burst, custom)
+	limit := fmt.Sprintf("limit %s rps, burst %d (%s)", strconv.FormatFloat(v.Limit.Rate, 'f', -1, 64), v.Limit.Burst, custom)
+	if v.Window.BusySeconds == 0 {
+		fmt.Fprintf(w, "company %s, %s, %s: no requests recorded from %s to %s\n", v.CompanyID, v.Mode, limit, minuteUTC(v.From), minuteUTC(v.To))
+		return nil
+	}
+	fmt.Fprintf(w, "company %s, %s, %s; requests per second of the busy seconds\n", v.CompanyID, v.Mode, limit)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "hour (UTC)\trequests\tbusy seconds\tp50\tp99\tmax\t")
 	row := func(name string, h shape.Rates) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t\n", name, group(h.Requests), h.BusySeconds, h.P50, h.P99, h.Max)
 	}
+	idle := 0
 	for _, h := range v.Hours {
+		if h.BusySeconds == 0 {
+			idle++
+			continue
+		}
 		row(h.Start.UTC().Format("2006-01-02 15:04"), h)
 	}
 	row("all", v.Window)
 	_ = tw.Flush()
+	if idle > 0 {
+		fmt.Fprintf(w, "%s without requests left out, of %d from %s to %s\n", plural(idle, "hour", "hours"), len(v.Hours), minuteUTC(v.From), minuteUTC(v.To))
+	}
 	if v.SummarizedSeconds > 0 {
-		fmt.Fprintf(w, "the %s seconds older than 48 hours are estimated from per-minute summaries\n", group(int64(v.SummarizedSeconds)))
+		fmt.Fprintf(w, "approximate: the %s seconds older than 48 hours are estimated from per-minute summaries\n", group(int64(v.SummarizedSeconds)))
 	}
 	return nil
 }
@@ -178,15 +194,20 @@ func limitsHeadroomFlags(fs *flag.FlagSet) action {
 // printHeadroom writes the companies nearest their limit, and those far
 // below it.
 func printHeadroom(w io.Writer, v admin.HeadroomView) error {
+	if v.Companies == 0 {
+		fmt.Fprintf(w, "%s: no company with traffic today or yesterday (Luanda)\n", v.Mode)
+		return nil
+	}
 	fmt.Fprintf(w, "%s: %s with traffic today or yesterday (Luanda); each one's p99 busy second against its limit's rate\n", v.Mode, plural(v.Companies, "company", "companies"))
 	for _, part := range []struct {
 		title string
 		list  []admin.Headroom
-	}{{"nearest their limit", v.Nearest}, {fmt.Sprintf("far below it (%g %% or less)", 100*admin.FarBelowShare), v.FarBelow}} {
-		fmt.Fprintf(w, "%s:\n", part.title)
+	}{{"nearest their limit", v.Nearest}, {fmt.Sprintf("far below it (%g %% of the rate or less)", 100*admin.FarBelowShare), v.FarBelow}} {
 		if len(part.list) == 0 {
-			fmt.Fprintln(w, "  none")
+			fmt.Fprintf(w, "%s: none\n", part.title)
+			continue
 		}
+		fmt.Fprintf(w, "%s:\n", part.title)
 		for _, h := range part.list {
 			fmt.Fprintf(w, "  %s  p99 busy second %d requests, limit %s rps (burst %d): %.0f %% of the rate\n",
 				h.CompanyID, h.P99, strconv.FormatFloat(h.Limit.Rate, 'f', -1, 64), h.Limit.Burst, 100*h.Share)

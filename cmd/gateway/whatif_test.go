@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,21 @@ func TestLimitsWhatIfCommands(t *testing.T) {
 	code, out, _ = gw(t, env, "limits", "headroom", "--top", "3")
 	if code != 0 || !strings.Contains(out, "LIVE: 1 company with") || !strings.Contains(out, co+"  p99 busy second 10 requests, limit 50 rps (burst 100): 20 % of the rate") {
 		t.Errorf("headroom: exit %d\n%s", code, out)
+	}
+	// Over a week, only the hours with requests are printed.
+	code, out, _ = gw(t, env, "limits", "shape", "--company", co, "--mode", "LIVE", "--since", "7d")
+	if lines := strings.Count(out, "\n"); code != 0 || lines > 8 || !regexp.MustCompile(`hours without requests left out, of 16[89] from`).MatchString(out) {
+		t.Errorf("shape over 7 days: exit %d, %d lines\n%s", code, lines, out)
+	}
+	// Nothing recorded: one line, no empty table.
+	for _, args := range [][]string{
+		{"limits", "shape", "--company", co, "--mode", "TEST"},
+		{"limits", "whatif", "--company", co, "--mode", "TEST", "--rate", "5", "--burst", "5"},
+		{"limits", "headroom", "--mode", "TEST"},
+	} {
+		if code, out, _ := gw(t, env, args...); code != 0 || strings.Count(out, "\n") != 1 || !strings.Contains(out, "no ") {
+			t.Errorf("%v: exit %d\n%s", args, code, out)
+		}
 	}
 	// "The last 30 days", as a duration in days or hours.
 	for _, since := range []string{"30d", "720h"} {
