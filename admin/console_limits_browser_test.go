@@ -61,6 +61,37 @@ func TestConsoleWhatIfInBrowser(t *testing.T) {
 	c.lateAnswer()
 	c.shape()
 	c.set()
+	c.charts()
+}
+
+// charts: over 7 days the ticks are a day apart, at midnight UTC; a
+// company at its limit (the third, 10 a second at 10/s) has its limit's
+// label on the axis, clear of any other.
+func (c *whatIfTour) charts() {
+	t, b := c.t, c.b
+	choose(b, "#shape-window", "7d")
+	ticks := b.until("7-day ticks", `(ts => ts.length >= 6 ? ts.map(e => e.textContent).join("|") : null)([...document.querySelectorAll("#shape svg text.tick")])`)
+	parts := strings.Split(ticks, "|")
+	for i, p := range parts {
+		at, err := time.Parse("01-02 15:04", p)
+		if err != nil || at.Hour() != 0 || at.Minute() != 0 {
+			t.Errorf("tick %q of %q: not at midnight", p, ticks)
+		}
+		if prev, _ := time.Parse("01-02 15:04", parts[max(0, i-1)]); i > 0 && at.Sub(prev) != 24*time.Hour {
+			t.Errorf("ticks %q: %s after %s", ticks, p, parts[i-1])
+		}
+	}
+	b.open("#/company/"+coS, "#shape")
+	b.until("the third company's shape", `document.querySelector("#shape svg .limit-line") ? "yes" : null`)
+	gaps := b.until("axis labels", `(ls => ls.length + ":" + ls.map((a, i) => i ? Math.round(a.getBoundingClientRect().top - ls[i-1].getBoundingClientRect().bottom) : 0).join(","))`+
+		`([...document.querySelectorAll("#shape svg text.axis-label")].sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top))`)
+	n, rest, _ := strings.Cut(gaps, ":")
+	for _, g := range strings.Split(rest, ",")[1:] {
+		if px, _ := strconv.Atoi(g); px < 6 {
+			t.Errorf("axis labels %s apart (%s of them): they touch", g, n)
+		}
+	}
+	b.shotAt("w4-at-the-limit", "#shape")
 }
 
 // whatIfTour is TestConsoleWhatIfInBrowser's story, a step a method: what a
@@ -81,7 +112,8 @@ type whatIfTour struct {
 func (c *whatIfTour) overview() {
 	t, b := c.t, c.b
 	const ranked = `(rs => rs.length ? rs.map(r => r.dataset.company + " " + r.querySelector("td.share").textContent).join(", ") : null)([...document.querySelectorAll("%s tr[data-company]")])`
-	if got := b.until("nearest", strings.Replace(ranked, "%s", "#headroom-nearest", 1)); got != coA+" 126 %, "+coS+" 100 %, "+coB+" 0.2 %" {
+	// B is far below its limit, and so not among the nearest: never in both.
+	if got := b.until("nearest", strings.Replace(ranked, "%s", "#headroom-nearest", 1)); got != coA+" 126 %, "+coS+" 100 %" {
 		t.Errorf("nearest their limit: %q", got)
 	}
 	if got := b.until("far below", strings.Replace(ranked, "%s", "#headroom-far", 1)); got != coB+" 0.2 %" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/invoicing"
@@ -126,8 +127,12 @@ func (s *Service) adminSetLimits(r *http.Request, p web.Params) (web.Answer, err
 		fe = append(fe, web.FieldError{Field: "burst", Message: "must be an integer"})
 	}
 	fe = append(fe, limitFields(fe, mode, rate, burst)...)
-	if len(fe) > 0 {
-		return web.Answer{}, &web.Error{Code: "invalid_body", Detail: "The limit is invalid.", Fields: fe}
+	switch len(fe) {
+	case 0:
+	case 1: // said in full, as the limiter says it
+		return web.Answer{}, &web.Error{Code: "invalid_body", Detail: fe[0].Field + " " + fe[0].Message + ".", Fields: fe}
+	default:
+		return web.Answer{}, &web.Error{Code: "invalid_body", Detail: "The limit is invalid: " + strconv.Itoa(len(fe)) + " values are at fault.", Fields: fe}
 	}
 	return result(s.SetCompanyLimit(r.Context(), actor(r), p.ByName("id"), mode, rate, burst))
 }
