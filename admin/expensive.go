@@ -13,10 +13,11 @@ import (
 // The admin's expensive reads (a what-if or a shape: up to 30 days of a
 // company's traffic read from Redis and replayed) run a few at a time, so
 // that the platform team's questions never take the public API's cores or
-// memory: on two cores, one at a time, the other core left to the API, and
-// one window's seconds in memory (about 10 MB for 30 days) instead of one
-// per question. A read waits its turn for a few seconds, then is answered
-// 503 admin_busy with Retry-After.
+// memory: on two cores, one at a time, and one window's seconds in memory
+// (about 10 MB for 30 days) instead of one per question. Each turn is given
+// back as long after the read ends as the read took, so that reads asked
+// one after another take at most half of a core each. A read waits its turn
+// for a few seconds, then is answered 503 admin_busy with Retry-After.
 
 var _ = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: "admin_busy", Title: "Admin API busy",
 	Message: "admin: too many expensive reads at once"})
@@ -40,11 +41,14 @@ func newGate(n int, wait time.Duration) *gate {
 	return &gate{slots: make(chan struct{}, n), wait: wait}
 }
 
-// acquire waits for a turn; release gives it back.
+// acquire waits for a turn; release gives it back, as long after the read
+// as the read took.
 func (g *gate) acquire(ctx context.Context) (release func(), err error) {
-	release = func() { <-g.slots }
+	var start time.Time
+	release = func() { time.AfterFunc(time.Since(start), func() { <-g.slots }) }
 	select {
 	case g.slots <- struct{}{}:
+		start = time.Now()
 		return release, nil
 	default:
 	}
@@ -52,6 +56,7 @@ func (g *gate) acquire(ctx context.Context) (release func(), err error) {
 	defer t.Stop()
 	select {
 	case g.slots <- struct{}{}:
+		start = time.Now()
 		return release, nil
 	case <-t.C:
 		return nil, &web.Error{Code: "admin_busy", RetryAfter: busyRetry,

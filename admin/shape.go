@@ -37,7 +37,9 @@ func (s *Service) TrafficShape(ctx context.Context, companyID, mode string, sinc
 		return ShapeView{}, err
 	}
 	defer release()
-	company, series, cur, err := s.recorded(ctx, companyID, m, since)
+	buf := windows.Get().(*[]uint32)
+	defer windows.Put(buf)
+	company, series, cur, err := s.recorded(ctx, companyID, m, since, buf)
 	if err != nil {
 		return ShapeView{}, err
 	}

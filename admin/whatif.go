@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/invoicing-ao/gateway/invoicing"
@@ -17,9 +18,14 @@ import (
 
 // Shape reads the traffic recorded per company and mode (shape.Store).
 type Shape interface {
-	Series(ctx context.Context, companyID string, m invoicing.Mode, from, to time.Time) (shape.Series, error)
+	SeriesInto(ctx context.Context, companyID string, m invoicing.Mode, from, to time.Time, into *[]uint32) (shape.Series, error)
 	Peaks(ctx context.Context, m invoicing.Mode) ([]shape.Peak, error)
 }
+
+// windows keeps the seconds of windows read (30 days: 10 MB), for the next
+// read to use again: the expensive reads run a few at a time (expensive.go),
+// and so allocate a window each once, not once a read.
+var windows = sync.Pool{New: func() any { return new([]uint32) }}
 
 // DefaultMaxRefused is the share of requests the smallest burst WhatIf
 // looks for may refuse, unless told: one in a thousand.
@@ -113,11 +119,13 @@ func (s *Service) WhatIf(ctx context.Context, q WhatIfQuery) (WhatIfView, error)
 		return WhatIfView{}, err
 	}
 	defer release()
-	company, series, current, err := s.recorded(ctx, q.CompanyID, m, q.Since)
+	buf := windows.Get().(*[]uint32)
+	defer windows.Put(buf)
+	company, series, current, err := s.recorded(ctx, q.CompanyID, m, q.Since, buf)
 	if err != nil {
 		return WhatIfView{}, err
 	}
-	tr := traffic(series)
+	tr := traffic(series).Indexed()
 	proposed := tenants.Limit{Rate: q.Rate, Burst: q.Burst}.WhatIf(tr)
 	v := WhatIfView{CompanyID: company, Mode: string(m), From: series.Start, To: series.End(),
 		SummarizedSeconds: series.Summarized, Approximate: []string{},
@@ -148,7 +156,7 @@ const MinFitRequests = 100
 
 // traffic is a series as the replays read it.
 func traffic(sr shape.Series) tenants.Traffic {
-	tr := tenants.Traffic{Start: sr.Start, Counts: sr.Counts,
+	tr := tenants.Traffic{Start: sr.Start, Counts: sr.Counts, Busy: sr.Busy,
 		Uneven: make([]tenants.Uneven, len(sr.Uneven)), Refused: make([]tenants.Refused, len(sr.Refused))}
 	for i, u := range sr.Uneven {
 		tr.Uneven[i] = tenants.Uneven(u)
@@ -220,7 +228,7 @@ type limitInForce struct {
 
 // recorded reads a company's traffic in mode m from since until now, and
 // its limit in force.
-func (s *Service) recorded(ctx context.Context, companyID string, m invoicing.Mode, since time.Time) (string, shape.Series, limitInForce, error) {
+func (s *Service) recorded(ctx context.Context, companyID string, m invoicing.Mode, since time.Time, buf *[]uint32) (string, shape.Series, limitInForce, error) {
 	if s.shape == nil {
 		return "", shape.Series{}, limitInForce{}, &web.Error{Code: "usage_unavailable", Detail: "Traffic is not recorded (no traffic shape store is configured)."}
 	}
@@ -229,7 +237,7 @@ func (s *Service) recorded(ctx context.Context, companyID string, m invoicing.Mo
 		return "", shape.Series{}, limitInForce{}, err
 	}
 	now := s.now()
-	series, err := s.shape.Series(ctx, company, m, windowStart(since, now), now)
+	series, err := s.shape.SeriesInto(ctx, company, m, windowStart(since, now), now, buf)
 	if err != nil {
 		return "", shape.Series{}, limitInForce{}, err
 	}

@@ -34,10 +34,20 @@ type block struct {
 // written: they are 0). A second's sixteenths are kept where they came
 // unevenly (isUneven), add up to its count and none saturated.
 func rawBlock(raw []byte) (*block, error) {
-	if len(raw) > rawSize {
-		return nil, errCorrupt
-	}
 	var b block
+	if err := decodeRaw(raw, &b); err != nil {
+		return nil, err
+	}
+	return &b, nil
+}
+
+// decodeRaw is rawBlock into b, which it overwrites: a read of many blocks
+// reuses one.
+func decodeRaw(raw []byte, b *block) error {
+	if len(raw) > rawSize {
+		return errCorrupt
+	}
+	*b = block{}
 	u16 := func(i int) uint32 {
 		if 2*i+1 < len(raw) {
 			return uint32(binary.BigEndian.Uint16(raw[2*i:]))
@@ -62,7 +72,7 @@ func rawBlock(raw []byte) (*block, error) {
 			b.slots[i] = [Slots]uint8{}
 		}
 	}
-	return &b, nil
+	return nil
 }
 
 // isUneven: the requests of a second (n, in its sixteenths) came far from
@@ -127,6 +137,15 @@ func compact(b *block, dst []byte) []byte {
 // uncompact reads what compact wrote.
 func uncompact(in []byte) (*block, error) {
 	var b block
+	if err := decodeCompact(in, &b); err != nil {
+		return nil, err
+	}
+	return &b, nil
+}
+
+// decodeCompact is uncompact into b, which it overwrites.
+func decodeCompact(in []byte, b *block) error {
+	*b = block{}
 	i := 0
 	next := func() (uint64, bool) {
 		v, k := binary.Uvarint(in)
@@ -139,30 +158,30 @@ func uncompact(in []byte) (*block, error) {
 	for len(in) > 0 {
 		v, ok := next()
 		if !ok {
-			return nil, errCorrupt
+			return errCorrupt
 		}
 		switch v & 3 {
 		case 1:
 			if v>>2 > uint64(blockSeconds-i) {
-				return nil, errCorrupt
+				return errCorrupt
 			}
 			i += int(v >> 2)
 			continue
 		case 3:
-			return nil, errCorrupt
+			return errCorrupt
 		}
 		if i >= blockSeconds || v>>2 > maxCount || v>>2 == 0 {
-			return nil, errCorrupt
+			return errCorrupt
 		}
 		b.counts[i] = uint32(v >> 2)
 		if v&2 != 0 {
 			if err := b.readExtras(i, next); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		i++
 	}
-	return &b, nil
+	return nil
 }
 
 // readExtras reads second i's refusals and sixteenths.

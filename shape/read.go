@@ -33,6 +33,9 @@ type Series struct {
 	// Refused are the seconds in which requests were refused (by the
 	// limit then in force), by Index ascending.
 	Refused []Refused
+	// Busy are the indexes of the seconds with requests, ascending; nil
+	// where at least half are busy (read Counts then).
+	Busy []int32
 	// Summarized is how many of the seconds were read from the minute
 	// summaries (the seconds themselves are kept at least FineWindow, until
 	// 49 hours after the end of their day): their minutes' requests are
@@ -69,6 +72,14 @@ func (s Series) End() time.Time { return s.Start.Add(time.Duration(len(s.Counts)
 // of the second `to` is in, the current one included so far. The counts of
 // the last FlushEvery of each running instance may not be in yet.
 func (s *Store) Series(ctx context.Context, company string, m invoicing.Mode, from, to time.Time) (Series, error) {
+	return s.SeriesInto(ctx, company, m, from, to, nil)
+}
+
+// SeriesInto is Series, its Counts in *into when large enough (and *into
+// then the series' Counts, to be used again once the series is done with):
+// a reader of many windows (the admin's what-ifs, one at a time) allocates
+// a window's seconds once, not at each read.
+func (s *Store) SeriesInto(ctx context.Context, company string, m invoicing.Mode, from, to time.Time, into *[]uint32) (Series, error) {
 	now := s.now()
 	if to.After(now) {
 		to = now
@@ -89,16 +100,30 @@ func (s *Store) Series(ctx context.Context, company string, m invoicing.Mode, fr
 	if err := r.fetch(); err != nil {
 		return Series{}, err
 	}
-	out := Series{Start: from.UTC(), Counts: make([]uint32, to.Sub(from)/time.Second)}
+	n := int(to.Sub(from) / time.Second)
+	out := Series{Start: from.UTC()}
+	if into != nil && cap(*into) >= n {
+		out.Counts = (*into)[:n]
+		clear(out.Counts)
+	} else {
+		out.Counts = make([]uint32, n)
+	}
+	blk := new(block) // one for every block read: 14 KB, not 14 KB a block
 	for b := r.first; b <= r.last; b++ {
-		blk, summarized, err := r.block(b)
+		found, summarized, err := r.block(b, blk)
 		if err != nil {
 			s.log.Warn("shape: a recorded block is unreadable; it is left out", "company", company, "mode", string(m), "block", b)
 			continue
 		}
-		if blk != nil {
+		if found {
 			out.add(blk, b*blockSeconds-r.from, summarized)
 		}
+	}
+	if into != nil && cap(out.Counts) > cap(*into) {
+		*into = out.Counts[:0]
+	}
+	if 2*len(out.Busy) >= len(out.Counts) {
+		out.Busy = nil // as large as Counts: read Counts
 	}
 	return out, nil
 }
@@ -113,6 +138,9 @@ func (s *Series) add(b *block, at int64, summarized bool) {
 			continue
 		}
 		s.Counts[j] = n
+		if n > 0 {
+			s.Busy = append(s.Busy, int32(j))
+		}
 		if summarized {
 			s.Summarized++
 		}
@@ -185,34 +213,33 @@ func (r *reading) fetch() error {
 	return nil
 }
 
-// block is one block's seconds: raw while it is kept, else its 48-hour
-// record, else its minute summaries (summarized), else nil: none recorded.
-func (r *reading) block(b int64) (blk *block, summarized bool, err error) {
+// block reads one block's seconds into blk: raw while it is kept, else its
+// 48-hour record, else its minute summaries (summarized); found is false
+// when none is recorded.
+func (r *reading) block(b int64, blk *block) (found, summarized bool, err error) {
 	if cmd := r.raw[b]; cmd != nil {
 		if raw, err := cmd.Bytes(); err == nil {
-			blk, err := rawBlock(raw)
-			return blk, false, err
+			return true, false, decodeRaw(raw, blk)
 		}
 	}
 	day, bod := dayOfBlock(b), blockOfDay(b)
 	if rec, ok := r.fineRec[day][bod]; ok {
-		blk, err := uncompact(rec)
-		return blk, false, err
+		return true, false, decodeCompact(rec, blk)
 	}
 	if rec, ok := r.coarseRec[day][bod]; ok {
 		ms, _, err := readMinutes(rec)
 		if err != nil {
-			return nil, false, err
+			return false, false, err
 		}
-		blk = &block{}
+		*blk = block{}
 		for i, m := range ms {
 			secs := (*[60]uint32)(blk.counts[60*i : 60*i+60])
 			expand(m, secs)
 			expandRefused(m, secs, (*[60]uint32)(blk.refused[60*i:60*i+60]))
 		}
-		return blk, true, nil
+		return true, true, nil
 	}
-	return nil, false, nil
+	return false, false, nil
 }
 
 // records splits a day's record string into its blocks' records (the last

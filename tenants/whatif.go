@@ -36,6 +36,34 @@ type Traffic struct {
 	// Refused are the seconds in which the limit in force refused
 	// requests, by Index ascending.
 	Refused []Refused
+	// Busy are the indexes of the seconds with requests, ascending, for the
+	// many replays of a search to skip the idle ones (a mostly idle month:
+	// 2.6 million seconds); nil: every second of Counts is read.
+	Busy []int32
+}
+
+// Indexed is tr with its Busy seconds listed, where fewer than half are
+// busy and they are not listed yet.
+func (tr Traffic) Indexed() Traffic {
+	if tr.Busy != nil {
+		return tr
+	}
+	n := 0
+	for _, c := range tr.Counts {
+		if c > 0 {
+			n++
+		}
+	}
+	if 2*n >= len(tr.Counts) {
+		return tr
+	}
+	tr.Busy = make([]int32, 0, n)
+	for i, c := range tr.Counts {
+		if c > 0 {
+			tr.Busy = append(tr.Busy, int32(i))
+		}
+	}
+	return tr
 }
 
 // Uneven is how the requests of second Index came within it: Slots[k] in
@@ -127,7 +155,7 @@ func (l Limit) WhatIf(tr Traffic) WhatIf {
 func Recorded(l Limit, tr Traffic) WhatIf {
 	t := newTally(l, tr.Start)
 	r := tr.Refused
-	for i, n := range tr.Counts {
+	tr.eachBusy(func(i int, n uint32) {
 		var refused uint32
 		for len(r) > 0 && r[0].Index < i {
 			r = r[1:] // out of order or out of the window: not counted
@@ -135,10 +163,8 @@ func Recorded(l Limit, tr Traffic) WhatIf {
 		if len(r) > 0 && r[0].Index == i {
 			refused = min(r[0].N, n)
 		}
-		if n > 0 {
-			t.second(i, n, refused)
-		}
-	}
+		t.second(i, n, refused)
+	})
 	return t.done()
 }
 
@@ -146,16 +172,14 @@ func Recorded(l Limit, tr Traffic) WhatIf {
 // requests its offered and refused counts.
 func (l Limit) replay(tr Traffic, each func(i int, n, refused uint32)) {
 	g := newGCRA(l)
-	idle := 0.0 // seconds since the last one replayed
-	u := 0      // the next of tr.Uneven
+	u := 0 // the next of tr.Uneven
 	var place placement
-	for i, n := range tr.Counts {
-		if n == 0 {
-			idle++
-			continue
+	last := -1 // the last second replayed
+	tr.eachBusy(func(i int, n uint32) {
+		if last >= 0 {
+			g.shift(float64(i - last))
 		}
-		g.shift(idle)
-		idle = 1
+		last = i
 		for u < len(tr.Uneven) && tr.Uneven[u].Index < i {
 			u++
 		}
@@ -171,6 +195,21 @@ func (l Limit) replay(tr Traffic, each func(i int, n, refused uint32)) {
 			admitted = g.spread(int(n))
 		}
 		each(i, n, n-uint32(admitted))
+	})
+}
+
+// eachBusy calls f for each second of tr with requests, in order.
+func (tr Traffic) eachBusy(f func(i int, n uint32)) {
+	if tr.Busy != nil {
+		for _, i := range tr.Busy {
+			f(int(i), tr.Counts[i])
+		}
+		return
+	}
+	for i, n := range tr.Counts {
+		if n > 0 {
+			f(i, n)
+		}
 	}
 }
 
@@ -294,10 +333,13 @@ func SmallestBurst(rate float64, tr Traffic, share float64) (burst int, ok bool)
 	}
 	allowed := int64(math.Floor(share * float64(total)))
 	fits := func(b int) bool { return Limit{Rate: rate, Burst: b}.refused(tr) <= allowed }
-	if !fits(MaxBurst) {
+	top := MaxBurst
+	if total < MaxBurst { // a burst of all the requests refuses none: fewer replays
+		top = max(1, int(total))
+	} else if !fits(MaxBurst) {
 		return 0, false
 	}
-	lo, hi := 0, MaxBurst // fits(hi); lo does not fit, or is 0
+	lo, hi := 0, top // fits(hi); lo does not fit, or is 0
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
 		if fits(mid) {

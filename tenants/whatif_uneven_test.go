@@ -95,3 +95,27 @@ func TestReplayOfSubSecondBursts(t *testing.T) {
 		})
 	}
 }
+
+// A replay over the busy seconds' index is the replay over every second.
+func TestIndexedReplaysAlike(t *testing.T) {
+	t.Parallel()
+	rnd := rand.New(rand.NewPCG(9, 10))
+	t0 := time.Date(2026, 3, 10, 14, 0, 0, 0, time.UTC)
+	times := bursts(rnd, 40, 60, 0.1, 30, 0)
+	tr := trafficOf(t0, times)
+	ix := tr.Indexed()
+	if ix.Busy == nil {
+		t.Fatal("not indexed: the traffic is mostly idle")
+	}
+	for _, l := range []Limit{{20, 40}, {5, 10}, {1, 1}} {
+		a, b := l.WhatIf(tr), l.WhatIf(ix)
+		if a != b || a.Refused == 0 {
+			t.Errorf("%+v: %+v over every second, %+v over the index", l, a, b)
+		}
+		ba, oka := SmallestBurst(l.Rate, tr, 0.001)
+		bb, okb := SmallestBurst(l.Rate, ix, 0.001)
+		if ba != bb || oka != okb {
+			t.Errorf("%+v: smallest burst %d, %v; over the index %d, %v", l, ba, oka, bb, okb)
+		}
+	}
+}
