@@ -52,7 +52,7 @@ var commands = []*command{
 	{
 		name: "limits set", synopsis: "--company ID [--mode LIVE|TEST] --rate N --burst N [--json]",
 		summary: "Override a company's rate limit, live on every gateway.",
-		detail:  "Needs only Redis, so that a company can be throttled while the database is down: the company id is checked for its form. --rps is read as --rate, its old name.",
+		detail:  "Refuses a company the live database does not know. Needs only Redis, so that a company can be throttled while the database is down: then it says the company was not checked. --rps is read as --rate, its old name.",
 		example: "gateway limits set --company " + exampleCompany + " --mode LIVE --rate 100 --burst 200",
 		needs:   config.NeedRedis, required: []string{"company", "rate", "burst"},
 		aliases: map[string]string{"rps": "rate"},

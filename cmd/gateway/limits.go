@@ -8,9 +8,12 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/invoicing-ao/gateway/admin"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 func limitsGet(company *string, asJSON *bool) action {
@@ -26,15 +29,49 @@ func limitsSetFlags(fs *flag.FlagSet) action {
 	fs.Var((*floatFlag)(rate), "rps", "") // the old name of --rate
 	burst := fs.Int("burst", 0, "requests allowed at once (`N` >= 1)")
 	asJSON := jsonFlag(fs)
-	set := limitsAction(asJSON, func(ctx context.Context, s *admin.Service) (admin.LimitsView, error) {
-		return s.SetCompanyLimit(ctx, commandActor(), *company, *mode, *rate, *burst)
-	})
 	return func(ctx context.Context, c *invocation) error {
 		if err := checkLimitFlags(*mode, true, *rate, *burst); err != nil {
 			return err
 		}
-		return set(ctx, c)
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.LimitsView, error) {
+			if err := knownToThePlatform(ctx, c, d, *company); err != nil {
+				return admin.LimitsView{}, err
+			}
+			return d.admin.SetCompanyLimit(ctx, commandActor(), *company, *mode, *rate, *burst)
+		}, printLimits)
 	}
+}
+
+// knownToThePlatform refuses a company the live database does not know,
+// as the admin API does. `limits set` needs only Redis, so that a company
+// can be throttled while the database is down: a database that does not
+// answer (or none configured) leaves the id checked for its form only, and
+// says so.
+func knownToThePlatform(ctx context.Context, c *invocation, d *deps, company string) error {
+	id, err := invoicing.ParseCompanyID(company)
+	if err != nil || d.cfg.LiveDatabaseURL == "" {
+		return nil // the form is the admin's to refuse
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := openStore(ctx, d.cfg, "LiveDatabaseURL", d.logger, wireOptions{})
+	if err == nil {
+		defer st.Close()
+		_, err = st.Company(ctx, id)
+		if invoicing.KindOf(err) == invoicing.NotFound {
+			return &web.Error{Code: "unknown_company", Detail: "No company " + id + " exists on the platform.", Err: err}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(c.stderr, "gateway: warning: the company is not checked against the platform (%s)\n", firstLine(message(err)))
+	}
+	return nil
+}
+
+// firstLine is s up to its first line break.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // floatFlag is a float64 flag under a second name.

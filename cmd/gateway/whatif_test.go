@@ -140,10 +140,26 @@ func TestLimitsCommandsRefuseBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"limits", "whatif", "--company", unknown, "--mode", "LIVE", "--rate", "20", "--burst", "40"},
 		{"limits", "shape", "--company", unknown, "--mode", "LIVE"},
+		{"limits", "set", "--company", unknown, "--rate", "20", "--burst", "40"},
 	} {
 		if code, out, errs := gw(t, env, args...); code != 1 || !strings.Contains(errs, "No company "+unknown+" exists on the platform") {
 			t.Errorf("%v: exit %d, %q%q", args, code, out, errs)
 		}
+	}
+	if code, out, _ := gw(t, env, "limits", "get", "--company", unknown); code != 0 || strings.Contains(out, "custom") {
+		t.Errorf("limits get of the unknown company: exit %d\n%s", code, out)
+	}
+	// The database down: limits set still throttles, and says the company
+	// was not checked.
+	noDB := func(k string) string {
+		if k == "GATEWAY_LIVE_DATABASE_URL" {
+			return "postgres://root@127.0.0.1:1/none?sslmode=disable"
+		}
+		return env(k)
+	}
+	if code, out, errs := gw(t, noDB, "limits", "set", "--company", co, "--mode", "TEST", "--rate", "3", "--burst", "4"); code != 0 ||
+		!strings.Contains(out, "TEST  3 rps, burst 4 (custom)") || !strings.Contains(errs, "warning: the company is not checked against the platform") {
+		t.Errorf("limits set with the database down: exit %d\n%s%s", code, out, errs)
 	}
 	// --rps, the old name of --rate, still works; the help shows --rate only.
 	if code, out, errs := gw(t, env, "limits", "set", "--company", co, "--mode", "LIVE", "--rps", "7", "--burst", "9"); code != 0 || !strings.Contains(out, "LIVE  7 rps, burst 9 (custom)") {
