@@ -86,6 +86,17 @@ func TestWhatIfOfRecordedTraffic(t *testing.T) {
 	if want.Offered != sent || want.Refused == 0 {
 		t.Fatalf("recorded %d requests, %d of them refused at 1/s burst 5; want %d sent, some refused", want.Offered, want.Refused, sent)
 	}
+	// "The last 30 days", as the console asks it, and in hours: the clock is
+	// read once, so 30 days is within 30 days.
+	for _, since := range []string{"30d", "720h"} {
+		var v whatIfAnswer
+		adminGet(t, in, "/admin/v1/companies/"+coA+"/limits/whatif?mode=LIVE&rate=1&burst=5&since="+since, &v)
+		var sh struct{ From time.Time }
+		adminGet(t, in, "/admin/v1/companies/"+coA+"/limits/shape?mode=LIVE&since="+since, &sh)
+		if v.Offered != sent || !v.From.Equal(sh.From) || in.clock.Now().Sub(v.From) > 30*24*time.Hour+time.Second {
+			t.Errorf("since %s: from %v (shape from %v), %d offered", since, v.From, sh.From, v.Offered)
+		}
+	}
 	for _, since := range []string{"1h", "90m", now.Add(-time.Hour).UTC().Format(time.RFC3339), escapePlus(now.Add(-time.Hour).Format(time.RFC3339Nano)), now.UTC().Format(time.DateOnly)} {
 		var v whatIfAnswer
 		adminGet(t, in, "/admin/v1/companies/"+coA+"/limits/whatif?mode=live&rate=1&burst=5&since="+since, &v)

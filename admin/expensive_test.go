@@ -3,6 +3,9 @@ package admin
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,4 +41,32 @@ func TestExpensiveReadsWaitTheirTurn(t *testing.T) {
 		t.Fatalf("the turn given back: %v", err)
 	}
 	again()
+}
+
+// "The last 30 days" (30d, 720h) is within them on a clock that moves
+// between two reads, as the real one does: the query reads it once.
+func TestThirtyDaysOnAMovingClock(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	ticks := 0
+	s := New(Config{Now: func() time.Time { // a millisecond later at each read
+		mu.Lock()
+		defer mu.Unlock()
+		ticks++
+		return t0.Add(time.Duration(ticks) * time.Millisecond)
+	}})
+	p := web.Params{{Key: "id", Value: "0a5e7c1e-0000-4000-8000-00000000000a"}}
+	for _, since := range []string{"30d", "720h"} {
+		for path, h := range map[string]func(*http.Request, web.Params) (web.Answer, error){
+			"whatif?mode=LIVE&rate=5&burst=10&since=" + since: s.adminWhatIf,
+			"shape?mode=LIVE&since=" + since:                  s.adminShape,
+		} {
+			_, err := h(httptest.NewRequest(http.MethodGet, "/admin/v1/companies/x/limits/"+path, nil), p)
+			// No shape store: past the checks, the read is unavailable.
+			if we := (*web.Error)(nil); !errors.As(err, &we) || we.Code != "usage_unavailable" {
+				t.Errorf("%s: %v, want past the checks", path, err)
+			}
+		}
+	}
 }
