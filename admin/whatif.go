@@ -64,9 +64,14 @@ type WhatIfView struct {
 	// Approximate says why the proposed limit's prediction may be off
 	// (docs/operators.md says by how much): "summarized", seconds read
 	// from minute summaries; "retries", traffic that met refusals, whose
-	// clients' retries are in it. Empty: the replay is the limiter's
-	// arithmetic on the requests' own sixteenths of a second.
+	// clients' retries are in it; "short_bursts", bursts shorter than 125
+	// ms (ShortBursts) where the limit refuses. Empty: the replay is the
+	// limiter's arithmetic on the requests' own sixteenths of a second.
 	Approximate []string `json:"approximate"`
+	// ShortBursts are the bursts within one or two sixteenths of a second
+	// (of 2 requests or more): each may be refused up to what the rate
+	// refills in 62.5 ms more or less than said.
+	ShortBursts int `json:"shortBursts"`
 }
 
 // Outcome is what one limit would have refused.
@@ -145,6 +150,9 @@ func (s *Service) WhatIf(ctx context.Context, q WhatIfQuery) (WhatIfView, error)
 	}
 	if v.Current.Refused > 0 {
 		v.Approximate = append(v.Approximate, "retries")
+	}
+	if v.ShortBursts = tr.ShortBursts(); v.ShortBursts > 0 && proposed.Refused > 0 {
+		v.Approximate = append(v.Approximate, "short_bursts")
 	}
 	return v, nil
 }

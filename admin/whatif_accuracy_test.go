@@ -3,6 +3,7 @@ package admin_test
 import (
 	"context"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -58,6 +59,12 @@ func TestWhatIfAgreesWithTheLimiter(t *testing.T) {
 				Since: start.Add(-time.Second), MaxRefused: admin.DefaultMaxRefused})
 			if err != nil {
 				t.Fatal(err)
+			}
+			// What the prediction says of itself: the retries of traffic
+			// that met refusals, and bursts within a sixteenth or two.
+			short, known := map[string]bool{"exact": false, "leased": false, "each second's together": true, "40 within 50 ms every 2 s": true}[tc.name]
+			if slices.Contains(v.Approximate, "retries") != (c.refused.Load() > 0) || (known && slices.Contains(v.Approximate, "short_bursts") != short) {
+				t.Errorf("approximate %v (%d short bursts)", v.Approximate, v.ShortBursts)
 			}
 			if v.Offered != int64(len(tc.times)) || v.Current.Refused != c.refused.Load() || !v.Current.Recorded {
 				t.Fatalf("recorded %d requests (want %d), %d refused under the first limit (the instances refused %d)",

@@ -113,7 +113,7 @@ func TestWhatIf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Offered != 2040 || !v.From.Equal(w.t0.Add(-time.Hour)) || !v.To.Equal(w.t0.Add(3*time.Minute)) || v.Mode != "LIVE" || v.SummarizedSeconds != 0 {
+	if v.Offered != 2040 || !v.From.Equal(w.t0.Add(-time.Hour)) || !v.To.Equal(w.t0.Add(3*time.Minute)) || v.Mode != "LIVE" || v.SummarizedSeconds != 0 || len(v.Approximate) != 0 {
 		t.Errorf("window: %+v", v)
 	}
 	// At 20/s burst 40, the second of 100 loses 41 (TestWhatIf in

@@ -294,6 +294,33 @@ func (p *placement) of(us []Uneven, u int) {
 	}
 }
 
+// ShortBursts counts the runs of busy sixteenths one or two long (bursts
+// shorter than 125 ms, of 2 requests or more), where the replay is
+// approximate: how long such a burst lasted, within its sixteenths, is not
+// recorded.
+func (tr Traffic) ShortBursts() (n int) {
+	us := tr.Uneven
+	for u := range us {
+		for k := 0; k < Slots; k++ {
+			if us[u].Slots[k] == 0 {
+				continue
+			}
+			if pu, pk, ok := prevSlot(us, u, k); ok && us[pu].Slots[pk] > 0 {
+				continue // not the run's first
+			}
+			length, requests := 0, 0
+			for cu, ck, ok := u, k, true; ok && us[cu].Slots[ck] > 0 && length <= 2; cu, ck, ok = nextSlot(us, cu, ck) {
+				length++
+				requests += int(us[cu].Slots[ck])
+			}
+			if length <= 2 && requests >= 2 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // prevSlot and nextSlot step through the sixteenths of consecutive uneven
 // seconds.
 func prevSlot(us []Uneven, u, k int) (int, int, bool) {

@@ -119,3 +119,18 @@ func TestIndexedReplaysAlike(t *testing.T) {
 		}
 	}
 }
+
+// The short bursts are counted, where they are: a burst within a sixteenth
+// or across two (even across two seconds), not one of three.
+func TestShortBursts(t *testing.T) {
+	t.Parallel()
+	tr := Traffic{Uneven: []Uneven{
+		{Index: 0, Slots: [Slots]uint16{2: 30, 7: 20, 8: 20, 10: 5, 11: 5, 12: 5, 15: 9}},
+		{Index: 1, Slots: [Slots]uint16{0: 9, 5: 1}},
+	}}
+	// 2: one sixteenth; 7-8: two; 10-12: three, not short; 15 and the next
+	// second's 0: two; 5 of the second second: a single request.
+	if n := tr.ShortBursts(); n != 3 {
+		t.Errorf("%d short bursts, want 3", n)
+	}
+}

@@ -102,6 +102,9 @@ func printWhatIf(w io.Writer, v admin.WhatIfView) {
 			fmt.Fprintf(w, "approximate: the %s seconds older than 48 hours are estimated from per-minute summaries\n", group(int64(v.SummarizedSeconds)))
 		case "retries":
 			fmt.Fprintln(w, "approximate: requests were refused, and their clients' retries are in the traffic replayed")
+		case "short_bursts":
+			fmt.Fprintf(w, "approximate: %s shorter than 125 ms, each refused up to what the rate refills in 62.5 ms more or less than said\n",
+				plural(v.ShortBursts, "burst", "bursts"))
 		}
 	}
 }

@@ -52,9 +52,11 @@ function whatIfPanel(companyId, mode, rate, burst) {
           ? "No burst up to 100,000 refuses at most " + pct(fit.maxRefusedShare) + " at " + rps(v.proposed.rate) + "."
           : ["Smallest burst refusing at most " + pct(fit.maxRefusedShare) + " at " + rps(v.proposed.rate) + ": " + fmt(fit.burst) + " (" + fmt(fit.refused) + " refused) ",
             fit.burst !== v.proposed.burst ? h("button", { type: "button", class: "use-burst", onclick: () => useBurst(fit.burst) }, "Use burst " + fmt(fit.burst)) : null]),
-      (v.approximate || []).map((a) => h("p", { class: "whatif-approximate muted small" }, "Approximate: " + (a === "summarized"
-        ? "the " + plural(v.summarizedSeconds, "second") + " older than 48 hours are estimated from per-minute summaries."
-        : "requests were refused, and their clients' retries are in the traffic replayed."))));
+      (v.approximate || []).map((a) => h("p", { class: "whatif-approximate muted small" }, "Approximate: " + ({
+        summarized: "the " + plural(v.summarizedSeconds, "second") + " older than 48 hours are estimated from per-minute summaries.",
+        retries: "requests were refused, and their clients' retries are in the traffic replayed.",
+        short_bursts: plural(v.shortBursts, "burst") + " shorter than 125 ms, each refused up to what the rate refills in 62.5 ms more or less than said.",
+      }[a] || a))));
   };
   const read = async () => {
     const current = turn();
