@@ -11,14 +11,13 @@ import (
 // are placed by the sixteenths they came in (Traffic.Uneven), where the
 // recording kept them: the requests of a sixteenth are packed as densely as
 // its run of busy sixteenths' busiest (a burst of even density is then
-// placed where it came, wherever it starts and however long it lasts, from
-// two sixteenths on), and spread over the sixteenth when it stands alone.
-// Seconds whose requests came evenly are spread evenly over the second.
-// Where a prediction may still differ from what the limiter would have
-// decided:
-//   - A burst shorter than a sixteenth (62.5 ms) is taken as lasting one,
-//     or two when it straddles two: at most what the rate refills in 62.5
-//     ms fewer refusals per burst.
+// placed where it came, wherever it starts and however long it lasts, over
+// three sixteenths or more). Seconds whose requests came evenly are spread
+// evenly over the second. Where a prediction may still differ from what the
+// limiter would have decided:
+//   - A burst within one or two sixteenths is taken as half as long as it
+//     may have lasted (placement.of): up to what the rate refills in 62.5
+//     ms more or fewer refusals per burst (Traffic.ShortBursts counts them).
 //   - The bucket is full when the replay starts.
 //
 // The limiter itself adds the bounds of leasing (within 0.1 s of the rate
@@ -233,8 +232,9 @@ const slotSeconds = 1.0 / Slots
 // go on in the seconds before and after, is taken as one burst: each
 // sixteenth's requests packed as densely as the run's busiest sixteenth's
 // (a burst of even density fills its inner sixteenths), against the
-// run's inside at its edges, centred within it; a sixteenth alone is spread
-// over itself.
+// run's inside at its edges, centred within it. A run of one or two has no
+// inner sixteenth to say its density: it is taken as twice as dense, half
+// as long as it may have lasted.
 func (p *placement) of(us []Uneven, u int) {
 	for k := 0; k < Slots; {
 		if us[u].Slots[k] == 0 {
