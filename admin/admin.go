@@ -46,6 +46,12 @@ type Config struct {
 	// (throttle.go): a rate per second after a burst; zero means
 	// FailureRate after FailureBurst, a negative Rate no bound.
 	TokenFailures Limit
+	// ExpensiveReads is how many what-if and traffic shape reads run at
+	// once (expensive.go); zero means half the CPUs, at least one.
+	ExpensiveReads int
+	// ExpensiveWait is how long such a read waits for its turn before it is
+	// answered 503 admin_busy; zero means 5s.
+	ExpensiveWait time.Duration
 	Logger        *slog.Logger     // nil means slog.Default()
 	Now           func() time.Time // nil means time.Now
 }
@@ -63,6 +69,7 @@ type Service struct {
 	webhooks   Webhooks
 	adminToken string
 	failures   *failures
+	expensive  *gate
 	logger     *slog.Logger
 	now        func() time.Time
 }
@@ -70,7 +77,8 @@ type Service struct {
 // New builds a Service from cfg.
 func New(cfg Config) *Service {
 	s := &Service{keys: cfg.Keys, limiter: cfg.Limiter, usage: cfg.Usage, shape: cfg.Shape, audit: cfg.Audit, companies: cfg.Companies, directory: cfg.Directory, webhooks: cfg.Webhooks,
-		adminToken: cfg.Token, logger: cfg.Logger, now: cfg.Now, failures: newFailures(cfg.TokenFailures)}
+		adminToken: cfg.Token, logger: cfg.Logger, now: cfg.Now, failures: newFailures(cfg.TokenFailures),
+		expensive: newGate(cfg.ExpensiveReads, cfg.ExpensiveWait)}
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}

@@ -247,6 +247,24 @@ func (c *consoleTour) usageChart() {
 	if got := b.until("chart", `(c => c.querySelector("b").textContent + " | " + c.querySelectorAll("svg text")[1].textContent)(document.querySelector("svg.chart").parentElement)`); got != "Requests per minute, last hour (UTC) | "+first.UTC().Format("15:04") {
 		t.Errorf("the minutes' chart: %q, want its first minute, %s in Luanda, in UTC", got, usageMinutes.Minutes[0].Time)
 	}
+	// The 429s after the limit was lowered: a segment of their own, seen,
+	// and a mark over their bar, not a dot inside the green.
+	seen := b.until("429s drawn", `(r => r ? (m => Math.round(r.getBoundingClientRect().height) + " " + (m && m.getBoundingClientRect().bottom <= r.parentNode.querySelector('rect').getBoundingClientRect().top + 1 ? "above" : "not above"))`+
+		`([...r.parentNode.querySelectorAll("path.limited-mark")].find(m => Math.abs(m.getBoundingClientRect().left + m.getBoundingClientRect().width / 2 - r.getBoundingClientRect().left - r.getBoundingClientRect().width / 2) < 2)) : null)`+
+		`(document.querySelector('svg.chart rect[data-class="429"]'))`)
+	if h, where, _ := strings.Cut(seen, " "); h == "0" || h == "1" || where != "above" {
+		t.Errorf("the 429s: %s px high, the mark %s the bar", h, where)
+	}
+	b.shotAt("4b-minutes-chart", ".chart-panel")
+	// The minutes' ticks are 10 minutes apart.
+	ticks := b.until("ticks", `[...document.querySelector("svg.chart").querySelectorAll("text")].slice(1).map(e => e.textContent).join("|")`)
+	if parts := strings.Split(ticks, "|"); len(parts) < 3 {
+		t.Errorf("ticks %q", ticks)
+	} else if a, errA := time.Parse("15:04", parts[0]); errA == nil {
+		if b2, errB := time.Parse("15:04", parts[1]); errB != nil || b2.Sub(a) != 10*time.Minute {
+			t.Errorf("ticks %q: not 10 minutes apart", ticks)
+		}
+	}
 }
 
 // auditLog is the audit log, newest first: what changed, field by field,
@@ -327,6 +345,14 @@ func (c *consoleTour) rollKey() {
 	}
 	b.shotAt("7-key-rolled", "#company")
 	b.shotAt("7b-key-rolled-audit", "#audit")
+	// On a narrow screen no key id breaks inside itself: each is one line.
+	b.run("narrow", chromedp.EmulateViewport(820, 1000))
+	if broken := b.until("key ids", `(ids => ids.length ? ids.filter(e => e.getClientRects().length > 1 || e.getBoundingClientRect().height > 1.6 * parseFloat(getComputedStyle(e).lineHeight || 16)).map(e => e.textContent).join(",") || "none" : null)`+
+		`([...document.querySelectorAll("#keys .mono")].filter(e => /key_/.test(e.textContent)))`); broken != "none" {
+		t.Errorf("key ids broken over lines at 820 px: %s", broken)
+	}
+	b.shotAt("7c-keys-narrow", "#keys")
+	b.run("wide", chromedp.EmulateViewport(1280, 1100))
 }
 
 // revokeKey revokes the first key, asked first; it is on the second page.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/invoicing"
@@ -79,7 +80,9 @@ func (s *Service) limitsChange(actor, action, companyID string, check func() err
 	set func(ctx context.Context, companyID string) error) change[LimitsView, LimitsView] {
 	return change[LimitsView, LimitsView]{actor: actor,
 		read: func(ctx context.Context) (LimitsView, error) {
-			if _, err := parseCompany(companyID); err != nil {
+			// A company the platform does not know gets no override: a
+			// mistyped id is said to be one.
+			if _, err := s.knownCompany(ctx, companyID); err != nil {
 				return LimitsView{}, err
 			}
 			if check != nil {
@@ -123,12 +126,40 @@ func (s *Service) adminSetLimits(r *http.Request, p web.Params) (web.Answer, err
 	if raw, ok := m["burst"]; !ok || json.Unmarshal(raw, &burst) != nil {
 		fe = append(fe, web.FieldError{Field: "burst", Message: "must be an integer"})
 	}
-	if len(fe) > 0 {
-		return web.Answer{}, &web.Error{Code: "invalid_body", Detail: "The limit is invalid.", Fields: fe}
+	fe = append(fe, limitFields(fe, mode, rate, burst)...)
+	switch len(fe) {
+	case 0:
+	case 1: // said in full, as the limiter says it
+		return web.Answer{}, &web.Error{Code: "invalid_body", Detail: fe[0].Field + " " + fe[0].Message + ".", Fields: fe}
+	default:
+		return web.Answer{}, &web.Error{Code: "invalid_body", Detail: "The limit is invalid: " + strconv.Itoa(len(fe)) + " values are at fault.", Fields: fe}
 	}
 	return result(s.SetCompanyLimit(r.Context(), actor(r), p.ByName("id"), mode, rate, burst))
 }
 
 func (s *Service) adminResetLimits(r *http.Request, p web.Params) (web.Answer, error) {
 	return result(s.ResetCompanyLimits(r.Context(), actor(r), p.ByName("id")))
+}
+
+// limitFields names every one of a limit's mode, rate and burst out of
+// range, but those already failed (fe).
+func limitFields(fe []web.FieldError, mode string, rate float64, burst int) []web.FieldError {
+	failed := map[string]bool{}
+	for _, f := range fe {
+		failed[f.Field] = true
+	}
+	var out []web.FieldError
+	if _, err := invoicing.ParseMode(mode); mode != "" && err != nil && !failed["mode"] {
+		out = append(out, web.FieldError{Field: "mode", Message: "must be LIVE or TEST"})
+	}
+	for _, check := range []struct {
+		field string
+		lim   tenants.Limit
+	}{{"rate", tenants.Limit{Rate: rate, Burst: 1}}, {"burst", tenants.Limit{Rate: 1, Burst: burst}}} {
+		var fieldErr *invoicing.FieldError
+		if err := check.lim.Validate(); err != nil && !failed[check.field] && errors.As(err, &fieldErr) {
+			out = append(out, web.FieldError{Field: check.field, Message: fieldErr.Message})
+		}
+	}
+	return out
 }

@@ -28,11 +28,18 @@ type ShapeView struct {
 
 // TrafficShape reads a company's traffic in one mode from since until now.
 func (s *Service) TrafficShape(ctx context.Context, companyID, mode string, since time.Time) (ShapeView, error) {
-	m, fe := s.shapeFields(mode, since)
+	m, fe := shapeFields(mode, since, s.now())
 	if len(fe) > 0 {
 		return ShapeView{}, &web.Error{Code: "invalid_parameter", Detail: "The traffic shape query is invalid.", Fields: fe}
 	}
-	company, series, cur, err := s.recorded(ctx, companyID, m, since)
+	release, err := s.expensive.acquire(ctx)
+	if err != nil {
+		return ShapeView{}, err
+	}
+	defer release()
+	buf := windows.Get().(*[]uint32)
+	defer windows.Put(buf)
+	company, series, cur, err := s.recorded(ctx, companyID, m, since, buf)
 	if err != nil {
 		return ShapeView{}, err
 	}
@@ -51,7 +58,7 @@ const FarBelowShare = 0.1
 type HeadroomView struct {
 	Mode      string     `json:"mode"`
 	Companies int        `json:"companies"` // with recorded traffic today or yesterday
-	Nearest   []Headroom `json:"nearest"`   // the highest shares first
+	Nearest   []Headroom `json:"nearest"`   // shares over FarBelowShare, the highest first
 	FarBelow  []Headroom `json:"farBelow"`  // shares at most FarBelowShare, the lowest first
 }
 
@@ -66,7 +73,7 @@ type Headroom struct {
 // LimitHeadroom reads the top (1 to 100) companies nearest their limit in
 // one mode, and as many far below it.
 func (s *Service) LimitHeadroom(ctx context.Context, mode string, top int) (HeadroomView, error) {
-	m, fe := s.shapeFields(mode, s.now().Add(-time.Hour))
+	m, fe := shapeFields(mode, time.Unix(0, 0), time.Unix(3600, 0)) // the mode only
 	if err := inRange("top", top, 1, 100); err != nil {
 		return HeadroomView{}, err
 	}
@@ -97,8 +104,14 @@ func (s *Service) LimitHeadroom(ctx context.Context, mode string, top int) (Head
 		all[i] = Headroom{CompanyID: p.CompanyID, P99: p.P99, Limit: LimitView{lim.Rate, lim.Burst, custom}, Share: float64(p.P99) / lim.Rate}
 	}
 	slices.SortStableFunc(all, func(a, b Headroom) int { return cmpShare(b, a) })
-	v := HeadroomView{Mode: string(m), Companies: len(all), Nearest: all[:min(top, len(all))], FarBelow: []Headroom{}}
-	for i := len(all) - 1; i >= 0 && len(v.FarBelow) < top && all[i].Share <= FarBelowShare; i-- {
+	// The two lists never share a company: those far below their limit are
+	// not nearest it, however few companies there are.
+	near := len(all)
+	for near > 0 && all[near-1].Share <= FarBelowShare {
+		near--
+	}
+	v := HeadroomView{Mode: string(m), Companies: len(all), Nearest: all[:min(top, near)], FarBelow: []Headroom{}}
+	for i := len(all) - 1; i >= near && len(v.FarBelow) < top; i-- {
 		v.FarBelow = append(v.FarBelow, all[i])
 	}
 	return v, nil

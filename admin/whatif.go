@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/invoicing-ao/gateway/invoicing"
@@ -17,9 +18,14 @@ import (
 
 // Shape reads the traffic recorded per company and mode (shape.Store).
 type Shape interface {
-	Series(ctx context.Context, companyID string, m invoicing.Mode, from, to time.Time) (shape.Series, error)
+	SeriesInto(ctx context.Context, companyID string, m invoicing.Mode, from, to time.Time, into *[]uint32) (shape.Series, error)
 	Peaks(ctx context.Context, m invoicing.Mode) ([]shape.Peak, error)
 }
+
+// windows keeps the seconds of windows read (30 days: 10 MB), for the next
+// read to use again: the expensive reads run a few at a time (expensive.go),
+// and so allocate a window each once, not once a read.
+var windows = sync.Pool{New: func() any { return new([]uint32) }}
 
 // DefaultMaxRefused is the share of requests the smallest burst WhatIf
 // looks for may refuse, unless told: one in a thousand.
@@ -55,13 +61,27 @@ type WhatIfView struct {
 	// from per-minute summaries: within each of their minutes, how the
 	// requests came is estimated.
 	SummarizedSeconds int `json:"summarizedSeconds"`
+	// Approximate says why the proposed limit's prediction may be off
+	// (docs/operators.md says by how much): "summarized", seconds read
+	// from minute summaries; "retries", traffic that met refusals, whose
+	// clients' retries are in it; "short_bursts", bursts shorter than 125
+	// ms (ShortBursts) where the limit refuses. Empty: the replay is the
+	// limiter's arithmetic on the requests' own sixteenths of a second.
+	Approximate []string `json:"approximate"`
+	// ShortBursts are the bursts within one or two sixteenths of a second
+	// (of 2 requests or more): each may be refused up to what the rate
+	// refills in 62.5 ms more or less than said.
+	ShortBursts int `json:"shortBursts"`
 }
 
 // Outcome is what one limit would have refused.
 type Outcome struct {
-	Rate           float64      `json:"rate"`
-	Burst          int          `json:"burst"`
-	Custom         bool         `json:"custom"` // an override, not the default (the limit in force)
+	Rate   float64 `json:"rate"`
+	Burst  int     `json:"burst"`
+	Custom bool    `json:"custom"` // an override, not the default (the limit in force)
+	// Recorded: the refusals are those the gateway made, as recorded (the
+	// limit in force: the limits in force over the window), not a replay.
+	Recorded       bool         `json:"recorded"`
 	Refused        int64        `json:"refused"`
 	RefusedShare   float64      `json:"refusedShare"` // of the offered, 0 to 1
 	RefusedSeconds int          `json:"refusedSeconds"`
@@ -79,40 +99,86 @@ type WorstMinute struct {
 // BurstFit is the smallest burst that keeps refusals at or under a share.
 type BurstFit struct {
 	MaxRefusedShare float64 `json:"maxRefusedShare"`
-	Burst           *int    `json:"burst"` // null: no burst up to 100,000 does, at this rate
-	Refused         int64   `json:"refused"`
+	// Burst is null when no burst up to 100,000 does at this rate, or when
+	// TooFewRequests.
+	Burst   *int  `json:"burst"`
+	Refused int64 `json:"refused"`
+	// TooFewRequests: fewer than MinFitRequests were offered, and no burst
+	// is looked for: any would fit so few, and say nothing of the traffic
+	// to come.
+	TooFewRequests bool `json:"tooFewRequests"`
 }
 
-// WhatIf replays a company's recorded traffic through a proposed limit and
-// through the limit in force: the limiter's own arithmetic, the requests of
-// each second taken as spread over it (docs/operators.md says where the
-// answer is approximate).
+// WhatIf replays a company's recorded traffic through a proposed limit
+// (the limiter's own arithmetic, the requests of each second placed by the
+// sixteenths they came in), and says what the limit in force refused of it,
+// as recorded. Where the prediction is approximate, it says why
+// (Approximate; docs/operators.md says by how much).
 func (s *Service) WhatIf(ctx context.Context, q WhatIfQuery) (WhatIfView, error) {
-	m, fe := s.whatIfFields(q)
+	m, fe := s.whatIfFields(q, s.now())
 	if len(fe) > 0 {
 		return WhatIfView{}, &web.Error{Code: "invalid_parameter", Detail: "The what-if query is invalid.", Fields: fe}
 	}
-	company, series, current, err := s.recorded(ctx, q.CompanyID, m, q.Since)
+	release, err := s.expensive.acquire(ctx)
 	if err != nil {
 		return WhatIfView{}, err
 	}
-	proposed := tenants.Limit{Rate: q.Rate, Burst: q.Burst}.WhatIf(series.Start, series.Counts)
-	v := WhatIfView{CompanyID: company, Mode: string(m), From: series.Start, To: series.End(), SummarizedSeconds: series.Summarized,
+	defer release()
+	buf := windows.Get().(*[]uint32)
+	defer windows.Put(buf)
+	company, series, current, err := s.recorded(ctx, q.CompanyID, m, q.Since, buf)
+	if err != nil {
+		return WhatIfView{}, err
+	}
+	tr := traffic(series).Indexed()
+	proposed := tenants.Limit{Rate: q.Rate, Burst: q.Burst}.WhatIf(tr)
+	v := WhatIfView{CompanyID: company, Mode: string(m), From: series.Start, To: series.End(),
+		SummarizedSeconds: series.Summarized, Approximate: []string{},
 		Offered:       proposed.Offered,
 		Proposed:      outcome(proposed, false),
-		Current:       outcome(current.lim.WhatIf(series.Start, series.Counts), current.custom),
+		Current:       outcome(tenants.Recorded(current.lim, tr), current.custom),
 		SmallestBurst: BurstFit{MaxRefusedShare: q.MaxRefused}}
-	if b, ok := tenants.SmallestBurst(q.Rate, series.Counts, q.MaxRefused); ok {
-		v.SmallestBurst.Burst = &b
-		v.SmallestBurst.Refused = tenants.Limit{Rate: q.Rate, Burst: b}.WhatIf(series.Start, series.Counts).Refused
+	v.Current.Recorded = true
+	if v.SmallestBurst.TooFewRequests = proposed.Offered < MinFitRequests; !v.SmallestBurst.TooFewRequests {
+		if b, ok := tenants.SmallestBurst(q.Rate, tr, q.MaxRefused); ok {
+			v.SmallestBurst.Burst = &b
+			v.SmallestBurst.Refused = tenants.Limit{Rate: q.Rate, Burst: b}.WhatIf(tr).Refused
+		}
+	}
+	if v.SummarizedSeconds > 0 {
+		v.Approximate = append(v.Approximate, "summarized")
+	}
+	if v.Current.Refused > 0 {
+		v.Approximate = append(v.Approximate, "retries")
+	}
+	if v.ShortBursts = tr.ShortBursts(); v.ShortBursts > 0 && proposed.Refused > 0 {
+		v.Approximate = append(v.Approximate, "short_bursts")
 	}
 	return v, nil
 }
 
-// whatIfFields checks a what-if query's mode, window, limit and share,
-// and says which is at fault.
-func (s *Service) whatIfFields(q WhatIfQuery) (invoicing.Mode, []web.FieldError) {
-	m, fe := s.shapeFields(q.Mode, q.Since)
+// MinFitRequests is the fewest requests offered from which WhatIf looks
+// for the smallest burst: on fewer, a burst of 1 fits nine requests
+// minutes apart, and says nothing of the traffic to come.
+const MinFitRequests = 100
+
+// traffic is a series as the replays read it.
+func traffic(sr shape.Series) tenants.Traffic {
+	tr := tenants.Traffic{Start: sr.Start, Counts: sr.Counts, Busy: sr.Busy,
+		Uneven: make([]tenants.Uneven, len(sr.Uneven)), Refused: make([]tenants.Refused, len(sr.Refused))}
+	for i, u := range sr.Uneven {
+		tr.Uneven[i] = tenants.Uneven(u)
+	}
+	for i, r := range sr.Refused {
+		tr.Refused[i] = tenants.Refused(r)
+	}
+	return tr
+}
+
+// whatIfFields checks a what-if query's mode, window, limit and share at
+// now, and says which is at fault.
+func (s *Service) whatIfFields(q WhatIfQuery, now time.Time) (invoicing.Mode, []web.FieldError) {
+	m, fe := shapeFields(q.Mode, q.Since, now)
 	if err := (tenants.Limit{Rate: q.Rate, Burst: 1}).Validate(); err != nil {
 		fe = append(fe, web.FieldError{Field: "rate", Message: "must be " + strconv.FormatFloat(tenants.MinRate, 'g', -1, 64) + " to " + strconv.Itoa(tenants.MaxRate) + " requests per second"})
 	}
@@ -134,18 +200,31 @@ func outcome(w tenants.WhatIf, custom bool) Outcome {
 	return o
 }
 
-// shapeFields checks a query's mode and window start, and says which is
-// at fault.
-func (s *Service) shapeFields(mode string, since time.Time) (invoicing.Mode, []web.FieldError) {
+// sinceSlack is how far before 30 days ago a window may start and still be
+// read, from 30 days ago: "the last 30 days" counted from a clock read a
+// moment earlier (the command line's, a console's) is not refused.
+const sinceSlack = time.Minute
+
+// shapeFields checks a query's mode and window start at now, and says
+// which is at fault.
+func shapeFields(mode string, since, now time.Time) (invoicing.Mode, []web.FieldError) {
 	var fe []web.FieldError
 	m, err := invoicing.ParseMode(mode)
 	if err != nil {
 		fe = append(fe, web.FieldError{Field: "mode", Message: "must be LIVE or TEST"})
 	}
-	if now := s.now(); !since.Before(now) || since.Before(now.Add(-shape.MaxWindow)) {
+	if !since.Before(now) || since.Before(now.Add(-shape.MaxWindow-sinceSlack)) {
 		fe = append(fe, web.FieldError{Field: "since", Message: "must be within the last 30 days"})
 	}
 	return m, fe
+}
+
+// windowStart is since, read from 30 days ago at the earliest.
+func windowStart(since, now time.Time) time.Time {
+	if earliest := now.Add(-shape.MaxWindow); since.Before(earliest) {
+		return earliest
+	}
+	return since
 }
 
 // limitInForce is a company's limit in one mode, and whether it is an
@@ -157,7 +236,7 @@ type limitInForce struct {
 
 // recorded reads a company's traffic in mode m from since until now, and
 // its limit in force.
-func (s *Service) recorded(ctx context.Context, companyID string, m invoicing.Mode, since time.Time) (string, shape.Series, limitInForce, error) {
+func (s *Service) recorded(ctx context.Context, companyID string, m invoicing.Mode, since time.Time, buf *[]uint32) (string, shape.Series, limitInForce, error) {
 	if s.shape == nil {
 		return "", shape.Series{}, limitInForce{}, &web.Error{Code: "usage_unavailable", Detail: "Traffic is not recorded (no traffic shape store is configured)."}
 	}
@@ -165,7 +244,8 @@ func (s *Service) recorded(ctx context.Context, companyID string, m invoicing.Mo
 	if err != nil {
 		return "", shape.Series{}, limitInForce{}, err
 	}
-	series, err := s.shape.Series(ctx, company, m, since, s.now())
+	now := s.now()
+	series, err := s.shape.SeriesInto(ctx, company, m, windowStart(since, now), now, buf)
 	if err != nil {
 		return "", shape.Series{}, limitInForce{}, err
 	}

@@ -43,13 +43,13 @@ func (r *recorder) offer(company string, m invoicing.Mode, at time.Time, n int) 
 	r.counts = append(r.counts, recorded{company, m, at.Unix(), n})
 }
 
-func (r *recorder) TakeOffered(yield func(string, invoicing.Mode, int64, int)) {
+func (r *recorder) TakeOffered(yield func(string, invoicing.Mode, int64, int, int, []uint16)) {
 	r.mu.Lock()
 	counts := r.counts
 	r.counts = nil
 	r.mu.Unlock()
 	for _, c := range counts {
-		yield(c.company, c.mode, c.sec, c.n)
+		yield(c.company, c.mode, c.sec, c.n, 0, nil)
 	}
 }
 
@@ -113,7 +113,7 @@ func TestWhatIf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Offered != 2040 || !v.From.Equal(w.t0.Add(-time.Hour)) || !v.To.Equal(w.t0.Add(3*time.Minute)) || v.Mode != "LIVE" || v.SummarizedSeconds != 0 {
+	if v.Offered != 2040 || !v.From.Equal(w.t0.Add(-time.Hour)) || !v.To.Equal(w.t0.Add(3*time.Minute)) || v.Mode != "LIVE" || v.SummarizedSeconds != 0 || len(v.Approximate) != 0 {
 		t.Errorf("window: %+v", v)
 	}
 	// At 20/s burst 40, the second of 100 loses 41 (TestWhatIf in
@@ -133,7 +133,7 @@ func TestWhatIf(t *testing.T) {
 		t.Fatalf("smallest burst: %+v", b)
 	}
 	series, _ := w.shape.Series(ctx, coA, invoicing.Live, v.From, v.To)
-	if less := (tenants.Limit{Rate: 20, Burst: *b.Burst - 1}).WhatIf(series.Start, series.Counts); float64(less.Refused) <= admin.DefaultMaxRefused*2040 {
+	if less := (tenants.Limit{Rate: 20, Burst: *b.Burst - 1}).WhatIf(replayable(series)); float64(less.Refused) <= admin.DefaultMaxRefused*2040 {
 		t.Errorf("burst %d is the smallest found, but %d refuses only %d", *b.Burst, *b.Burst-1, less.Refused)
 	}
 	// Another mode's traffic is its own: none recorded in TEST.
@@ -201,6 +201,13 @@ func TestTrafficShapeAndHeadroom(t *testing.T) {
 	if v.Limit != (admin.LimitView{Rate: 50, Burst: 100}) || len(v.Hours) == 0 || v.Hours[len(v.Hours)-1].Requests != 2040 {
 		t.Errorf("limit %+v, hours %+v", v.Limit, v.Hours)
 	}
+	// Before their blocks are summarized, the companies rank by their
+	// seconds so far; with room for ten in each list, the one far below its
+	// limit is in that list only.
+	early, err := w.adm.LimitHeadroom(ctx, "LIVE", 10)
+	if err != nil || early.Companies != 3 || len(early.Nearest) != 2 || len(early.FarBelow) != 1 || early.FarBelow[0].CompanyID != coB {
+		t.Errorf("headroom of the running blocks, ten of each: %+v, %v", early, err)
+	}
 	// The blocks are summarized two minutes after they end: then the
 	// companies rank by their p99 busy second over their limit's rate.
 	w.clk.Set(w.t0.Add(10*time.Minute + 2*time.Minute + time.Second))
@@ -220,4 +227,16 @@ func TestTrafficShapeAndHeadroom(t *testing.T) {
 	if len(h.FarBelow) != 1 || h.FarBelow[0].CompanyID != coB || h.FarBelow[0].Share != 2.0/50 {
 		t.Errorf("far below: %+v", h.FarBelow)
 	}
+}
+
+// replayable is a series as the what-if replays it.
+func replayable(sr shape.Series) tenants.Traffic {
+	tr := tenants.Traffic{Start: sr.Start, Counts: sr.Counts}
+	for _, u := range sr.Uneven {
+		tr.Uneven = append(tr.Uneven, tenants.Uneven(u))
+	}
+	for _, r := range sr.Refused {
+		tr.Refused = append(tr.Refused, tenants.Refused(r))
+	}
+	return tr
 }

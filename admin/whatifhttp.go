@@ -122,12 +122,13 @@ func (q *shapeQuery) err(fe []web.FieldError) error {
 func (s *Service) adminWhatIf(r *http.Request, p web.Params) (web.Answer, error) {
 	q := readShapeQuery(r, "mode", "rate", "burst", "since", "maxRefused")
 	wq := WhatIfQuery{CompanyID: p.ByName("id")}
+	now := s.now() // once: "30d" is then exactly 30 days before the check's now
 	wq.Mode, _ = q.text("mode", true)
 	wq.Rate = q.number("rate", 1, true, "a number of requests per second")
 	wq.Burst = q.integer("burst", 1, true)
-	wq.Since = q.since(s.now())
+	wq.Since = q.since(now)
 	wq.MaxRefused = q.number("maxRefused", DefaultMaxRefused, false, "a share from 0 to below 1")
-	_, fe := s.whatIfFields(wq)
+	_, fe := s.whatIfFields(wq, now)
 	if err := q.err(fe); err != nil {
 		return web.Answer{}, err
 	}
@@ -137,8 +138,9 @@ func (s *Service) adminWhatIf(r *http.Request, p web.Params) (web.Answer, error)
 func (s *Service) adminShape(r *http.Request, p web.Params) (web.Answer, error) {
 	q := readShapeQuery(r, "mode", "since")
 	mode, _ := q.text("mode", true)
-	since := q.since(s.now())
-	_, fe := s.shapeFields(mode, since)
+	now := s.now()
+	since := q.since(now)
+	_, fe := shapeFields(mode, since, now)
 	if err := q.err(fe); err != nil {
 		return web.Answer{}, err
 	}
@@ -152,7 +154,7 @@ func (s *Service) adminHeadroom(r *http.Request, _ web.Params) (web.Answer, erro
 		mode = "LIVE"
 	}
 	top := q.integer("top", 10, false)
-	_, fe := s.shapeFields(mode, s.now().Add(-time.Hour))
+	_, fe := shapeFields(mode, time.Unix(0, 0), time.Unix(3600, 0)) // the mode only
 	if top < 1 || top > 100 {
 		fe = append(fe, web.FieldError{Field: "top", Message: "must be 1 to 100"})
 	}

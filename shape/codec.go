@@ -7,74 +7,18 @@ import (
 )
 
 // The encodings of a block's seconds, pure functions of bytes:
-//   - raw: what instances add to while the block runs, 600 big-endian
-//     16-bit counters (BITFIELD u16, saturating), 1,200 bytes;
+//   - raw: what instances add to while the block runs (layout.go): 600
+//     big-endian 16-bit counts, 600 of refusals (BITFIELD u16, saturating),
+//     and 600 × 16 8-bit counts of the seconds' sixteenths, 12,000 bytes;
 //   - compact: the same seconds once the block is over, for the 48 hours
-//     (a varint per count, a varint per run of idle seconds);
+//     (a varint per count, a varint per run of idle seconds; the refusals,
+//     and the sixteenths of the seconds whose requests came unevenly);
 //   - summary: per minute, for the 30 days: the requests, the busiest
-//     second and how many seconds came near it (summarize, expand).
+//     second and how many seconds came near it, the refusals (summarize,
+//     expand).
 
 // errCorrupt is an encoding that cannot be read.
 var errCorrupt = errors.New("shape: unreadable recorded block")
-
-// rawCounts reads a raw block (shorter when its last seconds were never
-// written: they are 0).
-func rawCounts(raw []byte) (*[blockSeconds]uint32, error) {
-	if len(raw) > rawSize {
-		return nil, errCorrupt
-	}
-	var c [blockSeconds]uint32
-	for i := 0; 2*i+1 < len(raw); i++ {
-		c[i] = uint32(binary.BigEndian.Uint16(raw[2*i:]))
-	}
-	return &c, nil
-}
-
-// compact encodes a block's seconds: uvarint(n<<1) for a second of n > 0
-// requests, uvarint(k<<1|1) for k idle seconds; trailing idle seconds are
-// left out. A busy block of small counts is half its raw size, a quiet one
-// a few bytes.
-func compact(c *[blockSeconds]uint32, dst []byte) []byte {
-	idle := uint64(0)
-	for _, n := range c {
-		if n == 0 {
-			idle++
-			continue
-		}
-		if idle > 0 {
-			dst = binary.AppendUvarint(dst, idle<<1|1)
-			idle = 0
-		}
-		dst = binary.AppendUvarint(dst, uint64(n)<<1)
-	}
-	return dst
-}
-
-// uncompact reads what compact wrote.
-func uncompact(b []byte) (*[blockSeconds]uint32, error) {
-	var c [blockSeconds]uint32
-	i := 0
-	for len(b) > 0 {
-		v, k := binary.Uvarint(b)
-		if k <= 0 {
-			return nil, errCorrupt
-		}
-		b = b[k:]
-		if v&1 == 1 {
-			if v>>1 > uint64(blockSeconds-i) {
-				return nil, errCorrupt
-			}
-			i += int(v >> 1)
-			continue
-		}
-		if i >= blockSeconds || v>>1 > maxCount {
-			return nil, errCorrupt
-		}
-		c[i] = uint32(v >> 1)
-		i++
-	}
-	return &c, nil
-}
 
 // A minute's summary keeps its requests (S), its busiest second (M), how
 // many of its busy seconds had at most M/4, at most M/2, less than M, and M
@@ -84,7 +28,8 @@ func uncompact(b []byte) (*[blockSeconds]uint32, error) {
 // a sync's burst, many for noise. Encoded: uvarint(0) for an idle minute,
 // uvarint(1) for a minute like the one before it in the same block, else
 // uvarint(S+1), uvarint(M), the four counts (0 to 60) in six bits each,
-// three bytes, and a byte of runs.
+// three bytes, a byte of runs, and the refusals: uvarint(R), and when R > 0
+// a byte of the seconds they were in.
 const classes = 4
 
 // class is the class of a second of n requests (1 <= n <= m) in a minute
@@ -114,17 +59,25 @@ func classRange(k int, m uint32) (lo, hi uint32) {
 
 // minute is one minute's summary.
 type minute struct {
-	total   uint64
-	max     uint32
-	classes [classes]uint8
-	runs    uint8 // of high seconds: classes 2 and 3
+	total          uint64
+	max            uint32
+	classes        [classes]uint8
+	runs           uint8 // of high seconds: classes 2 and 3
+	refused        uint64
+	refusedSeconds uint8
 }
 
-func summarizeMinute(secs []uint32) minute {
+// summarizeMinute summarizes a minute's seconds, and their refusals
+// (refused: nil, or one per second).
+func summarizeMinute(secs, refused []uint32) minute {
 	var s minute
-	for _, n := range secs {
+	for i, n := range secs {
 		s.total += uint64(n)
 		s.max = max(s.max, n)
+		if refused != nil && refused[i] > 0 {
+			s.refused += uint64(min(refused[i], n))
+			s.refusedSeconds++
+		}
 	}
 	high := false
 	for _, n := range secs {
@@ -142,10 +95,10 @@ func summarizeMinute(secs []uint32) minute {
 }
 
 // appendMinutes encodes a block's minute summaries.
-func appendMinutes(dst []byte, c *[blockSeconds]uint32) []byte {
+func appendMinutes(dst []byte, b *block) []byte {
 	var prev minute
 	for m := range blockSeconds / 60 {
-		s := summarizeMinute(c[60*m : 60*m+60])
+		s := summarizeMinute(b.counts[60*m:60*m+60], b.refused[60*m:60*m+60])
 		switch {
 		case s.total == 0:
 			dst = append(dst, 0)
@@ -156,6 +109,10 @@ func appendMinutes(dst []byte, c *[blockSeconds]uint32) []byte {
 			dst = binary.AppendUvarint(dst, uint64(s.max))
 			c := s.classes
 			dst = append(dst, c[0]<<2|c[1]>>4, c[1]<<4|c[2]>>2, c[2]<<6|c[3], s.runs)
+			dst = binary.AppendUvarint(dst, s.refused)
+			if s.refused > 0 {
+				dst = append(dst, s.refusedSeconds)
+			}
 		}
 		prev = s
 	}
@@ -188,6 +145,17 @@ func readMinutes(b []byte) (ms [blockSeconds / 60]minute, rest []byte, err error
 			busy := int(s.classes[0]) + int(s.classes[1]) + int(s.classes[2]) + int(s.classes[3])
 			if high := int(s.classes[2]) + int(s.classes[3]); busy > 60 || high == 0 || s.runs == 0 || int(s.runs) > high || high+int(s.runs)-1 > 60 {
 				return ms, nil, errCorrupt
+			}
+			r, k := binary.Uvarint(b)
+			if k <= 0 || r > s.total {
+				return ms, nil, errCorrupt
+			}
+			s.refused, b = r, b[k:]
+			if r > 0 {
+				if len(b) == 0 || b[0] == 0 || int(b[0]) > busy || uint64(b[0]) > r {
+					return ms, nil, errCorrupt
+				}
+				s.refusedSeconds, b = b[0], b[1:]
 			}
 			ms[m] = s
 		}
@@ -317,4 +285,30 @@ func classOf(s minute, j int) int {
 		j -= int(s.classes[k])
 	}
 	return 0
+}
+
+// expandRefused places a minute's refusals, whose seconds (secs) expand
+// gave back: over as many seconds as they were in, the busiest of them,
+// each refusing at most what it offered, the first the most. Which
+// seconds they were is not kept; how many, and the minute's total, are.
+func expandRefused(s minute, secs, dst *[60]uint32) {
+	clear(dst[:])
+	if s.refused == 0 {
+		return
+	}
+	idx := make([]int, 0, 60)
+	for i, n := range secs {
+		if n > 0 {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return int(secs[b]) - int(secs[a]) })
+	idx = idx[:min(len(idx), int(s.refusedSeconds))]
+	left := s.refused
+	for k, i := range idx {
+		share := (left + uint64(len(idx)-k) - 1) / uint64(len(idx)-k)
+		n := min(share, uint64(secs[i]))
+		dst[i] = uint32(n)
+		left -= n
+	}
 }

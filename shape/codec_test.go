@@ -8,24 +8,25 @@ import (
 	"time"
 )
 
-func blockOf600(f func(i int) uint32) *[blockSeconds]uint32 {
-	var c [blockSeconds]uint32
-	for i := range c {
-		c[i] = f(i)
+func blockOf600(f func(i int) uint32) *block {
+	var b block
+	for i := range b.counts {
+		b.counts[i] = f(i)
 	}
-	return &c
+	return &b
 }
 
 func TestCompact(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name   string
-		counts *[blockSeconds]uint32
+		counts *block
 		size   int // bytes
 	}{
 		{"idle", blockOf600(func(int) uint32 { return 0 }), 0},
-		{"busy, small counts", blockOf600(func(i int) uint32 { return uint32(1 + i%60) }), 600},
-		{"busy, large counts", blockOf600(func(i int) uint32 { return 5000 + uint32(i) }), 1200},
+		// 1 to 31 in a byte, 32 to 60 in two.
+		{"busy, small counts", blockOf600(func(i int) uint32 { return uint32(1 + i%60) }), 10 * (31 + 29*2)},
+		{"busy, large counts", blockOf600(func(i int) uint32 { return 5000 + uint32(i) }), 1800},
 		{"saturated", blockOf600(func(int) uint32 { return maxCount }), 1800},
 		// A request every 30 s: a run of 29 idle seconds, one busy.
 		{"polling", blockOf600(func(i int) uint32 { return uint32(1 - min(i%30, 1)) }), 1 + 19*2},
@@ -46,15 +47,25 @@ func TestCompact(t *testing.T) {
 
 func TestUncompactRefusesWhatItCannotRead(t *testing.T) {
 	t.Parallel()
-	long := binary.AppendUvarint(nil, 601<<1|1)                          // more idle seconds than a block has
-	over := binary.AppendUvarint(nil, (maxCount+1)<<1)                   // a count no counter holds
-	past := binary.AppendUvarint(binary.AppendUvarint(nil, 600<<1|1), 2) // a count after the block
-	for _, b := range [][]byte{{0x80}, long, over, past} {
+	long := binary.AppendUvarint(nil, 601<<2|1)                          // more idle seconds than a block has
+	over := binary.AppendUvarint(nil, (maxCount+1)<<2)                   // a count no counter holds
+	past := binary.AppendUvarint(binary.AppendUvarint(nil, 600<<2|1), 4) // a count after the block
+	extras := func(vs ...uint64) []byte {
+		b := binary.AppendUvarint(nil, 5<<2|2)
+		for _, v := range vs {
+			b = binary.AppendUvarint(b, v)
+		}
+		return b
+	}
+	for _, b := range [][]byte{{0x80}, long, over, past, {3},
+		extras(6, 0),    // more refused than offered
+		extras(1, 1, 4), // sixteenths that do not add up to the second's count
+		extras(0, 1<<16), extras(0, 3, 5, 0), extras(0)} {
 		if _, err := uncompact(b); err == nil {
 			t.Errorf("% x read", b)
 		}
 	}
-	if _, err := rawCounts(make([]byte, rawSize+1)); err == nil {
+	if _, err := rawBlock(make([]byte, rawSize+1)); err == nil {
 		t.Error("a raw block longer than a block read")
 	}
 }
@@ -98,7 +109,7 @@ func TestSummaries(t *testing.T) {
 		{"burst", burst, slices.Concat(slices.Repeat([]uint32{5}, 27), slices.Repeat([]uint32{100}, 5), slices.Repeat([]uint32{5}, 28))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := summarizeMinute(tc.secs)
+			s := summarizeMinute(tc.secs, nil)
 			var got [60]uint32
 			expand(s, &got)
 			if !slices.Equal(got[:], tc.want) {
@@ -121,10 +132,10 @@ func TestExpandKeepsTheSummary(t *testing.T) {
 				secs[i] = seed >> 20 % 300
 			}
 		}
-		s := summarizeMinute(secs)
+		s := summarizeMinute(secs, nil)
 		var got [60]uint32
 		expand(s, &got)
-		if back := summarizeMinute(got[:]); back != s {
+		if back := summarizeMinute(got[:], nil); back != s {
 			t.Fatalf("%v: summary %+v, expanded %v summarizes as %+v", secs, s, got, back)
 		}
 	}
@@ -137,14 +148,14 @@ func TestMinuteRecords(t *testing.T) {
 	busy := blockOf600(func(i int) uint32 { return uint32(i * 7 % 90) })
 	for _, tc := range []struct {
 		name   string
-		counts *[blockSeconds]uint32
+		counts *block
 		size   int
 	}{
-		// S, M, the classes' counts, the runs: 6 bytes.
-		{"polling: the first minute, then nine alike", poll, 6 + 9},
-		{"one request at the end", quiet, 9 + 6},
-		// S over 127, M, the counts, the runs: 7 bytes a minute.
-		{"busy", busy, 10 * 7},
+		// S, M, the classes' counts, the runs, no refusal: 7 bytes.
+		{"polling: the first minute, then nine alike", poll, 7 + 9},
+		{"one request at the end", quiet, 9 + 7},
+		// S over 127, M, the counts, the runs, no refusal: 8 bytes a minute.
+		{"busy", busy, 10 * 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := appendMinutes(nil, tc.counts)
@@ -156,7 +167,7 @@ func TestMinuteRecords(t *testing.T) {
 				t.Fatalf("read: %v, rest % x", err, rest)
 			}
 			for i, m := range ms {
-				if want := summarizeMinute(tc.counts[60*i : 60*i+60]); m != want {
+				if want := summarizeMinute(tc.counts.counts[60*i:60*i+60], nil); m != want {
 					t.Errorf("minute %d: %+v, want %+v", i, m, want)
 				}
 			}

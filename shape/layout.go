@@ -13,12 +13,12 @@ import (
 // minutes of the clock (unix seconds / 600), days Luanda's:
 //
 //	P{<company>}:<mode>:s:<block>  string  the block's seconds while it runs, raw (codec.go):
-//	                                       1,200 bytes, made whole by its first count;
+//	                                       12,000 bytes, made whole by its first count;
 //	                                       kept until 10 minutes after it is summarized
-//	P{<company>}:<mode>:f:<date>   string  the day's blocks, compact, appended as each is summarized:
+//	P{<company>}:<mode>:g:<date>   string  the day's blocks, compact, appended as each is summarized:
 //	                                       [block of the day][uvarint length][compact]...;
 //	                                       kept 49 hours after the day
-//	P{<company>}:<mode>:m:<date>   string  the day's minutes, summarized: [block of the day][10 summaries]...;
+//	P{<company>}:<mode>:n:<date>   string  the day's minutes, summarized: [block of the day][10 summaries]...;
 //	                                       kept 31 days after the day
 //	P{<company>}:<mode>:h:<date>   hash    the day's busy seconds by rate class: count; 2 days after the day
 //	P{all}:due                     zset    blocks to summarize, "<mode>|<block>|<company>" by when (unix s)
@@ -27,10 +27,15 @@ import (
 // A block is summarized (rollup.go) two minutes after it ends, by whichever
 // instance comes first; instances stop adding to it one minute after it
 // ends, so that clocks a minute apart still add before it is read.
+//
+// The records of before refusals and sixteenths were kept (kinds f and m)
+// are not read: their seconds read as idle.
 const (
 	blockSeconds = 600
-	rawSize      = 2 * blockSeconds
+	slotsAt      = 4 * blockSeconds // a raw block: 600 counts, 600 refusals (u16), then 600 × 16 sixteenths (u8)
+	rawSize      = slotsAt + Slots*blockSeconds
 	maxCount     = 1<<16 - 1 // a raw counter saturates there
+	maxSlotCount = 1<<8 - 1  // and a sixteenth's there (4,080 requests a second): its second then reads as even
 
 	addUntil       = time.Minute     // after a block's end: counts later than that are dropped
 	summarizeAfter = 2 * time.Minute // after a block's end
@@ -79,11 +84,11 @@ func (s *Store) rawKey(company string, m invoicing.Mode, block int64) string {
 }
 
 func (s *Store) fineKey(company string, m invoicing.Mode, day int64) string {
-	return s.companyKey(company, m, "f") + dateText(day)
+	return s.companyKey(company, m, "g") + dateText(day)
 }
 
 func (s *Store) coarseKey(company string, m invoicing.Mode, day int64) string {
-	return s.companyKey(company, m, "m") + dateText(day)
+	return s.companyKey(company, m, "n") + dateText(day)
 }
 
 func (s *Store) dayStatsKey(company string, m invoicing.Mode, day int64) string {

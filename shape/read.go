@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -24,11 +25,43 @@ var ErrWindow = invoicing.Define(invoicing.Error{Kind: invoicing.Invalid, Code: 
 type Series struct {
 	Start  time.Time // the first second
 	Counts []uint32  // requests offered in each second from Start
+	// Uneven are the seconds whose requests came unevenly within them
+	// (from a burst shorter than half a second, say), by Index ascending,
+	// with the requests of each sixteenth; within the others, the requests
+	// came about evenly.
+	Uneven []Uneven
+	// Refused are the seconds in which requests were refused (by the
+	// limit then in force), by Index ascending.
+	Refused []Refused
+	// Busy are the indexes of the seconds with requests, ascending; nil
+	// where at least half are busy (read Counts then).
+	Busy []int32
 	// Summarized is how many of the seconds were read from the minute
 	// summaries (the seconds themselves are kept at least FineWindow, until
 	// 49 hours after the end of their day): their minutes' requests are
 	// exact, and how they came within each minute estimated (expand).
 	Summarized int
+}
+
+// Uneven is how the requests of the series' second Index came within it:
+// Slots[k] in its k-th sixteenth.
+type Uneven struct {
+	Index int
+	Slots [Slots]uint16
+}
+
+// Refused is how many requests were refused in the series' second Index.
+type Refused struct {
+	Index int
+	N     uint32
+}
+
+// RefusedTotal is the requests refused over the series.
+func (s Series) RefusedTotal() (n int64) {
+	for _, r := range s.Refused {
+		n += int64(r.N)
+	}
+	return n
 }
 
 // End is the second after the last.
@@ -39,6 +72,14 @@ func (s Series) End() time.Time { return s.Start.Add(time.Duration(len(s.Counts)
 // of the second `to` is in, the current one included so far. The counts of
 // the last FlushEvery of each running instance may not be in yet.
 func (s *Store) Series(ctx context.Context, company string, m invoicing.Mode, from, to time.Time) (Series, error) {
+	return s.SeriesInto(ctx, company, m, from, to, nil)
+}
+
+// SeriesInto is Series, its Counts in *into when large enough (and *into
+// then the series' Counts, to be used again once the series is done with):
+// a reader of many windows (the admin's what-ifs, one at a time) allocates
+// a window's seconds once, not at each read.
+func (s *Store) SeriesInto(ctx context.Context, company string, m invoicing.Mode, from, to time.Time, into *[]uint32) (Series, error) {
 	now := s.now()
 	if to.After(now) {
 		to = now
@@ -59,26 +100,61 @@ func (s *Store) Series(ctx context.Context, company string, m invoicing.Mode, fr
 	if err := r.fetch(); err != nil {
 		return Series{}, err
 	}
-	out := Series{Start: from.UTC(), Counts: make([]uint32, to.Sub(from)/time.Second)}
+	n := int(to.Sub(from) / time.Second)
+	out := Series{Start: from.UTC()}
+	if into != nil && cap(*into) >= n {
+		out.Counts = (*into)[:n]
+		clear(out.Counts)
+	} else {
+		out.Counts = make([]uint32, n)
+	}
+	blk := new(block) // one for every block read: 14 KB, not 14 KB a block
 	for b := r.first; b <= r.last; b++ {
-		secs, summarized, err := r.block(b)
+		found, summarized, err := r.block(b, blk)
 		if err != nil {
 			s.log.Warn("shape: a recorded block is unreadable; it is left out", "company", company, "mode", string(m), "block", b)
 			continue
 		}
-		if secs == nil {
-			continue
-		}
-		for i, n := range secs {
-			if at := b*blockSeconds + int64(i); at >= r.from && at < r.to {
-				out.Counts[at-r.from] = n
-				if summarized {
-					out.Summarized++
-				}
-			}
+		if found {
+			out.add(blk, b*blockSeconds-r.from, summarized)
 		}
 	}
+	if into != nil && cap(out.Counts) > cap(*into) {
+		*into = out.Counts[:0]
+	}
+	if 2*len(out.Busy) >= len(out.Counts) {
+		out.Busy = nil // as large as Counts: read Counts
+	}
 	return out, nil
+}
+
+// add puts a block's seconds in the series, the block's first second at
+// index `at` (negative, or past the end, for the seconds out of the
+// window).
+func (s *Series) add(b *block, at int64, summarized bool) {
+	for i, n := range b.counts {
+		j := at + int64(i)
+		if j < 0 || j >= int64(len(s.Counts)) {
+			continue
+		}
+		s.Counts[j] = n
+		if n > 0 {
+			s.Busy = append(s.Busy, int32(j))
+		}
+		if summarized {
+			s.Summarized++
+		}
+		if b.refused[i] > 0 {
+			s.Refused = append(s.Refused, Refused{Index: int(j), N: b.refused[i]})
+		}
+		if b.uneven[i] {
+			u := Uneven{Index: int(j)}
+			for k, c := range b.slots[i] {
+				u.Slots[k] = uint16(c)
+			}
+			s.Uneven = append(s.Uneven, u)
+		}
+	}
 }
 
 // reading is one Series read: what it fetches, then the records found.
@@ -137,38 +213,33 @@ func (r *reading) fetch() error {
 	return nil
 }
 
-// block is one block's seconds: raw while it is kept, else its 48-hour
-// record, else its minute summaries (summarized), else nil: none recorded.
-func (r *reading) block(b int64) (secs []uint32, summarized bool, err error) {
+// block reads one block's seconds into blk: raw while it is kept, else its
+// 48-hour record, else its minute summaries (summarized); found is false
+// when none is recorded.
+func (r *reading) block(b int64, blk *block) (found, summarized bool, err error) {
 	if cmd := r.raw[b]; cmd != nil {
 		if raw, err := cmd.Bytes(); err == nil {
-			c, err := rawCounts(raw)
-			if err != nil {
-				return nil, false, err
-			}
-			return c[:], false, nil
+			return true, false, decodeRaw(raw, blk)
 		}
 	}
 	day, bod := dayOfBlock(b), blockOfDay(b)
 	if rec, ok := r.fineRec[day][bod]; ok {
-		c, err := uncompact(rec)
-		if err != nil {
-			return nil, false, err
-		}
-		return c[:], false, nil
+		return true, false, decodeCompact(rec, blk)
 	}
 	if rec, ok := r.coarseRec[day][bod]; ok {
 		ms, _, err := readMinutes(rec)
 		if err != nil {
-			return nil, false, err
+			return false, false, err
 		}
-		secs = make([]uint32, blockSeconds)
+		*blk = block{}
 		for i, m := range ms {
-			expand(m, (*[60]uint32)(secs[60*i:60*i+60]))
+			secs := (*[60]uint32)(blk.counts[60*i : 60*i+60])
+			expand(m, secs)
+			expandRefused(m, secs, (*[60]uint32)(blk.refused[60*i:60*i+60]))
 		}
-		return secs, true, nil
+		return true, true, nil
 	}
-	return nil, false, nil
+	return false, false, nil
 }
 
 // records splits a day's record string into its blocks' records (the last
@@ -215,7 +286,9 @@ type Peak struct {
 }
 
 // Peaks reads every company's Peak in mode m, the highest first, from the
-// blocks summarized so far (up to the one that ended 2 minutes ago).
+// blocks summarized so far and, for the blocks not summarized yet (the
+// running ones, and those that ended less than 2 minutes ago), from their
+// raw seconds so far: a company is listed from its first flushed request.
 func (s *Store) Peaks(ctx context.Context, m invoicing.Mode) ([]Peak, error) {
 	if !m.Valid() {
 		return nil, fmt.Errorf("shape: %w: %q", invoicing.ErrInvalidMode, m)
@@ -226,6 +299,7 @@ func (s *Store) Peaks(ctx context.Context, m invoicing.Mode) ([]Peak, error) {
 		pipe.ZRangeWithScores(ctx, s.p99Key(m, today-1), 0, -1),
 		pipe.ZRangeWithScores(ctx, s.p99Key(m, today), 0, -1),
 	}
+	due := pipe.ZRange(ctx, s.dueKey(), 0, -1)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, unavailable("peaks", err)
 	}
@@ -235,6 +309,9 @@ func (s *Store) Peaks(ctx context.Context, m invoicing.Mode) ([]Peak, error) {
 			c, _ := z.Member.(string)
 			best[c] = max(best[c], uint32(z.Score))
 		}
+	}
+	if err := s.runningPeaks(ctx, m, today, due.Val(), best); err != nil {
+		return nil, err
 	}
 	out := make([]Peak, 0, len(best))
 	for c, p := range best {
@@ -247,4 +324,47 @@ func (s *Store) Peaks(ctx context.Context, m invoicing.Mode) ([]Peak, error) {
 		return out[i].CompanyID < out[j].CompanyID
 	})
 	return out, nil
+}
+
+// runningPeaks raises best to the p99 (a rate class's top, as a day's) of
+// the busy seconds of the blocks of mode m not summarized yet, of today and
+// yesterday: their raw counts, a thousand blocks a round trip.
+func (s *Store) runningPeaks(ctx context.Context, m invoicing.Mode, today int64, due []string, best map[string]uint32) error {
+	var refs []blockRef
+	for _, member := range due {
+		if ref, ok := parseDue(member); ok && ref.mode == m && dayOfBlock(ref.block) >= today-1 {
+			refs = append(refs, ref)
+		}
+	}
+	busy := make([]uint32, 0, blockSeconds)
+	for len(refs) > 0 {
+		chunk := refs[:min(len(refs), 1000)]
+		refs = refs[len(chunk):]
+		pipe := s.rdb.Pipeline()
+		cmds := make([]*redis.StringCmd, len(chunk))
+		for i, ref := range chunk {
+			cmds[i] = pipe.GetRange(ctx, s.rawKey(ref.company, ref.mode, ref.block), 0, 2*blockSeconds-1)
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return unavailable("peaks", err)
+		}
+		for i, ref := range chunk {
+			raw, _ := cmds[i].Bytes()
+			b, err := rawBlock(raw)
+			if err != nil {
+				continue
+			}
+			busy = busy[:0]
+			for _, n := range b.counts {
+				if n > 0 {
+					busy = append(busy, n)
+				}
+			}
+			if len(busy) > 0 {
+				slices.Sort(busy)
+				best[ref.company] = max(best[ref.company], classTop(rateClass(rank(busy, 0.99))))
+			}
+		}
+	}
+	return nil
 }

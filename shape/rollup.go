@@ -134,22 +134,22 @@ func (s *Store) queueSummary(ctx context.Context, pipe redis.Pipeliner, d *dueBl
 	if err != nil {
 		return
 	}
-	counts, err := rawCounts(raw)
+	blk, err := rawBlock(raw)
 	if err != nil {
 		s.log.Warn("shape: a recorded block is unreadable; it is left out", "company", d.company, "mode", string(d.mode), "block", d.block)
 		return
 	}
 	day, bod := dayOfBlock(d.block), blockOfDay(d.block)
-	fine := compact(counts, nil)
+	fine := compact(blk, nil)
 	if len(fine) == 0 {
 		return // made, never counted in
 	}
 	rec := binary.AppendUvarint([]byte{bod}, uint64(len(fine)))
 	end := time.Unix(dayEnd(day), 0)
 	appendExactly(ctx, pipe, s.fineKey(d.company, d.mode, day), append(rec, fine...), end.Add(fineKept))
-	appendExactly(ctx, pipe, s.coarseKey(d.company, d.mode, day), appendMinutes([]byte{bod}, counts), end.Add(coarseKept))
+	appendExactly(ctx, pipe, s.coarseKey(d.company, d.mode, day), appendMinutes([]byte{bod}, blk), end.Add(coarseKept))
 	var byClass [128]int64
-	for _, n := range counts {
+	for _, n := range blk.counts {
 		if n > 0 {
 			byClass[rateClass(n)]++
 		}

@@ -25,11 +25,15 @@ var ErrUnavailable = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailabl
 	Detail: "The recorded traffic cannot be read right now; retry later.", Message: "shape: Redis unavailable"})
 
 // Source gives the requests offered per company, mode and second (unix)
-// since its last call (tenants.Limiter.TakeOffered): a second may come in
-// several counts, to be added.
+// since its last call (tenants.Limiter.TakeOffered): those refused of them,
+// and how many came in each sixteenth of the second (Slots of them; nil
+// when not known). A second may come in several counts, to be added.
 type Source interface {
-	TakeOffered(yield func(companyID string, m invoicing.Mode, second int64, n int))
+	TakeOffered(yield func(companyID string, m invoicing.Mode, second int64, offered, refused int, slots []uint16))
 }
+
+// Slots is how many parts of a second the requests are recorded in.
+const Slots = 16
 
 // Config configures a Store. Every zero value but Redis has a working
 // default.
@@ -67,10 +71,10 @@ type Store struct {
 	script bool // AddByScript
 
 	flushMu sync.Mutex // one flush at a time; guards what follows
-	pending map[cell]uint32
+	pending map[cell]*pendingSecond
 	dropped int64
-	made    map[blockRef]bool // blocks this instance made whole (and queued to summarize)
-	madeAt  int64             // the block when made was last pruned
+	made    map[blockRef]int64 // blocks this instance made whole and queued to summarize: when (unix s)
+	madeAt  int64              // the block when made was last pruned
 }
 
 // cell is one company's requests in one second and mode.
@@ -78,6 +82,12 @@ type cell struct {
 	company string
 	mode    invoicing.Mode
 	sec     int64
+}
+
+// pendingSecond is one cell's counts waiting to be written.
+type pendingSecond struct {
+	n, refused uint32
+	slots      [Slots]uint32
 }
 
 // blockRef is one company's block in a mode.
@@ -97,7 +107,7 @@ func New(cfg Config) *Store {
 		panic("shape: Config.Prefix must not contain braces")
 	}
 	s := &Store{rdb: cfg.Redis, prefix: cfg.Prefix, every: cfg.FlushEvery, max: cfg.MaxPending, now: cfg.Now, log: cfg.Logger, script: cfg.AddByScript,
-		pending: map[cell]uint32{}, made: map[blockRef]bool{}}
+		pending: map[cell]*pendingSecond{}, made: map[blockRef]int64{}}
 	if s.prefix == "" {
 		s.prefix = "shape:"
 	}

@@ -32,21 +32,27 @@ type offer struct {
 	mode    invoicing.Mode
 	at      time.Time
 	n       int
+	slots   []uint16
 }
 
 func (s *source) add(company string, m invoicing.Mode, at time.Time, n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.offers = append(s.offers, offer{company, m, at, n})
+	s.addSlots(company, m, at, n, nil)
 }
 
-func (s *source) TakeOffered(yield func(string, invoicing.Mode, int64, int)) {
+// addSlots adds n requests that came in slots[k] in each sixteenth.
+func (s *source) addSlots(company string, m invoicing.Mode, at time.Time, n int, slots []uint16) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.offers = append(s.offers, offer{company, m, at, n, slots})
+}
+
+func (s *source) TakeOffered(yield func(string, invoicing.Mode, int64, int, int, []uint16)) {
 	s.mu.Lock()
 	offers := s.offers
 	s.offers = nil
 	s.mu.Unlock()
 	for _, o := range offers {
-		yield(o.company, o.mode, o.at.Unix(), o.n)
+		yield(o.company, o.mode, o.at.Unix(), o.n, 0, o.slots)
 	}
 }
 

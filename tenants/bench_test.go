@@ -104,7 +104,7 @@ func BenchmarkAllowLeased(b *testing.B) {
 					b.Fatal(err)
 				}
 				if i++; i%10_000 == 0 {
-					l.TakeOffered(func(_ string, _ invoicing.Mode, _ int64, n int) { sum += n })
+					l.TakeOffered(func(_ string, _ invoicing.Mode, _ int64, n, _ int, _ []uint16) { sum += n })
 				}
 			}
 			// The machine is shared: CPU time per decision is the figure

@@ -46,25 +46,29 @@ func (g *gcra) shift(s float64) { g.tat = max(0, g.tat-s) }
 // at (k+0.5)/n) and returns how many are admitted: what n calls of allow
 // would decide, in a few steps instead of n. It is exact in the script's
 // arithmetic: TestSpreadAgreesWithAllow compares the two.
-func (g *gcra) spread(n int) (admitted int) {
+func (g *gcra) spread(n int) (admitted int) { return g.spreadOver(n, 0, 1) }
+
+// spreadOver is spread over the width seconds from `from` (relative): the
+// k-th request at from + (k+0.5)·width/n.
+func (g *gcra) spreadOver(n int, from, width float64) (admitted int) {
 	if n <= 0 {
 		return 0
 	}
-	d := 1 / float64(n)
-	k0 := g.first(0, n, d)
+	s := span{from: from, d: width / float64(n)}
+	k0 := g.first(0, n, s)
 	if k0 == n {
 		return 0 // refused while the TAT stands still
 	}
-	if g.interval <= d {
+	if g.interval <= s.d {
 		// No faster than the rate: each admitted request leaves the TAT
 		// within the next one's reach, so all the rest are admitted.
 		m := n - k0
-		g.tat = max(max(g.tat, at(k0, d))+float64(m)*g.interval, at(n-1, d)+g.interval)
+		g.tat = max(max(g.tat, s.at(k0))+float64(m)*g.interval, s.at(n-1)+g.interval)
 		return m
 	}
 	if g.slack < g.interval { // a burst of 1: one request per interval
-		for k := k0; k < n; k = g.first(k+1, n, d) {
-			g.tat = max(g.tat, at(k, d)) + g.interval
+		for k := k0; k < n; k = g.first(k+1, n, s) {
+			g.tat = max(g.tat, s.at(k)) + g.interval
 			admitted++
 		}
 		return admitted
@@ -75,9 +79,9 @@ func (g *gcra) spread(n int) (admitted int) {
 	// so the a-th admission after k0 comes at the first arrival t with
 	// tat1 + (a-1)·interval <= t + slack: by the last arrival, floor(u)+1
 	// of them, u below.
-	tat1 := max(g.tat, at(k0, d)) + g.interval
+	tat1 := max(g.tat, s.at(k0)) + g.interval
 	rest := n - 1 - k0
-	last := at(n-1, d) + g.slack
+	last := s.at(n-1) + g.slack
 	a := 0
 	if u := (last - tat1) / g.interval; u >= 0 {
 		a = int(min(math.Floor(u)+1, float64(rest)))
@@ -93,13 +97,16 @@ func (g *gcra) spread(n int) (admitted int) {
 	return 1 + a
 }
 
-// at is the time of the k-th of n requests spread over the second (d = 1/n).
-func at(k int, d float64) float64 { return (float64(k) + 0.5) * d }
+// span is n requests spread evenly from `from`, d apart.
+type span struct{ from, d float64 }
+
+// at is the time of the k-th request.
+func (s span) at(k int) float64 { return s.from + (float64(k)+0.5)*s.d }
 
 // first is the first k in [from, n) whose request the current TAT admits,
 // or n: the TAT stands still while requests are refused.
-func (g *gcra) first(from, n int, d float64) int {
-	x := (g.tat-g.slack)/d - 0.5 // at(k) + slack >= tat from k >= x on
+func (g *gcra) first(from, n int, s span) int {
+	x := (g.tat-g.slack-s.from)/s.d - 0.5 // at(k) + slack >= tat from k >= x on
 	if x >= float64(n) {
 		return n
 	}
@@ -108,10 +115,10 @@ func (g *gcra) first(from, n int, d float64) int {
 		k = int(math.Ceil(x))
 	}
 	// The same rule as allow, against the rounding of x.
-	for k > from && g.tat <= at(k-1, d)+g.slack {
+	for k > from && g.tat <= s.at(k-1)+g.slack {
 		k--
 	}
-	for k < n && g.tat > at(k, d)+g.slack {
+	for k < n && g.tat > s.at(k)+g.slack {
 		k++
 	}
 	return k

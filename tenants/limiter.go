@@ -226,17 +226,18 @@ func (l *Limiter) allow(ctx context.Context, companyID string, m invoicing.Mode)
 	now := l.now()
 	st := l.state(companyID, m, now)
 	if l.fallback.Load() && !l.probeDue(now) {
+		d := l.decideLocal(st, now, m)
 		if l.countsOffered {
 			st.mu.Lock()
-			l.countOffered(st, now)
+			l.countOffered(st, now, !d.Allowed)
 			st.mu.Unlock()
 		}
-		return l.decideLocal(st, now, m), nil
+		return d, nil
 	}
 	st.mu.Lock()
 	if d, ok := st.lease.takeLeased(now.UnixNano()); ok {
 		if l.countsOffered {
-			l.countOffered(st, now)
+			l.countOffered(st, now, !d.Allowed)
 		}
 		st.mu.Unlock()
 		l.stats.leased(d.Allowed)
@@ -246,8 +247,8 @@ func (l *Limiter) allow(ctx context.Context, companyID string, m invoicing.Mode)
 		st.mu.Unlock()
 		return Decision{}, fmt.Errorf("tenants: rate limit decision: %w", context.Cause(ctx))
 	}
-	if l.countsOffered { // decided by the refresh, or else alone
-		l.countOffered(st, now)
+	if l.countsOffered { // decided by the refresh, or else alone: a refusal is counted then
+		l.countOffered(st, now, false)
 	}
 	w, schedule := st.lease.join()
 	st.mu.Unlock()
@@ -260,9 +261,12 @@ func (l *Limiter) allow(ctx context.Context, companyID string, m invoicing.Mode)
 			return Decision{}, fmt.Errorf("tenants: rate limit decision: %w", context.Cause(ctx))
 		}
 		l.enterFallback(now, err)
-		return l.decideLocal(st, now, m), nil
+		d = l.decideLocal(st, now, m)
+		l.afterDecision(st, now, d)
+		return d, nil
 	}
 	l.leaveFallback()
+	l.afterDecision(st, now, d)
 	return d, nil
 }
 

@@ -18,7 +18,7 @@ type offeredKey struct {
 // take sums what TakeOffered gives, by company, mode and second after t0.
 func take(l *Limiter, t0 time.Time) map[offeredKey]int {
 	got := map[offeredKey]int{}
-	l.TakeOffered(func(c string, m invoicing.Mode, sec int64, n int) {
+	l.TakeOffered(func(c string, m invoicing.Mode, sec int64, n, _ int, _ []uint16) {
 		got[offeredKey{c, m, time.Duration(sec-t0.Unix()) * time.Second}] += n
 	})
 	return got
@@ -116,5 +116,68 @@ func assertOffered(t *testing.T, what string, got, want map[offeredKey]int) {
 			t.Errorf("%s: got %v, want %v", what, got, want)
 			return
 		}
+	}
+}
+
+// offeredSecond is what TakeOffered gives of one second, summed.
+type offeredSecond struct {
+	n, refused int
+	slots      [Slots]int
+}
+
+func takeSeconds(l *Limiter, t0 time.Time) map[offeredKey]offeredSecond {
+	got := map[offeredKey]offeredSecond{}
+	l.TakeOffered(func(c string, m invoicing.Mode, sec int64, n, refused int, slots []uint16) {
+		k := offeredKey{c, m, time.Duration(sec-t0.Unix()) * time.Second}
+		s := got[k]
+		s.n += n
+		s.refused += refused
+		for i, v := range slots {
+			s.slots[i] += int(v)
+		}
+		got[k] = s
+	})
+	return got
+}
+
+// Each decision's refusal is counted with its request, whoever decides it,
+// and each request in the sixteenth of its second it came in.
+func TestOfferedCountsRefusalsAndSixteenths(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, mr := downableMiniredis(t)
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clk := testenv.NewClock(t0)
+	mr.SetTime(t0)
+	l := newLimiter(Config{Redis: rdb, LiveDefault: Limit{Rate: 2, Burst: 2}, Now: clk.Now, Logger: discard(), CountOffered: true})
+	offer := func(n int) (refused int) {
+		for range n {
+			d, err := l.Allow(ctx, "a", invoicing.Live)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !d.Allowed {
+				refused++
+			}
+		}
+		return refused
+	}
+	r := offer(5) // in the first sixteenth: 2 admitted, 3 refused by the script
+	clk.Add(700 * time.Millisecond)
+	mr.SetTime(clk.Now())
+	r += offer(3) // in the twelfth: 1 admitted (0.7 s at 2/s), 2 refused
+	got := takeSeconds(l, t0)[offeredKey{"a", invoicing.Live, 0}]
+	want := offeredSecond{n: 8, refused: r}
+	want.slots[0], want.slots[11] = 5, 3
+	if r != 5 || got != want {
+		t.Errorf("counted %+v, want %+v (%d refused)", got, want, r)
+	}
+	// The fallback's refusals too.
+	mr.Close()
+	clk.Add(time.Second)
+	r = offer(4)
+	got = takeSeconds(l, t0)[offeredKey{"a", invoicing.Live, time.Second}]
+	if r == 0 || got.n != 4 || got.refused != r || got.slots[11] != 4 {
+		t.Errorf("in fallback: counted %+v, want 4 offered, %d refused, in the twelfth sixteenth", got, r)
 	}
 }

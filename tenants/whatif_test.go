@@ -69,11 +69,20 @@ func TestSpreadAgreesWithAllow(t *testing.T) {
 			if rnd.IntN(4) == 0 {
 				n = 0
 			}
-			got := fast.spread(n)
+			// The whole second, or a part of it (a sixteenth's requests
+			// packed by the replay of uneven seconds).
+			sp := span{from: 0, d: 1 / float64(n)}
+			got := 0
+			if c%3 == 2 {
+				from := rnd.Float64() * 0.9
+				sp = span{from: from, d: rnd.Float64() * (1 - from) / float64(n)}
+				got = fast.spreadOver(n, sp.from, sp.d*float64(n))
+			} else {
+				got = fast.spread(n)
+			}
 			want := 0
-			d := 1 / float64(n)
 			for k := range n {
-				if slow.allow(at(k, d)) {
+				if slow.allow(sp.at(k)) {
 					want++
 				}
 			}
@@ -122,7 +131,7 @@ func TestWhatIf(t *testing.T) {
 			WorstMinute: t0.Add(-30 * time.Second), WorstMinuteRefused: 20, WorstMinuteOffered: 30}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := tc.lim.WhatIf(t0, tc.offered)
+			got := tc.lim.WhatIf(Traffic{Start: t0, Counts: tc.offered})
 			tc.want.Limit = tc.lim
 			if got != tc.want {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
@@ -152,7 +161,7 @@ func TestSmallestBurst(t *testing.T) {
 		{"at the largest burst", MinRate, []uint32{MaxBurst}, 0, MaxBurst, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			burst, ok := SmallestBurst(tc.rate, tc.offered, tc.share)
+			burst, ok := SmallestBurst(tc.rate, Traffic{Counts: tc.offered}, tc.share)
 			if burst != tc.burst || ok != tc.ok {
 				t.Errorf("SmallestBurst = %d, %v; want %d, %v", burst, ok, tc.burst, tc.ok)
 			}
@@ -161,7 +170,7 @@ func TestSmallestBurst(t *testing.T) {
 				for _, n := range tc.offered {
 					total += int64(n)
 				}
-				if r := (Limit{Rate: tc.rate, Burst: burst - 1}).refused(tc.offered); float64(r) <= tc.share*float64(total) {
+				if r := (Limit{Rate: tc.rate, Burst: burst - 1}).refused(Traffic{Counts: tc.offered}); float64(r) <= tc.share*float64(total) {
 					t.Errorf("burst %d also refuses only %d", burst-1, r)
 				}
 			}
@@ -187,7 +196,7 @@ func TestRefusalsFallAsTheBurstGrows(t *testing.T) {
 		}
 		prev := int64(math.MaxInt64)
 		for b := 1; b <= 400; b++ {
-			r := Limit{Rate: rate, Burst: b}.refused(offered)
+			r := Limit{Rate: rate, Burst: b}.refused(Traffic{Counts: offered})
 			if r > prev {
 				t.Fatalf("rate %g: burst %d refuses %d, burst %d %d", rate, b, r, b-1, prev)
 			}
@@ -212,8 +221,8 @@ func BenchmarkWhatIfDay(b *testing.B) {
 	t0 := time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC)
 	lim := Limit{Rate: 20, Burst: 40}
 	for b.Loop() {
-		_ = lim.WhatIf(t0, offered)
-		if _, ok := SmallestBurst(lim.Rate, offered, 0.001); !ok {
+		_ = lim.WhatIf(Traffic{Start: t0, Counts: offered})
+		if _, ok := SmallestBurst(lim.Rate, Traffic{Start: t0, Counts: offered}, 0.001); !ok {
 			b.Fatal("no burst fits")
 		}
 	}

@@ -5,7 +5,7 @@
 // one job; it lives apart from the gateway so that the production binary
 // links no load generator.
 //
-//	gateway-bench [--url URL --admin-url URL --admin-token T | --keys-file F] [--company IDS] [--companies N --database URL] [--mix OP] [--rate N] [--connections N] [--duration D] [--ceiling]
+//	gateway-bench [--url URL --admin-url URL --admin-token T | --keys-file F] [--company IDS] [--companies N --database URL] [--mix OP] [--rate N] [--connections N] [--duration D] [--ceiling] [--whatifs N]
 //	gateway-bench ... [--webhooks] [--changes N --database URL] [--drain-timeout D] [--pid PID]   (events under load: eventsrun.go)
 //
 // Run gateway-bench --help for every flag.
@@ -29,7 +29,7 @@ import (
 const usage = `gateway-bench: load a running gateway and print throughput and latencies.
 
 Usage:
-  gateway-bench [--url URL --admin-url URL --admin-token T | --keys-file F] [--company IDS] [--companies N --database URL] [--mix OP] [--rate N] [--connections N] [--duration D] [--ceiling]
+  gateway-bench [--url URL --admin-url URL --admin-token T | --keys-file F] [--company IDS] [--companies N --database URL] [--mix OP] [--rate N] [--connections N] [--duration D] [--ceiling] [--whatifs N]
   gateway-bench ... [--webhooks] [--changes N --database URL] [--drain-timeout D] [--pid PID]
 
 Flags:
@@ -103,6 +103,8 @@ type benchOptions struct {
 	receiverAddr              string
 	changes, changesBatch     int // changes.go
 	drainTimeout, drainQuiet  time.Duration
+	whatIfs                   int // whatifs.go
+	whatIfSince               string
 }
 
 // cmdBench prepares the companies and keys (bench.go), loads the gateway
@@ -194,6 +196,8 @@ func (o *benchOptions) define(fs *flag.FlagSet, env func(string) string) {
 	fs.IntVar(&o.changesBatch, "changes-batch", 500, "with --changes: rows per transaction")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Minute, "with --webhooks: the longest wait for the events after the load")
 	fs.DurationVar(&o.drainQuiet, "drain-quiet", 30*time.Second, "with --webhooks: stop waiting when no event arrived for this long")
+	fs.IntVar(&o.whatIfs, "whatifs", 0, "during the measured load, this many admin API clients ask what-ifs of the first company over --whatif-since, one after another")
+	fs.StringVar(&o.whatIfSince, "whatif-since", "30d", "with --whatifs: the what-ifs' window (the admin API's since)")
 	fs.StringVar(&o.serveCeiling, "serve-ceiling", "", "internal: serve the bare service on this address")
 }
 
@@ -205,13 +209,16 @@ func (b *bencher) measure(ctx context.Context, weights []int) error {
 	gw.cpu.watch("redis", b.o.redisPID)
 	b.attack(ctx, gwTarget, b.o.warmup, nil)
 	changed := b.startChanges(ctx)
+	stopWhatIfs := b.startWhatIfs(ctx)
 	b.attack(ctx, gwTarget, b.o.duration, gw)
+	asked := stopWhatIfs()
 	if ctx.Err() != nil {
 		<-changed
 		return ctx.Err()
 	}
 	gw.finish()
 	gw.print(b.out)
+	asked.print(b.out, b.o.whatIfs, b.o.whatIfSince)
 	// With events, the drain follows the load, and the peak memory
 	// reported is the whole run's, the drain's included.
 	if err := b.afterLoad(ctx, changed); err != nil {

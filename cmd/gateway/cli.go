@@ -28,6 +28,9 @@ type command struct {
 	args     []string     // names of its positional arguments, all required
 	required []string     // flags it cannot run without
 	needs    config.Needs // what it connects to: which settings it requires
+	// aliases are old names of its flags, still read but not shown: old
+	// name → name.
+	aliases map[string]string
 	// flags registers the command's own flags and returns what runs once
 	// they are parsed; the action reads them through the closure.
 	flags func(fs *flag.FlagSet) action
@@ -117,7 +120,12 @@ func runCommand(ctx context.Context, c *command, args []string, stdout, stderr i
 // check refuses missing required flags and the wrong number of arguments.
 func (c *command) check(fs *flag.FlagSet, pos []string) error {
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	fs.Visit(func(f *flag.Flag) {
+		set[f.Name] = true
+		if name, ok := c.aliases[f.Name]; ok {
+			set[name] = true
+		}
+	})
 	var missing []string
 	for _, name := range c.required {
 		if !set[name] {
@@ -149,6 +157,9 @@ func (c *command) help(w io.Writer, fs *flag.FlagSet) {
 		fmt.Fprintln(w, "\nFlags:")
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fs.VisitAll(func(f *flag.Flag) {
+			if _, old := c.aliases[f.Name]; old {
+				return
+			}
 			kind, usage := flag.UnquoteUsage(f)
 			name := "--" + f.Name
 			if kind != "" {

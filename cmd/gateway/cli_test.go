@@ -105,7 +105,7 @@ func TestLimitsCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "LIVE  50 rps, burst 100 (default)") {
 		t.Fatalf("get: %d %q %s", code, out, errs)
 	}
-	if code, _, errs := gw(t, env, "limits", "set", "--company", co, "--mode", "TEST", "--rps", "2.5", "--burst", "5"); code != 0 {
+	if code, _, errs := gw(t, env, "limits", "set", "--company", co, "--mode", "TEST", "--rate", "2.5", "--burst", "5"); code != 0 {
 		t.Fatalf("set: %s", errs)
 	}
 	_, out, _ = gw(t, env, "limits", "get", "--company", co, "--json")
@@ -128,13 +128,13 @@ func TestLimitsCommands(t *testing.T) {
 		t.Fatalf("after reset: %s", out)
 	}
 	// A limit out of bounds is refused naming its flag, in the flag's words.
-	for _, bad := range []struct{ rps, burst, want string }{
-		{"0", "1", "gateway limits set: --rps 0: must be from 0.001 to 100000 requests per second\n"},
-		{"1000000", "1", "gateway limits set: --rps 1000000: must be from 0.001 to 100000 requests per second\n"},
+	for _, bad := range []struct{ rate, burst, want string }{
+		{"0", "1", "gateway limits set: --rate 0: must be from 0.001 to 100000 requests per second\n"},
+		{"1000000", "1", "gateway limits set: --rate 1000000: must be from 0.001 to 100000 requests per second\n"},
 		{"5", "0", "gateway limits set: --burst 0: must be a whole number of requests from 1 to 100000\n"},
 	} {
-		if code, _, errs := gw(t, env, "limits", "set", "--company", co, "--rps", bad.rps, "--burst", bad.burst); code != 2 || !strings.HasPrefix(errs, bad.want) {
-			t.Errorf("--rps %s --burst %s: exit %d, %q; want 2 and %q", bad.rps, bad.burst, code, errs, bad.want)
+		if code, _, errs := gw(t, env, "limits", "set", "--company", co, "--rate", bad.rate, "--burst", bad.burst); code != 2 || !strings.HasPrefix(errs, bad.want) {
+			t.Errorf("--rate %s --burst %s: exit %d, %q; want 2 and %q", bad.rate, bad.burst, code, errs, bad.want)
 		}
 	}
 }

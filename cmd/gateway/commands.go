@@ -57,11 +57,13 @@ var commands = []*command{
 	},
 	byCompany("limits get", "Show a company's LIVE and TEST rate limits.", limitsGet),
 	{
-		name: "limits set", synopsis: "--company ID [--mode LIVE|TEST] --rps N --burst N [--json]",
+		name: "limits set", synopsis: "--company ID [--mode LIVE|TEST] --rate N --burst N [--json]",
 		summary: "Override a company's rate limit, live on every gateway.",
-		example: "gateway limits set --company " + exampleCompany + " --mode LIVE --rps 100 --burst 200",
-		needs:   config.NeedRedis, required: []string{"company", "rps", "burst"},
-		flags: limitsSetFlags,
+		detail:  "Refuses a company the live database does not know. Needs only Redis, so that a company can be throttled while the database is down: then it says the company was not checked. --rps is read as --rate, its old name.",
+		example: "gateway limits set --company " + exampleCompany + " --mode LIVE --rate 100 --burst 200",
+		needs:   config.NeedRedis, required: []string{"company", "rate", "burst"},
+		aliases: map[string]string{"rps": "rate"},
+		flags:   limitsSetFlags,
 	},
 	byCompany("limits reset", "Put a company back on the default rate limits.", limitsReset),
 	{
@@ -69,10 +71,11 @@ var commands = []*command{
 		summary: "Say what a limit would have refused of a company's recorded traffic, before setting it.",
 		detail: "Replays the requests the company offered its limit in each second (admitted or refused, summed over every gateway instance; " +
 			"kept 48 hours by the second, 30 days by the minute) through the limiter's own arithmetic, at the proposed limit and at the limit in force: " +
-			"requests refused, in how many seconds and minutes, the worst minute, and the smallest burst that keeps refusals at or under --max-refused at the proposed rate. " +
-			"The requests of a second are taken as spread over it, so traffic that comes in bursts shorter than a second is refused somewhat more than said.",
+			"requests refused, in how many seconds and minutes, the worst minute, and the smallest burst that keeps refusals at or under --max-refused at the proposed rate " +
+			"(from 100 requests recorded). The line of the limit in force is what the gateway refused, as recorded. " +
+			"Within a second, the requests are placed by the sixteenth of it they came in; the output says where the prediction is approximate.",
 		example: "gateway limits whatif --company " + exampleCompany + " --mode LIVE --rate 20 --burst 40 --since 24h",
-		needs:   config.NeedRedis, required: []string{"company", "mode", "rate", "burst"},
+		needs:   config.NeedRedis | config.NeedLive, required: []string{"company", "mode", "rate", "burst"},
 		flags: limitsWhatIfFlags,
 	},
 	{
@@ -80,7 +83,7 @@ var commands = []*command{
 		summary: "Show how fast a company's requests come, hour by hour: the p50, p99 and busiest of its busy seconds, beside its limit.",
 		detail:  "A busy second is one in which the company offered its limit at least one request (admitted or refused), over every gateway instance.",
 		example: "gateway limits shape --company " + exampleCompany + " --mode LIVE --since 24h",
-		needs:   config.NeedRedis, required: []string{"company", "mode"},
+		needs:   config.NeedRedis | config.NeedLive, required: []string{"company", "mode"},
 		flags: limitsShapeFlags,
 	},
 	{

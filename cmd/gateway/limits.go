@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/invoicing-ao/gateway/admin"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
+	"github.com/invoicing-ao/gateway/web"
 )
 
 func limitsGet(company *string, asJSON *bool) action {
@@ -20,24 +25,85 @@ func limitsGet(company *string, asJSON *bool) action {
 func limitsSetFlags(fs *flag.FlagSet) action {
 	company := companyFlag(fs)
 	mode := fs.String("mode", "", "`MODE`, LIVE or TEST (default: both)")
-	rps := fs.Float64("rps", 0, "sustained requests per second (`N` > 0)")
+	rate := fs.Float64("rate", 0, "sustained requests per second (`N` > 0)")
+	fs.Var((*floatFlag)(rate), "rps", "") // the old name of --rate
 	burst := fs.Int("burst", 0, "requests allowed at once (`N` >= 1)")
 	asJSON := jsonFlag(fs)
-	set := limitsAction(asJSON, func(ctx context.Context, s *admin.Service) (admin.LimitsView, error) {
-		return s.SetCompanyLimit(ctx, commandActor(), *company, *mode, *rps, *burst)
-	})
 	return func(ctx context.Context, c *invocation) error {
-		if err := (tenants.Limit{Rate: *rps, Burst: 1}).Validate(); err != nil {
-			return usagef("--rps %s: %s", strconv.FormatFloat(*rps, 'f', -1, 64), refusal(err))
+		if err := checkLimitFlags(*mode, true, *rate, *burst); err != nil {
+			return err
 		}
-		if err := (tenants.Limit{Rate: 1, Burst: *burst}).Validate(); err != nil {
-			return usagef("--burst %d: %s", *burst, refusal(err))
-		}
-		if *mode != "" && *mode != "LIVE" && *mode != "TEST" {
-			return usagef("--mode %q: must be LIVE or TEST", *mode)
-		}
-		return set(ctx, c)
+		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.LimitsView, error) {
+			if err := knownToThePlatform(ctx, c, d, *company); err != nil {
+				return admin.LimitsView{}, err
+			}
+			return d.admin.SetCompanyLimit(ctx, commandActor(), *company, *mode, *rate, *burst)
+		}, printLimits)
 	}
+}
+
+// knownToThePlatform refuses a company the live database does not know,
+// as the admin API does. `limits set` needs only Redis, so that a company
+// can be throttled while the database is down: a database that does not
+// answer (or none configured) leaves the id checked for its form only, and
+// says so.
+func knownToThePlatform(ctx context.Context, c *invocation, d *deps, company string) error {
+	id, err := invoicing.ParseCompanyID(company)
+	if err != nil || d.cfg.LiveDatabaseURL == "" {
+		return nil // the form is the admin's to refuse
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := openStore(ctx, d.cfg, "LiveDatabaseURL", d.logger, wireOptions{})
+	if err == nil {
+		defer st.Close()
+		_, err = st.Company(ctx, id)
+		if invoicing.KindOf(err) == invoicing.NotFound {
+			return &web.Error{Code: "unknown_company", Detail: "No company " + id + " exists on the platform.", Err: err}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(c.stderr, "gateway: warning: the company is not checked against the platform (%s)\n", firstLine(message(err)))
+	}
+	return nil
+}
+
+// firstLine is s up to its first line break.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// floatFlag is a float64 flag under a second name.
+type floatFlag float64
+
+func (f *floatFlag) String() string { return strconv.FormatFloat(float64(*f), 'g', -1, 64) }
+func (f *floatFlag) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return errors.New("parse error")
+	}
+	*f = floatFlag(v)
+	return nil
+}
+
+// checkLimitFlags refuses a mode, rate or burst out of range, each in its
+// flag's name, before anything is read or written: every one at fault.
+func checkLimitFlags(mode string, modeOptional bool, rate float64, burst int) error {
+	var bad []string
+	if m := strings.ToUpper(mode); !(modeOptional && m == "") && m != "LIVE" && m != "TEST" {
+		bad = append(bad, fmt.Sprintf("--mode %q: must be LIVE or TEST", mode))
+	}
+	if err := (tenants.Limit{Rate: rate, Burst: 1}).Validate(); err != nil {
+		bad = append(bad, fmt.Sprintf("--rate %s: %s", strconv.FormatFloat(rate, 'f', -1, 64), refusal(err)))
+	}
+	if err := (tenants.Limit{Rate: 1, Burst: burst}).Validate(); err != nil {
+		bad = append(bad, fmt.Sprintf("--burst %d: %s", burst, refusal(err)))
+	}
+	if len(bad) > 0 {
+		return usagef("%s", strings.Join(bad, "; "))
+	}
+	return nil
 }
 
 func limitsReset(company *string, asJSON *bool) action {

@@ -96,8 +96,10 @@ func stateExportFlags(fs *flag.FlagSet) action {
 			records, size, err := writeExport(ctx, *out, stateConfig(d), s)
 			return exported{File: *out, Bytes: size, Encrypted: s.Encrypted(), Records: records, took: time.Since(start)}, err
 		}, func(w io.Writer, e exported) error {
-			fmt.Fprintf(w, "Exported %d keys, %d companies' limits, %d webhook endpoints and %d audit entries to %s (%d bytes, %s).\n",
-				e.Records["keys"], e.Records["limits"], e.Records["webhooks"], e.Records["audit"], e.File, e.Bytes, e.took.Round(time.Millisecond))
+			fmt.Fprintf(w, "Exported %s, the limits of %s, %s and %s to %s (%d bytes, %s).\n",
+				plural(e.Records["keys"], "key", "keys"), plural(e.Records["limits"], "company", "companies"),
+				plural(e.Records["webhooks"], "webhook endpoint", "webhook endpoints"), plural(e.Records["audit"], "audit entry", "audit entries"),
+				e.File, e.Bytes, e.took.Round(time.Millisecond))
 			if s.SigningKey == nil {
 				fmt.Fprintf(c.stderr, "WARNING: %s is not signed: this gateway has no %s to sign it with, so nothing will prove it came from this deployment, "+
 					"and importing it needs --accept-unsigned.\n", e.File, config.SettingName("WebhookSecretsKey"))

@@ -45,12 +45,18 @@ function whatIfPanel(companyId, mode, rate, burst) {
     return h("div", { class: "whatif-mode", "data-mode": v.mode },
       h("p", { class: "whatif-proposed" }, h("b", {}, v.mode + " with " + rps(v.proposed.rate) + ", burst " + fmt(v.proposed.burst) + ": "),
         "of " + plural(v.offered, "request") + ", ", h("span", { class: v.proposed.refused ? "bad" : "ok" }, refusedText(v.proposed)), "."),
-      h("p", { class: "whatif-current muted" }, "The limit in force (" + rps(v.current.rate) + ", burst " + fmt(v.current.burst) + (v.current.custom ? ", custom" : ", default") + "): " + refusedText(v.current) + "."),
-      h("p", { class: "whatif-fit muted" }, fit.burst === null
-        ? "No burst up to 100,000 refuses at most " + pct(fit.maxRefusedShare) + " at " + rps(v.proposed.rate) + "."
-        : ["Smallest burst refusing at most " + pct(fit.maxRefusedShare) + " at " + rps(v.proposed.rate) + ": " + fmt(fit.burst) + " (" + fmt(fit.refused) + " refused) ",
-          fit.burst !== v.proposed.burst ? h("button", { type: "button", class: "use-burst", onclick: () => useBurst(fit.burst) }, "Use burst " + fmt(fit.burst)) : null]),
-      v.summarizedSeconds ? h("p", { class: "muted small" }, "The " + plural(v.summarizedSeconds, "second") + " older than 48 hours are estimated from per-minute summaries.") : null);
+      h("p", { class: "whatif-current muted" }, "Refused by the gateway, as recorded (the limit in force now: " + rps(v.current.rate) + ", burst " + fmt(v.current.burst) + (v.current.custom ? ", custom" : ", default") + "): " + refusedText(v.current) + "."),
+      h("p", { class: "whatif-fit muted" }, fit.tooFewRequests
+        ? "No smallest burst suggested: " + plural(v.offered, "request") + " recorded, too few to say (100 at least)."
+        : fit.burst === null
+          ? "No burst up to 100,000 refuses at most " + pct(fit.maxRefusedShare) + " at " + rps(v.proposed.rate) + "."
+          : ["Smallest burst refusing at most " + pct(fit.maxRefusedShare) + " at " + rps(v.proposed.rate) + ": " + fmt(fit.burst) + " (" + fmt(fit.refused) + " refused) ",
+            fit.burst !== v.proposed.burst ? h("button", { type: "button", class: "use-burst", onclick: () => useBurst(fit.burst) }, "Use burst " + fmt(fit.burst)) : null]),
+      (v.approximate || []).map((a) => h("p", { class: "whatif-approximate muted small" }, "Approximate: " + ({
+        summarized: "the " + plural(v.summarizedSeconds, "second") + " older than 48 hours are estimated from per-minute summaries.",
+        retries: "requests were refused, and their clients' retries are in the traffic replayed.",
+        short_bursts: plural(v.shortBursts, "burst") + " shorter than 125 ms, each refused up to what the rate refills in 62.5 ms more or less than said.",
+      }[a] || a))));
   };
   const read = async () => {
     const current = turn();
@@ -93,6 +99,7 @@ function shapeChart(v) {
   const top = Math.max(v.limit.rate, ...v.hours.map((x) => x.max)) * 1.08;
   const y = (n) => H - (n / top) * (H - 10);
   const bw = (W - pad) / Math.max(1, v.hours.length);
+  const step = niceStep(v.hours.length, 8, [1, 2, 3, 6, 12, 24, 48, 72, 168]);
   const el = svg("svg", { viewBox: `0 0 ${W} ${H + 18}`, class: "chart shape-chart", role: "img",
     "aria-label": "Requests per second of each hour's busy seconds (p50, p99, busiest) against the limit" });
   el.append(svg("line", { x1: pad, y1: H, x2: W, y2: H, stroke: "#e4e7ec" }));
@@ -106,11 +113,15 @@ function shapeChart(v) {
         svg("rect", { x: at + 1, y: y(x.p50) - 1, width: wd, height: 2, fill: "#101828" }));
       el.append(g);
     }
-    if (i % Math.ceil(v.hours.length / 8) === 0) el.append(svg("text", { x: at, y: H + 14, "font-size": 10, fill: "#667085" }, minuteWhen(x.start).slice(5, 16)));
+    // Ticks at round hours of the clock (UTC): every 1, 2, 3, 6, 12 or 24
+    // hours, at midnight for a day or more.
+    if (Math.floor(Date.parse(x.start) / 3600e3) % step === 0) el.append(svg("text", { x: at, y: H + 14, "font-size": 10, fill: "#667085", class: "tick" }, minuteWhen(x.start).slice(5, 16)));
   });
-  el.append(svg("line", { x1: pad, y1: y(v.limit.rate), x2: W, y2: y(v.limit.rate), stroke: "#d92d20", "stroke-dasharray": "6 4", class: "limit-line" }),
-    svg("text", { x: 0, y: y(v.limit.rate) + 4, "font-size": 10, fill: "#d92d20" }, String(v.limit.rate)),
-    svg("text", { x: 0, y: 10, "font-size": 10, fill: "#667085" }, String(Math.round(top))));
+  const limitY = y(v.limit.rate);
+  el.append(svg("line", { x1: pad, y1: limitY, x2: W, y2: limitY, stroke: "#d92d20", "stroke-dasharray": "6 4", class: "limit-line" }),
+    svg("text", { x: 0, y: limitY + 4, "font-size": 10, fill: "#d92d20", class: "axis-label" }, String(v.limit.rate)));
+  // The top's label only where it clears the limit's by more than a line.
+  if (limitY + 4 - 10 >= 24) el.append(svg("text", { x: 0, y: 10, "font-size": 10, fill: "#667085", class: "axis-label" }, String(Math.round(top))));
   const legend = h("div", { class: "legend" }, [["#d1e0ff", "busiest second"], ["#155eef", "p99 (red above the limit)"], ["#101828", "p50"], ["#d92d20", "limit (rate)"]]
     .map(([c, label]) => h("span", {}, h("i", { "data-color": c }), label)));
   legend.querySelectorAll("i").forEach((i) => { i.style.background = i.dataset.color; });

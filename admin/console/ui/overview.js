@@ -2,15 +2,31 @@
 // company's page.
 "use strict";
 
-const COLORS = { "2xx": "#12b76a", "3xx": "#2e90fa", "4xx": "#f79009", "5xx": "#d92d20", limited: "#7a5af8" };
+const COLORS = { "2xx": "#12b76a", "3xx": "#2e90fa", "4xx": "#f79009", "429": "#7a5af8", "5xx": "#d92d20" };
 
-// chart draws stacked bars of status classes per period, 429s as a line
-// of dots; rows are [{label, live: {2xx..}, test: {...}, rateLimited}].
+// niceStep is the first of steps that leaves at most `most` ticks over n
+// rows: ticks at round intervals (every 10 minutes, every 7 days), never
+// every 8 or 22.
+function niceStep(n, most, steps) {
+  return steps.find((s) => n / s <= most) || steps[steps.length - 1];
+}
+
+// chart draws stacked bars of status classes per period, the 429s (which
+// the 4xx count too) a segment of their own, each segment at least 2 px
+// high, and a mark over each bar with 429s, so that a few among many are
+// seen; rows are [{label, live: {2xx..}, test: {...}, rateLimited}].
 // Without a request in the period it says so (empty), not an empty frame.
 function chart(rows, title, empty) {
   const W = 1000, H = 170, pad = 24;
-  const classes = ["2xx", "3xx", "4xx", "5xx"];
-  const totals = rows.map((r) => classes.reduce((a, c) => a + ((r.live || {})[c] || 0) + ((r.test || {})[c] || 0), 0));
+  const classes = ["2xx", "3xx", "4xx", "429", "5xx"];
+  const count = (r, c) => {
+    const n = (k) => ((r.live || {})[k] || 0) + ((r.test || {})[k] || 0);
+    const lim = ((r.rateLimited || {}).live || 0) + ((r.rateLimited || {}).test || 0);
+    if (c === "429") return Math.min(lim, n("4xx"));
+    if (c === "4xx") return n("4xx") - Math.min(lim, n("4xx"));
+    return n(c);
+  };
+  const totals = rows.map((r) => classes.reduce((a, c) => a + count(r, c), 0));
   if (!totals.some((n) => n > 0)) return h("div", { class: "panel chart-panel" }, h("b", {}, title), h("p", { class: "muted no-traffic" }, empty));
   const top = Math.max(1, ...totals);
   const bw = (W - pad) / Math.max(1, rows.length);
@@ -29,25 +45,28 @@ function chart(rows, title, empty) {
   };
   add("text", { x: 0, y: 10, "font-size": 11, fill: "#667085" }, fmt(top));
   add("line", { x1: pad, y1: H, x2: W, y2: H, stroke: "#e4e7ec" });
+  const step = niceStep(rows.length, 8, [1, 2, 5, 10, 15, 30, 60]);
   rows.forEach((r, i) => {
     let y = H;
+    const x = pad + i * bw + 1, wd = Math.max(1, bw - 2);
     for (const c of classes) {
-      const n = ((r.live || {})[c] || 0) + ((r.test || {})[c] || 0);
+      const n = count(r, c);
       if (!n) continue;
-      const hgt = (n / top) * (H - 14);
+      const hgt = Math.max(2, (n / top) * (H - 24));
       y -= hgt;
-      const rect = add("rect", { x: pad + i * bw + 1, y, width: Math.max(1, bw - 2), height: hgt, fill: COLORS[c], "data-class": c });
+      const rect = add("rect", { x, y, width: wd, height: hgt, fill: COLORS[c], "data-class": c });
       const tip = document.createElementNS(ns, "title");
-      tip.textContent = `${r.label}: ${n} ${c}`;
+      tip.textContent = `${r.label}: ${n} ${c === "429" ? "429 (rate limited)" : c}`;
       rect.append(tip);
     }
-    const lim = (r.rateLimited || {}).live + (r.rateLimited || {}).test || 0;
-    if (lim) add("circle", { cx: pad + i * bw + bw / 2, cy: H - (lim / top) * (H - 14), r: 3, fill: COLORS.limited });
-    if (i % Math.ceil(rows.length / 8) === 0) add("text", { x: pad + i * bw, y: H + 14, "font-size": 10, fill: "#667085" }, r.label);
+    if (count(r, "429")) {
+      const cx = x + wd / 2;
+      add("path", { d: `M${cx - 4} ${y - 9} L${cx + 4} ${y - 9} L${cx} ${y - 3} Z`, fill: COLORS["429"], class: "limited-mark" });
+    }
+    if (i % step === 0) add("text", { x: pad + i * bw, y: H + 14, "font-size": 10, fill: "#667085" }, r.label);
   });
-  const keys = [...classes, "limited"];
-  const legend = h("div", { class: "legend" }, keys.map((c) => h("span", {}, h("i", {}), c === "limited" ? "429" : c)));
-  legend.querySelectorAll("i").forEach((el, i) => { el.style.background = COLORS[keys[i]]; });
+  const legend = h("div", { class: "legend" }, classes.map((c) => h("span", {}, h("i", {}), c === "429" ? "429 (rate limited, ▼ over the bar)" : c === "4xx" ? "other 4xx" : c)));
+  legend.querySelectorAll("i").forEach((el, i) => { el.style.background = COLORS[classes[i]]; });
   return h("div", { class: "panel chart-panel" }, h("b", {}, title), legend, svg);
 }
 

@@ -11,6 +11,9 @@ function typeBoxes(chosen, cls) {
 }
 function checkedTypes(root, cls) { return [...root.querySelectorAll("input." + cls)].filter((c) => c.checked).map((c) => c.value); }
 function typesText(types) { return types && types.length ? types.join(", ") : "every type"; }
+// urlText is a URL that may break after its / . ? & = (a <wbr> each), never
+// inside a word while those come first.
+function urlText(u) { return String(u).split(/(?<=[/.?&=])/).flatMap((part, i) => (i ? [h("wbr"), part] : [part])); }
 
 // rate says how an endpoint's deliveries went over the last day.
 function rate(s) {
@@ -47,7 +50,7 @@ function webhooksPanel(companyId) {
     const stats = await Promise.all(eps.map((e) => api("GET", "/admin/v1/webhooks/" + enc(e.id) + "/stats").catch(() => null)));
     if (!current()) return;
     body.replaceChildren(table(["Endpoint", "Mode", "Types", "State", "Success, last 24 h", "Last success", "Last error"], eps.map((e, i) =>
-      h("tr", { "data-webhook": e.id }, h("td", {}, h("a", { href: "#/webhook/" + enc(e.id), class: "url" }, e.url),
+      h("tr", { "data-webhook": e.id }, h("td", {}, h("a", { href: "#/webhook/" + enc(e.id), class: "url" }, urlText(e.url)),
         e.description ? h("div", { class: "small" }, e.description) : null, h("div", { class: "mono muted small" }, e.id)),
       h("td", {}, e.mode), h("td", { class: "small" }, typesText(e.types)), h("td", {}, stateOf(e)), h("td", {}, rate(stats[i])),
       h("td", {}, when((e.health || {}).lastSuccessAt)), h("td", { class: "small last-error" }, (e.health || {}).lastError || "—"))), { id: "webhooks-table" }));
@@ -89,7 +92,7 @@ async function webhookView(id) {
     if (!current()) return ep;
     const hl = ep.health || {};
     details.replaceChildren(h("h2", {}, "Endpoint"), h("dl", { class: "facts" },
-      h("dt", {}, "URL"), h("dd", { class: "mono" }, ep.url), h("dt", {}, "Description"), h("dd", {}, ep.description || "—"),
+      h("dt", {}, "URL"), h("dd", { class: "mono url-text" }, urlText(ep.url)), h("dt", {}, "Description"), h("dd", {}, ep.description || "—"),
       h("dt", {}, "Mode"), h("dd", {}, ep.mode), h("dt", {}, "Types"), h("dd", { id: "endpoint-types" }, typesText(ep.types)),
       h("dt", {}, "State"), h("dd", { id: "endpoint-state" }, stateOf(ep)), h("dt", {}, "Created"), h("dd", {}, when(ep.createdAt)),
       h("dt", {}, "Secret made"), h("dd", {}, when(ep.secretRotatedAt)),
@@ -166,7 +169,7 @@ async function rotate(id, show, say) {
 
 async function remove(e, say) {
   const form = await ask({ title: "Delete this endpoint?", confirm: "Delete endpoint", danger: true,
-    body: h("p", {}, "Deleting ", h("span", { class: "mono" }, e.url), " drops its waiting events and its delivery log. This cannot be undone.") });
+    body: h("p", {}, "Deleting ", h("span", { class: "mono url-text" }, urlText(e.url)), " drops its waiting events and its delivery log. This cannot be undone.") });
   if (!form) return;
   try {
     await api("DELETE", "/admin/v1/webhooks/" + enc(e.id));

@@ -92,6 +92,8 @@ type Config struct {
 	// WrapAdmin, if set, wraps the admin listener's handler (to hold back
 	// an answer, say); Instance.AdminH stays the unwrapped one.
 	WrapAdmin func(http.Handler) http.Handler
+	// ExpensiveReads is admin.Config's: zero, its default.
+	ExpensiveReads int
 }
 
 // Instance is one running gateway: its own stores, caches and listeners.
@@ -142,7 +144,7 @@ func (w *World) Start(cfg Config) *Instance {
 	in.Srv = gateway.New(gcfg)
 	in.Adm = admin.New(admin.Config{Keys: in.Keys, Limiter: in.Limiter, Usage: in.Usage, Shape: in.Shape,
 		Companies: in.Live, Directory: in.Live, Token: cfg.AdminToken, Webhooks: in.Events, Audit: in.Audit,
-		Logger: logger, Now: in.Clock.Now})
+		Logger: logger, Now: in.Clock.Now, ExpensiveReads: cfg.ExpensiveReads})
 	in.Pub = httptest.NewServer(in.Srv.Handler())
 	in.AdminH = AdminListener(logger, in.Clock.Now, in.Srv, reg, in.Adm)
 	in.Admin = httptest.NewServer(cfg.WrapAdmin(in.AdminH))
