@@ -113,6 +113,7 @@ func (e InvoiceType) Valid() bool {
 
 // Defines values for ProblemCode.
 const (
+	ProblemCodeAdminBusy                   ProblemCode = "admin_busy"
 	ProblemCodeAdminDisabled               ProblemCode = "admin_disabled"
 	ProblemCodeAdminTokenThrottled         ProblemCode = "admin_token_throttled"
 	ProblemCodeAuditUnavailable            ProblemCode = "audit_unavailable"
@@ -165,6 +166,8 @@ const (
 // Valid indicates whether the value is a known member of the ProblemCode enum.
 func (e ProblemCode) Valid() bool {
 	switch e {
+	case ProblemCodeAdminBusy:
+		return true
 	case ProblemCodeAdminDisabled:
 		return true
 	case ProblemCodeAdminTokenThrottled:
