@@ -303,9 +303,14 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 	if h := send("GET", url, k.Key, coA, ""); h.status != 200 {
 		t.Fatalf("Redis up: %v", h)
 	}
-	if h := send("GET", url, unknown, coA, ""); h.status != 401 || h.code != "invalid_api_key" {
-		t.Fatalf("unknown key with Redis up: %v", h)
-	}
+	// A first lookup on a busy machine can outlast the verification's
+	// 250 ms (503, as it should): Redis being up is what is checked here.
+	testenv.Eventually(t, "an unknown key refused with Redis up", func() error {
+		if h := send("GET", url, unknown, coA, ""); h.status != 401 || h.code != "invalid_api_key" {
+			return fmt.Errorf("unknown key with Redis up: %v", h)
+		}
+		return nil
+	})
 	// The keys are data a production Redis persists: write them to disk so
 	// that the restarted server has them.
 	if err := rdb.Save(context.Background()).Err(); err != nil {
