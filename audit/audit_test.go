@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/invoicing-ao/gateway/internal/sqldb"
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 var ctx = context.Background()
@@ -25,17 +26,94 @@ func newClock() *testenv.Clock {
 	return testenv.NewClock(time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC))
 }
 
-// TestLog is the conformance suite, on real Redis and on miniredis.
-func TestLog(t *testing.T) {
+// The conformance suite: every behaviour of the Log, held on both engines
+// by the same tests (run by TestPostgres and TestSQLite). Each test gets a
+// database of its own, its schema applied, and a clock it moves.
+
+// harness is a database under test and the clock its logs read.
+type harness struct {
+	t     *testing.T
+	db    *sqldb.DB
+	clock *testenv.Clock
+}
+
+// log is a Log on the harness's database (its clock unless cfg has one).
+func (h *harness) log(cfg Config) *Log {
+	cfg.DB = h.db
+	if cfg.Now == nil {
+		cfg.Now = h.clock.Now
+	}
+	return New(cfg)
+}
+
+// count is how many rows a table of the log holds.
+func (h *harness) count(table string) int64 {
+	h.t.Helper()
+	var n int64
+	if err := sqldb.QueryRow(ctx, h.db.Read(), "SELECT count(*) FROM "+table, nil, &n); err != nil {
+		h.t.Fatal(err)
+	}
+	return n
+}
+
+// opener makes a harness on a new database.
+type opener func(t *testing.T) *harness
+
+func openWith(t *testing.T, url string) *harness {
+	t.Helper()
+	db, err := sqldb.Open(ctx, sqldb.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	if _, err := db.Apply(ctx, Migrations()); err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, db: db, clock: newClock()}
+}
+
+func openPostgres(t *testing.T) *harness { return openWith(t, testenv.Postgres(t)) }
+
+func openSQLite(t *testing.T) *harness {
+	return openWith(t, "sqlite:"+filepath.Join(t.TempDir(), "audit.db"))
+}
+
+func TestPostgres(t *testing.T) {
 	t.Parallel()
-	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
-		t.Run("record and read", func(t *testing.T) { testRecordRead(t, rdb, prefix+"rr:") })
-		t.Run("refused entries", func(t *testing.T) { testRefused(t, rdb, prefix+"ref:") })
-		t.Run("clocks apart", func(t *testing.T) { testClocksApart(t, rdb, prefix+"skew:") })
-		t.Run("since and paging", func(t *testing.T) { testPaging(t, rdb, prefix+"page:") })
-		t.Run("retention", func(t *testing.T) { testRetention(t, rdb, prefix+"ret:") })
-		t.Run("bounded", func(t *testing.T) { testBounded(t, rdb, prefix+"max:") })
-	})
+	conformance(t, openPostgres)
+}
+
+func TestSQLite(t *testing.T) {
+	t.Parallel()
+	conformance(t, openSQLite)
+}
+
+// conformance runs every test of the suite against the databases open
+// makes.
+func conformance(t *testing.T, open opener) {
+	for _, tc := range []struct {
+		name string
+		fn   func(t *testing.T, h *harness)
+	}{
+		{"RecordAndRead", testRecordRead},
+		{"RefusedEntries", testRefused},
+		{"ClocksApart", testClocksApart},
+		{"SinceAndPaging", testPaging},
+		{"ConcurrentWritersInCommitOrder", testConcurrent},
+		{"Retention", testRetention},
+		{"Bounded", testBounded},
+		{"BoundAfterRetention", testBoundAfterRetention},
+		{"Unavailable", testUnavailable},
+		{"UpgradeFromRedis", testUpgrade},
+		{"UpgradeSeveralAtOnce", testUpgradeTogether},
+		{"ImportOlderExport", testImportOlderExport},
+		{"ImportRolledBack", testImportRolledBack},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, open(t))
+		})
+	}
 }
 
 func entry(action, key string, before, after any) Entry {
@@ -67,9 +145,9 @@ func readAll(t *testing.T, l *Log, company string, since time.Time) []Event {
 	return evs
 }
 
-func testRecordRead(t *testing.T, rdb *redis.Client, prefix string) {
-	c := newClock()
-	l := New(Config{Redis: rdb, Prefix: prefix, Now: c.Now})
+func testRecordRead(t *testing.T, h *harness) {
+	c := h.clock
+	l := h.log(Config{})
 	created := mustRecord(t, l, entry(ActionKeyCreated, "key_aaaaaaaaaaaaaaaaaaaa", nil, map[string]any{"state": "active", "hint": "igw_live_…x9Qa"}))
 	c.Add(time.Second)
 	mustRecord(t, l, entry(ActionKeyRevoked, "key_aaaaaaaaaaaaaaaaaaaa", map[string]string{"state": "active"}, map[string]string{"state": "revoked"}))
@@ -122,8 +200,8 @@ func testRecordRead(t *testing.T, rdb *redis.Client, prefix string) {
 	}
 }
 
-func testRefused(t *testing.T, rdb *redis.Client, prefix string) {
-	l := New(Config{Redis: rdb, Prefix: prefix})
+func testRefused(t *testing.T, h *harness) {
+	l := h.log(Config{})
 	secret := "igw_live_" + strings.Repeat("a1B2", 10) + "xyz"
 	edit := func(f func(*Entry)) Entry {
 		e := entry(ActionKeyCreated, "key_aaaaaaaaaaaaaaaaaaaa", nil, map[string]string{"state": "active"})
@@ -146,13 +224,15 @@ func testRefused(t *testing.T, rdb *redis.Client, prefix string) {
 		"secret in before":          edit(func(e *Entry) { e.Before = json.RawMessage(`{"key":"` + strings.ToUpper(secret) + `"}`) }),
 		"webhook secret":            edit(func(e *Entry) { e.After = json.RawMessage(`{"secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}`) }),
 		"before is no JSON":         edit(func(e *Entry) { e.Before = json.RawMessage(`{"state":`) }),
+		"after is not UTF-8":        edit(func(e *Entry) { e.After = json.RawMessage("{\"name\":\"\xff\"}") }),
+		"a key id with a NUL":       edit(func(e *Entry) { e.KeyID = "key_\x00" }),
 	} {
 		if _, err := l.Record(ctx, e); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: Record = %v, want ErrInvalid", name, err)
 		}
 	}
-	if keys := rdb.Keys(ctx, prefix+"*").Val(); len(keys) != 0 {
-		t.Errorf("refused entries wrote %v", keys)
+	if n := h.count("audit_entries") + h.count("audit_heads"); n != 0 {
+		t.Errorf("refused entries wrote %d rows", n)
 	}
 	for _, ok := range []string{"ana@platform", "Zé Manuel (dashboard)", "root@gw-7f9c"} {
 		if err := CheckActor(ok); err != nil {
@@ -168,12 +248,12 @@ func testRefused(t *testing.T, rdb *redis.Client, prefix string) {
 }
 
 // testClocksApart: an instance whose clock is behind still appends after
-// the stream's last event, so ids and the order of reading always grow.
-func testClocksApart(t *testing.T, rdb *redis.Client, prefix string) {
+// the company's last event, so ids and the order of reading always grow.
+func testClocksApart(t *testing.T, h *harness) {
 	ahead, behind := newClock(), newClock()
 	behind.Add(-5 * time.Second)
-	a := New(Config{Redis: rdb, Prefix: prefix, Now: ahead.Now})
-	b := New(Config{Redis: rdb, Prefix: prefix, Now: behind.Now})
+	a := h.log(Config{Now: ahead.Now})
+	b := h.log(Config{Now: behind.Now})
 	first := mustRecord(t, a, entry(ActionLimitsSet, "", nil, nil))
 	second := mustRecord(t, b, entry(ActionLimitsReset, "", nil, nil))
 	third := mustRecord(t, b, entry(ActionLimitsReset, "", nil, nil))
@@ -197,9 +277,9 @@ func testClocksApart(t *testing.T, rdb *redis.Client, prefix string) {
 	}
 }
 
-func testPaging(t *testing.T, rdb *redis.Client, prefix string) {
-	c := newClock()
-	l := New(Config{Redis: rdb, Prefix: prefix, Now: c.Now})
+func testPaging(t *testing.T, h *harness) {
+	c := h.clock
+	l := h.log(Config{})
 	t0 := c.Now()
 	var all []Event
 	for i := range 5 {
@@ -236,9 +316,12 @@ func testPaging(t *testing.T, rdb *redis.Client, prefix string) {
 	}
 }
 
-func testRetention(t *testing.T, rdb *redis.Client, prefix string) {
-	c := newClock()
-	l := New(Config{Redis: rdb, Prefix: prefix, Now: c.Now})
+// testRetention: an event 400 days old is no longer read; maintenance
+// then removes it (PostgreSQL drops its partition once the partition is
+// wholly past the retention; SQLite deletes it), and never a newer one.
+func testRetention(t *testing.T, h *harness) {
+	c := h.clock
+	l := h.log(Config{})
 	mustRecord(t, l, entry(ActionLimitsSet, "", nil, nil))
 	c.Add(DefaultRetention - time.Millisecond)
 	if evs := readAll(t, l, companyA, time.Time{}); len(evs) != 1 {
@@ -248,64 +331,175 @@ func testRetention(t *testing.T, rdb *redis.Client, prefix string) {
 	if evs := readAll(t, l, companyA, time.Time{}); len(evs) != 0 {
 		t.Errorf("an event of 400 days ago is still read: %+v", evs)
 	}
-	mustRecord(t, l, entry(ActionLimitsReset, "", nil, nil))
-	stream := prefix + "{" + companyA + "}"
-	if n := rdb.XLen(ctx, stream).Val(); n != 1 {
-		t.Errorf("the next event left %d in the stream, want the old one trimmed", n)
+	recent := mustRecord(t, l, entry(ActionLimitsReset, "", nil, nil))
+	c.Add(31 * 24 * time.Hour) // the old event's partition, of 30 days, is now wholly past
+	m, err := l.Maintain(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if ttl := rdb.PTTL(ctx, stream).Val(); ttl <= 0 || ttl > DefaultRetention {
-		t.Errorf("stream TTL %v, want at most the retention", ttl)
+	if h.db.Engine() == sqldb.Postgres && len(m.Dropped) == 0 || h.db.Engine() == sqldb.SQLite && m.Deleted != 1 {
+		t.Errorf("maintenance: %+v", m)
+	}
+	if n := h.count("audit_entries"); n != 1 {
+		t.Errorf("%d entries kept after maintenance, want the recent one", n)
+	}
+	if evs := readAll(t, l, companyA, time.Time{}); len(evs) != 1 || evs[0].ID != recent.ID {
+		t.Errorf("after maintenance: %+v", evs)
+	}
+	if h.db.Engine() == sqldb.Postgres {
+		parts, err := h.db.Partitions(ctx, entriesRanges)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := parts[len(parts)-1]
+		if len(parts) > 17 || time.UnixMilli(last.To/perMs).Before(c.Now().Add(59*24*time.Hour)) {
+			t.Errorf("partitions after maintenance: %d, the last to %v", len(parts), time.UnixMilli(last.To/perMs).UTC())
+		}
 	}
 }
 
-func testBounded(t *testing.T, rdb *redis.Client, prefix string) {
-	c := newClock()
-	l := New(Config{Redis: rdb, Prefix: prefix, Now: c.Now, MaxPerCompany: 5})
+func testBounded(t *testing.T, h *harness) {
+	c := h.clock
+	l := h.log(Config{MaxPerCompany: 5})
 	var last []Event
 	for i := range 12 {
 		c.Add(time.Millisecond)
 		last = append(last, mustRecord(t, l, entry(ActionLimitsSet, "", nil, map[string]int{"n": i})))
 	}
+	other := entry(ActionLimitsReset, "", nil, nil)
+	other.CompanyID = companyB
+	mustRecord(t, l, other)
 	evs := readAll(t, l, companyA, time.Time{})
 	if len(evs) != 5 || evs[0].ID != last[7].ID || evs[4].ID != last[11].ID {
-		t.Errorf("bounded stream holds %d events from %v, want the newest 5", len(evs), evs)
+		t.Errorf("bounded log holds %d events from %v, want the newest 5", len(evs), evs)
+	}
+	if evs := readAll(t, l, companyB, time.Time{}); len(evs) != 1 {
+		t.Errorf("another company's log: %+v", evs)
 	}
 }
 
-func TestUnavailable(t *testing.T) {
-	t.Parallel()
-	_, mr := testenv.Miniredis(t)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1, DialerRetries: 1})
-	defer rdb.Close()
-	l := New(Config{Redis: rdb})
-	mr.Close()
-	if _, err := l.Record(ctx, entry(ActionLimitsSet, "", nil, nil)); !errors.Is(err, ErrUnavailable) {
-		t.Errorf("Record without Redis = %v", err)
+// testBoundAfterRetention: entries the retention removed no longer count
+// against the bound, and the bound still keeps the newest.
+func testBoundAfterRetention(t *testing.T, h *harness) {
+	c := h.clock
+	l := h.log(Config{MaxPerCompany: 5})
+	for range 3 {
+		mustRecord(t, l, entry(ActionLimitsSet, "", nil, nil))
+	}
+	c.Add(DefaultRetention + 31*24*time.Hour)
+	if _, err := l.Maintain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 6 {
+		c.Add(time.Millisecond)
+		ids = append(ids, mustRecord(t, l, entry(ActionLimitsSet, "", nil, map[string]int{"n": i})).ID)
+		if evs := readAll(t, l, companyA, time.Time{}); len(evs) != min(i+1, 5) {
+			t.Fatalf("after %d new entries, %d read: %+v", i+1, len(evs), evs)
+		}
+	}
+	if evs := readAll(t, l, companyA, time.Time{}); evs[0].ID != ids[1] || evs[4].ID != ids[5] {
+		t.Errorf("the bound kept %v, want the newest 5 of %v", evs, ids)
+	}
+}
+
+// testConcurrent: writers of one company on two instances at once, all at
+// the same millisecond, while a reader reads again and again: every id is
+// distinct, and every read is a beginning of the final order (a reader
+// that sees an entry has seen every earlier one, however commits
+// interleave).
+func testConcurrent(t *testing.T, h *harness) {
+	a, b := h.log(Config{}), h.log(Config{})
+	const writers, each = 4, 25
+	done := make(chan struct{})
+	var reads [][]string
+	go func() {
+		defer close(done)
+		for len(reads) < 1000 {
+			evs, _, err := a.Read(ctx, companyA, time.Time{}, MaxRead)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ids := make([]string, len(evs))
+			for i, e := range evs {
+				ids[i] = e.ID
+			}
+			reads = append(reads, ids)
+			if len(ids) == writers*each {
+				return
+			}
+		}
+	}()
+	errs := make(chan error, writers)
+	for w := range writers {
+		l := []*Log{a, b}[w%2]
+		go func() {
+			for range each {
+				if _, err := l.Record(ctx, entry(ActionLimitsSet, "", nil, nil)); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-done
+	final := readAll(t, a, companyA, time.Time{})
+	if len(final) != writers*each {
+		t.Fatalf("%d entries, want %d", len(final), writers*each)
+	}
+	seen := map[string]bool{}
+	for _, e := range final {
+		if seen[e.ID] {
+			t.Fatalf("id %s twice", e.ID)
+		}
+		seen[e.ID] = true
+	}
+	for _, r := range reads {
+		for i, id := range r {
+			if final[i].ID != id {
+				t.Fatalf("a read saw %s at %d before the entry recorded there (%s): a late commit skipped", id, i, final[i].ID)
+			}
+		}
+	}
+}
+
+// testUnavailable: a database that cannot answer, or that the binary has
+// not said is ready, is ErrUnavailable, for a record and a read alike.
+func testUnavailable(t *testing.T, h *harness) {
+	notYet := errors.New("its migrations are not applied yet")
+	gated := h.log(Config{Ready: func() error { return notYet }})
+	if _, err := gated.Record(ctx, entry(ActionLimitsSet, "", nil, nil)); !errors.Is(err, ErrUnavailable) || !errors.Is(err, notYet) {
+		t.Errorf("Record before the database is ready = %v", err)
+	}
+	if _, _, err := gated.Read(ctx, companyA, time.Time{}, 1); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Read before the database is ready = %v", err)
+	}
+	if err := gated.Ready(ctx); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Ready before the database is ready = %v", err)
+	}
+	if n := h.count("audit_heads"); n != 0 {
+		t.Errorf("a record before the database is ready wrote %d heads", n)
+	}
+	l := h.log(Config{})
+	if err := l.Ready(ctx); err != nil {
+		t.Errorf("Ready of a database that answers = %v", err)
+	}
+	h.db.Close()
+	if _, err := l.Record(ctx, entry(ActionLimitsSet, "", nil, nil)); !errors.Is(err, ErrUnavailable) || invoicing.KindOf(err) != invoicing.Unavailable {
+		t.Errorf("Record without the database = %v", err)
 	}
 	if _, _, err := l.Read(ctx, companyA, time.Time{}, 1); !errors.Is(err, ErrUnavailable) {
-		t.Errorf("Read without Redis = %v", err)
+		t.Errorf("Read without the database = %v", err)
 	}
-}
-
-// TestOnRedisCluster appends to and reads the streams of many companies on
-// a real three-master Redis Cluster: the append script's one key, and the
-// company's hash tag, keep each step in one slot.
-func TestOnRedisCluster(t *testing.T) {
-	t.Parallel()
-	rdb := testenv.RedisClusterClient(t)
-	c := newClock()
-	l := New(Config{Redis: rdb, Prefix: "gw:audit:", Now: c.Now})
-	for i := range 12 {
-		e := entry(ActionLimitsSet, "", nil, map[string]int{"n": i})
-		e.CompanyID = fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
-		mustRecord(t, l, e)
-		mustRecord(t, l, e)
-	}
-	for i := range 12 {
-		evs := readAll(t, l, fmt.Sprintf("00000000-0000-4000-8000-%012d", i), time.Time{})
-		if len(evs) != 2 || string(evs[1].After) != fmt.Sprintf(`{"n":%d}`, i) {
-			t.Errorf("company %d: %+v", i, evs)
-		}
+	if err := l.Ready(ctx); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Ready without the database = %v", err)
 	}
 }
 
