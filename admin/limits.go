@@ -77,7 +77,7 @@ func (s *Service) ResetCompanyLimits(ctx context.Context, actor, companyID strin
 // now: the limits after it are read and recorded all the same (apply).
 func (s *Service) limitsChange(actor, action, companyID string, check func() error,
 	set func(ctx context.Context, companyID string) error) change[LimitsView, LimitsView] {
-	return change[LimitsView, LimitsView]{actor: actor,
+	return change[LimitsView, LimitsView]{actor: actor, audited: s.auditReady,
 		read: func(ctx context.Context) (LimitsView, error) {
 			if _, err := parseCompany(companyID); err != nil {
 				return LimitsView{}, err
