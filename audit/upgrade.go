@@ -29,13 +29,13 @@ import (
 
 // Upgraded is what an UpgradeFromRedis found and did.
 type Upgraded struct {
-	Streams int // companies' streams found
-	Copied  int // entries added to the database
-	Present int // entries the database had already (copied before, or by another instance)
-	Expired int // entries past the retention, deleted without being copied
+	Streams int `json:"companies"` // companies' streams found
+	Copied  int `json:"copied"`    // entries added to the database
+	Present int `json:"present"`   // entries the database had already (copied before, or by another instance)
+	Expired int `json:"expired"`   // entries past the retention, deleted without being copied
 	// Kept is entries the log could not have made (a field it does not
 	// know, a secret's shape): left in their stream, for an operator.
-	Kept int
+	Kept int `json:"kept"`
 }
 
 // upgradeChunk is how many entries of a stream are read, copied and
