@@ -18,6 +18,19 @@ import (
 type AuditLog interface {
 	Record(ctx context.Context, e audit.Entry) (audit.Event, error)
 	Read(ctx context.Context, companyID string, since time.Time, limit int) ([]audit.Event, time.Time, error)
+	// Ready says whether the log can record now: a change is refused
+	// before it is made when it cannot (its database is down or not yet
+	// migrated), rather than made and left out of the log.
+	Ready(ctx context.Context) error
+}
+
+// auditReady refuses a change while the audit log cannot record it
+// (apply); without a log, every change goes unrecorded.
+func (s *Service) auditReady(ctx context.Context) error {
+	if s.audit == nil {
+		return nil
+	}
+	return s.audit.Ready(ctx)
 }
 
 // checkActor refuses an actor the audit log could not name (audit.CheckActor):
@@ -55,13 +68,11 @@ func (s *Service) recordKey(ctx context.Context, actor, action string, at time.T
 // the change it describes is made. Text that the log would refuse is
 // refused before any change (text.go); a state recorded before that rule
 // holds it no longer: it is redacted (audit.Redact), so that such a change
-// is recorded all the same. When the log does not take the event (Redis
-// failed between the change and its record), the change is in effect but
-// not audited: the caller answers so (notAudited), and the event's ids,
-// never its text, are logged at error level. An event recorded but not
-// confirmed by Redis's replicas is logged whole (the log took it: it holds
-// nothing secret-shaped) and not an error: the change's own confirmation
-// says what the caller must know.
+// is recorded all the same. A change is made only when the log is ready
+// (auditReady); when the log does not take the event all the same (its
+// database failed between the change and its record), the change is in
+// effect but not audited: the caller answers so (notAudited), and the
+// event's ids, never its text, are logged at error level.
 func (s *Service) record(ctx context.Context, e audit.Entry, before, after any) error {
 	if before != nil {
 		b, _ := json.Marshal(before) // views: strings, times, slices
@@ -76,16 +87,8 @@ func (s *Service) record(ctx context.Context, e audit.Entry, before, after any) 
 	if err == nil {
 		return nil
 	}
-	ids := []any{"actor", e.Actor, "company", e.CompanyID, "action", e.Action, "keyId", e.KeyID, "webhookId", e.WebhookID}
-	if inEffect(err) {
-		// Taken by the log, so with nothing it refuses: whole, for the
-		// event to be restored if a failover loses it. A warning: the
-		// event is in the log (and on the master), and the command line,
-		// which logs errors only, says one thing of the change, not two.
-		s.logger.Warn("audit: event recorded, not confirmed by Redis replicas", append(ids, "before", string(e.Before), "after", string(e.After), "err", err)...)
-		return nil
-	}
-	s.logger.Error("audit: event not recorded", append(ids, "err", err)...)
+	s.logger.Error("audit: event not recorded", "actor", e.Actor, "company", e.CompanyID, "action", e.Action,
+		"keyId", e.KeyID, "webhookId", e.WebhookID, "err", err)
 	return notAudited(e, err)
 }
 
@@ -95,18 +98,19 @@ func (s *Service) record(ctx context.Context, e audit.Entry, before, after any) 
 // is not shown: what was created is to be revoked or deleted, and made
 // again once the log works.
 func notAudited(e audit.Entry, err error) error {
-	d := "The change was made and is in effect, but the audit log did not record it (Redis did not take the event); " +
-		"the gateway's error log has its ids (\"audit: event not recorded\"). Do not repeat it; check Redis."
+	const why = "(the gateway's database did not take the event)"
+	d := "The change was made and is in effect, but the audit log did not record it " + why + "; " +
+		"the gateway's error log has its ids (\"audit: event not recorded\"). Do not repeat it; check the gateway's database (historyDatabaseURL)."
 	switch e.Action {
 	case audit.ActionKeyCreated:
-		d = "Key " + e.KeyID + " was created, but the audit log did not record it (Redis did not take the event), so its secret is not shown: " +
-			"revoke it (gateway keys revoke " + e.KeyID + ") once Redis answers, and create another."
+		d = "Key " + e.KeyID + " was created, but the audit log did not record it " + why + ", so its secret is not shown: " +
+			"revoke it (gateway keys revoke " + e.KeyID + ") once the database answers, and create another."
 	case audit.ActionWebhookSecretRotated:
-		d = "The signing secret of webhook endpoint " + e.WebhookID + " was rotated, but the audit log did not record it (Redis did not take the event), so the new secret is not shown: " +
-			"rotate it again once Redis answers, and give the receiver the secret that rotation shows."
+		d = "The signing secret of webhook endpoint " + e.WebhookID + " was rotated, but the audit log did not record it " + why + ", so the new secret is not shown: " +
+			"rotate it again once the database answers, and give the receiver the secret that rotation shows."
 	case audit.ActionWebhookCreated:
-		d = "Webhook endpoint " + e.WebhookID + " was created, but the audit log did not record it (Redis did not take the event), so its signing secret is not shown: " +
-			"delete it (gateway webhooks delete " + e.WebhookID + ") once Redis answers, and create another."
+		d = "Webhook endpoint " + e.WebhookID + " was created, but the audit log did not record it " + why + ", so its signing secret is not shown: " +
+			"delete it (gateway webhooks delete " + e.WebhookID + ") once the database answers, and create another."
 	}
 	return &web.Error{Code: "change_not_audited", Detail: d, Err: err}
 }

@@ -16,6 +16,9 @@ type change[B, A any] struct {
 	// ready refuses the change while what it changes is not configured;
 	// nil: always ready.
 	ready func() error
+	// audited refuses the change while the audit log cannot record it
+	// (Service.auditReady), before anything is changed.
+	audited func(ctx context.Context) error
 	// what names the changed thing when a text is refused ("The key"), and
 	// texts are the text fields the change sets (text.go); none: no text.
 	what  string
@@ -32,8 +35,9 @@ type change[B, A any] struct {
 	record func(ctx context.Context, before B, after A) error
 }
 
-// apply makes c: readiness, actor and text checks, before anything is read
-// or changed; the state before; the change; its audit record. A change in
+// apply makes c: readiness (its own and the audit log's), actor and text
+// checks, before anything is read or changed; the state before; the
+// change; its audit record. A change in
 // effect but not confirmed by Redis's replicas is recorded (it applies now,
 // though a failover may undo it; repeating it, which its error says to do,
 // changes nothing the log would show), and its error returned. A change
@@ -50,6 +54,11 @@ func apply[B, A any](ctx context.Context, c change[B, A]) (A, error) {
 	}
 	if err := refuseTexts(c.what, c.texts...); err != nil {
 		return zero, err
+	}
+	if c.audited != nil {
+		if err := c.audited(ctx); err != nil {
+			return zero, err
+		}
 	}
 	var before B
 	if c.read != nil {

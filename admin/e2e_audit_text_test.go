@@ -118,11 +118,49 @@ func TestStoredSecretRedactedFromAudit(t *testing.T) {
 	}
 }
 
-// failingLog is an audit log whose Redis fails after the change is made.
+// failingLog is an audit log whose database fails after the change is
+// made: ready before it, refusing the record.
 type failingLog struct{ admin.AuditLog }
 
 func (failingLog) Record(context.Context, audit.Entry) (audit.Event, error) {
 	return audit.Event{}, fmt.Errorf("%w: connection reset", audit.ErrUnavailable)
+}
+
+func (failingLog) Ready(context.Context) error { return nil }
+
+// downLog is an audit log whose database does not answer.
+type downLog struct{ admin.AuditLog }
+
+func (downLog) Ready(context.Context) error {
+	return fmt.Errorf("%w: connection refused", audit.ErrUnavailable)
+}
+
+// A change is refused, before anything is changed, while the audit log
+// cannot record it: 503 audit_unavailable, and nothing to undo.
+func TestChangeRefusedWhileTheAuditLogIsDown(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	keys := authz.New(authz.Config{Redis: w.rdb, Prefix: w.prefix + "authz:"})
+	t.Cleanup(func() { _ = keys.Close() })
+	limiter := tenants.New(tenants.Config{Redis: w.rdb, Prefix: w.prefix + "tenants:", LiveDefault: tenants.Limit{Rate: 10, Burst: 10},
+		TestDefault: tenants.Limit{Rate: 10, Burst: 10}})
+	s := admin.New(admin.Config{Keys: keys, Limiter: limiter, Audit: downLog{}})
+	ctx := context.Background()
+	scopes, _ := authz.ParseScopes("clients:read")
+	_, err := s.CreateKey(ctx, testActor, admin.KeySpec{CompanyID: coA, Mode: invoicing.Live, Scopes: scopes, Name: "ERP nightly"})
+	if p := web.Problem(err); p.Code != "audit_unavailable" || p.Status() != 503 {
+		t.Errorf("a creation while the audit log is down: %d %s %q", p.Status(), p.Code, p.Detail)
+	}
+	if list, _ := s.ListKeys(ctx, coA); len(list) != 0 {
+		t.Errorf("%d keys: the creation was made", len(list))
+	}
+	_, err = s.SetCompanyLimit(ctx, testActor, coA, "LIVE", 5, 5)
+	if p := web.Problem(err); p.Code != "audit_unavailable" {
+		t.Errorf("a limit while the audit log is down: %v", err)
+	}
+	if l, _ := limiter.Limits(ctx, coA); l.LiveCustom {
+		t.Errorf("the limit was set: %+v", l)
+	}
 }
 
 // A change the audit log does not take is in effect but answered

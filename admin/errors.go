@@ -12,7 +12,7 @@ import "github.com/invoicing-ao/gateway/invoicing"
 // when no audit log or usage counter is configured, are audit's and usage's.
 // change_not_replicated (503: Redis's replicas did not confirm a change in
 // time) is defined by each package whose changes wait for them (authz,
-// tenants, audit, events), with one kind and title and a detail that says
+// tenants, events), with one kind and title and a detail that says
 // what became of that change and to repeat it once Redis is healthy; the
 // console puts it first (console/ui/core.js).
 var (

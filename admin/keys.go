@@ -84,7 +84,7 @@ type KeySpec struct {
 // is the one path used by the admin API and by "gateway keys create".
 func (s *Service) CreateKey(ctx context.Context, actor string, spec KeySpec) (KeyView, error) {
 	var secret string
-	k, err := apply(ctx, change[none, authz.Key]{actor: actor, what: "The key", texts: []textField{{"name", spec.Name}},
+	k, err := apply(ctx, change[none, authz.Key]{actor: actor, audited: s.auditReady, what: "The key", texts: []textField{{"name", spec.Name}},
 		make: func(ctx context.Context, _ none) (authz.Key, bool, error) {
 			nets, err := authz.ParseCIDRs(spec.AllowedCIDRs)
 			if err != nil {
@@ -121,7 +121,7 @@ type RolledView struct {
 // keeps working for overlap (authz.Keyring.Roll). The one path of the admin
 // API and "gateway keys roll".
 func (s *Service) RollKey(ctx context.Context, actor, keyID string, overlap time.Duration) (RolledView, error) {
-	r, err := apply(ctx, change[authz.Key, authz.Rolled]{actor: actor,
+	r, err := apply(ctx, change[authz.Key, authz.Rolled]{actor: actor, audited: s.auditReady,
 		read: func(ctx context.Context) (authz.Key, error) {
 			k, err := s.keys.Get(ctx, keyID)
 			return k, namedKey(keyID, err)

@@ -78,7 +78,7 @@ func (s *Service) ResetCompanyLimits(ctx context.Context, actor, companyID strin
 // now: the limits after it are read and recorded all the same (apply).
 func (s *Service) limitsChange(actor, action, companyID string, check func() error,
 	set func(ctx context.Context, companyID string) error) change[LimitsView, LimitsView] {
-	return change[LimitsView, LimitsView]{actor: actor,
+	return change[LimitsView, LimitsView]{actor: actor, audited: s.auditReady,
 		read: func(ctx context.Context) (LimitsView, error) {
 			// A company the platform does not know gets no override: a
 			// mistyped id is said to be one.

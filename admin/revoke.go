@@ -78,7 +78,7 @@ func (s *Service) RevokeKey(ctx context.Context, actor, keyID string, keepPrevio
 
 // revokeOne revokes one key and records it.
 func (s *Service) revokeOne(ctx context.Context, actor, keyID string) (authz.Key, error) {
-	return apply(ctx, change[none, authz.Key]{actor: actor,
+	return apply(ctx, change[none, authz.Key]{actor: actor, audited: s.auditReady,
 		make: func(ctx context.Context, _ none) (authz.Key, bool, error) {
 			k, revoked, err := s.keys.Revoke(ctx, keyID)
 			return k, revoked && k.RevokedAt != nil, namedKey(keyID, err)

@@ -95,7 +95,7 @@ type WebhookSpec struct {
 // did; the answer holds its signing secret, shown this once. The one path of
 // the admin API and "gateway webhooks create".
 func (s *Service) CreateWebhook(ctx context.Context, actor string, spec WebhookSpec) (WebhookView, error) {
-	return apply(ctx, change[none, WebhookView]{actor: actor, ready: s.webhooksReady,
+	return apply(ctx, change[none, WebhookView]{actor: actor, audited: s.auditReady, ready: s.webhooksReady,
 		what: "The webhook endpoint", texts: []textField{{"url", spec.URL}, {"description", spec.Description}},
 		make: func(ctx context.Context, _ none) (WebhookView, bool, error) {
 			company, err := s.knownCompany(ctx, spec.CompanyID)
@@ -151,7 +151,7 @@ func (s *Service) readWebhook(id string) func(context.Context) (events.Webhook, 
 // UpdateWebhook changes an endpoint (URL, types, description, enabled) and
 // records who did.
 func (s *Service) UpdateWebhook(ctx context.Context, actor, id string, p events.Patch) (WebhookView, error) {
-	return apply(ctx, change[events.Webhook, WebhookView]{actor: actor, ready: s.webhooksReady,
+	return apply(ctx, change[events.Webhook, WebhookView]{actor: actor, audited: s.auditReady, ready: s.webhooksReady,
 		what: "The change", texts: patchTexts(p), read: s.readWebhook(id),
 		make: func(ctx context.Context, _ events.Webhook) (WebhookView, bool, error) {
 			e, err := s.webhooks.UpdateWebhook(ctx, id, p)
@@ -168,7 +168,7 @@ func (s *Service) UpdateWebhook(ctx context.Context, actor, id string, p events.
 // effect but not confirmed by Redis's replicas, recorded at once, is
 // recorded once when its error says to delete it again.
 func (s *Service) DeleteWebhook(ctx context.Context, actor, id string) (WebhookView, error) {
-	return apply(ctx, change[none, WebhookView]{actor: actor, ready: s.webhooksReady,
+	return apply(ctx, change[none, WebhookView]{actor: actor, audited: s.auditReady, ready: s.webhooksReady,
 		make: func(ctx context.Context, _ none) (WebhookView, bool, error) {
 			e, deleted, err := s.webhooks.DeleteWebhook(ctx, id)
 			return WebhookView{Webhook: e}, deleted, namedWebhook(id, err)
@@ -181,7 +181,7 @@ func (s *Service) DeleteWebhook(ctx context.Context, actor, id string) (WebhookV
 // RotateWebhookSecret gives an endpoint a new signing secret (in the
 // answer, shown this once); the old one signs beside it for overlap.
 func (s *Service) RotateWebhookSecret(ctx context.Context, actor, id string, overlap time.Duration) (WebhookView, error) {
-	return apply(ctx, change[events.Webhook, WebhookView]{actor: actor, ready: s.webhooksReady, read: s.readWebhook(id),
+	return apply(ctx, change[events.Webhook, WebhookView]{actor: actor, audited: s.auditReady, ready: s.webhooksReady, read: s.readWebhook(id),
 		make: func(ctx context.Context, _ events.Webhook) (WebhookView, bool, error) {
 			e, secret, err := s.webhooks.RotateSecret(ctx, id, overlap)
 			return WebhookView{Webhook: e, Secret: secret}, err == nil, namedWebhook(id, err)

@@ -31,7 +31,7 @@ func (s *Service) recordSend(ctx context.Context, actor, action, id string, befo
 // error names what it did not find), recorded with what was queued
 // (recordSend).
 func sendChange[A any](s *Service, actor, action, id string, send func(ctx context.Context) (A, error)) change[none, A] {
-	return change[none, A]{actor: actor, ready: s.webhooksReady,
+	return change[none, A]{actor: actor, audited: s.auditReady, ready: s.webhooksReady,
 		make: func(ctx context.Context, _ none) (A, bool, error) {
 			v, err := send(ctx)
 			return v, err == nil, err

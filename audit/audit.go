@@ -1,8 +1,23 @@
-// Package audit keeps the record of who changed what in a company's keys and
-// limits: one Redis stream per company, kept 400 days and bounded in length.
-// It stores what it is given (an actor, an action, the state before and
-// after, as JSON) and reads it back in order; it knows nothing of keys,
-// limits or HTTP, and refuses anything that looks like a key's secret.
+// Package audit keeps the record of who changed what in a company's keys,
+// limits and webhook endpoints: in the gateway's own database (PostgreSQL,
+// or SQLite in the demo; internal/sqldb opens it), kept 400 days and
+// bounded in number per company. It stores what it is given (an actor, an
+// action, the state before and after, as JSON) and reads it back in order;
+// it knows nothing of keys, limits or HTTP, and refuses anything that looks
+// like a key's secret.
+//
+// Ids. Each company's entries are numbered by seq, a bigint that only
+// grows: max(the company's last seq + 1, the recording millisecond ×
+// 1000), assigned under a row lock of the company's head (audit_heads), so
+// that a company's writers take turns and seq order is commit order: a
+// reader that sees an entry has seen every earlier one. The id shown is
+// "ms-k" (seq = ms×1000 + k), the form of the Redis stream entries that
+// kept the log before, whose ids carry over unchanged (upgrade.go).
+//
+// Keys and time. Both tables' keys lead with the company, so that a
+// distributed PostgreSQL (Citus) can shard them by it. On PostgreSQL the
+// entries are partitioned by seq in spans of 30 days, so that retention
+// drops whole partitions; SQLite deletes in bounded batches (Maintain).
 package audit
 
 import (
@@ -10,15 +25,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/invoicing-ao/gateway/internal/durable"
+	"github.com/invoicing-ao/gateway/internal/sqldb"
 	"github.com/invoicing-ao/gateway/invoicing"
-	"github.com/redis/go-redis/v9"
 )
 
 // Actions: what happened. People (actors) create, roll and revoke keys and
@@ -50,53 +63,49 @@ const (
 
 // Bounds and defaults.
 const (
-	MaxActorLen          = 200 // bytes
-	DefaultRetention     = 400 * 24 * time.Hour
-	DefaultMaxPerCompany = 10_000
+	MaxActorLen      = 200 // bytes
+	DefaultRetention = 400 * 24 * time.Hour
+	// DefaultMaxPerCompany is how many entries a company's log keeps at
+	// most (the newest): ten times what Redis kept, about 60 MB of disk
+	// at the most, far above what people changing keys make in 400 days,
+	// and a bound on what a runaway script can cost.
+	DefaultMaxPerCompany = 100_000
 	MaxRead              = 1000 // events per Read
 )
 
 // Errors of the log.
 var (
-	// ErrUnavailable wraps the error of a Redis that cannot answer.
-	ErrUnavailable = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: "audit_unavailable", Title: "Audit log unavailable", Detail: "The audit log cannot be read right now; retry later.", Message: "audit: Redis unavailable"})
+	// ErrUnavailable wraps the error of a database that cannot answer, or
+	// that is not ready (Config.Ready).
+	ErrUnavailable = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: "audit_unavailable", Title: "Audit log unavailable", Detail: "The audit log cannot be read right now; retry later.", Message: "audit: database unavailable"})
 	// ErrInvalid: an entry or a read the log refuses (bad actor, action,
 	// company, JSON, or what looks like a secret).
 	ErrInvalid = errors.New("audit: invalid entry")
-	// ErrNotReplicated: the event is recorded on the Redis master but fewer
-	// than Config.MinReplicas replicas confirmed it in time, so a Redis
-	// failover could lose it. Recording it again would record it twice:
-	// the recorder keeps the event elsewhere instead (the gateway logs it).
-	ErrNotReplicated = invoicing.Define(invoicing.Error{Kind: invoicing.Unavailable, Code: durable.ProblemCode, Title: durable.ProblemTitle,
-		Detail:  "The audit event is recorded, but Redis's replicas did not confirm it in time: if Redis fails over now, it could be lost.",
-		Message: "audit: the event is recorded but Redis's replicas did not confirm it, so a Redis failover could lose it"})
 )
 
-// Config configures a Log. Every zero value has a working default.
+// Config configures a Log. Every zero value but DB has a working default.
 type Config struct {
-	// Redis keeps the streams; required.
-	Redis redis.UniversalClient
-	// Prefix starts every key; zero means "audit:". No braces: the company
-	// id is each stream's hash tag.
-	Prefix string
+	// DB is the gateway's own database, with the log's schema
+	// (Migrations) applied; required. The Log does not close it.
+	DB *sqldb.DB
+	// Ready, when not nil, says whether DB may be used now: nil once its
+	// schema is known to be applied (a server that started before its
+	// database answered waits for its migrations). Its error is answered
+	// as ErrUnavailable.
+	Ready func() error
 	// Retention is how long an event is kept; zero means 400 days.
 	Retention time.Duration
-	// MaxPerCompany bounds each company's stream; zero means 10,000 events
-	// (the oldest go first).
+	// MaxPerCompany bounds each company's log; zero means
+	// DefaultMaxPerCompany events (the oldest go first).
 	MaxPerCompany int
+	// Ahead is how far ahead of now partitions are made (PostgreSQL); zero
+	// means 60 days (two partitions).
+	Ahead time.Duration
+	// Deletes bound SQLite's retention (Maintain): rows a transaction
+	// deletes, and transactions a call makes. Zero: sqldb's defaults.
+	Deletes sqldb.Batches
 	// Now is the clock of event times and of retention; nil means time.Now.
 	Now func() time.Time
-	// MinReplicas is how many Redis replicas must acknowledge an event
-	// before Record reports it recorded (see ErrNotReplicated); zero means
-	// none: a Redis failover may lose the last events.
-	MinReplicas int
-	// ReplicaTarget, when not nil, is read at each change instead of
-	// MinReplicas: the binary's, which follows Redis's topology
-	// (redisMinReplicas auto) and may rise while it runs.
-	ReplicaTarget *durable.Target
-	// ReplicaTimeout bounds each wait for those acknowledgements; zero
-	// means 1s.
-	ReplicaTimeout time.Duration
 }
 
 // Entry is what happened, as the recorder tells it.
@@ -115,7 +124,7 @@ type Entry struct {
 	Before, After json.RawMessage
 }
 
-// Event is a recorded Entry with its id (the stream entry's, which orders
+// Event is a recorded Entry with its id ("ms-k", which orders a company's
 // events) and time.
 type Event struct {
 	ID        string          `json:"id"`
@@ -131,60 +140,36 @@ type Event struct {
 
 // Log records and reads companies' audit events. Safe for concurrent use.
 type Log struct {
-	rdb       redis.UniversalClient
-	repl      durable.Policy // the events' acknowledgements
-	prefix    string
+	db        *sqldb.DB
+	ready     func() error
 	retention time.Duration
 	max       int
+	ahead     time.Duration
+	deletes   sqldb.Batches
 	now       func() time.Time
 }
 
-// New returns a Log over cfg.Redis.
+// New returns a Log over cfg.DB.
 func New(cfg Config) *Log {
-	if cfg.Redis == nil {
-		panic("audit: Config.Redis is required")
+	if cfg.DB == nil {
+		panic("audit: Config.DB is required")
 	}
-	if strings.ContainsAny(cfg.Prefix, "{}") {
-		panic("audit: Config.Prefix must not contain braces")
-	}
-	l := &Log{rdb: cfg.Redis, prefix: cfg.Prefix, retention: cfg.Retention, max: cfg.MaxPerCompany, now: cfg.Now,
-		repl: durable.Policy{Replicas: cfg.MinReplicas, Target: cfg.ReplicaTarget, Timeout: cfg.ReplicaTimeout}}
-	if l.prefix == "" {
-		l.prefix = "audit:"
-	}
+	l := &Log{db: cfg.DB, ready: cfg.Ready, retention: cfg.Retention, max: cfg.MaxPerCompany, ahead: cfg.Ahead,
+		deletes: cfg.Deletes, now: cfg.Now}
 	if l.retention <= 0 {
 		l.retention = DefaultRetention
 	}
 	if l.max <= 0 {
 		l.max = DefaultMaxPerCompany
 	}
+	if l.ahead <= 0 {
+		l.ahead = 60 * 24 * time.Hour
+	}
 	if l.now == nil {
 		l.now = time.Now
 	}
 	return l
 }
-
-func (l *Log) stream(company string) string { return l.prefix + "{" + company + "}" }
-
-// appendScript adds one event to a stream (KEYS[1]) with an id of its time
-// (ARGV[1], ms), or of the stream's last event when that is later (another
-// instance's clock ahead, or an event recorded late), so ids always grow; it drops the
-// events older than ARGV[2] (ms) and beyond the newest ARGV[3], and keeps the
-// stream ARGV[4] ms after its last event. Exact trimming: events are rare
-// (people changing keys), so it costs a deletion now and then.
-var appendScript = redis.NewScript(`
-local ms = ARGV[1]
-local top = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
-if #top > 0 then
-  local last = string.match(top[1][1], '^(%d+)-')
-  if tonumber(last) > tonumber(ms) then ms = last end
-end
-local args = {'XADD', KEYS[1], 'MINID', ARGV[2], ms .. '-*'}
-for i = 5, #ARGV do args[#args + 1] = ARGV[i] end
-local id = redis.call(unpack(args))
-redis.call('XTRIM', KEYS[1], 'MAXLEN', ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return id`)
 
 // secretLike is what the log refuses to keep, whatever a caller passes: an
 // API key's secret or a webhook signing secret (invoicing.SecretPattern).
@@ -241,54 +226,61 @@ func CheckActor(s string) error {
 // ActorSecretMessage is what an actor that looks like a secret is told.
 const ActorSecretMessage = "looks like an API key or a webhook signing secret"
 
-// Record appends e to its company's log and returns it as recorded.
-// ErrNotReplicated comes with the event: it is recorded, unconfirmed.
+// Record appends e to its company's log and returns it as recorded, once
+// the database has committed it.
 func (l *Log) Record(ctx context.Context, e Entry) (Event, error) {
 	if err := e.check(); err != nil {
 		return Event{}, err
 	}
-	at, args := l.appendArgs(e)
-	stream := l.stream(e.CompanyID)
-	var id string
-	err := l.repl.Write(ctx, l.rdb, stream, func(c redis.Cmdable) (err error) {
-		id, err = appendScript.Run(ctx, c, []string{stream}, args...).Text()
-		return err
+	if err := l.usable(); err != nil {
+		return Event{}, err
+	}
+	var ev Event
+	err := l.partitioned(ctx, func() error {
+		return l.db.Tx(ctx, func(q sqldb.Querier) (err error) {
+			ev, err = l.insert(ctx, q, e)
+			return err
+		})
 	})
-	unconfirmed := errors.Is(err, durable.ErrNotAcknowledged)
-	if err != nil && !unconfirmed {
-		return Event{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	ev := Event{ID: id, Time: time.UnixMilli(at.UnixMilli()).UTC(), Actor: e.Actor, CompanyID: e.CompanyID,
-		Action: e.Action, Before: e.Before, After: e.After}
-	if e.KeyID != "" {
-		ev.KeyID = &e.KeyID
-	}
-	if e.WebhookID != "" {
-		ev.WebhookID = &e.WebhookID
-	}
-	if unconfirmed {
-		return ev, fmt.Errorf("%w: %w", ErrNotReplicated, err)
+	if err != nil {
+		return Event{}, fail(err)
 	}
 	return ev, nil
 }
 
-// appendArgs are appendScript's arguments for e, and its time.
-func (l *Log) appendArgs(e Entry) (time.Time, []any) {
-	now := l.now()
-	at := e.Time
-	if at.IsZero() {
-		at = now
+// Ready reports whether the log can record now: its database answers and
+// its schema is applied. A change is refused before it is made when it
+// cannot (admin), rather than made and left out of the log.
+func (l *Log) Ready(ctx context.Context) error {
+	if err := l.usable(); err != nil {
+		return err
 	}
-	fields := []any{"time", strconv.FormatInt(at.UnixMilli(), 10), "actor", e.Actor, "action", e.Action}
-	for _, f := range [...]struct {
-		name string
-		v    []byte
-	}{{"key", []byte(e.KeyID)}, {"webhook", []byte(e.WebhookID)}, {"before", e.Before}, {"after", e.After}} {
-		if len(f.v) > 0 {
-			fields = append(fields, f.name, string(f.v))
-		}
+	return fail(l.db.Ping(ctx))
+}
+
+// usable is ErrUnavailable while Config.Ready says the database may not be
+// used yet.
+func (l *Log) usable() error {
+	if l.ready == nil {
+		return nil
 	}
-	return at, append([]any{at.UnixMilli(), l.oldest(now), l.max, l.retention.Milliseconds()}, fields...)
+	if err := l.ready(); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// fail is err as the log returns it: ErrUnavailable when the database
+// cannot serve now, else wrapped as a fault of ours.
+func fail(err error) error {
+	var known *invoicing.Error
+	switch {
+	case err == nil, errors.Is(err, ErrInvalid), errors.As(err, &known):
+		return err
+	case sqldb.Unavailable(err):
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return fmt.Errorf("audit: %w", err)
 }
 
 func (e Entry) check() error {
@@ -311,8 +303,13 @@ func (e Entry) check() error {
 		}
 	}
 	for _, v := range []json.RawMessage{e.Before, e.After} {
-		if len(v) > 0 && !json.Valid(v) {
+		if len(v) > 0 && (!json.Valid(v) || !utf8.Valid(v)) {
 			return fmt.Errorf("%w: before and after must be JSON", ErrInvalid)
+		}
+	}
+	for _, id := range []string{e.KeyID, e.WebhookID} {
+		if !utf8.ValidString(id) || strings.ContainsFunc(id, unicode.IsControl) {
+			return fmt.Errorf("%w: an id must be printable text", ErrInvalid)
 		}
 	}
 	return nil
@@ -334,62 +331,36 @@ func (l *Log) Read(ctx context.Context, companyID string, since time.Time, limit
 	if limit < 1 || limit > MaxRead {
 		return nil, time.Time{}, fmt.Errorf("%w: limit %d, want 1 to %d", ErrInvalid, limit, MaxRead)
 	}
-	stream := l.stream(companyID)
-	start := max(since.UnixMilli(), l.oldest(l.now()), 0)
-	msgs, err := l.rdb.XRangeN(ctx, stream, strconv.FormatInt(start, 10), "+", int64(limit)+1).Result()
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	if err := l.usable(); err != nil {
+		return nil, time.Time{}, err
 	}
-	if len(msgs) > limit {
+	start := max(since.UnixMilli(), l.oldest(l.now()), 0)
+	start = min(start, maxMs) // a since beyond any id reads nothing
+	r := l.db.Read()
+	evs, err := l.page(ctx, r, companyID, start*perMs, 1<<63-1, limit+1)
+	if err != nil {
+		return nil, time.Time{}, fail(err)
+	}
+	if len(evs) > limit {
 		// A page ends between two milliseconds, so that the next one can
 		// start at a millisecond without repeating or skipping an event.
-		cut := idMS(msgs[limit].ID)
+		cut := evs[limit].seq / perMs
 		i := limit
-		for i > 0 && idMS(msgs[i-1].ID) == cut {
+		for i > 0 && evs[i-1].seq/perMs == cut {
 			i--
 		}
 		if i == 0 { // more than limit events in one millisecond: all of them
-			ms := strconv.FormatInt(cut, 10)
-			if msgs, err = l.rdb.XRange(ctx, stream, ms, ms).Result(); err != nil {
-				return nil, time.Time{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+			if evs, err = l.page(ctx, r, companyID, cut*perMs, (cut+1)*perMs, perMs); err != nil {
+				return nil, time.Time{}, fail(err)
 			}
-			i = len(msgs)
+			i = len(evs)
 		}
-		msgs = msgs[:i]
-		next = time.UnixMilli(idMS(msgs[i-1].ID) + 1).UTC()
+		evs = evs[:i]
+		next = time.UnixMilli(evs[i-1].seq/perMs + 1).UTC()
 	}
-	events = make([]Event, 0, len(msgs))
-	for _, m := range msgs {
-		events = append(events, decode(companyID, m))
+	events = make([]Event, len(evs))
+	for i, e := range evs {
+		events[i] = e.Event
 	}
 	return events, next, nil
-}
-
-// idMS is the millisecond of a stream entry's id.
-func idMS(id string) int64 {
-	ms, _, _ := strings.Cut(id, "-")
-	n, _ := strconv.ParseInt(ms, 10, 64)
-	return n
-}
-
-// decode reads a stream entry back into an Event.
-func decode(company string, m redis.XMessage) Event {
-	str := func(name string) string { s, _ := m.Values[name].(string); return s }
-	raw := func(name string) json.RawMessage {
-		if s := str(name); s != "" {
-			return json.RawMessage(s)
-		}
-		return nil
-	}
-	ev := Event{ID: m.ID, CompanyID: company, Actor: str("actor"), Action: str("action"), Before: raw("before"), After: raw("after")}
-	if n, err := strconv.ParseInt(str("time"), 10, 64); err == nil {
-		ev.Time = time.UnixMilli(n).UTC()
-	}
-	if k := str("key"); k != "" {
-		ev.KeyID = &k
-	}
-	if w := str("webhook"); w != "" {
-		ev.WebhookID = &w
-	}
-	return ev
 }

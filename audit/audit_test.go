@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/invoicing-ao/gateway/internal/sqldb"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 )
 
@@ -25,17 +25,94 @@ func newClock() *testenv.Clock {
 	return testenv.NewClock(time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC))
 }
 
-// TestLog is the conformance suite, on real Redis and on miniredis.
-func TestLog(t *testing.T) {
+// The conformance suite: every behaviour of the Log, held on both engines
+// by the same tests (run by TestPostgres and TestSQLite). Each test gets a
+// database of its own, its schema applied, and a clock it moves.
+
+// harness is a database under test and the clock its logs read.
+type harness struct {
+	t     *testing.T
+	db    *sqldb.DB
+	clock *testenv.Clock
+}
+
+// log is a Log on the harness's database (its clock unless cfg has one).
+func (h *harness) log(cfg Config) *Log {
+	cfg.DB = h.db
+	if cfg.Now == nil {
+		cfg.Now = h.clock.Now
+	}
+	return New(cfg)
+}
+
+// count is how many rows a table of the log holds.
+func (h *harness) count(table string) int64 {
+	h.t.Helper()
+	var n int64
+	if err := sqldb.QueryRow(ctx, h.db.Read(), "SELECT count(*) FROM "+table, nil, &n); err != nil {
+		h.t.Fatal(err)
+	}
+	return n
+}
+
+// opener makes a harness on a new database.
+type opener func(t *testing.T) *harness
+
+func openWith(t *testing.T, url string) *harness {
+	t.Helper()
+	db, err := sqldb.Open(ctx, sqldb.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	if _, err := db.Apply(ctx, Migrations()); err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, db: db, clock: newClock()}
+}
+
+func openPostgres(t *testing.T) *harness { return openWith(t, testenv.Postgres(t)) }
+
+func openSQLite(t *testing.T) *harness {
+	return openWith(t, "sqlite:"+filepath.Join(t.TempDir(), "audit.db"))
+}
+
+func TestPostgres(t *testing.T) {
 	t.Parallel()
-	testenv.RedisBackends(t, func(t *testing.T, rdb *redis.Client, prefix string) {
-		t.Run("record and read", func(t *testing.T) { testRecordRead(t, rdb, prefix+"rr:") })
-		t.Run("refused entries", func(t *testing.T) { testRefused(t, rdb, prefix+"ref:") })
-		t.Run("clocks apart", func(t *testing.T) { testClocksApart(t, rdb, prefix+"skew:") })
-		t.Run("since and paging", func(t *testing.T) { testPaging(t, rdb, prefix+"page:") })
-		t.Run("retention", func(t *testing.T) { testRetention(t, rdb, prefix+"ret:") })
-		t.Run("bounded", func(t *testing.T) { testBounded(t, rdb, prefix+"max:") })
-	})
+	conformance(t, openPostgres)
+}
+
+func TestSQLite(t *testing.T) {
+	t.Parallel()
+	conformance(t, openSQLite)
+}
+
+// conformance runs every test of the suite against the databases open
+// makes.
+func conformance(t *testing.T, open opener) {
+	for _, tc := range []struct {
+		name string
+		fn   func(t *testing.T, h *harness)
+	}{
+		{"RecordAndRead", testRecordRead},
+		{"RefusedEntries", testRefused},
+		{"ClocksApart", testClocksApart},
+		{"SinceAndPaging", testPaging},
+		{"ConcurrentWritersInCommitOrder", testConcurrent},
+		{"Retention", testRetention},
+		{"Bounded", testBounded},
+		{"BoundAfterRetention", testBoundAfterRetention},
+		{"Unavailable", testUnavailable},
+		{"UpgradeFromRedis", testUpgrade},
+		{"UpgradeSeveralAtOnce", testUpgradeTogether},
+		{"ImportOlderExport", testImportOlderExport},
+		{"ImportRolledBack", testImportRolledBack},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, open(t))
+		})
+	}
 }
 
 func entry(action, key string, before, after any) Entry {
@@ -67,9 +144,9 @@ func readAll(t *testing.T, l *Log, company string, since time.Time) []Event {
 	return evs
 }
 
-func testRecordRead(t *testing.T, rdb *redis.Client, prefix string) {
-	c := newClock()
-	l := New(Config{Redis: rdb, Prefix: prefix, Now: c.Now})
+func testRecordRead(t *testing.T, h *harness) {
+	c := h.clock
+	l := h.log(Config{})
 	created := mustRecord(t, l, entry(ActionKeyCreated, "key_aaaaaaaaaaaaaaaaaaaa", nil, map[string]any{"state": "active", "hint": "igw_live_…x9Qa"}))
 	c.Add(time.Second)
 	mustRecord(t, l, entry(ActionKeyRevoked, "key_aaaaaaaaaaaaaaaaaaaa", map[string]string{"state": "active"}, map[string]string{"state": "revoked"}))
@@ -122,8 +199,8 @@ func testRecordRead(t *testing.T, rdb *redis.Client, prefix string) {
 	}
 }
 
-func testRefused(t *testing.T, rdb *redis.Client, prefix string) {
-	l := New(Config{Redis: rdb, Prefix: prefix})
+func testRefused(t *testing.T, h *harness) {
+	l := h.log(Config{})
 	secret := "igw_live_" + strings.Repeat("a1B2", 10) + "xyz"
 	edit := func(f func(*Entry)) Entry {
 		e := entry(ActionKeyCreated, "key_aaaaaaaaaaaaaaaaaaaa", nil, map[string]string{"state": "active"})
@@ -146,13 +223,15 @@ func testRefused(t *testing.T, rdb *redis.Client, prefix string) {
 		"secret in before":          edit(func(e *Entry) { e.Before = json.RawMessage(`{"key":"` + strings.ToUpper(secret) + `"}`) }),
 		"webhook secret":            edit(func(e *Entry) { e.After = json.RawMessage(`{"secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}`) }),
 		"before is no JSON":         edit(func(e *Entry) { e.Before = json.RawMessage(`{"state":`) }),
+		"after is not UTF-8":        edit(func(e *Entry) { e.After = json.RawMessage("{\"name\":\"\xff\"}") }),
+		"a key id with a NUL":       edit(func(e *Entry) { e.KeyID = "key_\x00" }),
 	} {
 		if _, err := l.Record(ctx, e); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: Record = %v, want ErrInvalid", name, err)
 		}
 	}
-	if keys := rdb.Keys(ctx, prefix+"*").Val(); len(keys) != 0 {
-		t.Errorf("refused entries wrote %v", keys)
+	if n := h.count("audit_entries") + h.count("audit_heads"); n != 0 {
+		t.Errorf("refused entries wrote %d rows", n)
 	}
 	for _, ok := range []string{"ana@platform", "Zé Manuel (dashboard)", "root@gw-7f9c"} {
 		if err := CheckActor(ok); err != nil {
@@ -168,12 +247,12 @@ func testRefused(t *testing.T, rdb *redis.Client, prefix string) {
 }
 
 // testClocksApart: an instance whose clock is behind still appends after
-// the stream's last event, so ids and the order of reading always grow.
-func testClocksApart(t *testing.T, rdb *redis.Client, prefix string) {
+// the company's last event, so ids and the order of reading always grow.
+func testClocksApart(t *testing.T, h *harness) {
 	ahead, behind := newClock(), newClock()
 	behind.Add(-5 * time.Second)
-	a := New(Config{Redis: rdb, Prefix: prefix, Now: ahead.Now})
-	b := New(Config{Redis: rdb, Prefix: prefix, Now: behind.Now})
+	a := h.log(Config{Now: ahead.Now})
+	b := h.log(Config{Now: behind.Now})
 	first := mustRecord(t, a, entry(ActionLimitsSet, "", nil, nil))
 	second := mustRecord(t, b, entry(ActionLimitsReset, "", nil, nil))
 	third := mustRecord(t, b, entry(ActionLimitsReset, "", nil, nil))
@@ -197,9 +276,9 @@ func testClocksApart(t *testing.T, rdb *redis.Client, prefix string) {
 	}
 }
 
-func testPaging(t *testing.T, rdb *redis.Client, prefix string) {
-	c := newClock()
-	l := New(Config{Redis: rdb, Prefix: prefix, Now: c.Now})
+func testPaging(t *testing.T, h *harness) {
+	c := h.clock
+	l := h.log(Config{})
 	t0 := c.Now()
 	var all []Event
 	for i := range 5 {
@@ -232,79 +311,6 @@ func testPaging(t *testing.T, rdb *redis.Client, prefix string) {
 	for i := 1; i < len(got); i++ {
 		if got[i] == got[i-1] {
 			t.Errorf("event %s read twice", got[i])
-		}
-	}
-}
-
-func testRetention(t *testing.T, rdb *redis.Client, prefix string) {
-	c := newClock()
-	l := New(Config{Redis: rdb, Prefix: prefix, Now: c.Now})
-	mustRecord(t, l, entry(ActionLimitsSet, "", nil, nil))
-	c.Add(DefaultRetention - time.Millisecond)
-	if evs := readAll(t, l, companyA, time.Time{}); len(evs) != 1 {
-		t.Fatalf("an event 400 days old but for a millisecond: %d", len(evs))
-	}
-	c.Add(time.Millisecond)
-	if evs := readAll(t, l, companyA, time.Time{}); len(evs) != 0 {
-		t.Errorf("an event of 400 days ago is still read: %+v", evs)
-	}
-	mustRecord(t, l, entry(ActionLimitsReset, "", nil, nil))
-	stream := prefix + "{" + companyA + "}"
-	if n := rdb.XLen(ctx, stream).Val(); n != 1 {
-		t.Errorf("the next event left %d in the stream, want the old one trimmed", n)
-	}
-	if ttl := rdb.PTTL(ctx, stream).Val(); ttl <= 0 || ttl > DefaultRetention {
-		t.Errorf("stream TTL %v, want at most the retention", ttl)
-	}
-}
-
-func testBounded(t *testing.T, rdb *redis.Client, prefix string) {
-	c := newClock()
-	l := New(Config{Redis: rdb, Prefix: prefix, Now: c.Now, MaxPerCompany: 5})
-	var last []Event
-	for i := range 12 {
-		c.Add(time.Millisecond)
-		last = append(last, mustRecord(t, l, entry(ActionLimitsSet, "", nil, map[string]int{"n": i})))
-	}
-	evs := readAll(t, l, companyA, time.Time{})
-	if len(evs) != 5 || evs[0].ID != last[7].ID || evs[4].ID != last[11].ID {
-		t.Errorf("bounded stream holds %d events from %v, want the newest 5", len(evs), evs)
-	}
-}
-
-func TestUnavailable(t *testing.T) {
-	t.Parallel()
-	_, mr := testenv.Miniredis(t)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1, DialerRetries: 1})
-	defer rdb.Close()
-	l := New(Config{Redis: rdb})
-	mr.Close()
-	if _, err := l.Record(ctx, entry(ActionLimitsSet, "", nil, nil)); !errors.Is(err, ErrUnavailable) {
-		t.Errorf("Record without Redis = %v", err)
-	}
-	if _, _, err := l.Read(ctx, companyA, time.Time{}, 1); !errors.Is(err, ErrUnavailable) {
-		t.Errorf("Read without Redis = %v", err)
-	}
-}
-
-// TestOnRedisCluster appends to and reads the streams of many companies on
-// a real three-master Redis Cluster: the append script's one key, and the
-// company's hash tag, keep each step in one slot.
-func TestOnRedisCluster(t *testing.T) {
-	t.Parallel()
-	rdb := testenv.RedisClusterClient(t)
-	c := newClock()
-	l := New(Config{Redis: rdb, Prefix: "gw:audit:", Now: c.Now})
-	for i := range 12 {
-		e := entry(ActionLimitsSet, "", nil, map[string]int{"n": i})
-		e.CompanyID = fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
-		mustRecord(t, l, e)
-		mustRecord(t, l, e)
-	}
-	for i := range 12 {
-		evs := readAll(t, l, fmt.Sprintf("00000000-0000-4000-8000-%012d", i), time.Time{})
-		if len(evs) != 2 || string(evs[1].After) != fmt.Sprintf(`{"n":%d}`, i) {
-			t.Errorf("company %d: %+v", i, evs)
 		}
 	}
 }

@@ -1,27 +1,26 @@
 package audit
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/invoicing-ao/gateway/internal/redisscan"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
-// Export and import of the audit log (state, `gateway state
-// export|import`): every company's stream, entry by entry, with its id.
-// The rule of a merge is the union: an entry is identified by its id (the
-// millisecond it was recorded and a sequence), entries that Redis has are
-// kept as they are, the others are added in their place; entries older
-// than the retention are not brought back. Importing twice adds nothing
-// the second time.
+// The audit log's part of an export, as gateways kept it before the log
+// moved to the gateway's database: every company's Redis stream, entry by
+// entry, with its id. Exports no longer carry the log (the database's own
+// backups do: docs/operators.md); an older export that does is still
+// imported, into the database. The rule of a merge is the union: an entry
+// is identified by its id (the millisecond it was recorded and a
+// sequence), entries the log has are kept as they are, the others are
+// added in their place; entries older than the retention are not brought
+// back. Importing twice adds nothing the second time.
 
 // StateVersion is the version of the audit log's part of an export.
 const StateVersion = 1
@@ -48,37 +47,6 @@ type EntryRecord struct {
 // ErrInvalidState: the audit log of an export cannot be imported.
 var ErrInvalidState = errors.New("invalid record")
 
-// ExportState reads every company's log.
-func (l *Log) ExportState(ctx context.Context) (State, error) {
-	names, err := redisscan.Keys(ctx, l.rdb, l.prefix+"{*}")
-	if err != nil {
-		return State{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	s := State{Version: StateVersion, Companies: []StreamRecord{}}
-	for _, n := range names {
-		company := strings.TrimSuffix(strings.TrimPrefix(n, l.prefix+"{"), "}")
-		if c, ok := invoicing.CanonicalUUID(company); !ok || c != company || n != l.stream(company) {
-			continue // not a company's stream (a merge's scratch key)
-		}
-		msgs, err := l.rdb.XRange(ctx, n, "-", "+").Result()
-		if err != nil {
-			return State{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
-		r := StreamRecord{CompanyID: company, Entries: make([]EntryRecord, 0, len(msgs))}
-		for _, m := range msgs {
-			f := make(map[string]string, len(m.Values))
-			for k, v := range m.Values {
-				f[k], _ = v.(string)
-			}
-			r.Entries = append(r.Entries, EntryRecord{ID: m.ID, Fields: f})
-		}
-		if len(r.Entries) > 0 {
-			s.Companies = append(s.Companies, r)
-		}
-	}
-	return s, nil
-}
-
 // maxEntryViews bounds an imported entry's before and after: far above what
 // a change records (a key's or an endpoint's view, its text bounded), far
 // below what would make the log a store of anything.
@@ -86,12 +54,24 @@ const maxEntryViews = 64 << 10
 
 var entryID = regexp.MustCompile(`^[0-9]{1,15}-[0-9]{1,19}$`)
 
+// row is the entry as the log's table keeps it; ok is false when it is
+// not one (check says why).
+func (r EntryRecord) row(company string) (row, bool) {
+	seq, ok := seqOf(r.ID)
+	ms, err := strconv.ParseInt(r.Fields["time"], 10, 64)
+	if !ok || err != nil {
+		return row{}, false
+	}
+	return row{seq: seq, atMs: ms, actor: r.Fields["actor"], action: r.Fields["action"], key: r.Fields["key"],
+		webhook: r.Fields["webhook"], before: r.Fields["before"], after: r.Fields["after"], company: company}, true
+}
+
 // check refuses an entry that Record would not have made.
 func (r EntryRecord) check(company string) error {
 	bad := func(what string) error {
 		return fmt.Errorf("%w: company %s, entry %s: %s", ErrInvalidState, company, invoicing.Clip(r.ID), what)
 	}
-	if !entryID.MatchString(r.ID) {
+	if _, ok := seqOf(r.ID); !entryID.MatchString(r.ID) || !ok {
 		return bad("not a stream entry id")
 	}
 	if n := len(r.Fields["before"]) + len(r.Fields["after"]); n > maxEntryViews {

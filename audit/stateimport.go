@@ -3,63 +3,34 @@ package audit
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invoicing-ao/gateway/internal/sqldb"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
 
-// mergeScript adds to a company's stream (KEYS[1]) the entries it lacks,
-// each in its place by id: a stream only grows at its end, so the stream is
-// written again, whole and in order, into KEYS[2] (same slot), which then
-// replaces it. Then it is trimmed as Record trims it: ARGV[1] the oldest
-// millisecond kept, ARGV[2] the most entries, ARGV[3] how long the stream
-// is kept (ms). ARGV[4...]: per entry its id, its count of field and value
-// strings, and them. It returns how many entries it added.
-var mergeScript = redis.NewScript(`
-local function parse(id)
-  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
-  return tonumber(ms), tonumber(seq)
-end
-local function less(a, b)
-  local am, as = parse(a[1]); local bm, bs = parse(b[1])
-  if am ~= bm then return am < bm end
-  return as < bs
-end
-local all, have = {}, {}
-for _, e in ipairs(redis.call('XRANGE', KEYS[1], '-', '+')) do
-  table.insert(all, e); have[e[1]] = true
-end
-local added, i = 0, 4
-while i <= #ARGV do
-  local id, n = ARGV[i], tonumber(ARGV[i + 1])
-  if not have[id] and parse(id) >= tonumber(ARGV[1]) then
-    local f = {}
-    for j = 1, n do f[j] = ARGV[i + 1 + j] end
-    table.insert(all, {id, f}); have[id] = true; added = added + 1
-  end
-  i = i + 2 + n
-end
-if added == 0 then return 0 end
-table.sort(all, less)
-redis.call('DEL', KEYS[2])
-for _, e in ipairs(all) do redis.call('XADD', KEYS[2], e[1], unpack(e[2])) end
-redis.call('RENAME', KEYS[2], KEYS[1])
-redis.call('XTRIM', KEYS[1], 'MINID', ARGV[1])
-redis.call('XTRIM', KEYS[1], 'MAXLEN', ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return added`)
+// An import's writes to the log (gateway state import): the entries of an
+// older export's audit part, and the import's own state.imported entries.
+// Both are planned before anything is written, and written in one
+// transaction of the database that the import holds open around its Redis
+// writes (Around), so that they are committed if and only if the Redis
+// writes are made.
 
 // ImportPlan is what importing a State will write, worked out before.
 type ImportPlan struct {
-	l                         *Log
-	added, updated, unchanged int
-	writes                    []StreamRecord
-	byCompany                 map[string]int // entries added
+	l                *Log
+	added, unchanged int
+	writes           map[string][]row // company → the entries it lacks
+	byCompany        map[string]int   // entries added
 }
 
-// Counts are the entries added and those Redis had (none is ever changed).
-func (p *ImportPlan) Counts() (added, updated, unchanged int) { return p.added, p.updated, p.unchanged }
+// Counts are the entries added and those the log had (none is ever
+// changed).
+func (p *ImportPlan) Counts() (added, updated, unchanged int) { return p.added, 0, p.unchanged }
 
 // EachCompany calls f with the entries added to each company's log (for
 // the import's own audit entries).
@@ -69,7 +40,8 @@ func (p *ImportPlan) EachCompany(f func(company string, added, updated int)) {
 	}
 }
 
-// PlanImport checks every entry of s and reads Redis's; it writes nothing.
+// PlanImport checks every entry of s and reads the log's; it writes
+// nothing but the partitions the entries need.
 func (l *Log) PlanImport(ctx context.Context, s State) (*ImportPlan, error) {
 	if s.Version != StateVersion {
 		return nil, fmt.Errorf("%w: version %d of the audit log, this gateway reads %d", ErrInvalidState, s.Version, StateVersion)
@@ -89,56 +61,101 @@ func (l *Log) PlanImport(ctx context.Context, s State) (*ImportPlan, error) {
 			}
 		}
 	}
-	if err := mergeScript.Load(ctx, l.rdb).Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	if err := l.usable(); err != nil {
+		return nil, err
 	}
-	p := &ImportPlan{l: l, byCompany: map[string]int{}}
-	oldest := l.oldest(l.now())
+	p := &ImportPlan{l: l, writes: map[string][]row{}, byCompany: map[string]int{}}
+	oldest := l.oldest(l.now()) * perMs
+	var top int64
 	for _, r := range s.Companies {
-		msgs, err := l.rdb.XRange(ctx, l.stream(r.CompanyID), "-", "+").Result()
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
-		have := make(map[string]bool, len(msgs))
-		for _, m := range msgs {
-			have[m.ID] = true
-		}
-		n := 0
+		var rows []row
 		for _, e := range r.Entries {
-			switch {
-			case have[e.ID]:
-				p.unchanged++
-			case idMS(e.ID) < oldest: // past the retention: not brought back
-			default:
-				n++
+			if x, _ := e.row(r.CompanyID); x.seq >= oldest { // past the retention: not brought back
+				rows = append(rows, x)
+				top = max(top, x.seq)
 			}
 		}
-		if n > 0 {
-			p.added += n
-			p.writes = append(p.writes, r)
-			p.byCompany[r.CompanyID] = n
+		have, err := l.seqs(ctx, r.CompanyID, rows)
+		if err != nil {
+			return nil, fail(err)
+		}
+		var add []row
+		for _, x := range rows {
+			if have[x.seq] {
+				p.unchanged++
+			} else {
+				add = append(add, x)
+			}
+		}
+		if len(add) > 0 {
+			p.added += len(add)
+			p.writes[r.CompanyID] = add
+			p.byCompany[r.CompanyID] = len(add)
+		}
+	}
+	if p.added > 0 {
+		if err := l.ensureUpTo(ctx, top); err != nil {
+			return nil, fail(err)
 		}
 	}
 	return p, nil
 }
 
-// Queue adds the plan's writes to pipe; the audit log has one phase (0).
-func (p *ImportPlan) Queue(ctx context.Context, phase int, pipe redis.Pipeliner) {
-	if phase != 0 {
-		return
+// seqs are which of rows' seqs the company's log has.
+func (l *Log) seqs(ctx context.Context, company string, rows []row) (map[int64]bool, error) {
+	have := map[int64]bool{}
+	if len(rows) == 0 {
+		return have, nil
 	}
-	l := p.l
-	for _, r := range p.writes {
-		args := []any{l.oldest(l.now()), l.max, l.retention.Milliseconds()}
-		for _, e := range r.Entries {
-			args = append(args, e.ID, 2*len(e.Fields))
-			for f, v := range e.Fields {
-				args = append(args, f, v)
+	lo, hi := rows[0].seq, rows[0].seq
+	for _, r := range rows {
+		lo, hi = min(lo, r.seq), max(hi, r.seq)
+	}
+	q, err := l.db.Read().Query(ctx, "SELECT seq FROM audit_entries WHERE company_id = $1 AND seq >= $2 AND seq <= $3", company, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	defer q.Close()
+	for q.Next() {
+		var s int64
+		if err := q.Scan(&s); err != nil {
+			return nil, err
+		}
+		have[s] = true
+	}
+	return have, q.Err()
+}
+
+// ensureUpTo makes the partitions an entry of seq top needs, beside those
+// from the retention's start to Ahead (PostgreSQL).
+func (l *Log) ensureUpTo(ctx context.Context, top int64) error {
+	if l.db.Engine() != sqldb.Postgres {
+		return nil
+	}
+	now := l.now()
+	to := now.Add(l.ahead)
+	if t := time.UnixMilli(top/perMs + 1); t.After(to) {
+		to = t
+	}
+	_, err := l.db.EnsurePartitions(ctx, entriesRanges, now.Add(-l.retention), to)
+	return err
+}
+
+// Queue writes nothing to Redis: the plan's writes are the database's
+// (Around).
+func (p *ImportPlan) Queue(context.Context, int, redis.Pipeliner) {}
+
+// Around adds the entries the log lacks, in a transaction that commits
+// once write (the import's Redis writes) has succeeded.
+func (p *ImportPlan) Around(ctx context.Context, write func(context.Context) error) error {
+	return fail(p.l.within(ctx, func(ctx context.Context, q sqldb.Querier) error {
+		for _, company := range slices.Sorted(maps.Keys(p.writes)) { // heads locked in one order
+			if _, err := insertGiven(ctx, q, company, p.writes[company]); err != nil {
+				return err
 			}
 		}
-		stream := l.stream(r.CompanyID)
-		mergeScript.EvalSha(ctx, pipe, []string{stream, stream + ":merge"}, args...)
-	}
+		return write(ctx)
+	}))
 }
 
 // EntriesPlan is audit entries written with an import's writes: the
@@ -149,16 +166,21 @@ type EntriesPlan struct {
 }
 
 // PlanEntries checks entries as Record does and plans their writes, made
-// with an import's, last (phase 2): the log records an import if and only
-// if it is written.
+// with an import's (Around): the log records an import if and only if it
+// is written.
 func (l *Log) PlanEntries(ctx context.Context, entries []Entry) (*EntriesPlan, error) {
 	for _, e := range entries {
 		if err := e.check(); err != nil {
 			return nil, err
 		}
 	}
-	if err := appendScript.Load(ctx, l.rdb).Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	if err := l.usable(); err != nil {
+		return nil, err
+	}
+	if len(entries) > 0 {
+		if _, err := l.ensure(ctx); err != nil {
+			return nil, fail(err)
+		}
 	}
 	return &EntriesPlan{l: l, entries: entries}, nil
 }
@@ -166,13 +188,34 @@ func (l *Log) PlanEntries(ctx context.Context, entries []Entry) (*EntriesPlan, e
 // Counts are the entries the plan adds.
 func (p *EntriesPlan) Counts() (added, updated, unchanged int) { return len(p.entries), 0, 0 }
 
-// Queue adds the entries to pipe in the last phase (2).
-func (p *EntriesPlan) Queue(ctx context.Context, phase int, pipe redis.Pipeliner) {
-	if phase != 2 {
-		return
+// Queue writes nothing to Redis (Around).
+func (p *EntriesPlan) Queue(context.Context, int, redis.Pipeliner) {}
+
+// Around records the entries in a transaction that commits once write has
+// succeeded.
+func (p *EntriesPlan) Around(ctx context.Context, write func(context.Context) error) error {
+	return fail(p.l.within(ctx, func(ctx context.Context, q sqldb.Querier) error {
+		for _, e := range p.entries {
+			if _, err := p.l.insert(ctx, q, e); err != nil {
+				return err
+			}
+		}
+		return write(ctx)
+	}))
+}
+
+// txKey carries a Log's open transaction in a context, so that the plans
+// of one import write in one transaction (SQLite has one writer: a second
+// would wait for the first forever).
+type txKey struct{ l *Log }
+
+// within runs fn in the transaction ctx carries for l, or else in a new
+// one, which fn's ctx then carries.
+func (l *Log) within(ctx context.Context, fn func(ctx context.Context, q sqldb.Querier) error) error {
+	if q, ok := ctx.Value(txKey{l}).(sqldb.Querier); ok {
+		return fn(ctx, q)
 	}
-	for _, e := range p.entries {
-		_, args := p.l.appendArgs(e)
-		appendScript.EvalSha(ctx, pipe, []string{p.l.stream(e.CompanyID)}, args...)
-	}
+	return l.db.Tx(ctx, func(q sqldb.Querier) error {
+		return fn(context.WithValue(ctx, txKey{l}, q), q)
+	})
 }

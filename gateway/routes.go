@@ -86,6 +86,12 @@ func (s *Server) readyz(r *http.Request, _ web.Params) (web.Answer, error) {
 		name string
 		ping func(context.Context) error
 	}{{"redis", s.keys.Ping}, {"liveDatabase", s.live.Ping}, {"testDatabase", s.test.Ping}}
+	if s.history != nil {
+		deps = append(deps, struct {
+			name string
+			ping func(context.Context) error
+		}{"historyDatabase", s.history})
+	}
 	// Together: a dependency that hangs must not use up the others' time.
 	states := make([]string, len(deps))
 	var wg sync.WaitGroup

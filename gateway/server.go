@@ -90,6 +90,10 @@ type Config struct {
 	// persistence, eviction policy, replicas), as "redisDurability"; nil
 	// says nothing.
 	RedisDurability func() any
+	// HistoryDatabase asks the gateway's own database (the audit log's and
+	// the events' history's) whether it can be used, for /readyz's
+	// "historyDatabase"; nil reports none.
+	HistoryDatabase func(ctx context.Context) error
 	// Feed serves GET /events, the events feed; nil answers it 404
 	// route_not_found (a gateway run without events).
 	Feed Feed
@@ -113,6 +117,7 @@ type Server struct {
 	sharedKeys CursorKeys    // Config.CursorKeys, when CursorSecret is empty
 	draining   atomic.Bool
 	durability func() any // Config.RedisDurability
+	history    func(ctx context.Context) error
 	feed       Feed
 	logger     *slog.Logger
 	now        func() time.Time
@@ -126,7 +131,7 @@ var answers = web.Answers{APIPrefix: apiPrefix, Realm: "invoicing-api", Encoder:
 func New(cfg Config) *Server {
 	s := &Server{
 		live: cfg.Live, test: cfg.Test, keys: cfg.Keys, limiter: cfg.Limiter, guard: cfg.Guard,
-		logger: cfg.Logger, now: cfg.Now, durability: cfg.RedisDurability, feed: cfg.Feed,
+		logger: cfg.Logger, now: cfg.Now, durability: cfg.RedisDurability, feed: cfg.Feed, history: cfg.HistoryDatabase,
 	}
 	if s.logger == nil {
 		s.logger = slog.Default()

@@ -15,7 +15,7 @@ import (
 
 // BenchmarkExportImport measures an export and an import (into an emptied
 // prefix, one transaction) of a control plane of 10,000 keys of 1,000
-// companies, each with a limit and an audit entry; it reports the file's
+// companies, each with a limit; it reports the file's
 // bytes. docs/operators.md ("Backup and restore") quotes it.
 func BenchmarkExportImport(b *testing.B) {
 	rdb, prefix := testenv.Redis(b)

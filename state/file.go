@@ -35,11 +35,13 @@ import (
 // key, which tells nothing of it) names which key signed, so that a file
 // signed with a key no longer configured is told from one altered. The
 // checksum line catches a truncated or damaged file first. Format 1 had no
-// signature line: it is read as unsigned.
+// signature line: it is read as unsigned. Format 3 has no audit part (the
+// audit log is in the gateway's database); formats 1 and 2 have one, which
+// is imported (Part.ImportOnly).
 
-// Format is the file's version; files of format 1 (unsigned) are read too,
-// any other is refused.
-const Format = 2
+// Format is the file's version; files of formats 1 (unsigned) and 2 (with
+// the audit log) are read too, any other is refused.
+const Format = 3
 
 const (
 	magic     = "invoicing-gateway-state"
@@ -55,8 +57,8 @@ const (
 )
 
 // Document is the body: the gateway that wrote it, when, and each part by
-// its name (keys, limits, webhooks, audit), as the adapter that owns it
-// lays it out, with the part's own version.
+// its name (keys, limits, webhooks; audit in files of formats 1 and 2), as
+// the adapter that owns it lays it out, with the part's own version.
 type Document struct {
 	Format    int                        `json:"format"`
 	CreatedAt time.Time                  `json:"createdAt"`

@@ -20,7 +20,8 @@ import (
 // record wins, a revocation always wins, a deletion after the file's record
 // stays, and nothing the file lacks is deleted. Q is a live Redis restored
 // from P's export E0; then P changes and exports E1, Q changes after that
-// (its changes are newer), and E1 is imported into Q.
+// (its changes are newer), and E1 is imported into Q. The audit log is in
+// each deployment's database, not in an export.
 func TestMergeRules(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := testenv.Redis(t)
@@ -83,7 +84,7 @@ func TestMergeRules(t *testing.T) {
 		{"an endpoint changed later in the file wins (its new secret)", strings.Contains(string(q.parts()["webhooks"]), hookSecret)},
 		{"an endpoint changed later in Redis wins (enabled there)", endpoint(t, q, p.ids["off"]).Enabled},
 		{"an endpoint deleted in Redis after the file stays deleted", endpointGone(q, p.ids["extra"])},
-		{"the audit log is the union of both", auditActors(t, q, coA) == "ana@ops,ana@ops,p@ops,q@ops"},
+		{"an export carries no audit log: Q's is its own", auditActors(t, q, coA) == "q@ops"},
 	} {
 		if !c.ok {
 			t.Errorf("rule broken: %s", c.rule)
@@ -121,4 +122,44 @@ func auditActors(t *testing.T, p *plane, co string) string {
 	}
 	b, _ := json.Marshal(out)
 	return strings.Trim(strings.ReplaceAll(string(b), `"`, ""), "[]")
+}
+
+// An older gateway's export (format 2) carries the audit log, which is
+// merged into the log's database as a union by id: an entry the log has is
+// left as it is; importing again adds nothing.
+func TestOlderExportsAuditLogMerged(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := testenv.Redis(t)
+	p := newPlane(t, rdb, prefix, sealKey(t))
+	p.populate()
+	older := olderAudit(time.Now())
+	file := p.asFormat2(p.export(state.Sealing{}), older)
+	// One of the file's entries is in the log already.
+	one := older
+	one.Companies = []audit.StreamRecord{{CompanyID: coB, Entries: older.Companies[1].Entries}}
+	plan, err := p.audit.PlanImport(context.Background(), one)
+	check(t, err)
+	check(t, plan.Around(context.Background(), func(context.Context) error { return nil }))
+	before := p.auditCount()
+
+	counts, err := p.importFile(file, state.Opening{})
+	check(t, err)
+	if c := counts["audit"]; c.Added != 2 || c.Unchanged != 1 {
+		t.Errorf("audit: %+v, want 2 added and 1 the log had", c)
+	}
+	if n := p.auditCount(); n != before+2 {
+		t.Errorf("%d entries in the log, want %d", n, before+2)
+	}
+	if got := auditActors(t, p, coA); got != "ana@ops,ana@ops,ana@ops,ana@ops" {
+		t.Errorf("company A's log: %s", got)
+	}
+	counts, err = p.importFile(file, state.Opening{})
+	check(t, err)
+	if c := counts["audit"]; c.Added != 0 || c.Unchanged != 3 || p.auditCount() != before+2 {
+		t.Errorf("a second import: %+v, %d entries", c, p.auditCount())
+	}
+	// A file of format 3 has no audit part, and is imported without one.
+	if counts, err := p.importFile(p.export(state.Sealing{}), state.Opening{}); err != nil || counts["audit"] != (state.Counts{}) {
+		t.Errorf("a file without an audit part: %+v, %v", counts["audit"], err)
+	}
 }

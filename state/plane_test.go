@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/netip"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/events"
 	"github.com/invoicing-ao/gateway/internal/seal"
+	"github.com/invoicing-ao/gateway/internal/sqldb"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/state"
 	"github.com/invoicing-ao/gateway/tenants"
@@ -25,8 +28,9 @@ const (
 	coB = "0a5e7c1e-0000-4000-8000-00000000000b"
 )
 
-// plane is the control plane of a test: the four adapters on one Redis
-// prefix, as cmd/gateway wires them.
+// plane is the control plane of a test: the four adapters, on one Redis
+// prefix and (the audit log) a database of its own, as cmd/gateway wires
+// them.
 type plane struct {
 	t       testing.TB
 	rdb     redis.UniversalClient
@@ -35,6 +39,7 @@ type plane struct {
 	limits  *tenants.Limiter
 	hooks   *events.Service
 	audit   *audit.Log
+	auditDB *sqldb.DB
 	cfg     state.Config
 	secrets map[string]string // what must never be in an encrypted file: key and signing secrets
 	ids     map[string]string // names of the test's keys and endpoints → ids
@@ -78,13 +83,28 @@ func newPlaneOf(t testing.TB, rdb redis.UniversalClient, prefix, sealKey string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.audit = audit.New(audit.Config{Redis: rdb, Prefix: prefix + "audit:", Now: now})
+	p.auditDB, err = sqldb.Open(context.Background(), sqldb.Config{URL: "sqlite:" + filepath.Join(t.TempDir(), "gateway.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.auditDB.Close)
+	if _, err := p.auditDB.Apply(context.Background(), audit.Migrations()); err != nil {
+		t.Fatal(err)
+	}
+	p.audit = audit.New(audit.Config{DB: p.auditDB, Now: now})
 	p.cfg = state.Config{Redis: rdb, Gateway: "test", Parts: []state.Part{
 		part("keys", p.keys.ExportState, p.keys.PlanImport),
 		part("limits", p.limits.ExportState, p.limits.PlanImport),
 		part("webhooks", p.hooks.ExportState, p.hooks.PlanImport),
-		part("audit", p.audit.ExportState, p.audit.PlanImport),
+		importOnly("audit", p.audit.PlanImport),
 	}}
+	return p
+}
+
+// importOnly is cmd/gateway's wiring of a part files no longer carry.
+func importOnly[S interface{ Records() int }, P state.Plan](name string, plan func(context.Context, S) (P, error)) state.Part {
+	p := part(name, nil, plan)
+	p.ImportOnly, p.Export = true, nil
 	return p
 }
 
@@ -247,4 +267,51 @@ func (p *plane) snapshot() map[string]string {
 		out[k] = p.rdb.Dump(ctx, k).Val()
 	}
 	return out
+}
+
+// olderAudit is the audit part of a file of format 2, as a gateway that
+// kept the log in Redis exported it: company A's and B's entries at now.
+func olderAudit(now time.Time) audit.State {
+	ms := func(d time.Duration) string { return strconv.FormatInt(now.Add(-d).UnixMilli(), 10) }
+	return audit.State{Version: audit.StateVersion, Companies: []audit.StreamRecord{
+		{CompanyID: coA, Entries: []audit.EntryRecord{
+			{ID: ms(time.Hour) + "-0", Fields: map[string]string{"time": ms(time.Hour), "actor": "ana@ops", "action": audit.ActionKeyCreated, "key": "key_aaaaaaaaaaaaaaaaaaaa", "after": `{"name":"active"}`}},
+			{ID: ms(time.Hour) + "-1", Fields: map[string]string{"time": ms(time.Hour), "actor": "ana@ops", "action": audit.ActionKeyRevoked, "key": "key_bbbbbbbbbbbbbbbbbbbb"}},
+		}},
+		{CompanyID: coB, Entries: []audit.EntryRecord{
+			{ID: ms(time.Minute) + "-0", Fields: map[string]string{"time": ms(time.Minute), "actor": "rui@ops", "action": audit.ActionLimitsReset}},
+		}},
+	}}
+}
+
+// asFormat2 is a plain file of the plane as a gateway of format 2 wrote
+// it, with s as its audit part, signed with the plane's key.
+func (p *plane) asFormat2(plain []byte, s audit.State) []byte {
+	p.t.Helper()
+	head := bytes.IndexByte(plain, '\n') + 1
+	sig := bytes.LastIndex(plain, []byte("\nsignature "))
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(plain[head:sig], &doc); err != nil {
+		p.t.Fatal(err)
+	}
+	var parts map[string]json.RawMessage
+	if err := json.Unmarshal(doc["parts"], &parts); err != nil {
+		p.t.Fatal(err)
+	}
+	parts["audit"], _ = json.Marshal(s)
+	doc["parts"], _ = json.Marshal(parts)
+	doc["format"] = json.RawMessage("2")
+	body, _ := json.Marshal(doc)
+	out := append([]byte("invoicing-gateway-state 2 plain\n"), body...)
+	return p.resign(append(out, plain[sig:]...))
+}
+
+// auditCount is how many entries the plane's audit log holds.
+func (p *plane) auditCount() int64 {
+	p.t.Helper()
+	var n int64
+	if err := sqldb.QueryRow(context.Background(), p.auditDB.Read(), "SELECT count(*) FROM audit_entries", nil, &n); err != nil {
+		p.t.Fatal(err)
+	}
+	return n
 }

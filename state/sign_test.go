@@ -124,7 +124,7 @@ func TestUnsignedAndRotatedFiles(t *testing.T) {
 				return
 			}
 			doc, err = state.Read(bytes.NewReader(c.file), state.Opening{SigningKeys: c.keys, AcceptUnsigned: true})
-			if err != nil || doc.Signed || len(doc.Parts) != 4 {
+			if err != nil || doc.Signed || len(doc.Parts) != 3 {
 				t.Fatalf("read, unsigned accepted: %v (signed %v, %d parts)", err, doc.Signed, len(doc.Parts))
 			}
 		})
@@ -161,8 +161,8 @@ func withKeyID(t *testing.T, b []byte, kid string) []byte {
 // signature line.
 func formatOneOf(t *testing.T, none []byte) []byte {
 	t.Helper()
-	b := bytes.Replace(none, []byte("invoicing-gateway-state 2 "), []byte("invoicing-gateway-state 1 "), 1)
-	b = bytes.Replace(b, []byte(`{"format":2,`), []byte(`{"format":1,`), 1)
+	b := bytes.Replace(none, []byte("invoicing-gateway-state 3 "), []byte("invoicing-gateway-state 1 "), 1)
+	b = bytes.Replace(b, []byte(`{"format":3,`), []byte(`{"format":1,`), 1)
 	b = b[:bytes.LastIndex(b, []byte("\nsignature none"))]
 	return append(b, checksumLine(b)...)
 }

@@ -1,10 +1,13 @@
-// Package state takes a copy of the control plane (keys, limits, webhook
-// endpoints, the audit log) into one file, and puts one back: the file's
-// format, its versions, its checksum, its signature (a key derived from
-// the secrets' key: internal/seal) and its encryption (age, as the secrets
-// at rest), and the order of an import's writes, its audit entries last. It
+// Package state takes a copy of the control plane in Redis (keys, limits,
+// webhook endpoints) into one file, and puts one back: the file's format,
+// its versions, its checksum, its signature (a key derived from the
+// secrets' key: internal/seal) and its encryption (age, as the secrets at
+// rest), and the order of an import's writes, its audit entries last. It
 // knows no record: each adapter exports and imports its own part, by the
 // rules of its layout (Part), so that a layout and its copy change together.
+// The audit log lives in the gateway's own database, backed up with it; an
+// older file's audit part is still imported (Part.ImportOnly), in a
+// transaction of that database held around the Redis writes (Around).
 package state
 
 import (
@@ -25,6 +28,10 @@ import (
 type Part struct {
 	// Name is the part's name in the file: keys, limits, webhooks, audit.
 	Name string
+	// ImportOnly is a part files no longer carry (the audit log's, now in
+	// the gateway's database): an export leaves it out, and an import
+	// takes it when a file (an older gateway's) has it. Export may be nil.
+	ImportOnly bool
 	// Export reads the part (JSON-encodable, with its own version) and
 	// says how many records it holds.
 	Export func(ctx context.Context) (v any, records int, err error)
@@ -39,6 +46,15 @@ type Plan interface {
 	Counts() (added, updated, unchanged int)
 	// Queue adds the writes of a phase (0, 1, 2, in that order) to p.
 	Queue(ctx context.Context, phase int, p redis.Pipeliner)
+}
+
+// Around is a plan whose writes are not Redis's (the audit log's, in the
+// gateway's database): Around makes them in a transaction of its own and
+// calls write, with the ctx it is given, before it commits, so that they
+// are committed if and only if write (the Redis writes, and the plans
+// around them after this one) succeeds.
+type Around interface {
+	Around(ctx context.Context, write func(ctx context.Context) error) error
 }
 
 // Companies is what a plan that holds companies' records changes in each
@@ -95,6 +111,9 @@ func Export(ctx context.Context, cfg Config, w io.Writer, s Sealing) (map[string
 	doc := Document{Format: Format, CreatedAt: now().UTC(), Gateway: cfg.Gateway, Parts: map[string]json.RawMessage{}}
 	records := map[string]int{}
 	for _, p := range cfg.Parts {
+		if p.ImportOnly {
+			continue
+		}
 		v, n, err := p.Export(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("exporting the %s: %w", p.Name, err)
@@ -133,29 +152,33 @@ func Import(ctx context.Context, cfg Config, doc Document) (map[string]Counts, e
 	if len(unknown) > 0 {
 		return nil, fmt.Errorf("%w: it has parts this gateway does not know: %v", ErrForeign, unknown)
 	}
-	plans := make([]Plan, len(cfg.Parts))
+	plans := make([]Plan, 0, len(cfg.Parts)+1)
+	var names []string // each plan's part
 	out := map[string]Counts{}
-	for i, p := range cfg.Parts {
+	for _, p := range cfg.Parts {
 		raw, ok := doc.Parts[p.Name]
-		if !ok {
+		switch {
+		case !ok && p.ImportOnly:
+			continue
+		case !ok:
 			return nil, fmt.Errorf("%w: it has no %s", ErrNotAnExport, p.Name)
 		}
 		plan, err := p.Plan(ctx, raw)
 		if err != nil {
 			return nil, fmt.Errorf("the file's %s: %w", p.Name, err)
 		}
-		plans[i] = plan
+		plans, names = append(plans, plan), append(names, p.Name)
 		a, u, n := plan.Counts()
 		out[p.Name] = Counts{a, u, n, plan}
 	}
 	if cfg.Audit != nil {
-		plan, err := cfg.Audit(ctx, report(doc, cfg.Parts, plans))
+		plan, err := cfg.Audit(ctx, report(doc, names, plans))
 		if err != nil {
 			return nil, fmt.Errorf("recording the import in the audit log: %w", err)
 		}
 		plans = append(plans, plan)
 	}
-	if err := apply(ctx, cfg, plans); errors.Is(err, ErrNotReplicated) {
+	if err := applyAround(ctx, cfg, plans); errors.Is(err, ErrNotReplicated) || errors.Is(err, ErrNotAudited) {
 		return out, err
 	} else if err != nil {
 		return out, fmt.Errorf("%w: %w", ErrNotWritten, err)
@@ -168,8 +191,50 @@ func Import(ctx context.Context, cfg Config, doc Document) (map[string]Counts, e
 	return out, nil
 }
 
+// ErrNotAudited: the import is written in Redis, but the gateway's
+// database did not commit the writes around it (the older file's audit
+// entries, the import's own record).
+var ErrNotAudited = errors.New("the import is written, but the gateway's database did not commit its audit entries " +
+	"(the file's audit log and the import's own record); import the same file again once the database answers")
+
+// applyAround makes the Redis writes (apply) within the transactions of
+// the plans that write elsewhere (Around), nested in their order: those
+// commit once the Redis writes are made (confirmed by the replicas or
+// not), and roll back when they fail.
+func applyAround(ctx context.Context, cfg Config, plans []Plan) error {
+	var around []Around
+	for _, p := range plans {
+		if a, ok := p.(Around); ok {
+			around = append(around, a)
+		}
+	}
+	var written error
+	called := false // the Redis writes were tried
+	var nest func(ctx context.Context, rest []Around) error
+	nest = func(ctx context.Context, rest []Around) error {
+		if len(rest) == 0 {
+			called, written = true, apply(ctx, cfg, plans)
+			if errors.Is(written, ErrNotReplicated) {
+				return nil // written on the master: what is around it commits
+			}
+			return written
+		}
+		return rest[0].Around(ctx, func(ctx context.Context) error { return nest(ctx, rest[1:]) })
+	}
+	err := nest(ctx, around)
+	switch {
+	case err == nil:
+		return written
+	case !called:
+		return err // a transaction could not begin: nothing is written
+	case written != nil && !errors.Is(written, ErrNotReplicated):
+		return written // not written, and nothing committed
+	}
+	return fmt.Errorf("%w: %w", ErrNotAudited, err) // written, but what is around it not committed
+}
+
 // report is what the plans change, company by company.
-func report(doc Document, parts []Part, plans []Plan) Report {
+func report(doc Document, names []string, plans []Plan) Report {
 	r := Report{ExportedAt: doc.CreatedAt, Gateway: doc.Gateway, Signed: doc.Signed, Companies: map[string]map[string]Counts{}}
 	for i, plan := range plans {
 		cs, ok := plan.(Companies)
@@ -183,7 +248,7 @@ func report(doc Document, parts []Part, plans []Plan) Report {
 			if r.Companies[company] == nil {
 				r.Companies[company] = map[string]Counts{}
 			}
-			r.Companies[company][parts[i].Name] = Counts{Added: added, Updated: updated}
+			r.Companies[company][names[i]] = Counts{Added: added, Updated: updated}
 		})
 	}
 	return r

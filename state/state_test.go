@@ -10,7 +10,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/internal/seal"
 	"github.com/invoicing-ao/gateway/internal/testenv"
@@ -37,7 +39,7 @@ func (p *plane) verify(name string) error {
 }
 
 // Export, lose everything, import: the plane is as it was, record for
-// record (ids, creation times, states, the signing secrets, the audit log);
+// record (ids, creation times, states, the signing secrets);
 // revoked keys are still refused, the others work; an encrypted file holds
 // none of the secrets. Importing again changes nothing.
 func TestRoundTripAfterLoss(t *testing.T) {
@@ -129,7 +131,9 @@ func TestRefusedFilesChangeNothing(t *testing.T) {
 	plain := p.export(state.Sealing{})
 	p.lose() // the target: a Redis with other state
 	p.populate()
-	snap := p.snapshot()
+	snap, entries := p.snapshot(), p.auditCount()
+	secretActor := olderAudit(time.Now())
+	secretActor.Companies[1].Entries[0].Fields["actor"] = "igw_live_00000000000000000000000"
 
 	for _, c := range []struct {
 		name string
@@ -144,10 +148,10 @@ func TestRefusedFilesChangeNothing(t *testing.T) {
 		{"altered, signed again with the key", p.resign(flip(enc, len(enc)/2)), state.Opening{Passphrase: pass}, state.ErrAltered},
 		{"wrong passphrase", enc, state.Opening{Passphrase: "not it"}, state.ErrWrongKey},
 		{"no passphrase", enc, state.Opening{}, state.ErrNeedKey},
-		{"foreign format", p.resign(bytes.Replace(enc, []byte("invoicing-gateway-state 2 "), []byte("invoicing-gateway-state 3 "), 1)), state.Opening{Passphrase: pass}, state.ErrForeign},
+		{"foreign format", p.resign(bytes.Replace(enc, []byte("invoicing-gateway-state 3 "), []byte("invoicing-gateway-state 4 "), 1)), state.Opening{Passphrase: pass}, state.ErrForeign},
 		{"foreign keys version", p.resign(bytes.Replace(plain, []byte(`"keys":{"version":1`), []byte(`"keys":{"version":2`), 1)), state.Opening{}, authz.ErrInvalidState},
 		{"a key record that cannot be", p.resign(bytes.Replace(plain, []byte(`"state":"revoked"`), []byte(`"state":"lost"`), 1)), state.Opening{}, authz.ErrInvalidState},
-		{"an audit entry with a secret", p.resign(bytes.Replace(plain, []byte(`"actor":"rui@ops"`), []byte(`"actor":"igw_live_00000000000000000000000"`), 1)), state.Opening{}, nil},
+		{"an older file's audit entry with a secret", p.asFormat2(plain, secretActor), state.Opening{}, audit.ErrInvalidState},
 		{"not an export", []byte("hello\n"), state.Opening{}, state.ErrNotAnExport},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -157,6 +161,9 @@ func TestRefusedFilesChangeNothing(t *testing.T) {
 			}
 			if !equal(snap, p.snapshot()) {
 				t.Fatal("a refused file changed Redis")
+			}
+			if n := p.auditCount(); n != entries {
+				t.Fatalf("a refused file changed the audit log: %d entries, were %d", n, entries)
 			}
 		})
 	}
@@ -211,7 +218,7 @@ func TestPlainFileIsReadable(t *testing.T) {
 	p := newPlane(t, rdb, prefix, sealKey(t))
 	p.populate()
 	plain := p.export(state.Sealing{})
-	if !bytes.HasPrefix(plain, []byte("invoicing-gateway-state 2 plain\n")) {
+	if !bytes.HasPrefix(plain, []byte("invoicing-gateway-state 3 plain\n")) {
 		t.Fatalf("head: %q", plain[:40])
 	}
 	if !bytes.Contains(plain, []byte(p.secrets["hook rotated"])) {
@@ -225,8 +232,8 @@ func TestPlainFileIsReadable(t *testing.T) {
 	var doc struct {
 		Parts map[string]json.RawMessage `json:"parts"`
 	}
-	body := plain[len("invoicing-gateway-state 2 plain\n"):bytes.LastIndex(plain, []byte("\nsignature "))]
-	if err := json.Unmarshal(body, &doc); err != nil || len(doc.Parts) != 4 {
+	body := plain[len("invoicing-gateway-state 3 plain\n"):bytes.LastIndex(plain, []byte("\nsignature "))]
+	if err := json.Unmarshal(body, &doc); err != nil || len(doc.Parts) != 3 || doc.Parts["audit"] != nil {
 		t.Fatalf("the body is not the document: %v", err)
 	}
 	if !strings.Contains(string(doc.Parts["keys"]), `"sha256":`) {

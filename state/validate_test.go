@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/invoicing-ao/gateway/audit"
 	"github.com/invoicing-ao/gateway/authz"
@@ -31,6 +32,7 @@ func TestImportValidatesEveryRecord(t *testing.T) {
 	p := newPlane(t, rdb, prefix, key)
 	p.populate()
 	plain := p.export(state.Sealing{})
+	older := p.asFormat2(plain, olderAudit(time.Now())) // with an audit part
 	const secretName = "igw_live_abcdefghijklmnopqrstuvwxyz0123"
 	coA, upperA := `"0a5e7c1e-0000-4000-8000-00000000000a"`, `"0A5E7C1E-0000-4000-8000-00000000000A"`
 	for i, c := range []struct {
@@ -49,11 +51,15 @@ func TestImportValidatesEveryRecord(t *testing.T) {
 		{"limits of a company that is not one", "limits", `"companyId":` + coA, `"companyId":"not-a-uuid/../../x"`, tenants.ErrInvalidState, "company"},
 		{"an endpoint's description holding a secret", "webhooks", `\"desc\":\"\"`, `\"desc\":\"igw_test_abcdefghijklmnopqrstuvwxyz0123\"`, events.ErrInvalidState, "description"},
 		{"an endpoint of a company in upper case", "webhooks", `\"company\":` + strings.ReplaceAll(coA, `"`, `\"`), `\"company\":` + strings.ReplaceAll(upperA, `"`, `\"`), events.ErrInvalidState, "company"},
-		{"an audit log of a company that is not one", "audit", `"companyId":` + coA, `"companyId":"not-a-uuid/../../x"`, audit.ErrInvalidState, "not a company id"},
-		{"an audit entry of 8 MiB", "audit", `"actor":"rui@ops"`, `"actor":"rui@ops","after":"` + strings.Repeat("a", 8<<20) + `"`, audit.ErrInvalidState, "before and after"},
+		{"an older file's audit log of a company that is not one", "audit", `"companyId":` + coA, `"companyId":"not-a-uuid/../../x"`, audit.ErrInvalidState, "not a company id"},
+		{"an older file's audit entry of 8 MiB", "audit", `"actor":"rui@ops"`, `"actor":"rui@ops","after":"` + strings.Repeat("a", 8<<20) + `"`, audit.ErrInvalidState, "before and after"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			file := p.resign(rewrite(t, plain, c.part, c.old, c.new))
+			base := plain
+			if c.part == "audit" {
+				base = older
+			}
+			file := p.resign(rewrite(t, base, c.part, c.old, c.new))
 			q := newPlane(t, rdb, prefix+strconv.Itoa(i)+":", key) // a Redis of its own
 			_, err := q.importFile(file, state.Opening{})
 			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.says) {
@@ -62,8 +68,8 @@ func TestImportValidatesEveryRecord(t *testing.T) {
 			if len(err.Error()) > 300 {
 				t.Errorf("the error is %d bytes long", len(err.Error()))
 			}
-			if n := len(q.snapshot()); n != 0 {
-				t.Fatalf("a refused file wrote %d keys", n)
+			if n := len(q.snapshot()); n != 0 || q.auditCount() != 0 {
+				t.Fatalf("a refused file wrote %d keys, %d audit entries", n, q.auditCount())
 			}
 		})
 	}

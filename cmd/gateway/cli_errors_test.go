@@ -24,6 +24,8 @@ func TestErrorsNameTheCause(t *testing.T) {
 	missing := *admin
 	missing.Path = "/" + testenv.Name("gwtest_missing_")
 	empty := testenv.Postgres(t) // exists, no schema
+	gatewayDB := testenv.Postgres(t)
+	ahead := aheadDatabase(t)
 	port := testenv.ClosedPort(t)
 	testenv.QuietRedisLog(t, "127.0.0.1:"+port)
 	create := []string{"keys", "create", "--company", gendata.DemoCompanyA, "--mode", "LIVE", "--scopes", "clients:read"}
@@ -41,11 +43,15 @@ func TestErrorsNameTheCause(t *testing.T) {
 			[]string{"Redis", "GATEWAY_REDIS_URL", "127.0.0.1:" + port, "connection refused"}},
 		{"Redis refused, Redis only", map[string]string{"GATEWAY_REDIS_URL": "redis://127.0.0.1:" + port + "/0"}, []string{"usage", "--company", gendata.DemoCompanyA},
 			[]string{"GATEWAY_REDIS_URL", "127.0.0.1:" + port, "connection refused"}},
+		{"the gateway's database does not exist", map[string]string{"GATEWAY_LIVE_DATABASE_URL": empty, "GATEWAY_HISTORY_DATABASE_URL": missing.String()}, create,
+			[]string{"the gateway's database", "GATEWAY_HISTORY_DATABASE_URL", `database "` + missing.Path[1:] + `" does not exist`, "createdb -h " + admin.Hostname(), "its tables are made by the first command"}},
+		{"the gateway's database ahead of the binary", map[string]string{"GATEWAY_LIVE_DATABASE_URL": empty, "GATEWAY_HISTORY_DATABASE_URL": ahead}, create,
+			[]string{"the gateway's database", "GATEWAY_HISTORY_DATABASE_URL", "track audit is at version 2", "this binary is older than the database's schema"}},
 		{"schema into a missing database", map[string]string{"GATEWAY_LIVE_DATABASE_URL": missing.String(), "GATEWAY_TEST_DATABASE_URL": empty}, []string{"data", "schema"},
 			[]string{"the live database", "GATEWAY_LIVE_DATABASE_URL", `database "` + missing.Path[1:] + `" does not exist`}},
 	}
 	for _, c := range cases {
-		env := map[string]string{"GATEWAY_REDIS_URL": testenv.RedisURL(), "GATEWAY_REDIS_PREFIX": prefix}
+		env := map[string]string{"GATEWAY_REDIS_URL": testenv.RedisURL(), "GATEWAY_REDIS_PREFIX": prefix, "GATEWAY_HISTORY_DATABASE_URL": gatewayDB}
 		for k, v := range c.env {
 			env[k] = v
 		}
@@ -73,13 +79,15 @@ func TestSettingsCheckedBeforeConnecting(t *testing.T) {
 	test := pgProxy.Via(testenv.Postgres(t))
 	base := map[string]string{
 		"GATEWAY_REDIS_URL": redisProxy.Via(testenv.RedisURL()), "GATEWAY_LIVE_DATABASE_URL": live, "GATEWAY_TEST_DATABASE_URL": test,
-		"GATEWAY_ADDR": "127.0.0.1:0", "GATEWAY_ADMIN_ADDR": "127.0.0.1:0",
+		"GATEWAY_HISTORY_DATABASE_URL": pgProxy.Via(testenv.Postgres(t)),
+		"GATEWAY_ADDR":                 "127.0.0.1:0", "GATEWAY_ADMIN_ADDR": "127.0.0.1:0",
 	}
 	for _, bad := range []map[string]string{
 		{"GATEWAY_ADDR": ":99999"},
 		{"GATEWAY_ADMIN_ADDR": "127.0.0.1:http-alt-nope"},
 		{"GATEWAY_QUERY_TIMEOUT": "0s"},
 		{"GATEWAY_LOG_LEVEL": "loud"},
+		{"GATEWAY_HISTORY_DATABASE_URL": "mysql://db/gateway"},
 		{"OTEL_TRACES_EXPORTER": "console"}, // read from the process's environment, as the SDK does
 	} {
 		env := map[string]string{}

@@ -143,30 +143,45 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 }
 
 // Commands that need only Redis run with no database setting and no
-// configuration file, from a directory without one.
+// configuration file, from a directory without one; those that change
+// what the audit log records need the gateway's database and no platform
+// database, and say so when it is not set.
 func TestRedisOnlyCommandsNeedNoDatabase(t *testing.T) {
 	_, prefix := testenv.Redis(t)
-	env := envOf(map[string]string{"GATEWAY_REDIS_URL": testenv.RedisURL(), "GATEWAY_REDIS_PREFIX": prefix})
+	redisOnly := map[string]string{"GATEWAY_REDIS_URL": testenv.RedisURL(), "GATEWAY_REDIS_PREFIX": prefix}
+	env := envOf(redisOnly)
+	withHistory := envOf(map[string]string{"GATEWAY_REDIS_URL": testenv.RedisURL(), "GATEWAY_REDIS_PREFIX": prefix,
+		"GATEWAY_HISTORY_DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "gateway.db")})
 	t.Chdir(t.TempDir())
 	co := gendata.DemoCompanyA
 	for _, args := range [][]string{
 		{"keys", "list", "--company", co},
 		{"limits", "get", "--company", co},
-		{"limits", "set", "--company", co, "--rate", "5", "--burst", "10"},
-		{"limits", "reset", "--company", co},
 		{"usage", "--company", co},
 	} {
 		if code, _, errs := runCLI(env, args...); code != 0 {
 			t.Errorf("%v: exit %d %s", args, code, errs)
 		}
 	}
-	code, _, errs := runCLI(env, "keys", "revoke", "key_0123456789abcdef")
+	for _, args := range [][]string{
+		{"limits", "set", "--company", co, "--rps", "5", "--burst", "10"},
+		{"limits", "reset", "--company", co},
+	} {
+		if code, _, errs := runCLI(withHistory, args...); code != 0 {
+			t.Errorf("%v: exit %d %s", args, code, errs)
+		}
+		code, _, errs := runCLI(env, args...)
+		if code != 1 || !strings.Contains(errs, "GATEWAY_HISTORY_DATABASE_URL (historyDatabaseURL): is required") {
+			t.Errorf("%v without the gateway's database: exit %d %s", args, code, errs)
+		}
+	}
+	code, _, errs := runCLI(withHistory, "keys", "revoke", "key_0123456789abcdef")
 	if code != 1 || errs != "gateway: No API key key_0123456789abcdef exists.\n" {
 		t.Errorf("keys revoke of an unknown key: exit %d %q", code, errs)
 	}
 	// A command that needs a database says which setting is missing, and
 	// where it looked for a configuration file.
-	code, _, errs = runCLI(env, "keys", "create", "--company", co, "--mode", "LIVE", "--scopes", "clients:read")
+	code, _, errs = runCLI(withHistory, "keys", "create", "--company", co, "--mode", "LIVE", "--scopes", "clients:read")
 	if code != 1 || !strings.Contains(errs, "GATEWAY_LIVE_DATABASE_URL") || strings.Contains(errs, "GATEWAY_TEST_DATABASE_URL") ||
 		!strings.Contains(errs, "GATEWAY_CONFIG is not set") || !strings.Contains(errs, filepath.Join("configs", "gateway.yaml")+" does not exist") {
 		t.Errorf("keys create without a database: exit %d\n%s", code, errs)

@@ -22,11 +22,12 @@ func cliEnv(t *testing.T) func(string) string {
 	}
 	_, prefix := testenv.Redis(t)
 	return envOf(map[string]string{
-		"GATEWAY_REDIS_URL":           testenv.RedisURL(),
-		"GATEWAY_REDIS_PREFIX":        prefix,
-		"GATEWAY_LIVE_DATABASE_URL":   live,
-		"GATEWAY_TEST_DATABASE_URL":   test,
-		"GATEWAY_WEBHOOK_SECRETS_KEY": testSecretsKey,
+		"GATEWAY_REDIS_URL":            testenv.RedisURL(),
+		"GATEWAY_REDIS_PREFIX":         prefix,
+		"GATEWAY_LIVE_DATABASE_URL":    live,
+		"GATEWAY_TEST_DATABASE_URL":    test,
+		"GATEWAY_HISTORY_DATABASE_URL": testenv.Postgres(t),
+		"GATEWAY_WEBHOOK_SECRETS_KEY":  testSecretsKey,
 	})
 }
 

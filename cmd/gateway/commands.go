@@ -15,7 +15,7 @@ const exampleCompany = gendata.DemoCompanyA
 
 // commands is the command line, in the order the overview lists it. Each
 // entry registers its own flags and returns its action; keys.go, limits.go,
-// usage.go, data.go, serve.go and demo.go hold what they do.
+// usage.go, data.go, historycli.go, serve.go and demo.go hold what they do.
 var commands = []*command{
 	{
 		name: "serve", summary: "Run the gateway on real Redis and PostgreSQL (or SQLite).",
@@ -34,7 +34,7 @@ var commands = []*command{
 		name: "keys create", synopsis: "--company ID --mode LIVE|TEST --scopes LIST [--name TEXT] [--expires-in DURATION | --expires-at RFC3339] [--allow-cidr CIDR]... [--json|--quiet]",
 		summary: "Create an API key for a company; its secret is shown this once.",
 		example: "gateway keys create --company " + exampleCompany + " --mode TEST --scopes invoices:read,clients:read",
-		needs:   config.NeedRedis | config.NeedLive, required: []string{"company", "mode", "scopes"},
+		needs:   config.NeedRedis | config.NeedLive | config.NeedHistory, required: []string{"company", "mode", "scopes"},
 		flags: keysCreateFlags,
 	},
 	byCompany("keys list", "List a company's keys (a hint of each, never the secret).", keysList),
@@ -43,7 +43,7 @@ var commands = []*command{
 		summary: "Make a new key in a key's place; the old one keeps working for the overlap (24h by default), then expires.",
 		detail:  "The new key has the same company, mode, scopes, name, networks and expiry. Works at 10 active keys; a key can be rolled once.",
 		example: "gateway keys roll key_0123456789abcdef --overlap 48h",
-		needs:   config.NeedRedis,
+		needs:   config.NeedRedis | config.NeedHistory,
 		flags:   keysRollFlags,
 	},
 	{
@@ -52,20 +52,20 @@ var commands = []*command{
 		detail: "A key made by a roll is revoked with the keys it replaced that still work (their overlap): " +
 			"--keep-previous keeps them, and names them and until when they work.",
 		example: "gateway keys revoke key_0123456789abcdef",
-		needs:   config.NeedRedis,
+		needs:   config.NeedRedis | config.NeedHistory,
 		flags:   keysRevokeFlags,
 	},
 	byCompany("limits get", "Show a company's LIVE and TEST rate limits.", limitsGet),
 	{
 		name: "limits set", synopsis: "--company ID [--mode LIVE|TEST] --rate N --burst N [--json]",
 		summary: "Override a company's rate limit, live on every gateway.",
-		detail:  "Refuses a company the live database does not know. Needs only Redis, so that a company can be throttled while the database is down: then it says the company was not checked. --rps is read as --rate, its old name.",
+		detail:  "Refuses a company the live database does not know. Needs Redis and the gateway's own database (its audit log), not the platform's, so that a company can be throttled while the platform's database is down: then it says the company was not checked. --rps is read as --rate, its old name.",
 		example: "gateway limits set --company " + exampleCompany + " --mode LIVE --rate 100 --burst 200",
-		needs:   config.NeedRedis, required: []string{"company", "rate", "burst"},
+		needs:   config.NeedRedis | config.NeedHistory, required: []string{"company", "rate", "burst"},
 		aliases: map[string]string{"rps": "rate"},
 		flags:   limitsSetFlags,
 	},
-	byCompany("limits reset", "Put a company back on the default rate limits.", limitsReset),
+	audited(byCompany("limits reset", "Put a company back on the default rate limits.", limitsReset)),
 	{
 		name: "limits whatif", synopsis: "--company ID --mode LIVE|TEST --rate N --burst N [--since TIME] [--max-refused PERCENT] [--json]",
 		summary: "Say what a limit would have refused of a company's recorded traffic, before setting it.",
@@ -109,9 +109,9 @@ var commands = []*command{
 		summary: "Show who changed a company's keys, limits and webhook endpoints, and what changed, oldest first.",
 		detail: "Keys created, rolled, revoked or expired; limits set or reset; webhook endpoints created, changed, given a new secret or deleted, " +
 			"deliveries sent again (replays, recoveries, test events), and exports imported (state.imported). Each line names the key or endpoint and sums up the change; --json has the full before and after. " +
-			"Kept 400 days. The actor is the admin API's X-Actor, or user@host for this command line.",
+			"Kept 400 days, in the gateway's database (historyDatabaseURL). The actor is the admin API's X-Actor, or user@host for this command line.",
 		example: "gateway audit --company " + exampleCompany + " --since 7d",
-		needs:   config.NeedRedis, required: []string{"company"},
+		needs:   config.NeedRedis | config.NeedHistory, required: []string{"company"},
 		flags: auditFlags,
 	},
 	{
@@ -119,7 +119,7 @@ var commands = []*command{
 		summary: "Add a webhook endpoint to a company; its signing secret is shown this once.",
 		detail:  "TEST endpoints get the sandbox's events, LIVE ones the live data's; at most 10 per company and mode. The URL must be https and resolve to public addresses (eventsAllowHTTP, eventsAllowedNetworks).",
 		example: "gateway webhooks create --company " + exampleCompany + " --mode TEST --url https://erp.example.ao/webhooks --types invoice.paid,invoice.overdue",
-		needs:   config.NeedRedis | config.NeedLive | config.NeedSecrets, required: []string{"company", "mode", "url"},
+		needs:   config.NeedRedis | config.NeedLive | config.NeedSecrets | config.NeedHistory, required: []string{"company", "mode", "url"},
 		flags: webhooksCreateFlags,
 	},
 	byCompany("webhooks list", "List a company's webhook endpoints and their health.", webhooksList),
@@ -127,14 +127,14 @@ var commands = []*command{
 		name: "webhooks update", synopsis: "WEBHOOK_ID [--url URL] [--types LIST] [--description TEXT] [--enable|--disable] [--json]", args: []string{"WEBHOOK_ID"},
 		summary: "Change a webhook endpoint; enabling a disabled one delivers what waited.",
 		example: "gateway webhooks update ep_abcdefghijklmnopqrstuvwxyz --enable",
-		needs:   config.NeedRedis,
+		needs:   config.NeedRedis | config.NeedHistory,
 		flags:   webhooksUpdateFlags,
 	},
 	{
 		name: "webhooks rotate-secret", synopsis: "WEBHOOK_ID [--overlap DURATION] [--json|--quiet]", args: []string{"WEBHOOK_ID"},
 		summary: "Give a webhook endpoint a new signing secret; the old one signs beside it for the overlap (24h by default).",
 		example: "gateway webhooks rotate-secret ep_abcdefghijklmnopqrstuvwxyz --overlap 2h",
-		needs:   config.NeedRedis | config.NeedSecrets,
+		needs:   config.NeedRedis | config.NeedSecrets | config.NeedHistory,
 		flags:   webhooksRotateFlags,
 	},
 	byID("webhooks delete", []string{"WEBHOOK_ID"}, "Delete a webhook endpoint, what waits for it and its delivery log.",
@@ -161,7 +161,7 @@ var commands = []*command{
 		name: "webhooks recover", synopsis: "WEBHOOK_ID --since TIME [--json]", args: []string{"WEBHOOK_ID"},
 		summary: "Send again, now, every delivery of a webhook endpoint since a time that failed or waits for a retry (after fixing a receiver).",
 		example: "gateway webhooks recover ep_abcdefghijklmnopqrstuvwxyz --since 72h",
-		needs:   config.NeedRedis, required: []string{"since"},
+		needs:   config.NeedRedis | config.NeedHistory, required: []string{"since"},
 		flags: webhooksRecoverFlags,
 	},
 	byID("webhooks test", []string{"WEBHOOK_ID"}, "Send a test delivery (webhook.test) to a webhook endpoint.",
@@ -171,7 +171,7 @@ var commands = []*command{
 		summary: "Receive a company's TEST events here: print and verify each, and forward it to your handler.",
 		detail:  "Registers a temporary TEST endpoint pointing at this command, removed when it stops (Ctrl+C) and expiring if abandoned. The gateway must be allowed to deliver to it (eventsAllowHTTP and eventsAllowedNetworks: the demo allows this machine).",
 		example: "gateway events listen --company " + exampleCompany + " --forward-to http://localhost:3000/webhooks",
-		needs:   config.NeedRedis | config.NeedLive | config.NeedSecrets, required: []string{"company"},
+		needs:   config.NeedRedis | config.NeedLive | config.NeedSecrets | config.NeedHistory, required: []string{"company"},
 		flags: eventsListenFlags,
 	},
 	{
@@ -184,8 +184,9 @@ var commands = []*command{
 	},
 	{
 		name: "state export", synopsis: "--out FILE [--recipient AGE1…... | --passphrase-file FILE] [--json]",
-		summary: "Copy the control plane into a file: keys (their hashes, never a secret), limits, webhook endpoints with their signing secrets, the audit log.",
-		detail: "The file is created mode 0600 and replaced whole, and signed with a key derived from webhookSecretsKey, so that an import can prove it came from this deployment. " +
+		summary: "Copy the control plane in Redis into a file: keys (their hashes, never a secret), limits, webhook endpoints with their signing secrets.",
+		detail: "The audit log is not in it: it is in the gateway's database (historyDatabaseURL), backed up with that database's own tools. " +
+			"The file is created mode 0600 and replaced whole, and signed with a key derived from webhookSecretsKey, so that an import can prove it came from this deployment. " +
 			"With --recipient (from gateway state keygen; its identity kept offline) or --passphrase-file it is also encrypted (age); without, " +
 			"it holds the signing secrets in plain text, and the command says so. Restore with gateway state import.",
 		example: "gateway state export --out control-plane.gwstate --recipient age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p",
@@ -197,9 +198,10 @@ var commands = []*command{
 		summary: "Put an export back: into an empty Redis, or merged into a live one (the newer record wins, a revocation always wins).",
 		detail: "Ids, creation times and states are kept. The whole file is checked before the first write: a file not signed by this deployment's key, " +
 			"or truncated, altered, foreign or wrongly opened, or with a record the admin API would refuse, changes nothing. Each company it changes gets a state.imported entry in its audit log. " +
-			"Importing twice changes nothing the second time. Restored webhook endpoints get the changes since the export's resume point again (docs/operators.md).",
+			"Importing twice changes nothing the second time. Restored webhook endpoints get the changes since the export's resume point again (docs/operators.md). " +
+			"An older gateway's export also holds the audit log: its entries the log lacks are added, by id.",
 		example: "gateway state import control-plane.gwstate --identity control-plane.key",
-		needs:   config.NeedRedis | config.NeedSecrets,
+		needs:   config.NeedRedis | config.NeedSecrets | config.NeedHistory,
 		flags:   stateImportFlags,
 	},
 	{
@@ -207,6 +209,24 @@ var commands = []*command{
 		detail:  "For webhookSecretsKey (every instance the same), or for exports: give the recipient to gateway state export --recipient and keep the identity offline, for gateway state import --identity.",
 		example: "gateway state keygen --out control-plane.key",
 		flags:   stateKeygenFlags,
+	},
+	{
+		name: "history migrate", synopsis: "[--json]",
+		summary: "Bring the gateway's own database (historyDatabaseURL) up to date, and copy the audit log an earlier version kept in Redis into it.",
+		detail: "Applies the migrations the database lacks, each once, under a lock (safe beside running instances), as every gateway serve does when it starts; " +
+			"refuses a database ahead of this binary, or whose applied migration differs. Then copies the audit streams found in Redis, by id, and deletes them there: " +
+			"run it after a rolling upgrade's last older instance has stopped.",
+		example: "gateway history migrate",
+		needs:   config.NeedRedis | config.NeedHistory,
+		flags:   func(fs *flag.FlagSet) action { return historyMigrate(jsonFlag(fs)) },
+	},
+	{
+		name: "history status", synopsis: "[--json]",
+		summary: "Show where the gateway's own database (historyDatabaseURL) is: each track's migrations applied, and those this binary would apply.",
+		detail:  "Changes nothing. Exits 1 when the database is ahead of this binary or its applied migrations differ, saying what to do.",
+		example: "gateway history status",
+		needs:   config.NeedHistory,
+		flags:   func(fs *flag.FlagSet) action { return historyStatus(jsonFlag(fs)) },
 	},
 	{
 		name: "data schema", synopsis: "[--database URL]", summary: "Load the platform schema into the configured live and sandbox databases; one that has it already is left as it is.",
@@ -246,13 +266,20 @@ func byCompany(name, summary string, act func(company *string, asJSON *bool) act
 	}
 }
 
-// byID is a command of one record in Redis named by its arguments (a key's
-// or a webhook endpoint's id), with --json: keys revoke, webhooks delete,
-// replay and test.
+// audited is c, which changes what the audit log records: it opens the
+// gateway's database too.
+func audited(c *command) *command {
+	c.needs |= config.NeedHistory
+	return c
+}
+
+// byID is a change of one record in Redis named by its arguments (a
+// webhook endpoint's id), with --json, recorded in the audit log: webhooks
+// delete, replay and test.
 func byID(name string, args []string, summary, example string, act func(asJSON *bool) action) *command {
 	return &command{
 		name: name, synopsis: strings.Join(args, " ") + " [--json]", args: args, summary: summary, example: example,
-		needs: config.NeedRedis,
+		needs: config.NeedRedis | config.NeedHistory,
 		flags: func(fs *flag.FlagSet) action { return act(jsonFlag(fs)) },
 	}
 }

@@ -21,6 +21,7 @@ func TestCORSSetting(t *testing.T) {
 	env := map[string]string{
 		"GATEWAY_LIVE_DATABASE_URL":    "sqlite:" + filepath.Join(dir, "live.db"),
 		"GATEWAY_TEST_DATABASE_URL":    "sqlite:" + filepath.Join(dir, "test.db"),
+		"GATEWAY_HISTORY_DATABASE_URL": "sqlite:" + filepath.Join(dir, "gateway.db"),
 		"GATEWAY_CORS_ALLOWED_ORIGINS": "https://app.example.ao, http://localhost:3000",
 	}
 	cfg, err := config.Load("", envOf(env), config.NeedAll)

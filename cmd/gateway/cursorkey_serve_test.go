@@ -24,7 +24,7 @@ func TestServeSharesItsCursorKey(t *testing.T) {
 	}
 	_, prefix := testenv.Redis(t)
 	set := map[string]string{"GATEWAY_REDIS_PREFIX": prefix, "GATEWAY_LIVE_DATABASE_URL": live, "GATEWAY_TEST_DATABASE_URL": test,
-		"GATEWAY_WEBHOOK_SECRETS_KEY": testSecretsKey}
+		"GATEWAY_HISTORY_DATABASE_URL": testenv.Postgres(t), "GATEWAY_WEBHOOK_SECRETS_KEY": testSecretsKey}
 	env := serveEnv(t, testenv.RedisURL(), set)
 	code, key, errs := runCLI(env, "keys", "create", "--company", gendata.DemoCompanyA, "--mode", "LIVE", "--scopes", "invoices:read", "--quiet", "--config", "../../configs/gateway.yaml")
 	if code != 0 {

@@ -31,6 +31,7 @@ func TestServeStartsDegradedAndRecovers(t *testing.T) {
 			p := startProcess(t, bin, []string{
 				"GATEWAY_ADDR=127.0.0.1:0", "GATEWAY_ADMIN_ADDR=127.0.0.1:0", "GATEWAY_REDIS_URL=" + r.redisURL,
 				"GATEWAY_REDIS_PREFIX=" + r.prefix, "GATEWAY_LIVE_DATABASE_URL=" + r.live, "GATEWAY_TEST_DATABASE_URL=" + r.test,
+				"GATEWAY_HISTORY_DATABASE_URL=" + testenv.Postgres(t),
 				"GATEWAY_BREAKER_OPEN_FOR=1s", "GATEWAY_DRAIN_DELAY=0s",
 			})
 			checkServedDegraded(t, p, r, down)

@@ -49,7 +49,8 @@ const demoRedisTimeout = 2 * time.Second
 
 // demoFlags is `gateway demo`: the gateway with nothing installed, an
 // in-process Redis and two SQLite databases (live and sandbox) of generated
-// demo data in a temporary directory, and ready keys printed with curl lines.
+// demo data in a temporary directory, beside the gateway's own database
+// (SQLite too: the audit log), and ready keys printed with curl lines.
 func demoFlags(fs *flag.FlagSet) action {
 	dataDir := fs.String("data", "", "`DIR` to keep the demo databases in, and reuse (default: a new temporary directory, removed at exit)")
 	return func(ctx context.Context, c *invocation) error {
@@ -105,6 +106,7 @@ func demoConfig(ctx context.Context, dir string, env func(string) string) (confi
 	cfg := config.Default()
 	cfg.LiveDatabaseURL = "sqlite:" + filepath.Join(dir, "live.db")
 	cfg.TestDatabaseURL = "sqlite:" + filepath.Join(dir, "sandbox.db")
+	cfg.HistoryDatabaseURL = "sqlite:" + filepath.Join(dir, "gateway.db") // its migrations applied as it opens
 	cfg.LogLevel = "warn"
 	// The demo's webhook receiver is on this machine, in plain http.
 	cfg.EventsAllowHTTP, cfg.EventsAllowedNetworks = true, "127.0.0.0/8,::1"
@@ -203,7 +205,7 @@ func demoWebhooks(ctx context.Context, d *deps, w io.Writer) (string, func(), er
 func printDemo(w io.Writer, cfg config.Config, keys []demoKey, hooks string, pub, adm net.Addr) {
 	base, admin := "http://"+hostPort(pub), "http://"+hostPort(adm)
 	fmt.Fprintf(w, "Demo gateway ready on %s (admin API on %s, token %s)\n", base, hostPort(adm), cfg.AdminToken)
-	fmt.Fprintf(w, "Data: %s (LIVE) and %s (TEST)\n\n", cfg.LiveDatabaseURL, cfg.TestDatabaseURL)
+	fmt.Fprintf(w, "Data: %s (LIVE) and %s (TEST); the gateway's own (audit log): %s\n\n", cfg.LiveDatabaseURL, cfg.TestDatabaseURL, cfg.HistoryDatabaseURL)
 	fmt.Fprintf(w, "API explorer:       %s%s   (paste a key below under Authentication)\n", base, apidocs.DocsPath)
 	fmt.Fprintf(w, "OpenAPI document:   %s%s and %s%s\n", base, apidocs.JSONPath, base, apidocs.YAMLPath)
 	fmt.Fprintf(w, "Postman collection: %s%s\n\n", base, apidocs.CollectionPath)
@@ -234,8 +236,8 @@ func printDemo(w io.Writer, cfg config.Config, keys []demoKey, hooks string, pub
 // listener and triggers as the example.
 func printOtherTerminals(w io.Writer, cfg config.Config, redisURL string) {
 	fmt.Fprintln(w, "\nOther commands against this demo, from another terminal in this directory: first")
-	fmt.Fprintf(w, "  export GATEWAY_REDIS_URL=%s GATEWAY_LIVE_DATABASE_URL=%s GATEWAY_TEST_DATABASE_URL=%s GATEWAY_EVENTS_ALLOW_HTTP=true GATEWAY_EVENTS_ALLOWED_NETWORKS=127.0.0.0/8 %s\n",
-		redisURL, cfg.LiveDatabaseURL, cfg.TestDatabaseURL, demoSecretsEnv(cfg))
+	fmt.Fprintf(w, "  export GATEWAY_REDIS_URL=%s GATEWAY_LIVE_DATABASE_URL=%s GATEWAY_TEST_DATABASE_URL=%s GATEWAY_HISTORY_DATABASE_URL=%s GATEWAY_EVENTS_ALLOW_HTTP=true GATEWAY_EVENTS_ALLOWED_NETWORKS=127.0.0.0/8 %s\n",
+		redisURL, cfg.LiveDatabaseURL, cfg.TestDatabaseURL, cfg.HistoryDatabaseURL, demoSecretsEnv(cfg))
 	fmt.Fprintln(w, "then, for example, receive company A's TEST events (forwarded to your handler with --forward-to URL) and make one:")
 	fmt.Fprintf(w, "  go run ./cmd/gateway events listen --company %s\n", gendata.DemoCompanyA)
 	fmt.Fprintf(w, "  go run ./cmd/gateway events trigger invoice.paid --company %s\n", gendata.DemoCompanyA)

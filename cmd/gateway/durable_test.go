@@ -147,10 +147,11 @@ func newReplicaRig(t *testing.T, r *testenv.ReplicatedRedis) *replicaRig {
 		t.Fatal(err)
 	}
 	base := map[string]string{
-		"GATEWAY_REDIS_URL":         "redis+sentinel://" + r.Sentinel + "/0?master_name=" + r.Name,
-		"GATEWAY_LIVE_DATABASE_URL": live,
-		"GATEWAY_TEST_DATABASE_URL": test,
-		"GATEWAY_ADMIN_TOKEN":       testAdminToken,
+		"GATEWAY_REDIS_URL":            "redis+sentinel://" + r.Sentinel + "/0?master_name=" + r.Name,
+		"GATEWAY_LIVE_DATABASE_URL":    live,
+		"GATEWAY_TEST_DATABASE_URL":    test,
+		"GATEWAY_HISTORY_DATABASE_URL": testenv.Postgres(t),
+		"GATEWAY_ADMIN_TOKEN":          testAdminToken,
 		// Long enough for a replica that keeps up on a busy machine.
 		"GATEWAY_REDIS_REPLICA_TIMEOUT": "3s",
 		// Webhook endpoints on this machine.
@@ -321,6 +322,7 @@ func TestChangesConfirmedOnRedisCluster(t *testing.T) {
 		"GATEWAY_REDIS_URL":             "redis+cluster://" + c.Addrs[0] + "?addr=" + c.Addrs[1] + "&addr=" + c.Addrs[2],
 		"GATEWAY_LIVE_DATABASE_URL":     live,
 		"GATEWAY_TEST_DATABASE_URL":     test,
+		"GATEWAY_HISTORY_DATABASE_URL":  testenv.Postgres(t),
 		"GATEWAY_REDIS_REPLICA_TIMEOUT": "3s",
 	})
 	d, err := connect(ctx, mustConfig(t, env), slog.New(slog.NewTextHandler(io.Discard, nil)), only(config.NeedRedis))

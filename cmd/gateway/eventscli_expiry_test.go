@@ -93,7 +93,7 @@ func TestEventsListenAbandonedEndpointExpires(t *testing.T) {
 	cmd := exec.Command(bin, "events", "listen", "--company", co, "--expire", "1m", "--config", "../../configs/gateway.yaml")
 	cmd.Env = os.Environ()
 	for _, k := range []string{"GATEWAY_REDIS_URL", "GATEWAY_REDIS_PREFIX", "GATEWAY_LIVE_DATABASE_URL", "GATEWAY_TEST_DATABASE_URL",
-		"GATEWAY_EVENTS_ALLOW_HTTP", "GATEWAY_EVENTS_ALLOWED_NETWORKS", "GATEWAY_WEBHOOK_SECRETS_KEY"} {
+		"GATEWAY_HISTORY_DATABASE_URL", "GATEWAY_EVENTS_ALLOW_HTTP", "GATEWAY_EVENTS_ALLOWED_NETWORKS", "GATEWAY_WEBHOOK_SECRETS_KEY"} {
 		cmd.Env = append(cmd.Env, k+"="+env(k))
 	}
 	var lout, lerrs testenv.SyncBuffer

@@ -47,6 +47,7 @@ func newRig(t *testing.T, redisURL string, extra ...string) *rig {
 	env := append([]string{
 		"GATEWAY_REDIS_URL=" + redisURL,
 		"GATEWAY_LIVE_DATABASE_URL=" + live, "GATEWAY_TEST_DATABASE_URL=" + test,
+		"GATEWAY_HISTORY_DATABASE_URL=" + testenv.Postgres(t),
 		"GATEWAY_ADMIN_TOKEN=" + faultsAdminToken,
 		"GATEWAY_ADDR=127.0.0.1:0", "GATEWAY_ADMIN_ADDR=127.0.0.1:0", "GATEWAY_DRAIN_DELAY=0s",
 		"GATEWAY_EVENTS_ALLOW_HTTP=true", "GATEWAY_EVENTS_ALLOWED_NETWORKS=127.0.0.0/8",

@@ -24,11 +24,21 @@ import (
 type depError struct {
 	what, setting, target string
 	err                   error
+	next                  string // the next step; "": hint's
+	said                  string // what the dependency said; "": cause's
 }
 
 func (e *depError) Error() string {
-	msg := fmt.Sprintf("%s (setting %s = %s): %s", e.what, e.setting, e.target, cause(e.err))
-	if h := hint(e.err, e.target); h != "" {
+	said := e.said
+	if said == "" {
+		said = cause(e.err)
+	}
+	msg := fmt.Sprintf("%s (setting %s = %s): %s", e.what, e.setting, e.target, said)
+	h := e.next
+	if h == "" {
+		h = hint(e.err, e.target)
+	}
+	if h != "" {
 		msg += "\n(" + h + ")"
 	}
 	return msg
@@ -107,7 +117,7 @@ func createdb(target string) string {
 
 // dependency is one thing `serve` talks to, watched while it runs.
 type dependency struct {
-	name    string // "Redis", "live database", "sandbox database"
+	name    string // "Redis", "live database", "sandbox database", "gateway database"
 	setting string // its setting, as settingName says it
 	target  string // its URL, password hidden
 	effect  string // what is answered while it is down
@@ -116,7 +126,7 @@ type dependency struct {
 
 // dependencies are the ones d talks to.
 func (d *deps) dependencies(cfg config.Config) []dependency {
-	return []dependency{
+	all := []dependency{
 		{"Redis", config.SettingName("RedisURL"), config.RedactURL(cfg.RedisURL),
 			"keys not verified in the last " + cfg.KeyStaleTTL.String() + " get 503 authentication_unavailable; rate limits are decided per instance",
 			d.keys.Ping},
@@ -125,6 +135,10 @@ func (d *deps) dependencies(cfg config.Config) []dependency {
 		{"sandbox database", config.SettingName("TestDatabaseURL"), config.RedactURL(cfg.TestDatabaseURL),
 			"TEST keys get 503 database_unavailable; LIVE keys are served", d.test.Ping},
 	}
+	if d.history != nil {
+		all = append(all, dependency{"gateway database", d.history.setting, d.history.target, historyEffect, d.history.Ping})
+	}
+	return all
 }
 
 // watchConfig paces watchDependencies.

@@ -46,6 +46,7 @@ func startGateways(t *testing.T) *gateways {
 		"GATEWAY_ADDR=127.0.0.1:0", "GATEWAY_ADMIN_ADDR=127.0.0.1:0", "GATEWAY_ADMIN_TOKEN=" + testAdminToken,
 		"GATEWAY_REDIS_URL=redis://" + srv.Addr() + "/0",
 		"GATEWAY_LIVE_DATABASE_URL=" + live, "GATEWAY_TEST_DATABASE_URL=" + sandbox,
+		"GATEWAY_HISTORY_DATABASE_URL=" + testenv.Postgres(t),
 		"GATEWAY_LOG_LEVEL=info", "GATEWAY_INFLIGHT_PER_COMPANY=64", "GATEWAY_INFLIGHT_TOTAL=64",
 	}
 	bin := buildBinary(t)

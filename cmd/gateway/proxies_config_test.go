@@ -29,7 +29,7 @@ func TestTrustedProxiesSetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{
-		"GATEWAY_LIVE_DATABASE_URL": live, "GATEWAY_TEST_DATABASE_URL": test,
+		"GATEWAY_LIVE_DATABASE_URL": live, "GATEWAY_TEST_DATABASE_URL": test, "GATEWAY_HISTORY_DATABASE_URL": testenv.Postgres(t),
 		"GATEWAY_TRUSTED_PROXIES": "10.0.0.0/8, 2001:db8:ffff::/48",
 	}
 	cfg, err := config.Load("../../configs/gateway.yaml", envOf(env), config.NeedAll)

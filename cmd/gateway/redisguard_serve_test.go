@@ -22,10 +22,11 @@ var keepTestGC = map[string]string{"GOGC": "100", "GOMEMLIMIT": "off"}
 // test's own (empty) databases, on free ports.
 func serveEnv(t *testing.T, redisURL string, set map[string]string) func(string) string {
 	m := map[string]string{
-		"GATEWAY_REDIS_URL":         redisURL,
-		"GATEWAY_LIVE_DATABASE_URL": testenv.Postgres(t),
-		"GATEWAY_TEST_DATABASE_URL": testenv.Postgres(t),
-		"GATEWAY_ADDR":              "127.0.0.1:0", "GATEWAY_ADMIN_ADDR": "127.0.0.1:0", "GATEWAY_DRAIN_DELAY": "0s",
+		"GATEWAY_REDIS_URL":            redisURL,
+		"GATEWAY_LIVE_DATABASE_URL":    testenv.Postgres(t),
+		"GATEWAY_TEST_DATABASE_URL":    testenv.Postgres(t),
+		"GATEWAY_HISTORY_DATABASE_URL": testenv.Postgres(t),
+		"GATEWAY_ADDR":                 "127.0.0.1:0", "GATEWAY_ADMIN_ADDR": "127.0.0.1:0", "GATEWAY_DRAIN_DELAY": "0s",
 		"GATEWAY_EVENTS_RUN": "false",
 	}
 	maps.Copy(m, keepTestGC)

@@ -56,9 +56,10 @@ func smokeGateway(t *testing.T, redisURL string) *deps {
 		t.Fatal(err)
 	}
 	cfg, err := config.Load("../../configs/gateway.yaml", envOf(map[string]string{
-		"GATEWAY_REDIS_URL":         redisURL,
-		"GATEWAY_LIVE_DATABASE_URL": live,
-		"GATEWAY_TEST_DATABASE_URL": test,
+		"GATEWAY_REDIS_URL":            redisURL,
+		"GATEWAY_LIVE_DATABASE_URL":    live,
+		"GATEWAY_TEST_DATABASE_URL":    test,
+		"GATEWAY_HISTORY_DATABASE_URL": testenv.Postgres(t),
 	}), config.NeedAll)
 	if err != nil {
 		t.Fatal(err)

@@ -60,6 +60,13 @@ func cmdServe(ctx context.Context, c *invocation) error {
 	}
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
+	// The gateway's database: migrated now, or once it answers; one this
+	// binary must not use is refused here (historydb.go).
+	if err := watchHistory(wctx, d, logger, defaultWatch.first); err != nil {
+		pubLn.Close()
+		admLn.Close()
+		return err
+	}
 	warnPlainSecrets(cfg, logger)
 	go resealAtStart(wctx, d, logger)
 	go d.guard.run(wctx)
@@ -120,6 +127,11 @@ func serveOn(ctx context.Context, cfg config.Config, d *deps, logger *slog.Logge
 	shapeDone := make(chan struct{})
 	go func() { defer close(shapeDone); d.shape.Run(ectx, d.limiter) }()
 	defer func() { stopEvents(); <-shapeDone }()
+	if d.audit != nil { // partitions ahead, retention behind
+		auditDone := make(chan struct{})
+		go func() { defer close(auditDone); maintainAudit(ectx, d, logger) }()
+		defer func() { stopEvents(); <-auditDone }()
+	}
 	if ready != nil {
 		ready(pubLn.Addr(), admLn.Addr())
 	}

@@ -146,7 +146,7 @@ func shutdownGateway(t *testing.T, env func(string) string, drain time.Duration)
 		"GATEWAY_ADDR": "127.0.0.1:0", "GATEWAY_ADMIN_ADDR": "127.0.0.1:0",
 		"GATEWAY_DRAIN_DELAY": drain.String(), "GATEWAY_QUERY_TIMEOUT": "20s", "GATEWAY_SHUTDOWN_TIMEOUT": "20s",
 	}
-	for _, k := range []string{"GATEWAY_REDIS_URL", "GATEWAY_REDIS_PREFIX", "GATEWAY_LIVE_DATABASE_URL", "GATEWAY_TEST_DATABASE_URL"} {
+	for _, k := range []string{"GATEWAY_REDIS_URL", "GATEWAY_REDIS_PREFIX", "GATEWAY_LIVE_DATABASE_URL", "GATEWAY_TEST_DATABASE_URL", "GATEWAY_HISTORY_DATABASE_URL"} {
 		vars[k] = env(k)
 	}
 	cfg, err := config.Load("", envOf(vars), config.NeedAll)

@@ -26,8 +26,9 @@ import (
 // `gateway state export|import|keygen`: a copy of the control plane in a
 // file, and back (state; docs/operators.md, "Backup and restore").
 
-// stateParts are the control plane's parts, each exported and imported by
-// the adapter that owns it.
+// stateConfig is the control plane's parts, each exported and imported by
+// the adapter that owns it; the audit log, in the gateway's database and
+// backed up with it, is imported from older files only.
 func stateConfig(d *deps) state.Config {
 	return state.Config{
 		Redis:   d.rdb,
@@ -37,9 +38,17 @@ func stateConfig(d *deps) state.Config {
 			part("keys", d.keys.ExportState, d.keys.PlanImport),
 			part("limits", d.limiter.ExportState, d.limiter.PlanImport),
 			part("webhooks", d.events.ExportState, d.events.PlanImport),
-			part("audit", d.audit.ExportState, d.audit.PlanImport),
+			importOnly("audit", d.audit.PlanImport),
 		},
 	}
+}
+
+// importOnly makes a state.Part of a part files no longer carry: an older
+// file's is imported, an export leaves it out.
+func importOnly[S interface{ Records() int }, P state.Plan](name string, plan func(context.Context, S) (P, error)) state.Part {
+	p := part(name, nil, plan)
+	p.ImportOnly, p.Export = true, nil
+	return p
 }
 
 // part makes a state.Part of an adapter's typed export and import.
@@ -96,9 +105,9 @@ func stateExportFlags(fs *flag.FlagSet) action {
 			records, size, err := writeExport(ctx, *out, stateConfig(d), s)
 			return exported{File: *out, Bytes: size, Encrypted: s.Encrypted(), Records: records, took: time.Since(start)}, err
 		}, func(w io.Writer, e exported) error {
-			fmt.Fprintf(w, "Exported %s, the limits of %s, %s and %s to %s (%d bytes, %s).\n",
+			fmt.Fprintf(w, "Exported %s, the limits of %s and %s to %s (%d bytes, %s).\n",
 				plural(e.Records["keys"], "key", "keys"), plural(e.Records["limits"], "company", "companies"),
-				plural(e.Records["webhooks"], "webhook endpoint", "webhook endpoints"), plural(e.Records["audit"], "audit entry", "audit entries"),
+				plural(e.Records["webhooks"], "webhook endpoint", "webhook endpoints"),
 				e.File, e.Bytes, e.took.Round(time.Millisecond))
 			if s.SigningKey == nil {
 				fmt.Fprintf(c.stderr, "WARNING: %s is not signed: this gateway has no %s to sign it with, so nothing will prove it came from this deployment, "+
@@ -232,7 +241,7 @@ func stateImportFlags(fs *flag.FlagSet) action {
 		cfg, audited := stateConfig(d), 0
 		cfg.Audit = importAudit(d, commandActor(), &audited)
 		counts, err := state.Import(ctx, cfg, doc)
-		if err != nil && !errors.Is(err, state.ErrNotReplicated) {
+		if err != nil && !errors.Is(err, state.ErrNotReplicated) && !errors.Is(err, state.ErrNotAudited) {
 			if counts == nil {
 				return fmt.Errorf("%s: %w; nothing was imported", c.args[0], err)
 			}
@@ -256,7 +265,10 @@ func stateImportFlags(fs *flag.FlagSet) action {
 func printImport(c *invocation, doc state.Document, counts map[string]state.Counts, cfg config.Config) {
 	fmt.Fprintf(c.stdout, "Imported the export of %s (gateway %s):\n", doc.CreatedAt.Format(time.RFC3339), doc.Gateway)
 	for _, name := range []string{"keys", "limits", "webhooks", "audit"} {
-		n := counts[name]
+		n, ok := counts[name]
+		if !ok { // the audit log, in a file of format 3
+			continue
+		}
 		fmt.Fprintf(c.stdout, "  %-9s %d added, %d updated, %d unchanged\n", name, n.Added, n.Updated, n.Unchanged)
 	}
 	plan, _ := counts["webhooks"].Plan.(*events.ImportPlan)

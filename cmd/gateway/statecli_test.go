@@ -28,7 +28,7 @@ func stateEnv(t *testing.T) (func(string) string, func()) {
 	t.Helper()
 	rdb, prefix := testenv.Redis(t)
 	env := envOf(map[string]string{"GATEWAY_REDIS_URL": testenv.RedisURL(), "GATEWAY_REDIS_PREFIX": prefix,
-		"GATEWAY_WEBHOOK_SECRETS_KEY": testSecretsKey})
+		"GATEWAY_WEBHOOK_SECRETS_KEY": testSecretsKey, "GATEWAY_HISTORY_DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "gateway.db")})
 	return env, func() { testenv.DeletePrefix(t, rdb, prefix) }
 }
 
@@ -66,7 +66,7 @@ func TestStateCommands(t *testing.T) {
 	if code, _, errs = gw(t, env, "state", "export", "--out", enc, "--recipient", recipient); code != 0 || strings.Contains(errs, "WARNING") {
 		t.Fatalf("encrypted export: %d %s", code, errs)
 	}
-	if b, _ := os.ReadFile(enc); strings.Contains(string(b), "live_rate") || !strings.HasPrefix(string(b), "invoicing-gateway-state 2 age\n") {
+	if b, _ := os.ReadFile(enc); strings.Contains(string(b), "live_rate") || !strings.HasPrefix(string(b), "invoicing-gateway-state 3 age\n") {
 		t.Fatal("the encrypted export shows its content")
 	}
 
@@ -98,7 +98,7 @@ func gwNoConfig(env func(string) string, args ...string) (int, string, string) {
 // key; a key that is not one is refused without being repeated.
 func TestWebhookSecretsKeySetting(t *testing.T) {
 	t.Parallel()
-	base := map[string]string{"GATEWAY_LIVE_DATABASE_URL": "sqlite:/tmp/l.db", "GATEWAY_TEST_DATABASE_URL": "sqlite:/tmp/t.db"}
+	base := map[string]string{"GATEWAY_LIVE_DATABASE_URL": "sqlite:/tmp/l.db", "GATEWAY_TEST_DATABASE_URL": "sqlite:/tmp/t.db", "GATEWAY_HISTORY_DATABASE_URL": "sqlite:/tmp/g.db"}
 	with := func(kv ...string) func(string) string {
 		m := map[string]string{"GATEWAY_WEBHOOK_SECRETS_KEY": ""}
 		for k, v := range base {

@@ -37,7 +37,15 @@ type deps struct {
 	server     *gateway.Server // the public API
 	admin      *admin.Service  // keys, limits, usage, audit and webhooks: the admin API and the CLI
 	events     *events.Service // webhooks: run by serve and demo, managed through admin
-	audit      *audit.Log
+	// history is the gateway's own database (historyDatabaseURL), opened
+	// once for every owner of tables there: history.DB is the *sqldb.DB
+	// (the audit log's now, the events' history's to come) and
+	// history.Ready says when its schema is this binary's (serve migrates
+	// it once it answers: historydb.go). Nil for a command that does not
+	// need it.
+	history *historyDB
+	audit   *audit.Log // on history; nil with it
+
 	usage      *usagecounter.Counter
 	guard      *redisGuard          // what Redis allows, and the replicas changes wait for
 	shape      *shape.Store         // each company's traffic per second: recorded by serve and demo (serveOn)
@@ -76,6 +84,10 @@ func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rd
 		d.Close()
 		return nil, err
 	}
+	if err := d.openHistory(ctx, cfg, o); err != nil {
+		d.Close()
+		return nil, err
+	}
 	origins, err := web.ParseOrigins(cfg.CORSAllowedOrigins) // validated with the configuration
 	if err != nil {
 		d.Close()
@@ -94,7 +106,6 @@ func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rd
 	// Every administrative change waits for the same replicas: the
 	// guard's target, which follows Redis's topology (redisguard.go).
 	d.guard = newRedisGuard(cfg, logger)
-	target, replicaTimeout := d.guard.target, cfg.RedisReplicaTimeout
 	d.openAdapters(cfg, logger, o)
 	var cursorKeys gateway.CursorKeys // nil with a cursor secret set
 	if cfg.CursorSecret == "" {
@@ -109,7 +120,7 @@ func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rd
 		TracerProvider:     o.tp, Usage: d.usage,
 		Idempotency:    idempotency.New(idempotency.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "idem:"}),
 		TrustedProxies: proxies, RedisDurability: d.guard.readiness, Metrics: d.metrics,
-		Feed: eventsFeed{d},
+		Feed: eventsFeed{d}, HistoryDatabase: d.historyPing(),
 	})
 	if err := d.guard.watch(ctx, cfg, rdb, d.metrics, o.needs&config.NeedRedis != 0); err != nil { // a mistake of ours
 		d.Close()
@@ -125,11 +136,44 @@ func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rd
 	if d.live != nil {
 		dir = d.live
 	}
-	d.audit = audit.New(audit.Config{Redis: rdb, Prefix: cfg.RedisPrefix + "audit:", ReplicaTarget: target, ReplicaTimeout: replicaTimeout})
+	var auditLog admin.AuditLog = noAuditLog{} // a command that opens no gateway database records no change
+	if d.audit != nil {
+		auditLog = d.audit
+	}
 	d.admin = admin.New(admin.Config{Keys: d.keys, Limiter: d.limiter, Usage: d.usage, Shape: d.shape, Companies: live, Directory: dir,
-		Audit:    d.audit,
+		Audit:    auditLog,
 		Webhooks: d.events, Token: cfg.AdminToken, Logger: logger})
 	return d, nil
+}
+
+// openHistory opens the gateway's own database when the command needs it,
+// and its audit log. A command brings its schema up to date at once (and
+// fails naming why it cannot); serve (withLazy) opens it whether it
+// answers or not, and migrates it once it does (watchHistory).
+func (d *deps) openHistory(ctx context.Context, cfg config.Config, o wireOptions) error {
+	if o.needs&config.NeedHistory == 0 {
+		return nil
+	}
+	h, err := openHistory(ctx, cfg, o.lazy)
+	if err != nil {
+		return err
+	}
+	d.history = h
+	if !o.lazy {
+		if _, err := h.migrate(ctx); err != nil {
+			return err
+		}
+	}
+	d.audit = audit.New(audit.Config{DB: h.DB, Ready: h.Ready})
+	return nil
+}
+
+// historyPing is /readyz's check of the gateway's database; nil without one.
+func (d *deps) historyPing() func(context.Context) error {
+	if d.history == nil {
+		return nil
+	}
+	return d.history.Ping
 }
 
 // cursorKeyName is the Redis key of the deployment's cursor key, made by
@@ -310,6 +354,7 @@ func (d *deps) Close() {
 	if d.test != nil {
 		d.test.Close()
 	}
+	d.history.Close() // after the events and the listeners, which use it, have stopped
 	if d.rdb != nil {
 		_ = d.rdb.Close()
 	}

@@ -275,6 +275,10 @@ func (db *DB) DropPartition(ctx context.Context, r Ranges, p Partition) error {
 		return err
 	}
 	name, table := pgx.Identifier{p.Name}.Sanitize(), pgx.Identifier{r.Table}.Sanitize()
+	ver, err := db.version(ctx) // before a connection is held: it may take one
+	if err != nil {
+		return err
+	}
 	conn, err := db.pg.Acquire(ctx)
 	if err != nil {
 		return err
@@ -287,7 +291,7 @@ func (db *DB) DropPartition(ctx context.Context, r Ranges, p Partition) error {
 	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "RESET lock_timeout") }()
 	if p.Attached {
 		var pending bool
-		if db.pgVer >= 140000 {
+		if ver >= 140000 {
 			if err := conn.QueryRow(ctx, "SELECT inhdetachpending FROM pg_inherits WHERE inhrelid = $1::text::regclass", p.Name).Scan(&pending); err != nil {
 				return err
 			}
@@ -296,7 +300,7 @@ func (db *DB) DropPartition(ctx context.Context, r Ranges, p Partition) error {
 		switch {
 		case pending:
 			detach += " FINALIZE"
-		case db.pgVer >= 140000:
+		case ver >= 140000:
 			detach += " CONCURRENTLY" // outside a transaction: Exec without arguments
 		}
 		if _, err := conn.Exec(ctx, detach); err != nil {

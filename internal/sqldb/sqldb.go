@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -61,6 +62,14 @@ type Config struct {
 	// how long a writer waits for another process's lock (busy_timeout).
 	// Zero: 30 s.
 	StatementTimeout time.Duration
+	// Lazy makes Open return the database without first asking it
+	// (PostgreSQL): one that cannot be reached yet fails each statement
+	// as unavailable (Unavailable) until it answers, and the pool connects
+	// alone once it does. False: Open pings, and fails when it does not
+	// answer. A server that must start during an outage sets it; a tool
+	// that needs the database now leaves it off, to say at once what is
+	// wrong.
+	Lazy bool
 }
 
 func (c Config) withDefaults(e Engine) Config {
@@ -83,9 +92,9 @@ func (c Config) withDefaults(e Engine) Config {
 type DB struct {
 	engine Engine
 	pg     *pgxpool.Pool
-	w, r   *sql.DB // SQLite: the one writer, the readers
-	pgVer  int     // PostgreSQL's server_version_num
-	where  string  // the URL without its credentials, for messages
+	w, r   *sql.DB      // SQLite: the one writer, the readers
+	pgVer  atomic.Int64 // PostgreSQL's server_version_num; 0 until read
+	where  string       // the URL without its credentials, for messages
 }
 
 // EngineOf is the engine a URL names; false when it names none.
@@ -127,15 +136,31 @@ func openPostgres(ctx context.Context, cfg Config) (*DB, error) {
 		return nil, fmt.Errorf("sqldb: %s: %w", where, err)
 	}
 	db := &DB{engine: Postgres, pg: pool, where: where}
+	if cfg.Lazy {
+		return db, nil // the version is read once the server answers
+	}
 	pctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
-	var ver string
-	if err := pool.QueryRow(pctx, "SHOW server_version_num").Scan(&ver); err != nil {
+	if _, err := db.version(pctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("sqldb: %s: %w", where, err)
 	}
-	db.pgVer, _ = strconv.Atoi(ver)
 	return db, nil
+}
+
+// version is PostgreSQL's server_version_num, read from the server the
+// first time it is asked.
+func (db *DB) version(ctx context.Context) (int, error) {
+	if v := db.pgVer.Load(); v != 0 {
+		return int(v), nil
+	}
+	var ver string
+	if err := db.pg.QueryRow(ctx, "SHOW server_version_num").Scan(&ver); err != nil {
+		return 0, err
+	}
+	v, _ := strconv.Atoi(ver)
+	db.pgVer.Store(int64(v))
+	return v, nil
 }
 
 func openSQLite(ctx context.Context, cfg Config) (*DB, error) {
@@ -211,14 +236,16 @@ func (db *DB) Writer() *sql.DB { return db.w }
 func (db *DB) Reader() *sql.DB { return db.r }
 
 // ServerVersion is PostgreSQL's server_version_num (150004 for 15.4); 0 on
-// SQLite.
-func (db *DB) ServerVersion() int { return db.pgVer }
+// SQLite, and on a Lazy database that has not answered yet.
+func (db *DB) ServerVersion() int { return int(db.pgVer.Load()) }
 
 // Ping checks that the database answers.
 func (db *DB) Ping(ctx context.Context) error {
 	var err error
 	if db.engine == Postgres {
-		err = db.pg.Ping(ctx)
+		if err = db.pg.Ping(ctx); err == nil {
+			_, err = db.version(ctx) // a Lazy database's, once it answers
+		}
 	} else {
 		// PingContext alone does not touch the file; reading the schema does.
 		if _, err = db.w.ExecContext(ctx, "SELECT count(*) FROM sqlite_schema"); err == nil {

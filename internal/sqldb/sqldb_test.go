@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
 )
@@ -140,5 +141,34 @@ func TestSQLiteReadersDoNotWrite(t *testing.T) {
 	ctx := context.Background()
 	if _, err := db.Read().Exec(ctx, "CREATE TABLE x (a bigint)"); err == nil {
 		t.Fatal("a reader wrote: readers must be read-only, so that every write goes through the one writer")
+	}
+}
+
+// A Lazy database opens while its server cannot be reached, fails its
+// statements as unavailable meanwhile, and serves once the server answers,
+// without being opened again.
+func TestLazyOpenRecovers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	proxy := testenv.PostgresProxy(t)
+	proxy.Cut()
+	db, err := Open(ctx, Config{URL: proxy.Via(testenv.Postgres(t)), Lazy: true, ConnectTimeout: time.Second})
+	if err != nil {
+		t.Fatalf("a Lazy Open of a server that cannot be reached: %v", err)
+	}
+	defer db.Close()
+	if _, err := db.Check(ctx, shop()); !Unavailable(err) {
+		t.Fatalf("Check while the server is cut: %v, want an unavailable error", err)
+	}
+	if err := db.Ping(ctx); !Unavailable(err) || db.ServerVersion() != 0 {
+		t.Fatalf("Ping while the server is cut: %v (version %d), want unavailable", err, db.ServerVersion())
+	}
+	proxy.Resume()
+	testenv.Eventually(t, "the database answers once the server does", func() error { return db.Ping(ctx) })
+	if db.ServerVersion() < 100000 {
+		t.Errorf("the server's version once it answered: %d", db.ServerVersion())
+	}
+	if _, err := db.Apply(ctx, shop()); err != nil {
+		t.Errorf("Apply once the server answers: %v", err)
 	}
 }

@@ -155,7 +155,8 @@ func checkComposeGateway(t *testing.T, f composeFile, s composeService, cfg conf
 
 // checkComposeURLs checks that the databases and Redis a service uses are
 // the stack's: PostgreSQL URLs to the postgres service, its user, and a
-// database its init script creates; Redis to the redis service.
+// database its init script creates (the gateway's own among them); Redis
+// to the redis service.
 func checkComposeURLs(t *testing.T, name string, cfg config.Config, f composeFile) {
 	t.Helper()
 	pg, ok := f.Services["postgres"]
@@ -176,7 +177,7 @@ func checkComposeURLs(t *testing.T, name string, cfg config.Config, f composeFil
 			created[m[1]] = true
 		}
 	}
-	for _, db := range []string{cfg.LiveDatabaseURL, cfg.TestDatabaseURL} {
+	for _, db := range []string{cfg.LiveDatabaseURL, cfg.TestDatabaseURL, cfg.HistoryDatabaseURL} {
 		u, err := url.Parse(db)
 		if err != nil || u.Scheme != "postgres" || u.Hostname() != "postgres" ||
 			u.User.Username() != pg.Env["POSTGRES_USER"] || !created[strings.TrimPrefix(u.Path, "/")] {

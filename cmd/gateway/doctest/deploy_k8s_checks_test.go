@@ -77,7 +77,8 @@ func containerConfig(t *testing.T, r rendered, c corev1.Container) config.Config
 		}
 	}
 	checkEnvNames(t, "the Deployment", names)
-	for _, must := range []string{"GATEWAY_ADMIN_TOKEN", "GATEWAY_REDIS_URL", "GATEWAY_LIVE_DATABASE_URL", "GATEWAY_TEST_DATABASE_URL", "GATEWAY_WEBHOOK_SECRETS_KEY"} {
+	for _, must := range []string{"GATEWAY_ADMIN_TOKEN", "GATEWAY_REDIS_URL", "GATEWAY_LIVE_DATABASE_URL", "GATEWAY_TEST_DATABASE_URL",
+		"GATEWAY_HISTORY_DATABASE_URL", "GATEWAY_WEBHOOK_SECRETS_KEY"} {
 		if !secretRefs[must] {
 			t.Errorf("%s must come from a Secret reference", must)
 		}

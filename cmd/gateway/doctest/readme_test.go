@@ -37,7 +37,7 @@ func readmeBlock(t *testing.T) string {
 }
 
 // The README's steps against real services work as written on this
-// machine: build and install the binary, create the two databases, load
+// machine: build and install the binary, create the three databases, load
 // the schema and the data, create a key, serve, call. The commands are read
 // from README.md, so the two cannot drift. What is changed is only what
 // would collide with other users of the shared services and machine: the
@@ -60,11 +60,11 @@ func TestReadmeRealServicesPath(t *testing.T) {
 		}
 	}
 	_, prefix := testenv.Redis(t)
-	liveDB, sandboxDB := testenv.Name("gwtest_readme_live_"), testenv.Name("gwtest_readme_sandbox_")
-	t.Cleanup(func() { dropDatabases(t, admin, liveDB, sandboxDB) })
+	liveDB, sandboxDB, gatewayDB := testenv.Name("gwtest_readme_live_"), testenv.Name("gwtest_readme_sandbox_"), testenv.Name("gwtest_readme_gateway_")
+	t.Cleanup(func() { dropDatabases(t, admin, liveDB, sandboxDB, gatewayDB) })
 	port, adminPort := testenv.ClosedPort(t), testenv.ClosedPort(t)
 
-	rename := strings.NewReplacer("invoicing_live", liveDB, "invoicing_sandbox", sandboxDB, "127.0.0.1:8080", "127.0.0.1:"+port)
+	rename := strings.NewReplacer("invoicing_live", liveDB, "invoicing_sandbox", sandboxDB, "gateway_history", gatewayDB, "127.0.0.1:8080", "127.0.0.1:"+port)
 	script := rename.Replace(readmeBlock(t))
 	shipped, err := os.ReadFile(shippedCfg)
 	if err != nil {

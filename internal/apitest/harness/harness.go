@@ -1,8 +1,9 @@
 // Package harness runs whole gateways for the end-to-end tests of both
 // listeners: a world (live and sandbox PostgreSQL databases with the demo
-// data, one Redis prefix) that any number of instances share, each instance
-// built as `gateway serve` builds it (cmd/gateway), with both listeners on
-// httptest servers and a clock the test moves. Do sends a request and checks
+// data, one Redis prefix, the gateway's own database) that any number of
+// instances share, each instance built as `gateway serve` builds it
+// (cmd/gateway), with both listeners on httptest servers and a clock the
+// test moves. Do sends a request and checks
 // the answer against the OpenAPI document (apitest.Check). It is imported by
 // tests only, and keeps no state of its own: everything a test makes is the
 // test's, so tests using it may run in parallel.
@@ -14,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -29,6 +31,7 @@ import (
 	"github.com/invoicing-ao/gateway/gateway"
 	"github.com/invoicing-ao/gateway/idempotency"
 	"github.com/invoicing-ao/gateway/internal/sharedkey"
+	"github.com/invoicing-ao/gateway/internal/sqldb"
 	"github.com/invoicing-ao/gateway/internal/testenv"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/shape"
@@ -38,12 +41,18 @@ import (
 )
 
 // World is one platform (live and sandbox PostgreSQL databases with the
-// demo data, one Redis prefix) that any number of instances share.
+// demo data, one Redis prefix, and the gateway's own database) that any
+// number of instances share.
 type World struct {
 	T          *testing.T
 	Live, Test string // database URLs
 	Redis      *redis.Client
 	Prefix     string
+	// History is the gateway's own database (the audit log's), its
+	// migrations applied: a SQLite file of the test's own, which every
+	// instance of the world shares as a deployment's instances share
+	// theirs.
+	History *sqldb.DB
 }
 
 // NewWorld is a world of the test's own: its databases, and a Redis prefix.
@@ -61,7 +70,24 @@ func NewWorldOn(t *testing.T, rdb *redis.Client, prefix string) *World {
 	if _, err := gendata.SetUpSmall(context.Background(), w.Live, w.Test, 7); err != nil {
 		t.Fatalf("demo data: %v", err)
 	}
+	w.History = openHistory(t)
 	return w
+}
+
+// openHistory opens a gateway database of the test's own, with every
+// track's migrations applied as serve applies them.
+func openHistory(t *testing.T) *sqldb.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqldb.Open(ctx, sqldb.Config{URL: "sqlite:" + filepath.Join(t.TempDir(), "gateway.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	if _, err := db.Apply(ctx, audit.Migrations()); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
 
 // DefaultLimit is both modes' rate limit unless a test sets its own: more
@@ -123,7 +149,7 @@ func (w *World) Start(cfg Config) *Instance {
 	in := &Instance{Clock: testenv.NewClock(time.Now()), Logs: &testenv.SyncBuffer{}, AdminToken: cfg.AdminToken}
 	logger := slog.New(slog.NewJSONHandler(in.Logs, nil))
 	in.Live, in.Test = w.openStores(cfg)
-	in.adapters(cfg, w.Prefix, logger)
+	in.adapters(cfg, w, logger)
 	// The instance's metrics, as the binary registers them (cmd/gateway).
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(in.Keys.Collector(), in.Limiter.Collector(), in.Live.Collector("live"), in.Test.Collector("test"))
@@ -197,16 +223,15 @@ func (w *World) openStores(cfg Config) (live, test *backend.Store) {
 }
 
 // adapters makes the instance's Redis adapters, each under its own part of
-// the world's prefix.
-func (in *Instance) adapters(cfg Config, prefix string, logger *slog.Logger) {
-	now := in.Clock.Now
+// the world's prefix, and its audit log on the world's database.
+func (in *Instance) adapters(cfg Config, w *World, logger *slog.Logger) {
+	now, prefix := in.Clock.Now, w.Prefix
 	in.Keys = authz.New(authz.Config{Redis: cfg.Redis, Prefix: prefix + "authz:", Now: now, Logger: logger,
 		MinReplicas: cfg.Replicas, ReplicaTimeout: cfg.ReplicaTimeout})
 	in.Limiter = tenants.New(tenants.Config{Redis: cfg.Redis, Prefix: prefix + "tenants:", CountOffered: true,
 		LiveDefault: cfg.LiveLimit, TestDefault: cfg.TestLimit, Logger: logger,
 		MinReplicas: cfg.Replicas, ReplicaTimeout: cfg.ReplicaTimeout})
-	in.Audit = audit.New(audit.Config{Redis: cfg.Redis, Prefix: prefix + "audit:", Now: now,
-		MinReplicas: cfg.Replicas, ReplicaTimeout: cfg.ReplicaTimeout})
+	in.Audit = audit.New(audit.Config{DB: w.History, Now: now})
 	in.Shape = shape.New(shape.Config{Redis: cfg.Redis, Prefix: prefix + "shape:", Now: now, Logger: logger})
 	in.Usage = usage.New(usage.Config{Redis: cfg.Redis, Prefix: prefix + "usage:", FlushEvery: time.Hour, Now: now, Logger: logger})
 }

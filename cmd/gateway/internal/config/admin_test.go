@@ -12,7 +12,7 @@ const strongToken = "9f4c2a7e1b8d3c6f0a5e9b2d7c4f1a8e6b3d0c9f2a7e5b1d"
 // make a strong one; the token itself is never repeated. A strong one, or
 // none (the admin API closed), starts.
 func TestAdminTokenMustBeStrong(t *testing.T) {
-	base := map[string]string{"GATEWAY_LIVE_DATABASE_URL": "postgres://db/live", "GATEWAY_TEST_DATABASE_URL": "postgres://db/test"}
+	base := map[string]string{"GATEWAY_LIVE_DATABASE_URL": "postgres://db/live", "GATEWAY_TEST_DATABASE_URL": "postgres://db/test", "GATEWAY_HISTORY_DATABASE_URL": "postgres://db/gateway"}
 	for tok, want := range map[string]string{
 		"a":                                     "fewer than 32",
 		"admin-secret-token":                    "fewer than 32",

@@ -40,6 +40,11 @@ type Config struct {
 	RedisPrefix     string `yaml:"redisPrefix" env:"GATEWAY_REDIS_PREFIX"` // prepended to every Redis key (environments sharing a Redis)
 	LiveDatabaseURL string `yaml:"liveDatabaseURL" env:"GATEWAY_LIVE_DATABASE_URL"`
 	TestDatabaseURL string `yaml:"testDatabaseURL" env:"GATEWAY_TEST_DATABASE_URL"`
+	// HistoryDatabaseURL is the gateway's own database (postgres://... or
+	// sqlite:PATH), never one of the platform's: the audit log, and the
+	// events' history. Required by serve and by the commands that record
+	// or read the audit log; each applies its migrations first.
+	HistoryDatabaseURL string `yaml:"historyDatabaseURL" env:"GATEWAY_HISTORY_DATABASE_URL"`
 
 	// RedisMinReplicas is how many Redis replicas must acknowledge each
 	// write of a change of the control plane (keys, limits, webhook
@@ -168,9 +173,10 @@ const (
 	NeedLive          // the live database
 	NeedTest          // the sandbox database
 	NeedSecrets       // writes or uses webhook signing secrets: their key (secrets.go)
+	NeedHistory       // the gateway's own database: records or reads the audit log
 
 	NeedDatabases = NeedLive | NeedTest
-	NeedAll       = NeedRedis | NeedDatabases | NeedSecrets // serve
+	NeedAll       = NeedRedis | NeedDatabases | NeedSecrets | NeedHistory // serve
 )
 
 // Load reads path (when not empty) over the defaults, then the environment,

@@ -34,7 +34,7 @@ var testSecretsKey = func() string {
 func TestConfigLayers(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "gateway.yaml")
-	yaml := "addr: \":9000\"\nliveDatabaseURL: postgres://u:secret@db/live\ntestDatabaseURL: sqlite:/tmp/t.db\nqueryTimeout: 750ms\nliveRate: 5\n"
+	yaml := "addr: \":9000\"\nliveDatabaseURL: postgres://u:secret@db/live\ntestDatabaseURL: sqlite:/tmp/t.db\nhistoryDatabaseURL: sqlite:/tmp/g.db\nqueryTimeout: 750ms\nliveRate: 5\n"
 	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -43,13 +43,13 @@ func TestConfigLayers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Addr != ":9100" || cfg.LiveBurst != 7 || cfg.LiveRate != 5 || cfg.QueryTimeout != 750*time.Millisecond ||
-		cfg.AdminAddr != "127.0.0.1:8081" || cfg.TestDatabaseURL != "sqlite:/tmp/t.db" {
+		cfg.AdminAddr != "127.0.0.1:8081" || cfg.TestDatabaseURL != "sqlite:/tmp/t.db" || cfg.HistoryDatabaseURL != "sqlite:/tmp/g.db" {
 		t.Fatalf("layers not applied: %+v", cfg)
 	}
 }
 
 func TestConfigErrorsNameTheSetting(t *testing.T) {
-	base := map[string]string{"GATEWAY_LIVE_DATABASE_URL": "postgres://db/live", "GATEWAY_TEST_DATABASE_URL": "postgres://db/test"}
+	base := map[string]string{"GATEWAY_LIVE_DATABASE_URL": "postgres://db/live", "GATEWAY_TEST_DATABASE_URL": "postgres://db/test", "GATEWAY_HISTORY_DATABASE_URL": "postgres://db/gateway"}
 	cases := []struct {
 		set  map[string]string
 		want string
@@ -60,6 +60,10 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{map[string]string{"GATEWAY_LIVE_DATABASE_URL": "mysql://x"}, "GATEWAY_LIVE_DATABASE_URL"},
 		{map[string]string{"GATEWAY_LIVE_DATABASE_URL": ""}, "GATEWAY_LIVE_DATABASE_URL"},
 		{map[string]string{"GATEWAY_TEST_DATABASE_URL": "postgres://db/live"}, "GATEWAY_TEST_DATABASE_URL"},
+		{map[string]string{"GATEWAY_HISTORY_DATABASE_URL": ""}, "GATEWAY_HISTORY_DATABASE_URL (historyDatabaseURL): is required"},
+		{map[string]string{"GATEWAY_HISTORY_DATABASE_URL": "mysql://x"}, "GATEWAY_HISTORY_DATABASE_URL"},
+		{map[string]string{"GATEWAY_HISTORY_DATABASE_URL": "postgres://db/live"}, "GATEWAY_HISTORY_DATABASE_URL (historyDatabaseURL): must differ from the live and sandbox databases"},
+		{map[string]string{"GATEWAY_HISTORY_DATABASE_URL": "postgres://db/test"}, "GATEWAY_HISTORY_DATABASE_URL (historyDatabaseURL): must differ"},
 		{map[string]string{"GATEWAY_QUERY_TIMEOUT": "soon"}, "GATEWAY_QUERY_TIMEOUT"},
 		{map[string]string{"GATEWAY_LIVE_RATE": "-1"}, "GATEWAY_LIVE_RATE"},
 		{map[string]string{"GATEWAY_LIVE_RATE": "1000000"}, "GATEWAY_LIVE_RATE"}, // above the limiter's bound
@@ -105,6 +109,9 @@ func TestShippedConfigLoads(t *testing.T) {
 	}
 	if cfg.Addr != Default().Addr {
 		t.Errorf("shipped config addr %q", cfg.Addr)
+	}
+	if !strings.HasPrefix(cfg.HistoryDatabaseURL, "postgres:///gateway_history?") {
+		t.Errorf("shipped config: historyDatabaseURL %q, want the local server's gateway_history", cfg.HistoryDatabaseURL)
 	}
 }
 

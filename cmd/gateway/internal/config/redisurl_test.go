@@ -84,7 +84,7 @@ func TestRedisURLForms(t *testing.T) {
 		})
 	}
 	_, err := Load("", envOf(map[string]string{"GATEWAY_REDIS_URL": "redis+ring://x:1",
-		"GATEWAY_LIVE_DATABASE_URL": "sqlite:a", "GATEWAY_TEST_DATABASE_URL": "sqlite:b"}), NeedAll)
+		"GATEWAY_LIVE_DATABASE_URL": "sqlite:a", "GATEWAY_TEST_DATABASE_URL": "sqlite:b", "GATEWAY_HISTORY_DATABASE_URL": "sqlite:c"}), NeedAll)
 	if err == nil || !strings.Contains(err.Error(), "GATEWAY_REDIS_URL (redisURL)") {
 		t.Errorf("config error %v does not name the setting", err)
 	}

@@ -7,7 +7,7 @@ import (
 
 func TestReplicaSettings(t *testing.T) {
 	base := map[string]string{
-		"GATEWAY_LIVE_DATABASE_URL": "postgres://db/live", "GATEWAY_TEST_DATABASE_URL": "postgres://db/sandbox",
+		"GATEWAY_LIVE_DATABASE_URL": "postgres://db/live", "GATEWAY_TEST_DATABASE_URL": "postgres://db/sandbox", "GATEWAY_HISTORY_DATABASE_URL": "postgres://db/gateway",
 	}
 	for _, tc := range []struct {
 		env  map[string]string

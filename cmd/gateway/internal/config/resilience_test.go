@@ -9,7 +9,7 @@ import (
 // The breaker and drain settings: defaults, the shipped file, and refusals
 // that name the setting.
 func TestResilienceSettings(t *testing.T) {
-	base := map[string]string{"GATEWAY_LIVE_DATABASE_URL": "postgres://db/live", "GATEWAY_TEST_DATABASE_URL": "postgres://db/test"}
+	base := map[string]string{"GATEWAY_LIVE_DATABASE_URL": "postgres://db/live", "GATEWAY_TEST_DATABASE_URL": "postgres://db/test", "GATEWAY_HISTORY_DATABASE_URL": "postgres://db/gateway"}
 	cfg, err := Load("", envOf(base), NeedAll)
 	if err != nil {
 		t.Fatal(err)

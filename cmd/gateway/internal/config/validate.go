@@ -71,13 +71,14 @@ func (c Config) checkRedis(bad func(field, msg string)) {
 	}
 }
 
-// checkDatabases checks the two databases' URLs, and adds an errRequired
+// checkDatabases checks the three databases' URLs, and adds an errRequired
 // for each the command needs and has not.
 func (c Config) checkDatabases(bad func(field, msg string), add func(error), n Needs) {
 	for _, d := range []struct {
 		field, db string
 		need      Needs
-	}{{"LiveDatabaseURL", c.LiveDatabaseURL, NeedLive}, {"TestDatabaseURL", c.TestDatabaseURL, NeedTest}} {
+	}{{"LiveDatabaseURL", c.LiveDatabaseURL, NeedLive}, {"TestDatabaseURL", c.TestDatabaseURL, NeedTest},
+		{"HistoryDatabaseURL", c.HistoryDatabaseURL, NeedHistory}} {
 		field, db := d.field, d.db
 		switch {
 		case db == "" && n&d.need == 0: // not this command's
@@ -94,6 +95,9 @@ func (c Config) checkDatabases(bad func(field, msg string), add func(error), n N
 	}
 	if c.LiveDatabaseURL != "" && c.LiveDatabaseURL == c.TestDatabaseURL {
 		bad("TestDatabaseURL", "must differ from the live database: TEST keys must never reach live data")
+	}
+	if h := c.HistoryDatabaseURL; h != "" && (h == c.LiveDatabaseURL || h == c.TestDatabaseURL) {
+		bad("HistoryDatabaseURL", "must differ from the live and sandbox databases: the gateway's own tables never go into the platform's databases")
 	}
 }
 
