@@ -46,7 +46,7 @@ func TestStateCommands(t *testing.T) {
 	}
 	plain := filepath.Join(dir, "plain.gwstate")
 	code, out, errs := gw(t, env, "state", "export", "--out", plain)
-	if code != 0 || !strings.Contains(out, "the limits of 1 company,") || !strings.Contains(errs, "WARNING") || !strings.Contains(errs, "not encrypted") {
+	if code != 0 || !strings.Contains(out, "the limits of 1 company and") || !strings.Contains(errs, "WARNING") || !strings.Contains(errs, "not encrypted") {
 		t.Fatalf("plain export: %d\n%s\n%s", code, out, errs)
 	}
 	if fi, err := os.Stat(plain); err != nil || fi.Mode().Perm() != 0o600 {
