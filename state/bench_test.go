@@ -19,7 +19,7 @@ import (
 // bytes. docs/operators.md ("Backup and restore") quotes it.
 func BenchmarkExportImport(b *testing.B) {
 	rdb, prefix := testenv.Redis(b)
-	p := newPlane(b, rdb, prefix, "")
+	p := newPlane(b, rdb, prefix, sealKey(b)) // signed, as every export is
 	ctx := context.Background()
 	scopes, _ := authz.ParseScopes("invoices:read")
 	for c := range 1000 {

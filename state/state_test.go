@@ -22,7 +22,7 @@ import (
 // workFactor keeps scrypt cheap in tests; the default is age's.
 const workFactor = 10
 
-func sealKey(t *testing.T) string {
+func sealKey(t testing.TB) string {
 	id, _, err := seal.Generate()
 	if err != nil {
 		t.Fatal(err)
