@@ -112,7 +112,7 @@ func (g *testGateway) api(t *testing.T, cfg client.Config) *client.API {
 	if cfg.CompanyID == "" {
 		cfg.CompanyID = gendata.DemoCompanyA
 	}
-	k, err := g.admin.CreateKey(context.Background(), "client-tests@local",
+	k, err := g.admin.Keys.CreateKey(context.Background(), "client-tests@local",
 		admin.KeySpec{CompanyID: cfg.CompanyID, Mode: invoicing.Live, Scopes: scopes, Name: "client tests"})
 	if err != nil {
 		t.Fatal(err)

@@ -253,7 +253,7 @@ func (in *Instance) Key(t *testing.T, actor, company string, mode invoicing.Mode
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := in.Adm.CreateKey(context.Background(), actor, admin.KeySpec{CompanyID: company, Mode: mode, Scopes: sc, Name: "test"})
+	v, err := in.Adm.Keys.CreateKey(context.Background(), actor, admin.KeySpec{CompanyID: company, Mode: mode, Scopes: sc, Name: "test"})
 	if err != nil {
 		t.Fatalf("create key: %v", err)
 	}
