@@ -40,7 +40,7 @@ type Config struct {
 	Directory Directory
 	// Token protects the admin API; empty disables it (every admin call
 	// answers 503), so a forgotten setting never leaves it open. The binary
-	// accepts only a strong one (CheckToken).
+	// accepts only a strong one (invoicing.CheckToken).
 	Token string
 	// TokenFailures bounds the wrong tokens each source address may present
 	// (throttle.go): a rate per second after a burst; zero means

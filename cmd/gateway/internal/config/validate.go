@@ -9,10 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
-	"github.com/invoicing-ao/gateway/web"
 )
 
 // maxReplicaTimeout bounds RedisReplicaTimeout.
@@ -141,11 +140,11 @@ func (c Config) checkRequests(bad func(field, msg string)) {
 	if c.DrainDelay < 0 {
 		bad("DrainDelay", "must not be negative")
 	}
-	if _, err := web.ParseOrigins(c.CORSAllowedOrigins); err != nil {
+	if _, err := invoicing.ParseOrigins(c.CORSAllowedOrigins); err != nil {
 		bad("CORSAllowedOrigins", err.Error())
 	}
-	if _, err := gateway.ParseTrustedProxies(c.TrustedProxies); err != nil {
-		bad("TrustedProxies", err.Error())
+	if _, err := authz.ParseNetworks(c.TrustedProxies); err != nil {
+		bad("TrustedProxies", "trusted proxy: "+err.Error())
 	}
 }
 
