@@ -3,6 +3,7 @@ package authz
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/invoicing-ao/gateway/internal/durable"
 	"github.com/invoicing-ao/gateway/internal/tracing"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -26,11 +28,11 @@ type Config struct {
 	// MaxActiveKeys per company; zero means 10.
 	MaxActiveKeys int
 	// CacheTTL is how long a verified key is trusted without asking Redis;
-	// zero means 1s, and larger values are clamped to 1s, because a
-	// revocation must be seen everywhere within one second.
+	// zero means DefaultCacheTTL (1s), and larger values are clamped to
+	// it, because a revocation must be seen everywhere within one second.
 	CacheTTL time.Duration
 	// StaleTTL: while Redis fails, keys verified within this long keep
-	// working from memory; zero means 5m.
+	// working from memory; zero means DefaultStaleTTL (5m).
 	StaleTTL time.Duration
 	// CacheSize bounds the verified-key cache; zero means 100_000.
 	CacheSize int
@@ -89,8 +91,33 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 }
 
+// The defaults of Config's verification cache.
 const (
-	maxCacheTTL = time.Second
+	// DefaultCacheTTL is CacheTTL's default, and its most: a revocation
+	// must be seen everywhere within a second.
+	DefaultCacheTTL = time.Second
+	// DefaultStaleTTL is StaleTTL's default.
+	DefaultStaleTTL = 5 * time.Minute
+)
+
+// Check refuses the cache's durations New would not honour, each as an
+// *invoicing.SettingError naming the Config field: a negative one (zero is
+// the default), and a CacheTTL over DefaultCacheTTL, which New clamps and
+// a configuration is told of. A configuration is checked with it when it
+// is loaded.
+func (c Config) Check() error {
+	var errs []error
+	if c.CacheTTL < 0 || c.CacheTTL > DefaultCacheTTL {
+		errs = append(errs, invoicing.InvalidSetting("authz", "CacheTTL", "must be between 0 (%s) and %s: revocations must be seen within a second", DefaultCacheTTL, DefaultCacheTTL))
+	}
+	if c.StaleTTL < 0 {
+		errs = append(errs, invoicing.InvalidSetting("authz", "StaleTTL", "must not be negative (zero means %s)", DefaultStaleTTL))
+	}
+	return errors.Join(errs...)
+}
+
+const (
+	maxCacheTTL = DefaultCacheTTL
 	// mgmtTimeout bounds each management call, and so how long a Create can
 	// be half done; orphanGrace must exceed it by far.
 	mgmtTimeout = 10 * time.Second
@@ -153,8 +180,8 @@ func New(cfg Config) *Keyring {
 		repl:       durable.Policy{Replicas: cfg.MinReplicas, Target: cfg.ReplicaTarget, Timeout: cfg.ReplicaTimeout},
 		l:          layout{p: or(cfg.Prefix, "authz:")},
 		max:        or(cfg.MaxActiveKeys, 10),
-		cacheTTL:   int64(min(or(cfg.CacheTTL, time.Second), maxCacheTTL)),
-		staleTTL:   int64(or(cfg.StaleTTL, 5*time.Minute)),
+		cacheTTL:   int64(min(or(cfg.CacheTTL, DefaultCacheTTL), maxCacheTTL)),
+		staleTTL:   int64(or(cfg.StaleTTL, DefaultStaleTTL)),
 		negTTL:     int64(or(cfg.NegativeTTL, time.Second)),
 		touchEvery: int64(or(cfg.TouchEvery, time.Minute)),
 		timeout:    or(cfg.Timeout, 250*time.Millisecond),

@@ -37,9 +37,11 @@ func (e *CircuitOpenError) Unwrap() error { return ErrUnavailable }
 // probe is already in flight.
 func (e *CircuitOpenError) RetryAfter() time.Duration { return e.retryAfter }
 
+// The breaker's defaults (Config.BreakerFailures, BreakerOpenFor,
+// BreakerFirstProbe).
 const (
-	defaultBreakerFailures   = 5
-	defaultBreakerOpenFor    = 5 * time.Second
+	DefaultBreakerFailures   = 5
+	DefaultBreakerOpenFor    = 5 * time.Second
 	defaultBreakerFirstProbe = 250 * time.Millisecond
 )
 
@@ -108,10 +110,10 @@ func newBreaker(cfg Config) *breaker {
 	b := &breaker{failures: cfg.BreakerFailures, openFor: cfg.BreakerOpenFor, firstProbe: cfg.BreakerFirstProbe,
 		now: cfg.BreakerNow, onChange: cfg.OnBreakerChange}
 	if b.failures <= 0 {
-		b.failures = defaultBreakerFailures
+		b.failures = DefaultBreakerFailures
 	}
 	if b.openFor <= 0 {
-		b.openFor = defaultBreakerOpenFor
+		b.openFor = DefaultBreakerOpenFor
 	}
 	if b.firstProbe <= 0 {
 		b.firstProbe = defaultBreakerFirstProbe

@@ -128,20 +128,52 @@ type rowIter interface {
 	Close()
 }
 
+// The defaults of Config's pool and deadline (the breaker's and the
+// replica's are beside them: breaker.go, replica.go).
 const (
-	defaultMaxConns     = 10
-	defaultQueryTimeout = 2 * time.Second
+	DefaultMaxConns     = 10
+	DefaultQueryTimeout = 2 * time.Second
 )
+
+// Check refuses what Open would not take of cfg's sizes and durations (a
+// negative one: zero is the default), each as an *invoicing.SettingError
+// naming the Config field, all at once. It reads neither URL: their forms
+// are Open's to try. A configuration is checked with it when it is loaded.
+func (cfg Config) Check() error {
+	var errs []error
+	for _, f := range []struct {
+		name string
+		bad  bool
+		def  any
+	}{
+		{"MaxConns", cfg.MaxConns < 0, DefaultMaxConns},
+		{"QueryTimeout", cfg.QueryTimeout < 0, DefaultQueryTimeout},
+		{"BreakerFailures", cfg.BreakerFailures < 0, DefaultBreakerFailures},
+		{"BreakerFirstProbe", cfg.BreakerFirstProbe < 0, defaultBreakerFirstProbe},
+		{"BreakerOpenFor", cfg.BreakerOpenFor < 0, DefaultBreakerOpenFor},
+		{"ChangesSettle", cfg.ChangesSettle < 0, defaultChangesSettle},
+		{"ReadYourWritesWindow", cfg.ReadYourWritesWindow < 0, DefaultReadYourWritesWindow},
+	} {
+		if f.bad {
+			errs = append(errs, invoicing.InvalidSetting("backend", f.name, "must not be negative (zero means %v)", f.def))
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // Open connects to the database of cfg.URL and pings it, unless cfg.Lazy. A
 // database that cannot be reached gives an error wrapping ErrUnavailable
 // (the driver's error beside it: the host and the server's own message).
+// What Check refuses, Open refuses.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
-	if cfg.MaxConns <= 0 {
-		cfg.MaxConns = defaultMaxConns
+	if err := cfg.Check(); err != nil {
+		return nil, err
 	}
-	if cfg.QueryTimeout <= 0 {
-		cfg.QueryTimeout = defaultQueryTimeout
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.QueryTimeout == 0 {
+		cfg.QueryTimeout = DefaultQueryTimeout
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -78,7 +78,7 @@ func TestSettingsCheckedBeforeConnecting(t *testing.T) {
 	for _, bad := range []map[string]string{
 		{"GATEWAY_ADDR": ":99999"},
 		{"GATEWAY_ADMIN_ADDR": "127.0.0.1:http-alt-nope"},
-		{"GATEWAY_QUERY_TIMEOUT": "0s"},
+		{"GATEWAY_QUERY_TIMEOUT": "-1s"},
 		{"GATEWAY_LOG_LEVEL": "loud"},
 		{"OTEL_TRACES_EXPORTER": "console"}, // read from the process's environment, as the SDK does
 	} {
