@@ -226,14 +226,14 @@ func outcomeOf(ctx context.Context, err error) outcome {
 
 // run does one Store call's database work through s's breaker. ctx is the
 // caller's: op's failure after the caller left is not counted.
-func run[T any](ctx context.Context, s *Store, op func() (T, error)) (T, error) {
-	gen, err := s.breaker.allow()
+func run[T any](ctx context.Context, b *breaker, op func() (T, error)) (T, error) {
+	gen, err := b.allow()
 	if err != nil {
 		var zero T
 		return zero, err
 	}
 	o := ignored // also if op panics: a probe must not stay in flight for ever
-	defer func() { s.breaker.done(gen, o) }()
+	defer func() { b.done(gen, o) }()
 	v, err := op()
 	o = outcomeOf(ctx, err)
 	return v, err

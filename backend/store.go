@@ -93,8 +93,20 @@ type Config struct {
 }
 
 // Store serves the API's resources from one database (and its read
-// replica, if any). It is safe for concurrent use.
+// replica, if any): the reads and the one write (CreateClient) of the
+// public API, the companies the admin API finds, and the state of the
+// connections (Ping, PoolStats, Collector). It is safe for concurrent
+// use. What changed, for the events' detector, is Changes' (changes.go),
+// over the same connections: a background reader with rules of its own.
 type Store struct {
+	*core
+	changes *Changes
+}
+
+// core is what the Store and its Changes share: the connections and their
+// dialect, the breaker, the clock and the deadline, the counts, and the
+// Store's own writes in flight (which the detector must see).
+type core struct {
 	db      conns // primary and replica, each traced (replica.go)
 	d       *dialect
 	q       queries
@@ -194,8 +206,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.BookmarkFrom <= 0 {
 		cfg.BookmarkFrom = defaultBookmarkFrom
 	}
-	s := &Store{timeout: cfg.QueryTimeout, now: cfg.Now, breaker: newBreaker(cfg), settle: cfg.ChangesSettle,
-		counts: newCountCache(cfg.TotalMaxAge, cfg.ExactTotalBelow, cfg.Now), searchExact: cfg.SearchExactBelow}
+	s := &Store{core: &core{timeout: cfg.QueryTimeout, now: cfg.Now, breaker: newBreaker(cfg), settle: cfg.ChangesSettle,
+		counts: newCountCache(cfg.TotalMaxAge, cfg.ExactTotalBelow, cfg.Now), searchExact: cfg.SearchExactBelow}}
+	s.changes = &Changes{core: s.core}
 	if cfg.TotalMaxAge > 0 {
 		s.marks = newBookmarks(cfg.TotalMaxAge, cfg.BookmarkFrom, cfg.Now)
 	}
@@ -214,14 +227,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.db.primary = traceDB(s, primary, cfg.TracerProvider)
+	s.db.primary = traceDB(s.core, primary, cfg.TracerProvider)
 	if cfg.ReplicaURL != "" {
 		replica, err := openReplica(ctx, s.d, cfg)
 		if err != nil {
 			primary.close()
 			return nil, err
 		}
-		s.db.replica = traceDB(s, replica, cfg.TracerProvider)
+		s.db.replica = traceDB(s.core, replica, cfg.TracerProvider)
 		s.db.recent = newRecentWrites(cfg)
 	}
 	s.q = buildQueries(s.d)
@@ -263,7 +276,7 @@ func (s *Store) Company(ctx context.Context, id string) (invoicing.Company, erro
 	if !ok {
 		return invoicing.Company{}, ErrNotFound
 	}
-	return run(ctx, s, func() (invoicing.Company, error) { return s.queryCompany(ctx, id) })
+	return run(ctx, s.breaker, func() (invoicing.Company, error) { return s.queryCompany(ctx, id) })
 }
 
 // GetClient returns a live customer of the company; ErrNotFound for an
@@ -274,7 +287,7 @@ func (s *Store) GetClient(ctx context.Context, companyID, id string) (invoicing.
 	if !ok1 || !ok2 {
 		return invoicing.Client{}, ErrNotFound
 	}
-	return run(ctx, s, func() (invoicing.Client, error) { return s.queryClient(ctx, companyID, id) })
+	return run(ctx, s.breaker, func() (invoicing.Client, error) { return s.queryClient(ctx, companyID, id) })
 }
 
 // ListClients returns one page of the company's live customers, newest first
@@ -288,7 +301,7 @@ func (s *Store) ListClients(ctx context.Context, companyID string, f invoicing.C
 	if !ok {
 		return emptyPage[invoicing.Client](f.Page, f.PageSize), nil // no company, no clients
 	}
-	return run(ctx, s, func() (invoicing.Page[invoicing.Client], error) { return s.queryClients(ctx, companyID, f) })
+	return run(ctx, s.breaker, func() (invoicing.Page[invoicing.Client], error) { return s.queryClients(ctx, companyID, f) })
 }
 
 // CreateClient inserts a customer into the company and returns it as
@@ -303,7 +316,7 @@ func (s *Store) CreateClient(ctx context.Context, companyID string, c invoicing.
 	if !ok {
 		return invoicing.Client{}, ErrNotFound
 	}
-	return run(ctx, s, func() (invoicing.Client, error) { return s.insertClient(ctx, companyID, c) })
+	return run(ctx, s.breaker, func() (invoicing.Client, error) { return s.insertClient(ctx, companyID, c) })
 }
 
 // ListInvoices returns one page of the company's documents: drafts first, then
@@ -317,7 +330,7 @@ func (s *Store) ListInvoices(ctx context.Context, companyID string, f invoicing.
 	if !ok {
 		return emptyPage[invoicing.Invoice](f.Page, f.PageSize), nil
 	}
-	return run(ctx, s, func() (invoicing.Page[invoicing.Invoice], error) { return s.queryInvoices(ctx, companyID, f) })
+	return run(ctx, s.breaker, func() (invoicing.Page[invoicing.Invoice], error) { return s.queryInvoices(ctx, companyID, f) })
 }
 
 // GetInvoice returns one document of the company with its items and the
@@ -328,7 +341,7 @@ func (s *Store) GetInvoice(ctx context.Context, companyID, id string) (invoicing
 	if !ok1 || !ok2 {
 		return invoicing.Invoice{}, ErrNotFound
 	}
-	return run(ctx, s, func() (invoicing.Invoice, error) { return s.queryInvoice(ctx, companyID, id) })
+	return run(ctx, s.breaker, func() (invoicing.Invoice, error) { return s.queryInvoice(ctx, companyID, id) })
 }
 
 func isPostgresURL(u string) bool {
@@ -352,14 +365,14 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-func (s *Store) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
+func (s *core) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.timeout)
 }
 
 // fail turns a driver error into the Store's error contract. ctx is the
 // call's (deadline) context: a call cut short by it is "unavailable" whatever
 // shape the driver's error takes.
-func (s *Store) fail(ctx context.Context, op string, err error) error {
+func (s *core) fail(ctx context.Context, op string, err error) error {
 	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrNIFConflict) ||
 		errors.Is(err, ErrUnavailable) || errors.Is(err, errIDTaken) {
 		return err

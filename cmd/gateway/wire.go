@@ -205,10 +205,10 @@ func (d *deps) openEvents(cfg config.Config, logger *slog.Logger, o wireOptions)
 	}
 	ec.ReplicaTarget, ec.ReplicaTimeout = d.guard.target, cfg.RedisReplicaTimeout
 	if d.live != nil {
-		ec.Sources[invoicing.Live] = d.live
+		ec.Sources[invoicing.Live] = d.live.Changes()
 	}
 	if d.test != nil {
-		ec.Sources[invoicing.Test] = d.test
+		ec.Sources[invoicing.Test] = d.test.Changes()
 	}
 	d.events, err = events.New(ec) // the settings were checked: an error is a mistake of ours
 	return err

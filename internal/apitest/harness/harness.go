@@ -215,7 +215,7 @@ func (in *Instance) adapters(cfg Config, prefix string, logger *slog.Logger) {
 // databases, and webhooks as cfg says.
 func eventsConfig(cfg Config, prefix string, logger *slog.Logger, live, test *backend.Store) events.Config {
 	ec := events.Config{Redis: cfg.Redis, Prefix: prefix + "events:", Logger: logger,
-		Sources:  map[invoicing.Mode]events.Source{invoicing.Live: live, invoicing.Test: test},
+		Sources:  map[invoicing.Mode]events.Source{invoicing.Live: live.Changes(), invoicing.Test: test.Changes()},
 		Schedule: cfg.Schedule, MinReplicas: cfg.Replicas, ReplicaTimeout: cfg.ReplicaTimeout}
 	if cfg.LocalWebhooks {
 		ec.AllowHTTP, ec.AllowedNetworks = true, []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
