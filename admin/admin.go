@@ -16,31 +16,31 @@ import (
 
 // Config holds the administration's dependencies.
 type Config struct {
-	Keys    Keys    // required
+	Keys    Keyring // required
 	Limiter Limiter // required
 	// Usage reads each company's request counts; nil means usage is not
 	// counted (the usage and traffic endpoints answer 503).
-	Usage Usage
+	Usage UsageCounter
 	// Shape reads each company's recorded traffic, per second; nil means it
 	// is not recorded (what-if and shape queries answer 503).
-	Shape Shape
+	Shape ShapeStore
 	// Audit records every change of keys and limits; nil records nothing
 	// (and the audit endpoint answers 503).
 	Audit AuditLog
 	// Webhooks manages webhook endpoints; nil means webhooks are not
 	// configured (their endpoints answer 503 events_unavailable).
-	Webhooks Webhooks
+	Webhooks Events
 	// Companies is the live database, which knows the platform's companies;
 	// nil (the command line's Redis-only commands) means company ids are
 	// checked for their form only.
-	Companies Companies
+	Companies Platform
 	// Directory finds companies by name or NIF for the console (the live
 	// database, like Companies); nil means GET /admin/v1/companies answers
 	// 503 database_unavailable.
 	Directory Directory
 	// Token protects the admin API; empty disables it (every admin call
 	// answers 503), so a forgotten setting never leaves it open. The binary
-	// accepts only a strong one (CheckToken).
+	// accepts only a strong one (invoicing.CheckToken).
 	Token string
 	// TokenFailures bounds the wrong tokens each source address may present
 	// (throttle.go): a rate per second after a burst; zero means
@@ -56,34 +56,55 @@ type Config struct {
 	Now           func() time.Time // nil means time.Now
 }
 
-// Service administers keys, limits, usage and the audit log, for the admin
-// API and the command line alike.
+// Service is the administration, one room per resource, each with the
+// operations the admin API and the command line share: the CLI calls
+// them (svc.Keys.CreateKey, svc.Limits.WhatIf, ...), the admin API's
+// handlers read a request and call the same. Service itself guards the
+// admin listener: the token, its throttle, the routes of every room
+// (Routes) and the runtime profiles.
 type Service struct {
-	keys       Keys
-	limiter    Limiter
-	usage      Usage
-	shape      Shape
-	audit      AuditLog
-	companies  Companies
-	directory  Directory
-	webhooks   Webhooks
+	Keys       *Keys       // create, roll, revoke and list API keys
+	Limits     *Limits     // each company's limits, and what a limit would have refused
+	Webhooks   *Webhooks   // webhook endpoints
+	Deliveries *Deliveries // an endpoint's delivery log, and deliveries sent again
+	Audit      *Audit      // a company's audit log
+	Usage      *Usage      // request counts and traffic, per company and overall
+	Companies  *Companies  // the platform's companies by name or NIF
+
 	adminToken string
 	failures   *failures
-	expensive  *gate
 	logger     *slog.Logger
 	now        func() time.Time
 }
 
+// base is what every room shares: the clock, the log, the check that a
+// company exists, and the audit record of each change (audit.go).
+type base struct {
+	now       func() time.Time
+	logger    *slog.Logger
+	companies Platform
+	audit     AuditLog // nil records nothing
+}
+
 // New builds a Service from cfg.
 func New(cfg Config) *Service {
-	s := &Service{keys: cfg.Keys, limiter: cfg.Limiter, usage: cfg.Usage, shape: cfg.Shape, audit: cfg.Audit, companies: cfg.Companies, directory: cfg.Directory, webhooks: cfg.Webhooks,
-		adminToken: cfg.Token, logger: cfg.Logger, now: cfg.Now, failures: newFailures(cfg.TokenFailures),
-		expensive: newGate(cfg.ExpensiveReads, cfg.ExpensiveWait)}
-	if s.logger == nil {
-		s.logger = slog.Default()
+	b := &base{now: cfg.Now, logger: cfg.Logger, companies: cfg.Companies, audit: cfg.Audit}
+	if b.logger == nil {
+		b.logger = slog.Default()
 	}
-	if s.now == nil {
-		s.now = time.Now
+	if b.now == nil {
+		b.now = time.Now
+	}
+	limits := &Limits{base: b, limiter: cfg.Limiter, shape: cfg.Shape, expensive: newGate(cfg.ExpensiveReads, cfg.ExpensiveWait)}
+	s := &Service{
+		Keys:       &Keys{base: b, keys: cfg.Keys},
+		Limits:     limits,
+		Webhooks:   &Webhooks{base: b, webhooks: cfg.Webhooks},
+		Deliveries: &Deliveries{base: b, webhooks: cfg.Webhooks},
+		Audit:      &Audit{base: b, log: cfg.Audit, keys: cfg.Keys},
+		Usage:      &Usage{base: b, usage: cfg.Usage, limits: limits},
+		Companies:  &Companies{directory: cfg.Directory},
+		adminToken: cfg.Token, failures: newFailures(cfg.TokenFailures), logger: b.logger, now: b.now,
 	}
 	return s
 }
@@ -91,35 +112,36 @@ func New(cfg Config) *Service {
 // Routes registers the admin API, the console and the runtime profiles,
 // behind the admin token, on the admin listener's router (the binary
 // assembles the listener: cmd/gateway). They are never mounted on the
-// public listener.
+// public listener. Every route of every room is here, in one list.
 func (s *Service) Routes(rt *web.Router) {
-	s.adminRoute(rt, http.MethodPost, "/admin/v1/keys", s.adminCreateKey)
-	s.adminRoute(rt, http.MethodGet, "/admin/v1/keys", s.adminListKeys)
-	s.adminRoute(rt, http.MethodGet, "/admin/v1/keys/:id", s.adminGetKey)
-	s.adminRoute(rt, http.MethodDelete, "/admin/v1/keys/:id", s.adminRevokeKey)
-	s.adminRoute(rt, http.MethodPost, "/admin/v1/keys/:id/roll", s.adminRollKey)
-	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies", s.adminCompanies)
-	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/limits", s.adminGetLimits)
-	s.adminRoute(rt, http.MethodPut, "/admin/v1/companies/:id/limits", s.adminSetLimits)
-	s.adminRoute(rt, http.MethodDelete, "/admin/v1/companies/:id/limits", s.adminResetLimits)
-	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/limits/whatif", s.adminWhatIf)
-	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/limits/shape", s.adminShape)
-	s.adminRoute(rt, http.MethodGet, "/admin/v1/limits/headroom", s.adminHeadroom)
-	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/usage", s.adminUsage)
-	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/usage/minutes", s.adminMinutes)
-	s.adminRoute(rt, http.MethodGet, "/admin/v1/overview", s.adminOverview)
-	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/audit", s.adminAudit)
-	s.adminRoute(rt, http.MethodPost, "/admin/v1/companies/:id/webhooks", s.adminCreateWebhook)
-	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/webhooks", s.adminListWebhooks)
-	s.adminRoute(rt, http.MethodGet, "/admin/v1/webhooks/:id", s.adminGetWebhook)
-	s.adminRoute(rt, http.MethodPatch, "/admin/v1/webhooks/:id", s.adminUpdateWebhook)
-	s.adminRoute(rt, http.MethodDelete, "/admin/v1/webhooks/:id", s.adminDeleteWebhook)
-	s.adminRoute(rt, http.MethodPost, "/admin/v1/webhooks/:id/rotate-secret", s.adminRotateWebhookSecret)
-	s.adminRoute(rt, http.MethodGet, "/admin/v1/webhooks/:id/deliveries", s.adminWebhookDeliveries)
-	s.adminRoute(rt, http.MethodGet, "/admin/v1/webhooks/:id/stats", s.adminWebhookStats)
-	s.adminRoute(rt, http.MethodPost, "/admin/v1/webhooks/:id/deliveries/:event/replay", s.adminReplayWebhook)
-	s.adminRoute(rt, http.MethodPost, "/admin/v1/webhooks/:id/recover", s.adminRecoverWebhook)
-	s.adminRoute(rt, http.MethodPost, "/admin/v1/webhooks/:id/test", s.adminTestWebhook)
+	k, l, w, d := s.Keys, s.Limits, s.Webhooks, s.Deliveries
+	s.adminRoute(rt, http.MethodPost, "/admin/v1/keys", k.adminCreateKey)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/keys", k.adminListKeys)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/keys/:id", k.adminGetKey)
+	s.adminRoute(rt, http.MethodDelete, "/admin/v1/keys/:id", k.adminRevokeKey)
+	s.adminRoute(rt, http.MethodPost, "/admin/v1/keys/:id/roll", k.adminRollKey)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies", s.Companies.adminCompanies)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/limits", l.adminGetLimits)
+	s.adminRoute(rt, http.MethodPut, "/admin/v1/companies/:id/limits", l.adminSetLimits)
+	s.adminRoute(rt, http.MethodDelete, "/admin/v1/companies/:id/limits", l.adminResetLimits)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/limits/whatif", l.adminWhatIf)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/limits/shape", l.adminShape)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/limits/headroom", l.adminHeadroom)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/usage", s.Usage.adminUsage)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/usage/minutes", s.Usage.adminMinutes)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/overview", s.Usage.adminOverview)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/audit", s.Audit.adminAudit)
+	s.adminRoute(rt, http.MethodPost, "/admin/v1/companies/:id/webhooks", w.adminCreateWebhook)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/companies/:id/webhooks", w.adminListWebhooks)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/webhooks/:id", w.adminGetWebhook)
+	s.adminRoute(rt, http.MethodPatch, "/admin/v1/webhooks/:id", w.adminUpdateWebhook)
+	s.adminRoute(rt, http.MethodDelete, "/admin/v1/webhooks/:id", w.adminDeleteWebhook)
+	s.adminRoute(rt, http.MethodPost, "/admin/v1/webhooks/:id/rotate-secret", w.adminRotateWebhookSecret)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/webhooks/:id/deliveries", d.adminWebhookDeliveries)
+	s.adminRoute(rt, http.MethodGet, "/admin/v1/webhooks/:id/stats", d.adminWebhookStats)
+	s.adminRoute(rt, http.MethodPost, "/admin/v1/webhooks/:id/deliveries/:event/replay", d.adminReplayWebhook)
+	s.adminRoute(rt, http.MethodPost, "/admin/v1/webhooks/:id/recover", d.adminRecoverWebhook)
+	s.adminRoute(rt, http.MethodPost, "/admin/v1/webhooks/:id/test", d.adminTestWebhook)
 	s.adminRoute(rt, http.MethodGet, "/debug/pprof/*name", s.adminPprof)
 	// The console is an app that asks for the token itself; its files hold
 	// no data.
@@ -226,9 +248,9 @@ func result[T any](v T, err error) (web.Answer, error) {
 	return web.Answer{Body: v}, nil
 }
 
-// Companies knows the platform's companies (backend.Store, the live
+// Platform knows the platform's companies (backend.Store, the live
 // database).
-type Companies interface {
+type Platform interface {
 	Company(ctx context.Context, id string) (invoicing.Company, error)
 }
 
@@ -245,7 +267,7 @@ func parseCompany(id string) (string, error) {
 // that a mistyped id is said to be one instead of reading as a company
 // without keys or requests. Without Companies (the command line's
 // Redis-only commands) it checks the id's form only.
-func (s *Service) knownCompany(ctx context.Context, id string) (string, error) {
+func (s *base) knownCompany(ctx context.Context, id string) (string, error) {
 	c, err := parseCompany(id)
 	if err != nil || s.companies == nil {
 		return c, err

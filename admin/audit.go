@@ -26,7 +26,7 @@ type AuditLog interface {
 
 // auditReady refuses a change while the audit log cannot record it
 // (apply); without a log, every change goes unrecorded.
-func (s *Service) auditReady(ctx context.Context) error {
+func (s *base) auditReady(ctx context.Context) error {
 	if s.audit == nil {
 		return nil
 	}
@@ -54,16 +54,6 @@ func checkActor(actor string) error {
 		Fields: []web.FieldError{{Field: "X-Actor", Message: why}}}
 }
 
-// recordKey records a change of a key at, its time: its view before (nil
-// for a creation) and after. Views never hold the secret.
-func (s *Service) recordKey(ctx context.Context, actor, action string, at time.Time, before *authz.Key, after authz.Key) error {
-	var b any
-	if before != nil {
-		b = s.viewKey(*before)
-	}
-	return s.record(ctx, audit.Entry{Time: at, Actor: actor, CompanyID: after.CompanyID, Action: action, KeyID: after.ID}, b, s.viewKey(after))
-}
-
 // record appends e, with before and after as JSON, to the audit log, after
 // the change it describes is made. Text that the log would refuse is
 // refused before any change (text.go); a state recorded before that rule
@@ -73,7 +63,7 @@ func (s *Service) recordKey(ctx context.Context, actor, action string, at time.T
 // database failed between the change and its record), the change is in
 // effect but not audited: the caller answers so (notAudited), and the
 // event's ids, never its text, are logged at error level.
-func (s *Service) record(ctx context.Context, e audit.Entry, before, after any) error {
+func (s *base) record(ctx context.Context, e audit.Entry, before, after any) error {
 	if before != nil {
 		b, _ := json.Marshal(before) // views: strings, times, slices
 		e.Before = audit.Redact(b)
@@ -115,6 +105,20 @@ func notAudited(e audit.Entry, err error) error {
 	return &web.Error{Code: "change_not_audited", Detail: d, Err: err}
 }
 
+// Audit reads a company's audit log, for the admin API and "gateway
+// audit". Each room records its own changes (base.record).
+type Audit struct {
+	*base
+	log  AuditLog // nil: the audit log is not configured
+	keys keyLister
+}
+
+// keyLister lists a company's keys (authz.Keyring), whose expiries the
+// audit log shows.
+type keyLister interface {
+	List(ctx context.Context, companyID string) ([]authz.Key, error)
+}
+
 // AuditView is a page of a company's audit log, oldest first.
 type AuditView struct {
 	CompanyID string        `json:"companyId"`
@@ -129,8 +133,8 @@ type AuditView struct {
 // it is shown from the key's record, at its time, by the system actor, so
 // it appears for every expired key, used again or not. The one path of the
 // admin API and "gateway audit".
-func (s *Service) CompanyAudit(ctx context.Context, companyID string, since time.Time, limit int) (AuditView, error) {
-	if s.audit == nil {
+func (s *Audit) CompanyAudit(ctx context.Context, companyID string, since time.Time, limit int) (AuditView, error) {
+	if s.log == nil {
 		return AuditView{}, &web.Error{Code: "audit_unavailable", Detail: "The audit log is not configured."}
 	}
 	if limit < 1 || limit > audit.MaxRead {
@@ -141,7 +145,7 @@ func (s *Service) CompanyAudit(ctx context.Context, companyID string, since time
 	if err != nil {
 		return AuditView{}, err
 	}
-	events, next, err := s.audit.Read(ctx, companyID, since, limit)
+	events, next, err := s.log.Read(ctx, companyID, since, limit)
 	if err != nil {
 		return AuditView{}, err
 	}
@@ -163,7 +167,7 @@ func (s *Service) CompanyAudit(ctx context.Context, companyID string, since time
 // withExpiries merges into events (in their order) the expiries of keys that
 // passed from since to until (both included, within the retention), each
 // before the first event recorded after it.
-func (s *Service) withExpiries(events []audit.Event, keys []authz.Key, since, until time.Time) []audit.Event {
+func (s *Audit) withExpiries(events []audit.Event, keys []authz.Key, since, until time.Time) []audit.Event {
 	if oldest := s.now().Add(-audit.DefaultRetention + time.Millisecond); since.Before(oldest) {
 		since = oldest
 	}
@@ -195,7 +199,7 @@ func (s *Service) withExpiries(events []audit.Event, keys []authz.Key, since, un
 	return append(out, exp...)
 }
 
-func (s *Service) adminAudit(r *http.Request, p web.Params) (web.Answer, error) {
+func (s *Audit) adminAudit(r *http.Request, p web.Params) (web.Answer, error) {
 	q := web.ParseQuery(r.URL.RawQuery, "since", "limit")
 	limit := q.Int("limit", audit.MaxRead, 1, audit.MaxRead)
 	var since time.Time

@@ -31,7 +31,7 @@ type change[B, A any] struct {
 	// An error with made true is a change in effect but not confirmed by
 	// Redis's replicas (inEffect).
 	make func(ctx context.Context, before B) (after A, made bool, err error)
-	// record records a change made in the audit log (Service.record).
+	// record records a change made in the audit log (base.record).
 	record func(ctx context.Context, before B, after A) error
 }
 

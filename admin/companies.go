@@ -20,6 +20,12 @@ type Directory interface {
 	SearchCompanies(ctx context.Context, q invoicing.CompanyQuery) ([]invoicing.Company, error)
 }
 
+// Companies finds the platform's companies by name, NIF or id, for the
+// console's search and the names it shows beside ids.
+type Companies struct {
+	directory Directory // nil: no live database to read them from
+}
+
 // Bounds of the companies' list.
 const (
 	// MaxCompaniesPage bounds a page of a search.
@@ -56,7 +62,7 @@ type CompanyFind struct {
 
 // FindCompanies reads a page of the platform's companies: those whose name
 // or NIF holds f.Search, or those of f.IDs (unknown ids are left out).
-func (s *Service) FindCompanies(ctx context.Context, f CompanyFind) (CompaniesView, error) {
+func (s *Companies) FindCompanies(ctx context.Context, f CompanyFind) (CompaniesView, error) {
 	if s.directory == nil {
 		return CompaniesView{}, &web.Error{Code: "database_unavailable", Detail: "This instance has no live database to read companies from."}
 	}
@@ -127,7 +133,7 @@ func decodeCompanyCursor(c string) (*invoicing.CompanyPosition, error) {
 
 // adminCompanies: GET /admin/v1/companies?search=TEXT&limit=N&cursor=C, or
 // ?ids=ID,ID,... for the names of companies known by id.
-func (s *Service) adminCompanies(r *http.Request, _ web.Params) (web.Answer, error) {
+func (s *Companies) adminCompanies(r *http.Request, _ web.Params) (web.Answer, error) {
 	q := web.ParseQuery(r.URL.RawQuery, "search", "ids", "limit", "cursor")
 	f := CompanyFind{Limit: q.Int("limit", 20, 1, MaxCompaniesPage)}
 	f.Search, _ = q.Get("search")

@@ -74,7 +74,7 @@ func (c *consoleTour) prepare() {
 			made = append(made, in.key(t, coA, invoicing.Test, "invoices:read").ID)
 		}
 		for _, id := range made {
-			if _, err := in.adm.RevokeKey(ctx, testActor, id, false); err != nil {
+			if _, err := in.adm.Keys.RevokeKey(ctx, testActor, id, false); err != nil {
 				t.Fatal(err)
 			}
 		}

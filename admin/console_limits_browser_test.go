@@ -143,7 +143,7 @@ func (c *whatIfTour) typed() {
 	typeIn(b, "#limit-burst", "40")
 	got := c.prediction("20/s burst 40", "burst 40:")
 	worst := t0.Add(2 * time.Minute).UTC().Format("2006-01-02 15:04")
-	fit, err := in.adm.WhatIf(ctx, admin.WhatIfQuery{CompanyID: coA, Mode: "LIVE", Rate: 20, Burst: 40, Since: in.clock.Now().Add(-24 * time.Hour), MaxRefused: admin.DefaultMaxRefused})
+	fit, err := in.adm.Limits.WhatIf(ctx, admin.WhatIfQuery{CompanyID: coA, Mode: "LIVE", Rate: 20, Burst: 40, Since: in.clock.Now().Add(-24 * time.Hour), MaxRefused: admin.DefaultMaxRefused})
 	if err != nil || fit.SmallestBurst.Burst == nil {
 		t.Fatalf("what-if: %+v, %v", fit.SmallestBurst, err)
 	}
@@ -161,7 +161,7 @@ func (c *whatIfTour) typed() {
 	if strings.Contains(got, "TEST") {
 		t.Errorf("LIVE chosen, the prediction still speaks of TEST: %q", got)
 	}
-	if l, err := in.adm.CompanyLimits(ctx, coA); err != nil || l.Live.Rate != 50 || l.Live.Burst != 100 {
+	if l, err := in.adm.Limits.CompanyLimits(ctx, coA); err != nil || l.Live.Rate != 50 || l.Live.Burst != 100 {
 		t.Fatalf("the limit changed before it was set: %+v, %v", l, err)
 	}
 	b.shotAt("w2-prediction", "#limits")

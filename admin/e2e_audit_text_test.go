@@ -96,13 +96,13 @@ func TestStoredSecretRedactedFromAudit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := in.adm.UpdateWebhook(context.Background(), testActor, e.ID, events.Patch{Enabled: new(false)}); err != nil {
+	if _, err := in.adm.Webhooks.UpdateWebhook(context.Background(), testActor, e.ID, events.Patch{Enabled: new(false)}); err != nil {
 		t.Fatalf("disabling: %v", err)
 	}
-	if _, err := in.adm.DeleteWebhook(context.Background(), testActor, e.ID); err != nil {
+	if _, err := in.adm.Webhooks.DeleteWebhook(context.Background(), testActor, e.ID); err != nil {
 		t.Fatalf("deleting: %v", err)
 	}
-	v, err := in.adm.CompanyAudit(context.Background(), coA, time.Time{}, audit.MaxRead)
+	v, err := in.adm.Audit.CompanyAudit(context.Background(), coA, time.Time{}, audit.MaxRead)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,14 +147,14 @@ func TestChangeRefusedWhileTheAuditLogIsDown(t *testing.T) {
 	s := admin.New(admin.Config{Keys: keys, Limiter: limiter, Audit: downLog{}})
 	ctx := context.Background()
 	scopes, _ := authz.ParseScopes("clients:read")
-	_, err := s.CreateKey(ctx, testActor, admin.KeySpec{CompanyID: coA, Mode: invoicing.Live, Scopes: scopes, Name: "ERP nightly"})
+	_, err := s.Keys.CreateKey(ctx, testActor, admin.KeySpec{CompanyID: coA, Mode: invoicing.Live, Scopes: scopes, Name: "ERP nightly"})
 	if p := web.Problem(err); p.Code != "audit_unavailable" || p.Status() != 503 {
 		t.Errorf("a creation while the audit log is down: %d %s %q", p.Status(), p.Code, p.Detail)
 	}
-	if list, _ := s.ListKeys(ctx, coA); len(list) != 0 {
+	if list, _ := s.Keys.ListKeys(ctx, coA); len(list) != 0 {
 		t.Errorf("%d keys: the creation was made", len(list))
 	}
-	_, err = s.SetCompanyLimit(ctx, testActor, coA, "LIVE", 5, 5)
+	_, err = s.Limits.SetCompanyLimit(ctx, testActor, coA, "LIVE", 5, 5)
 	if p := web.Problem(err); p.Code != "audit_unavailable" {
 		t.Errorf("a limit while the audit log is down: %v", err)
 	}
@@ -178,9 +178,9 @@ func TestChangeNotAudited(t *testing.T) {
 	s := admin.New(admin.Config{Keys: keys, Limiter: limiter, Audit: failingLog{}, Logger: logger})
 	ctx := context.Background()
 	scopes, _ := authz.ParseScopes("clients:read")
-	_, err := s.CreateKey(ctx, testActor, admin.KeySpec{CompanyID: coA, Mode: invoicing.Live, Scopes: scopes, Name: "ERP nightly"})
+	_, err := s.Keys.CreateKey(ctx, testActor, admin.KeySpec{CompanyID: coA, Mode: invoicing.Live, Scopes: scopes, Name: "ERP nightly"})
 	p := web.Problem(err)
-	list, _ := s.ListKeys(ctx, coA)
+	list, _ := s.Keys.ListKeys(ctx, coA)
 	if len(list) != 1 {
 		t.Fatalf("%d keys: the creation was not made", len(list))
 	}
@@ -189,14 +189,14 @@ func TestChangeNotAudited(t *testing.T) {
 		strings.Contains(p.Detail, "igw_") {
 		t.Errorf("creation: %d %s %q", p.Status(), p.Code, p.Detail)
 	}
-	_, err = s.RevokeKey(ctx, testActor, id, false)
+	_, err = s.Keys.RevokeKey(ctx, testActor, id, false)
 	if p := web.Problem(err); p.Code != "change_not_audited" || !strings.Contains(p.Detail, "in effect") {
 		t.Errorf("revocation: %s %q", p.Code, p.Detail)
 	}
 	if k, _ := keys.Get(ctx, id); k.State != authz.StateRevoked {
 		t.Errorf("the revocation was not made: %+v", k)
 	}
-	_, err = s.SetCompanyLimit(ctx, testActor, coA, "LIVE", 5, 5)
+	_, err = s.Limits.SetCompanyLimit(ctx, testActor, coA, "LIVE", 5, 5)
 	if p := web.Problem(err); p.Code != "change_not_audited" {
 		t.Errorf("limit: %v", err)
 	}

@@ -17,7 +17,7 @@ import (
 // Redis is read; a turn given back is taken again.
 func TestExpensiveReadsWaitTheirTurn(t *testing.T) {
 	t.Parallel()
-	s := New(Config{ExpensiveReads: 1, ExpensiveWait: time.Millisecond})
+	s := New(Config{ExpensiveReads: 1, ExpensiveWait: time.Millisecond}).Limits
 	release, err := s.expensive.acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestThirtyDaysOnAMovingClock(t *testing.T) {
 		defer mu.Unlock()
 		ticks++
 		return t0.Add(time.Duration(ticks) * time.Millisecond)
-	}})
+	}}).Limits
 	p := web.Params{{Key: "id", Value: "0a5e7c1e-0000-4000-8000-00000000000a"}}
 	for _, since := range []string{"30d", "720h"} {
 		for path, h := range map[string]func(*http.Request, web.Params) (web.Answer, error){

@@ -17,13 +17,20 @@ import (
 	"github.com/invoicing-ao/gateway/web"
 )
 
-// Keys creates, lists, rolls and revokes API keys (authz.Keyring).
-type Keys interface {
+// Keyring creates, lists, rolls and revokes API keys (authz.Keyring).
+type Keyring interface {
 	Create(ctx context.Context, nk authz.NewKey) (authz.Key, string, error)
 	List(ctx context.Context, companyID string) ([]authz.Key, error)
 	Get(ctx context.Context, keyID string) (authz.Key, error)
 	Revoke(ctx context.Context, keyID string) (key authz.Key, revoked bool, err error)
 	Roll(ctx context.Context, keyID string, overlap time.Duration) (authz.Rolled, error)
+}
+
+// Keys administers API keys: creates, rolls, revokes (revoke.go) and lists
+// them, for the admin API and "gateway keys".
+type Keys struct {
+	*base
+	keys Keyring
 }
 
 // KeyView is a key as the admin API and the CLI show it: never the secret.
@@ -48,7 +55,7 @@ type KeyView struct {
 }
 
 // viewKey renders k for the admin API, the CLI and the audit log.
-func (s *Service) viewKey(k authz.Key) KeyView {
+func (s *base) viewKey(k authz.Key) KeyView {
 	scopes := make([]string, 0, 3)
 	for _, sc := range k.Scopes.List() {
 		scopes = append(scopes, string(sc))
@@ -60,6 +67,16 @@ func (s *Service) viewKey(k authz.Key) KeyView {
 	return KeyView{ID: k.ID, CompanyID: k.CompanyID, Mode: string(k.Mode), Scopes: scopes, Name: k.Name,
 		Hint: k.Hint, State: k.Status(s.now()), CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt,
 		ExpiresAt: k.ExpiresAt, Replaces: optional(k.Replaces), ReplacedBy: optional(k.ReplacedBy), AllowedCIDRs: nets}
+}
+
+// recordKey records a change of a key at, its time: its view before (nil
+// for a creation) and after. Views never hold the secret.
+func (s *Keys) recordKey(ctx context.Context, actor, action string, at time.Time, before *authz.Key, after authz.Key) error {
+	var b any
+	if before != nil {
+		b = s.viewKey(*before)
+	}
+	return s.record(ctx, audit.Entry{Time: at, Actor: actor, CompanyID: after.CompanyID, Action: action, KeyID: after.ID}, b, s.viewKey(after))
 }
 
 func optional(s string) *string {
@@ -82,7 +99,7 @@ type KeySpec struct {
 
 // CreateKey creates a key for an existing company and records who did; it
 // is the one path used by the admin API and by "gateway keys create".
-func (s *Service) CreateKey(ctx context.Context, actor string, spec KeySpec) (KeyView, error) {
+func (s *Keys) CreateKey(ctx context.Context, actor string, spec KeySpec) (KeyView, error) {
 	var secret string
 	k, err := apply(ctx, change[none, authz.Key]{actor: actor, audited: s.auditReady, what: "The key", texts: []textField{{"name", spec.Name}},
 		make: func(ctx context.Context, _ none) (authz.Key, bool, error) {
@@ -120,7 +137,7 @@ type RolledView struct {
 // RollKey replaces a key by a new secret with the same grants; the old key
 // keeps working for overlap (authz.Keyring.Roll). The one path of the admin
 // API and "gateway keys roll".
-func (s *Service) RollKey(ctx context.Context, actor, keyID string, overlap time.Duration) (RolledView, error) {
+func (s *Keys) RollKey(ctx context.Context, actor, keyID string, overlap time.Duration) (RolledView, error) {
 	r, err := apply(ctx, change[authz.Key, authz.Rolled]{actor: actor, audited: s.auditReady,
 		read: func(ctx context.Context) (authz.Key, error) {
 			k, err := s.keys.Get(ctx, keyID)
@@ -148,7 +165,7 @@ func (s *Service) RollKey(ctx context.Context, actor, keyID string, overlap time
 }
 
 // ListKeys lists a company's keys, newest first, never with secrets.
-func (s *Service) ListKeys(ctx context.Context, companyID string) ([]KeyView, error) {
+func (s *Keys) ListKeys(ctx context.Context, companyID string) ([]KeyView, error) {
 	companyID, err := parseCompany(companyID)
 	if err != nil {
 		return nil, err
@@ -164,7 +181,7 @@ func (s *Service) ListKeys(ctx context.Context, companyID string) ([]KeyView, er
 	return out, nil
 }
 
-func (s *Service) adminCreateKey(r *http.Request, _ web.Params) (web.Answer, error) {
+func (s *Keys) adminCreateKey(r *http.Request, _ web.Params) (web.Answer, error) {
 	m, fe, err := web.ReadJSONBody(r, []string{"companyId", "mode", "scopes", "name", "expiresAt", "allowedCidrs"})
 	if err != nil {
 		return web.Answer{}, err
@@ -210,7 +227,7 @@ func (s *Service) adminCreateKey(r *http.Request, _ web.Params) (web.Answer, err
 
 // adminRollKey rolls a key: {"overlapSeconds": N}, or no body for the
 // default overlap.
-func (s *Service) adminRollKey(r *http.Request, p web.Params) (web.Answer, error) {
+func (s *Keys) adminRollKey(r *http.Request, p web.Params) (web.Answer, error) {
 	overlap, err := readOverlap(r, authz.DefaultOverlap, authz.MaxOverlap)
 	if err != nil {
 		return web.Answer{}, err
@@ -250,7 +267,7 @@ func readOverlap(r *http.Request, def, most time.Duration) (time.Duration, error
 
 // adminListKeys: GET /admin/v1/keys?companyId=ID&limit=N&cursor=C, a page
 // of the company's keys, newest first.
-func (s *Service) adminListKeys(r *http.Request, _ web.Params) (web.Answer, error) {
+func (s *Keys) adminListKeys(r *http.Request, _ web.Params) (web.Answer, error) {
 	q := web.ParseQuery(r.URL.RawQuery, "companyId", "limit", "cursor")
 	company, _ := q.Get("companyId")
 	if company == "" {
@@ -320,7 +337,7 @@ func namedKey(id string, err error) error {
 	return err
 }
 
-func (s *Service) adminGetKey(r *http.Request, p web.Params) (web.Answer, error) {
+func (s *Keys) adminGetKey(r *http.Request, p web.Params) (web.Answer, error) {
 	k, err := s.keys.Get(r.Context(), p.ByName("id"))
 	if err != nil {
 		return web.Answer{}, namedKey(p.ByName("id"), err)

@@ -22,6 +22,17 @@ type Limiter interface {
 	ResetLimits(ctx context.Context, companyID string) error
 }
 
+// Limits administers each company's rate limits: reads, sets and resets
+// them, and says from the recorded traffic what a limit would have refused
+// before it is set (whatif.go, shape.go, whatifhttp.go), for the admin API
+// and "gateway limits".
+type Limits struct {
+	*base
+	limiter   Limiter
+	shape     ShapeStore // nil: traffic is not recorded
+	expensive *gate      // the what-ifs' and shapes' turns (expensive.go)
+}
+
 // LimitsView is a company's limits as the admin API and the CLI show them.
 type LimitsView struct {
 	CompanyID string    `json:"companyId"`
@@ -37,7 +48,7 @@ type LimitView struct {
 }
 
 // CompanyLimits reads a company's limits.
-func (s *Service) CompanyLimits(ctx context.Context, companyID string) (LimitsView, error) {
+func (s *Limits) CompanyLimits(ctx context.Context, companyID string) (LimitsView, error) {
 	companyID, err := parseCompany(companyID)
 	if err != nil {
 		return LimitsView{}, err
@@ -53,7 +64,7 @@ func (s *Service) CompanyLimits(ctx context.Context, companyID string) (LimitsVi
 
 // SetCompanyLimit overrides a company's limit for one mode (LIVE or TEST in
 // any letter case; "" for both), and records who did.
-func (s *Service) SetCompanyLimit(ctx context.Context, actor, companyID, mode string, rate float64, burst int) (LimitsView, error) {
+func (s *Limits) SetCompanyLimit(ctx context.Context, actor, companyID, mode string, rate float64, burst int) (LimitsView, error) {
 	var m invoicing.Mode
 	parseMode := func() (err error) {
 		if mode != "" {
@@ -68,7 +79,7 @@ func (s *Service) SetCompanyLimit(ctx context.Context, actor, companyID, mode st
 
 // ResetCompanyLimits puts a company back on the default limits, and records
 // who did.
-func (s *Service) ResetCompanyLimits(ctx context.Context, actor, companyID string) (LimitsView, error) {
+func (s *Limits) ResetCompanyLimits(ctx context.Context, actor, companyID string) (LimitsView, error) {
 	return apply(ctx, s.limitsChange(actor, audit.ActionLimitsReset, companyID, nil, s.limiter.ResetLimits))
 }
 
@@ -76,7 +87,7 @@ func (s *Service) ResetCompanyLimits(ctx context.Context, actor, companyID strin
 // refuses its input once the company id is read; the audit log keeps the
 // limits before and after. A change the replicas did not confirm applies
 // now: the limits after it are read and recorded all the same (apply).
-func (s *Service) limitsChange(actor, action, companyID string, check func() error,
+func (s *Limits) limitsChange(actor, action, companyID string, check func() error,
 	set func(ctx context.Context, companyID string) error) change[LimitsView, LimitsView] {
 	return change[LimitsView, LimitsView]{actor: actor, audited: s.auditReady,
 		read: func(ctx context.Context) (LimitsView, error) {
@@ -108,11 +119,11 @@ func (s *Service) limitsChange(actor, action, companyID string, check func() err
 		}}
 }
 
-func (s *Service) adminGetLimits(r *http.Request, p web.Params) (web.Answer, error) {
+func (s *Limits) adminGetLimits(r *http.Request, p web.Params) (web.Answer, error) {
 	return result(s.CompanyLimits(r.Context(), p.ByName("id")))
 }
 
-func (s *Service) adminSetLimits(r *http.Request, p web.Params) (web.Answer, error) {
+func (s *Limits) adminSetLimits(r *http.Request, p web.Params) (web.Answer, error) {
 	m, fe, err := web.ReadJSONBody(r, []string{"mode", "rate", "burst"})
 	if err != nil {
 		return web.Answer{}, err
@@ -137,7 +148,7 @@ func (s *Service) adminSetLimits(r *http.Request, p web.Params) (web.Answer, err
 	return result(s.SetCompanyLimit(r.Context(), actor(r), p.ByName("id"), mode, rate, burst))
 }
 
-func (s *Service) adminResetLimits(r *http.Request, p web.Params) (web.Answer, error) {
+func (s *Limits) adminResetLimits(r *http.Request, p web.Params) (web.Answer, error) {
 	return result(s.ResetCompanyLimits(r.Context(), actor(r), p.ByName("id")))
 }
 

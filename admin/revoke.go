@@ -42,7 +42,7 @@ type RevokedView struct {
 // replicas, recorded at once, is recorded once when its error says to
 // revoke it again; and a revocation repeated after its predecessor's
 // failed revokes the predecessor then.
-func (s *Service) RevokeKey(ctx context.Context, actor, keyID string, keepPrevious bool) (RevokedView, error) {
+func (s *Keys) RevokeKey(ctx context.Context, actor, keyID string, keepPrevious bool) (RevokedView, error) {
 	k, err := s.revokeOne(ctx, actor, keyID)
 	if err != nil {
 		return RevokedView{}, err
@@ -77,7 +77,7 @@ func (s *Service) RevokeKey(ctx context.Context, actor, keyID string, keepPrevio
 }
 
 // revokeOne revokes one key and records it.
-func (s *Service) revokeOne(ctx context.Context, actor, keyID string) (authz.Key, error) {
+func (s *Keys) revokeOne(ctx context.Context, actor, keyID string) (authz.Key, error) {
 	return apply(ctx, change[none, authz.Key]{actor: actor, audited: s.auditReady,
 		make: func(ctx context.Context, _ none) (authz.Key, bool, error) {
 			k, revoked, err := s.keys.Revoke(ctx, keyID)
@@ -91,7 +91,7 @@ func (s *Service) revokeOne(ctx context.Context, actor, keyID string) (authz.Key
 }
 
 // adminRevokeKey is DELETE /admin/v1/keys/{id}[?keepPrevious=true].
-func (s *Service) adminRevokeKey(r *http.Request, p web.Params) (web.Answer, error) {
+func (s *Keys) adminRevokeKey(r *http.Request, p web.Params) (web.Answer, error) {
 	q := web.ParseQuery(r.URL.RawQuery, "keepPrevious")
 	keep := false
 	if v, ok := q.Get("keepPrevious"); ok {

@@ -27,7 +27,7 @@ type ShapeView struct {
 }
 
 // TrafficShape reads a company's traffic in one mode from since until now.
-func (s *Service) TrafficShape(ctx context.Context, companyID, mode string, since time.Time) (ShapeView, error) {
+func (s *Limits) TrafficShape(ctx context.Context, companyID, mode string, since time.Time) (ShapeView, error) {
 	m, fe := shapeFields(mode, since, s.now())
 	if len(fe) > 0 {
 		return ShapeView{}, &web.Error{Code: "invalid_parameter", Detail: "The traffic shape query is invalid.", Fields: fe}
@@ -72,7 +72,7 @@ type Headroom struct {
 
 // LimitHeadroom reads the top (1 to 100) companies nearest their limit in
 // one mode, and as many far below it.
-func (s *Service) LimitHeadroom(ctx context.Context, mode string, top int) (HeadroomView, error) {
+func (s *Limits) LimitHeadroom(ctx context.Context, mode string, top int) (HeadroomView, error) {
 	m, fe := shapeFields(mode, time.Unix(0, 0), time.Unix(3600, 0)) // the mode only
 	if err := inRange("top", top, 1, 100); err != nil {
 		return HeadroomView{}, err

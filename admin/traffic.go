@@ -11,6 +11,12 @@ import (
 // The platform team's view of traffic (the admin console): every company's
 // at a glance, and one company's by the minute beside its limits.
 
+// limitsReader reads a company's limits (Limits), shown beside its
+// traffic.
+type limitsReader interface {
+	CompanyLimits(ctx context.Context, companyID string) (LimitsView, error)
+}
+
 // MinutesView is a company's requests per minute, with its limits and the
 // rate it is running at, as the admin API shows them.
 type MinutesView struct {
@@ -28,7 +34,7 @@ type ModeRates struct {
 }
 
 // CompanyMinutes reads a company's last minutes (1 to usage.MaxMinutes).
-func (s *Service) CompanyMinutes(ctx context.Context, companyID string, minutes int) (MinutesView, error) {
+func (s *Usage) CompanyMinutes(ctx context.Context, companyID string, minutes int) (MinutesView, error) {
 	companyID, err := s.usageOf(ctx, companyID, "minutes", minutes, 2, usage.MaxMinutes)
 	if err != nil {
 		return MinutesView{}, err
@@ -37,7 +43,7 @@ func (s *Service) CompanyMinutes(ctx context.Context, companyID string, minutes 
 	if err != nil {
 		return MinutesView{}, err
 	}
-	lim, err := s.CompanyLimits(ctx, companyID)
+	lim, err := s.limits.CompanyLimits(ctx, companyID)
 	if err != nil {
 		return MinutesView{}, err
 	}
@@ -81,7 +87,7 @@ type NearLimit struct {
 const nearShare = 0.8
 
 // TrafficOverview reads the overview with the top companies (1 to 100).
-func (s *Service) TrafficOverview(ctx context.Context, top int) (OverviewView, error) {
+func (s *Usage) TrafficOverview(ctx context.Context, top int) (OverviewView, error) {
 	if err := s.usageReady(); err != nil {
 		return OverviewView{}, err
 	}
@@ -102,7 +108,7 @@ func (s *Service) TrafficOverview(ctx context.Context, top int) (OverviewView, e
 		if err != nil {
 			return OverviewView{}, err
 		}
-		lim, err := s.CompanyLimits(ctx, c.CompanyID)
+		lim, err := s.limits.CompanyLimits(ctx, c.CompanyID)
 		if err != nil {
 			return OverviewView{}, err
 		}
@@ -114,7 +120,7 @@ func (s *Service) TrafficOverview(ctx context.Context, top int) (OverviewView, e
 	return v, nil
 }
 
-func (s *Service) adminMinutes(r *http.Request, p web.Params) (web.Answer, error) {
+func (s *Usage) adminMinutes(r *http.Request, p web.Params) (web.Answer, error) {
 	n, err := intParam(r, "minutes", 60)
 	if err != nil {
 		return web.Answer{}, err
@@ -122,7 +128,7 @@ func (s *Service) adminMinutes(r *http.Request, p web.Params) (web.Answer, error
 	return result(s.CompanyMinutes(r.Context(), p.ByName("id"), n))
 }
 
-func (s *Service) adminOverview(r *http.Request, _ web.Params) (web.Answer, error) {
+func (s *Usage) adminOverview(r *http.Request, _ web.Params) (web.Answer, error) {
 	n, err := intParam(r, "top", 10)
 	if err != nil {
 		return web.Answer{}, err

@@ -9,12 +9,21 @@ import (
 	"github.com/invoicing-ao/gateway/web"
 )
 
-// Usage reads each company's request counts, by day and by minute, and the
-// overview across companies (usage.Counter).
-type Usage interface {
+// UsageCounter reads each company's request counts, by day and by minute,
+// and the overview across companies (usage.Counter).
+type UsageCounter interface {
 	Days(ctx context.Context, companyID string, days int) ([]usage.Day, error)
 	Minutes(ctx context.Context, companyID string, minutes int) ([]usage.Minute, error)
 	Overview(ctx context.Context, top int) (usage.Overview, error)
+}
+
+// Usage reads the requests counted per company and across companies: by
+// day (usage.go), by minute beside the limits, and the overview of the
+// busiest (traffic.go), for the admin API, its console and "gateway usage".
+type Usage struct {
+	*base
+	usage  UsageCounter // nil: usage is not counted
+	limits limitsReader
 }
 
 // UsageView is a company's usage as the admin API and the CLI show it.
@@ -29,7 +38,7 @@ const DefaultUsageDays = 7
 // CompanyUsage reads a company's requests per day, by mode and status class,
 // for the last days days (today included). It is the one path of the admin
 // API and of "gateway usage".
-func (s *Service) CompanyUsage(ctx context.Context, companyID string, days int) (UsageView, error) {
+func (s *Usage) CompanyUsage(ctx context.Context, companyID string, days int) (UsageView, error) {
 	companyID, err := s.usageOf(ctx, companyID, "days", days, 1, usage.MaxDays)
 	if err != nil {
 		return UsageView{}, err
@@ -43,7 +52,7 @@ func (s *Service) CompanyUsage(ctx context.Context, companyID string, days int) 
 
 // usageOf checks a usage query (usage counted, the count n of name in
 // [lo, hi], the company known) and returns the company's canonical id.
-func (s *Service) usageOf(ctx context.Context, companyID, name string, n, lo, hi int) (string, error) {
+func (s *Usage) usageOf(ctx context.Context, companyID, name string, n, lo, hi int) (string, error) {
 	if err := s.usageReady(); err != nil {
 		return "", err
 	}
@@ -53,7 +62,7 @@ func (s *Service) usageOf(ctx context.Context, companyID, name string, n, lo, hi
 	return s.knownCompany(ctx, companyID)
 }
 
-func (s *Service) usageReady() error {
+func (s *Usage) usageReady() error {
 	if s.usage == nil {
 		return &web.Error{Code: "usage_unavailable", Detail: "Usage counting is not configured."}
 	}
@@ -82,7 +91,7 @@ func intParam(r *http.Request, name string, def int) (int, error) {
 	return n, nil
 }
 
-func (s *Service) adminUsage(r *http.Request, p web.Params) (web.Answer, error) {
+func (s *Usage) adminUsage(r *http.Request, p web.Params) (web.Answer, error) {
 	days, err := intParam(r, "days", DefaultUsageDays)
 	if err != nil {
 		return web.Answer{}, err

@@ -10,19 +10,30 @@ import (
 	"github.com/invoicing-ao/gateway/web"
 )
 
-// Webhooks manages companies' webhook endpoints and reads their delivery
+// Events manages companies' webhook endpoints and reads their delivery
 // logs (events.Service).
-type Webhooks interface {
+type Events interface {
+	Endpoints
+	DeliveryLog
+}
+
+// Endpoints manages companies' webhook endpoints (events.Service).
+type Endpoints interface {
 	CreateWebhook(ctx context.Context, ne events.NewWebhook) (events.Webhook, string, error)
 	ListWebhooks(ctx context.Context, companyID string) ([]events.Webhook, error)
 	Webhook(ctx context.Context, id string) (events.Webhook, error)
 	UpdateWebhook(ctx context.Context, id string, p events.Patch) (events.Webhook, error)
 	DeleteWebhook(ctx context.Context, id string) (e events.Webhook, deleted bool, err error)
 	RotateSecret(ctx context.Context, id string, overlap time.Duration) (events.Webhook, string, error)
-	Deliveries(ctx context.Context, endpointID string, q events.DeliveryQuery) ([]events.Delivery, string, error)
-	Replay(ctx context.Context, endpointID, eventID string) (events.Delivery, error)
-	Recover(ctx context.Context, endpointID string, since time.Time) (events.Recovered, error)
-	TestWebhook(ctx context.Context, endpointID string) (events.Event, error)
+}
+
+// Webhooks administers companies' webhook endpoints: creates, reads,
+// changes and deletes them, and rotates their signing secrets, for the
+// admin API (webhookshttp.go) and "gateway webhooks". Their deliveries
+// are Deliveries'.
+type Webhooks struct {
+	*base
+	webhooks Endpoints // nil: webhooks are not configured
 }
 
 // WebhookView is an endpoint as the admin API and the CLI show it; Secret
@@ -52,7 +63,7 @@ func webhookRecordOf(e events.Webhook) webhookRecord {
 
 // recordWebhook records a change of an endpoint (before nil for a creation,
 // after nil for a deletion).
-func (s *Service) recordWebhook(ctx context.Context, actor, action string, at time.Time, before, after *events.Webhook) error {
+func (s *Webhooks) recordWebhook(ctx context.Context, actor, action string, at time.Time, before, after *events.Webhook) error {
 	e := audit.Entry{Time: at, Actor: actor, Action: action}
 	var b, a any
 	if before != nil {
@@ -73,11 +84,16 @@ func namedWebhook(id string, err error) error {
 }
 
 // webhooksReady refuses webhook calls when no events service is configured.
-func (s *Service) webhooksReady() error {
+func (s *Webhooks) webhooksReady() error {
 	if s.webhooks == nil {
-		return &web.Error{Code: "events_unavailable", Detail: "Webhooks are not configured on this instance."}
+		return errNoWebhooks()
 	}
 	return nil
+}
+
+// errNoWebhooks answers a webhook call on an instance without events.
+func errNoWebhooks() error {
+	return &web.Error{Code: "events_unavailable", Detail: "Webhooks are not configured on this instance."}
 }
 
 // WebhookSpec is what a new endpoint is made of.
@@ -94,7 +110,7 @@ type WebhookSpec struct {
 // CreateWebhook adds an endpoint to an existing company and records who
 // did; the answer holds its signing secret, shown this once. The one path of
 // the admin API and "gateway webhooks create".
-func (s *Service) CreateWebhook(ctx context.Context, actor string, spec WebhookSpec) (WebhookView, error) {
+func (s *Webhooks) CreateWebhook(ctx context.Context, actor string, spec WebhookSpec) (WebhookView, error) {
 	return apply(ctx, change[none, WebhookView]{actor: actor, audited: s.auditReady, ready: s.webhooksReady,
 		what: "The webhook endpoint", texts: []textField{{"url", spec.URL}, {"description", spec.Description}},
 		make: func(ctx context.Context, _ none) (WebhookView, bool, error) {
@@ -112,7 +128,7 @@ func (s *Service) CreateWebhook(ctx context.Context, actor string, spec WebhookS
 }
 
 // ListWebhooks lists a company's endpoints, LIVE then TEST, oldest first.
-func (s *Service) ListWebhooks(ctx context.Context, companyID string) ([]WebhookView, error) {
+func (s *Webhooks) ListWebhooks(ctx context.Context, companyID string) ([]WebhookView, error) {
 	if err := s.webhooksReady(); err != nil {
 		return nil, err
 	}
@@ -132,7 +148,7 @@ func (s *Service) ListWebhooks(ctx context.Context, companyID string) ([]Webhook
 }
 
 // Webhook reads one endpoint.
-func (s *Service) Webhook(ctx context.Context, id string) (WebhookView, error) {
+func (s *Webhooks) Webhook(ctx context.Context, id string) (WebhookView, error) {
 	if err := s.webhooksReady(); err != nil {
 		return WebhookView{}, err
 	}
@@ -141,7 +157,7 @@ func (s *Service) Webhook(ctx context.Context, id string) (WebhookView, error) {
 }
 
 // readWebhook reads webhook id before a change of it, for the audit log.
-func (s *Service) readWebhook(id string) func(context.Context) (events.Webhook, error) {
+func (s *Webhooks) readWebhook(id string) func(context.Context) (events.Webhook, error) {
 	return func(ctx context.Context) (events.Webhook, error) {
 		e, err := s.webhooks.Webhook(ctx, id)
 		return e, namedWebhook(id, err)
@@ -150,7 +166,7 @@ func (s *Service) readWebhook(id string) func(context.Context) (events.Webhook, 
 
 // UpdateWebhook changes an endpoint (URL, types, description, enabled) and
 // records who did.
-func (s *Service) UpdateWebhook(ctx context.Context, actor, id string, p events.Patch) (WebhookView, error) {
+func (s *Webhooks) UpdateWebhook(ctx context.Context, actor, id string, p events.Patch) (WebhookView, error) {
 	return apply(ctx, change[events.Webhook, WebhookView]{actor: actor, audited: s.auditReady, ready: s.webhooksReady,
 		what: "The change", texts: patchTexts(p), read: s.readWebhook(id),
 		make: func(ctx context.Context, _ events.Webhook) (WebhookView, bool, error) {
@@ -167,7 +183,7 @@ func (s *Service) UpdateWebhook(ctx context.Context, actor, id string, p events.
 // was and records nothing (events.Service.DeleteWebhook): so a deletion in
 // effect but not confirmed by Redis's replicas, recorded at once, is
 // recorded once when its error says to delete it again.
-func (s *Service) DeleteWebhook(ctx context.Context, actor, id string) (WebhookView, error) {
+func (s *Webhooks) DeleteWebhook(ctx context.Context, actor, id string) (WebhookView, error) {
 	return apply(ctx, change[none, WebhookView]{actor: actor, audited: s.auditReady, ready: s.webhooksReady,
 		make: func(ctx context.Context, _ none) (WebhookView, bool, error) {
 			e, deleted, err := s.webhooks.DeleteWebhook(ctx, id)
@@ -180,7 +196,7 @@ func (s *Service) DeleteWebhook(ctx context.Context, actor, id string) (WebhookV
 
 // RotateWebhookSecret gives an endpoint a new signing secret (in the
 // answer, shown this once); the old one signs beside it for overlap.
-func (s *Service) RotateWebhookSecret(ctx context.Context, actor, id string, overlap time.Duration) (WebhookView, error) {
+func (s *Webhooks) RotateWebhookSecret(ctx context.Context, actor, id string, overlap time.Duration) (WebhookView, error) {
 	return apply(ctx, change[events.Webhook, WebhookView]{actor: actor, audited: s.auditReady, ready: s.webhooksReady, read: s.readWebhook(id),
 		make: func(ctx context.Context, _ events.Webhook) (WebhookView, bool, error) {
 			e, secret, err := s.webhooks.RotateSecret(ctx, id, overlap)
@@ -189,28 +205,4 @@ func (s *Service) RotateWebhookSecret(ctx context.Context, actor, id string, ove
 		record: func(ctx context.Context, before events.Webhook, after WebhookView) error {
 			return s.recordWebhook(ctx, actor, audit.ActionWebhookSecretRotated, after.SecretRotatedAt, &before, &after.Webhook)
 		}})
-}
-
-// DeliveriesView is a page of an endpoint's delivery log, newest first.
-type DeliveriesView struct {
-	EndpointID string            `json:"endpointId"`
-	Data       []events.Delivery `json:"data"`
-	// Next is the cursor of the following page; null when this is the last.
-	Next *string `json:"next"`
-}
-
-// WebhookDeliveries reads a page of an endpoint's delivery log.
-func (s *Service) WebhookDeliveries(ctx context.Context, id string, q events.DeliveryQuery) (DeliveriesView, error) {
-	if err := s.webhooksReady(); err != nil {
-		return DeliveriesView{}, err
-	}
-	ds, next, err := s.webhooks.Deliveries(ctx, id, q)
-	if err != nil {
-		return DeliveriesView{}, namedWebhook(id, err)
-	}
-	v := DeliveriesView{EndpointID: id, Data: ds}
-	if next != "" {
-		v.Next = &next
-	}
-	return v, nil
 }

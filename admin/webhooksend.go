@@ -17,7 +17,7 @@ import (
 
 // recordSend records a delivery sent again on request (before: the
 // delivery as it was, after: what was queued), against the endpoint.
-func (s *Service) recordSend(ctx context.Context, actor, action, id string, before, after any) error {
+func (s *Deliveries) recordSend(ctx context.Context, actor, action, id string, before, after any) error {
 	e, err := s.webhooks.Webhook(ctx, id)
 	if err != nil { // the endpoint's company names the log: none, no record
 		ne := audit.Entry{Actor: actor, Action: action, WebhookID: id}
@@ -30,7 +30,7 @@ func (s *Service) recordSend(ctx context.Context, actor, action, id string, befo
 // sendChange is a delivery sent again on request to webhook id (send, whose
 // error names what it did not find), recorded with what was queued
 // (recordSend).
-func sendChange[A any](s *Service, actor, action, id string, send func(ctx context.Context) (A, error)) change[none, A] {
+func sendChange[A any](s *Deliveries, actor, action, id string, send func(ctx context.Context) (A, error)) change[none, A] {
 	return change[none, A]{actor: actor, audited: s.auditReady, ready: s.webhooksReady,
 		make: func(ctx context.Context, _ none) (A, bool, error) {
 			v, err := send(ctx)
@@ -41,7 +41,7 @@ func sendChange[A any](s *Service, actor, action, id string, send func(ctx conte
 
 // ReplayWebhook sends one event to an endpoint again, now, and
 // records who did.
-func (s *Service) ReplayWebhook(ctx context.Context, actor, id, eventID string) (events.Delivery, error) {
+func (s *Deliveries) ReplayWebhook(ctx context.Context, actor, id, eventID string) (events.Delivery, error) {
 	c := sendChange(s, actor, audit.ActionWebhookReplayed, id, func(ctx context.Context) (events.Delivery, error) {
 		d, err := s.webhooks.Replay(ctx, id, eventID)
 		if invoicing.KindOf(err) == invoicing.NotFound {
@@ -70,7 +70,7 @@ type RecoveredView struct {
 
 // RecoverWebhook sends again, now, every delivery of an endpoint queued
 // since a time that failed or waits for a retry, and records who did.
-func (s *Service) RecoverWebhook(ctx context.Context, actor, id string, since time.Time) (RecoveredView, error) {
+func (s *Deliveries) RecoverWebhook(ctx context.Context, actor, id string, since time.Time) (RecoveredView, error) {
 	return apply(ctx, sendChange(s, actor, audit.ActionWebhookRecovered, id, func(ctx context.Context) (RecoveredView, error) {
 		r, err := s.webhooks.Recover(ctx, id, since)
 		return RecoveredView{EndpointID: id, Since: since.UTC(), Queued: r.Failed + r.Waiting, Recovered: r}, namedWebhook(id, err)
@@ -85,19 +85,19 @@ type TestSentView struct {
 }
 
 // TestWebhook queues a test delivery to an endpoint, and records who did.
-func (s *Service) TestWebhook(ctx context.Context, actor, id string) (TestSentView, error) {
+func (s *Deliveries) TestWebhook(ctx context.Context, actor, id string) (TestSentView, error) {
 	return apply(ctx, sendChange(s, actor, audit.ActionWebhookTested, id, func(ctx context.Context) (TestSentView, error) {
 		ev, err := s.webhooks.TestWebhook(ctx, id)
 		return TestSentView{EndpointID: id, EventID: ev.ID, Type: ev.Type}, namedWebhook(id, err)
 	}))
 }
 
-func (s *Service) adminReplayWebhook(r *http.Request, p web.Params) (web.Answer, error) {
+func (s *Deliveries) adminReplayWebhook(r *http.Request, p web.Params) (web.Answer, error) {
 	return result(s.ReplayWebhook(r.Context(), actor(r), p.ByName("id"), p.ByName("event")))
 }
 
 // adminRecoverWebhook: {"since": RFC 3339}.
-func (s *Service) adminRecoverWebhook(r *http.Request, p web.Params) (web.Answer, error) {
+func (s *Deliveries) adminRecoverWebhook(r *http.Request, p web.Params) (web.Answer, error) {
 	m, fe, err := web.ReadJSONBody(r, []string{"since"})
 	if err != nil {
 		return web.Answer{}, err
@@ -114,7 +114,7 @@ func (s *Service) adminRecoverWebhook(r *http.Request, p web.Params) (web.Answer
 	return result(s.RecoverWebhook(r.Context(), actor(r), p.ByName("id"), since))
 }
 
-func (s *Service) adminTestWebhook(r *http.Request, p web.Params) (web.Answer, error) {
+func (s *Deliveries) adminTestWebhook(r *http.Request, p web.Params) (web.Answer, error) {
 	v, err := s.TestWebhook(r.Context(), actor(r), p.ByName("id"))
 	if err != nil {
 		return web.Answer{}, err

@@ -3,8 +3,6 @@ package admin
 import (
 	"encoding/json"
 	"net/http"
-	"slices"
-	"strings"
 
 	"github.com/invoicing-ao/gateway/events"
 	"github.com/invoicing-ao/gateway/invoicing"
@@ -15,7 +13,7 @@ import (
 // request, calls the operation the command line calls too, and returns its
 // view.
 
-func (s *Service) adminCreateWebhook(r *http.Request, p web.Params) (web.Answer, error) {
+func (s *Webhooks) adminCreateWebhook(r *http.Request, p web.Params) (web.Answer, error) {
 	m, fe, err := web.ReadJSONBody(r, []string{"mode", "url", "types", "description", "enabled"})
 	if err != nil {
 		return web.Answer{}, err
@@ -45,7 +43,7 @@ func (s *Service) adminCreateWebhook(r *http.Request, p web.Params) (web.Answer,
 	return web.Answer{Status: http.StatusCreated, Body: v, Location: "/admin/v1/webhooks/" + v.ID}, nil
 }
 
-func (s *Service) adminListWebhooks(r *http.Request, p web.Params) (web.Answer, error) {
+func (s *Webhooks) adminListWebhooks(r *http.Request, p web.Params) (web.Answer, error) {
 	eps, err := s.ListWebhooks(r.Context(), p.ByName("id"))
 	if err != nil {
 		return web.Answer{}, err
@@ -53,11 +51,11 @@ func (s *Service) adminListWebhooks(r *http.Request, p web.Params) (web.Answer, 
 	return web.Answer{Body: map[string]any{"data": eps}}, nil
 }
 
-func (s *Service) adminGetWebhook(r *http.Request, p web.Params) (web.Answer, error) {
+func (s *Webhooks) adminGetWebhook(r *http.Request, p web.Params) (web.Answer, error) {
 	return result(s.Webhook(r.Context(), p.ByName("id")))
 }
 
-func (s *Service) adminUpdateWebhook(r *http.Request, p web.Params) (web.Answer, error) {
+func (s *Webhooks) adminUpdateWebhook(r *http.Request, p web.Params) (web.Answer, error) {
 	m, fe, err := web.ReadJSONBody(r, []string{"url", "types", "description", "enabled"})
 	if err != nil {
 		return web.Answer{}, err
@@ -83,13 +81,13 @@ func (s *Service) adminUpdateWebhook(r *http.Request, p web.Params) (web.Answer,
 	return result(s.UpdateWebhook(r.Context(), actor(r), p.ByName("id"), patch))
 }
 
-func (s *Service) adminDeleteWebhook(r *http.Request, p web.Params) (web.Answer, error) {
+func (s *Webhooks) adminDeleteWebhook(r *http.Request, p web.Params) (web.Answer, error) {
 	return result(s.DeleteWebhook(r.Context(), actor(r), p.ByName("id")))
 }
 
 // adminRotateWebhookSecret rotates the secret: {"overlapSeconds": N}, or no
 // body for the default overlap (a day).
-func (s *Service) adminRotateWebhookSecret(r *http.Request, p web.Params) (web.Answer, error) {
+func (s *Webhooks) adminRotateWebhookSecret(r *http.Request, p web.Params) (web.Answer, error) {
 	overlap, err := readOverlap(r, events.DefaultOverlap, events.MaxOverlap)
 	if err != nil {
 		return web.Answer{}, err
@@ -99,28 +97,6 @@ func (s *Service) adminRotateWebhookSecret(r *http.Request, p web.Params) (web.A
 		return web.Answer{}, err
 	}
 	return web.Answer{Status: http.StatusCreated, Body: v}, nil
-}
-
-func (s *Service) adminWebhookDeliveries(r *http.Request, p web.Params) (web.Answer, error) {
-	q := web.ParseQuery(r.URL.RawQuery, "limit", "cursor", "state", "type")
-	dq := events.DeliveryQuery{Limit: q.Int("limit", 20, 1, events.MaxDeliveriesPage)}
-	dq.Cursor, _ = q.Get("cursor")
-	dq.State, _ = q.Get("state")
-	t, _ := q.Get("type")
-	dq.Type = events.Type(t)
-	if dq.Cursor != "" && !events.ValidDeliveryCursor(dq.Cursor) {
-		q.Fail("cursor", "must be a page's next, as answered")
-	}
-	if dq.State != "" && !slices.Contains(events.DeliveryStates, dq.State) {
-		q.Fail("state", "must be one of "+strings.Join(events.DeliveryStates, ", "))
-	}
-	if dq.Type != "" && dq.Type != events.TestType && !slices.Contains(events.Types, dq.Type) {
-		q.Fail("type", "must be an event type such as invoice.paid")
-	}
-	if err := q.Err(); err != nil {
-		return web.Answer{}, err
-	}
-	return result(s.WebhookDeliveries(r.Context(), p.ByName("id"), dq))
 }
 
 // patchTexts are the text fields a change of an endpoint sets.

@@ -45,7 +45,7 @@ type WebhookStatsView struct {
 
 // WebhookStats reads an endpoint's delivery log back over the last window
 // and counts its deliveries and their attempts.
-func (s *Service) WebhookStats(ctx context.Context, id string, window time.Duration) (WebhookStatsView, error) {
+func (s *Deliveries) WebhookStats(ctx context.Context, id string, window time.Duration) (WebhookStatsView, error) {
 	if err := s.webhooksReady(); err != nil {
 		return WebhookStatsView{}, err
 	}
@@ -106,7 +106,7 @@ func (v WebhookStatsView) withRate() WebhookStatsView {
 }
 
 // adminWebhookStats: GET /admin/v1/webhooks/{id}/stats?hours=N (default 24).
-func (s *Service) adminWebhookStats(r *http.Request, p web.Params) (web.Answer, error) {
+func (s *Deliveries) adminWebhookStats(r *http.Request, p web.Params) (web.Answer, error) {
 	q := web.ParseQuery(r.URL.RawQuery, "hours")
 	hours := q.Int("hours", 24, 1, MaxStatsHours)
 	if err := q.Err(); err != nil {

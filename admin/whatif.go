@@ -16,8 +16,8 @@ import (
 // company's recorded traffic, before it is set (WhatIf), and the shape of
 // that traffic beside the limit in force (TrafficShape, LimitHeadroom).
 
-// Shape reads the traffic recorded per company and mode (shape.Store).
-type Shape interface {
+// ShapeStore reads the traffic recorded per company and mode (shape.Store).
+type ShapeStore interface {
 	SeriesInto(ctx context.Context, companyID string, m invoicing.Mode, from, to time.Time, into *[]uint32) (shape.Series, error)
 	Peaks(ctx context.Context, m invoicing.Mode) ([]shape.Peak, error)
 }
@@ -114,7 +114,7 @@ type BurstFit struct {
 // sixteenths they came in), and says what the limit in force refused of it,
 // as recorded. Where the prediction is approximate, it says why
 // (Approximate; docs/operators.md says by how much).
-func (s *Service) WhatIf(ctx context.Context, q WhatIfQuery) (WhatIfView, error) {
+func (s *Limits) WhatIf(ctx context.Context, q WhatIfQuery) (WhatIfView, error) {
 	m, fe := s.whatIfFields(q, s.now())
 	if len(fe) > 0 {
 		return WhatIfView{}, &web.Error{Code: "invalid_parameter", Detail: "The what-if query is invalid.", Fields: fe}
@@ -177,7 +177,7 @@ func traffic(sr shape.Series) tenants.Traffic {
 
 // whatIfFields checks a what-if query's mode, window, limit and share at
 // now, and says which is at fault.
-func (s *Service) whatIfFields(q WhatIfQuery, now time.Time) (invoicing.Mode, []web.FieldError) {
+func (s *Limits) whatIfFields(q WhatIfQuery, now time.Time) (invoicing.Mode, []web.FieldError) {
 	m, fe := shapeFields(q.Mode, q.Since, now)
 	if err := (tenants.Limit{Rate: q.Rate, Burst: 1}).Validate(); err != nil {
 		fe = append(fe, web.FieldError{Field: "rate", Message: "must be " + strconv.FormatFloat(tenants.MinRate, 'g', -1, 64) + " to " + strconv.Itoa(tenants.MaxRate) + " requests per second"})
@@ -236,7 +236,7 @@ type limitInForce struct {
 
 // recorded reads a company's traffic in mode m from since until now, and
 // its limit in force.
-func (s *Service) recorded(ctx context.Context, companyID string, m invoicing.Mode, since time.Time, buf *[]uint32) (string, shape.Series, limitInForce, error) {
+func (s *Limits) recorded(ctx context.Context, companyID string, m invoicing.Mode, since time.Time, buf *[]uint32) (string, shape.Series, limitInForce, error) {
 	if s.shape == nil {
 		return "", shape.Series{}, limitInForce{}, &web.Error{Code: "usage_unavailable", Detail: "Traffic is not recorded (no traffic shape store is configured)."}
 	}

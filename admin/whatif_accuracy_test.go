@@ -55,7 +55,7 @@ func TestWhatIfAgreesWithTheLimiter(t *testing.T) {
 				}
 			}
 			start := c.offer(t, tc.times)
-			v, err := c.adm.WhatIf(context.Background(), admin.WhatIfQuery{CompanyID: coA, Mode: "LIVE", Rate: tc.lim.Rate, Burst: tc.lim.Burst,
+			v, err := c.adm.Limits.WhatIf(context.Background(), admin.WhatIfQuery{CompanyID: coA, Mode: "LIVE", Rate: tc.lim.Rate, Burst: tc.lim.Burst,
 				Since: start.Add(-time.Second), MaxRefused: admin.DefaultMaxRefused})
 			if err != nil {
 				t.Fatal(err)

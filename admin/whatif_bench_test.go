@@ -72,7 +72,7 @@ func BenchmarkWhatIfRecordedDay(b *testing.B) {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	for b.Loop() {
 		c := companies[i%len(companies)]
-		v, err := adm.WhatIf(ctx, admin.WhatIfQuery{CompanyID: c.id, Mode: "LIVE", Rate: c.rate, Burst: int(2 * c.rate),
+		v, err := adm.Limits.WhatIf(ctx, admin.WhatIfQuery{CompanyID: c.id, Mode: "LIVE", Rate: c.rate, Burst: int(2 * c.rate),
 			Since: now.Add(-24 * time.Hour), MaxRefused: admin.DefaultMaxRefused})
 		if err != nil || v.Offered == 0 {
 			b.Fatalf("%s: %+v, %v", c.id, v, err)

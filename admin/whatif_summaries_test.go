@@ -50,7 +50,7 @@ func TestWhatIfFromMinuteSummaries(t *testing.T) {
 		t.Fatal(err)
 	}
 	ask := func(c company) admin.WhatIfView {
-		v, err := w.adm.WhatIf(ctx, admin.WhatIfQuery{CompanyID: c.id, Mode: "LIVE", Rate: c.rate, Burst: int(2 * c.rate), Since: start, MaxRefused: admin.DefaultMaxRefused})
+		v, err := w.adm.Limits.WhatIf(ctx, admin.WhatIfQuery{CompanyID: c.id, Mode: "LIVE", Rate: c.rate, Burst: int(2 * c.rate), Since: start, MaxRefused: admin.DefaultMaxRefused})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -109,7 +109,7 @@ func TestWhatIf(t *testing.T) {
 	if err := w.limiter.SetLimit(ctx, coA, invoicing.Live, tenants.Limit{Rate: 50, Burst: 100}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := w.adm.WhatIf(ctx, admin.WhatIfQuery{CompanyID: coA, Mode: "live", Rate: 20, Burst: 40, Since: w.t0.Add(-time.Hour), MaxRefused: admin.DefaultMaxRefused})
+	v, err := w.adm.Limits.WhatIf(ctx, admin.WhatIfQuery{CompanyID: coA, Mode: "live", Rate: 20, Burst: 40, Since: w.t0.Add(-time.Hour), MaxRefused: admin.DefaultMaxRefused})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestWhatIf(t *testing.T) {
 		t.Errorf("burst %d is the smallest found, but %d refuses only %d", *b.Burst, *b.Burst-1, less.Refused)
 	}
 	// Another mode's traffic is its own: none recorded in TEST.
-	if v, err := w.adm.WhatIf(ctx, admin.WhatIfQuery{CompanyID: coA, Mode: "TEST", Rate: 1, Burst: 1, Since: w.t0}); err != nil || v.Offered != 0 || v.Current.Rate != 10 || v.Current.Custom {
+	if v, err := w.adm.Limits.WhatIf(ctx, admin.WhatIfQuery{CompanyID: coA, Mode: "TEST", Rate: 1, Burst: 1, Since: w.t0}); err != nil || v.Offered != 0 || v.Current.Rate != 10 || v.Current.Custom {
 		t.Errorf("TEST: %+v, %v", v, err)
 	}
 }
@@ -160,7 +160,7 @@ func TestWhatIfRefusesWhatItCannotAnswer(t *testing.T) {
 		{"not a company id", admin.WhatIfQuery{CompanyID: "acme", Mode: "LIVE", Rate: 1, Burst: 1, Since: since}, "unknown_company", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := w.adm.WhatIf(ctx, tc.q)
+			_, err := w.adm.Limits.WhatIf(ctx, tc.q)
 			pr := web.Problem(err)
 			var fields []string
 			for _, f := range pr.Fields {
@@ -172,7 +172,7 @@ func TestWhatIfRefusesWhatItCannotAnswer(t *testing.T) {
 		})
 	}
 	unrecorded := admin.New(admin.Config{Limiter: w.limiter, Logger: quietLog()})
-	if _, err := unrecorded.WhatIf(ctx, admin.WhatIfQuery{CompanyID: coA, Mode: "LIVE", Rate: 1, Burst: 1, Since: time.Now().Add(-time.Hour)}); web.Problem(err).Code != "usage_unavailable" {
+	if _, err := unrecorded.Limits.WhatIf(ctx, admin.WhatIfQuery{CompanyID: coA, Mode: "LIVE", Rate: 1, Burst: 1, Since: time.Now().Add(-time.Hour)}); web.Problem(err).Code != "usage_unavailable" {
 		t.Errorf("without a recording: %v", err)
 	}
 }
@@ -190,7 +190,7 @@ func TestTrafficShapeAndHeadroom(t *testing.T) {
 	if err := w.limiter.SetLimit(ctx, coS, invoicing.Live, tenants.Limit{Rate: 10, Burst: 10}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := w.adm.TrafficShape(ctx, coA, "LIVE", w.t0.Add(-30*time.Minute))
+	v, err := w.adm.Limits.TrafficShape(ctx, coA, "LIVE", w.t0.Add(-30*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestTrafficShapeAndHeadroom(t *testing.T) {
 	// Before their blocks are summarized, the companies rank by their
 	// seconds so far; with room for ten in each list, the one far below its
 	// limit is in that list only.
-	early, err := w.adm.LimitHeadroom(ctx, "LIVE", 10)
+	early, err := w.adm.Limits.LimitHeadroom(ctx, "LIVE", 10)
 	if err != nil || early.Companies != 3 || len(early.Nearest) != 2 || len(early.FarBelow) != 1 || early.FarBelow[0].CompanyID != coB {
 		t.Errorf("headroom of the running blocks, ten of each: %+v, %v", early, err)
 	}
@@ -214,7 +214,7 @@ func TestTrafficShapeAndHeadroom(t *testing.T) {
 	if err := w.shape.Flush(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	h, err := w.adm.LimitHeadroom(ctx, "LIVE", 2)
+	h, err := w.adm.Limits.LimitHeadroom(ctx, "LIVE", 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,7 +119,7 @@ func (q *shapeQuery) err(fe []web.FieldError) error {
 	return q.Err()
 }
 
-func (s *Service) adminWhatIf(r *http.Request, p web.Params) (web.Answer, error) {
+func (s *Limits) adminWhatIf(r *http.Request, p web.Params) (web.Answer, error) {
 	q := readShapeQuery(r, "mode", "rate", "burst", "since", "maxRefused")
 	wq := WhatIfQuery{CompanyID: p.ByName("id")}
 	now := s.now() // once: "30d" is then exactly 30 days before the check's now
@@ -135,7 +135,7 @@ func (s *Service) adminWhatIf(r *http.Request, p web.Params) (web.Answer, error)
 	return result(s.WhatIf(r.Context(), wq))
 }
 
-func (s *Service) adminShape(r *http.Request, p web.Params) (web.Answer, error) {
+func (s *Limits) adminShape(r *http.Request, p web.Params) (web.Answer, error) {
 	q := readShapeQuery(r, "mode", "since")
 	mode, _ := q.text("mode", true)
 	now := s.now()
@@ -147,7 +147,7 @@ func (s *Service) adminShape(r *http.Request, p web.Params) (web.Answer, error) 
 	return result(s.TrafficShape(r.Context(), p.ByName("id"), mode, since))
 }
 
-func (s *Service) adminHeadroom(r *http.Request, _ web.Params) (web.Answer, error) {
+func (s *Limits) adminHeadroom(r *http.Request, _ web.Params) (web.Answer, error) {
 	q := readShapeQuery(r, "mode", "top")
 	mode, ok := q.text("mode", false)
 	if !ok {

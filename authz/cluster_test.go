@@ -33,7 +33,7 @@ func TestKeyringOnRedisCluster(t *testing.T) {
 	c := newClock()
 	k1 := newRing(t, rdb, prefix, c, func(cfg *Config) { cfg.NoPubSub = false })
 	k2 := newRing(t, rdb, prefix, c, func(cfg *Config) { cfg.NoPubSub = false })
-	<-k2.pubsubReady
+	<-k2.v.pubsubReady
 
 	secrets := clusterCreateToLimit(t, k1, k2)
 	victim := clusterVerifyAndRevoke(t, k1, k2, secrets)

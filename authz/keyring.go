@@ -1,17 +1,16 @@
 package authz
 
 import (
+	"cmp"
 	"context"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/invoicing-ao/gateway/internal/durable"
-	"github.com/invoicing-ao/gateway/internal/tracing"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -26,11 +25,11 @@ type Config struct {
 	// MaxActiveKeys per company; zero means 10.
 	MaxActiveKeys int
 	// CacheTTL is how long a verified key is trusted without asking Redis;
-	// zero means 1s, and larger values are clamped to 1s, because a
-	// revocation must be seen everywhere within one second.
+	// zero means DefaultCacheTTL (1s), and larger values are clamped to
+	// it, because a revocation must be seen everywhere within one second.
 	CacheTTL time.Duration
 	// StaleTTL: while Redis fails, keys verified within this long keep
-	// working from memory; zero means 5m.
+	// working from memory; zero means DefaultStaleTTL (5m).
 	StaleTTL time.Duration
 	// CacheSize bounds the verified-key cache; zero means 100_000.
 	CacheSize int
@@ -89,56 +88,60 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 }
 
+// The defaults of Config's verification cache.
 const (
-	maxCacheTTL = time.Second
+	// DefaultCacheTTL is CacheTTL's default, and its most: a revocation
+	// must be seen everywhere within a second.
+	DefaultCacheTTL = time.Second
+	// DefaultStaleTTL is StaleTTL's default.
+	DefaultStaleTTL = 5 * time.Minute
+)
+
+// Check refuses the cache's durations New would not honour, each as an
+// *invoicing.SettingError naming the Config field: a negative one (zero is
+// the default), and a CacheTTL over DefaultCacheTTL, which New clamps and
+// a configuration is told of. A configuration is checked with it when it
+// is loaded.
+func (c Config) Check() error {
+	var errs []error
+	if c.CacheTTL < 0 || c.CacheTTL > DefaultCacheTTL {
+		errs = append(errs, invoicing.InvalidSetting("authz", "CacheTTL", "must be between 0 (%s) and %s: revocations must be seen within a second", DefaultCacheTTL, DefaultCacheTTL))
+	}
+	if c.StaleTTL < 0 {
+		errs = append(errs, invoicing.InvalidSetting("authz", "StaleTTL", "must not be negative (zero means %s)", DefaultStaleTTL))
+	}
+	return errors.Join(errs...)
+}
+
+const (
+	maxCacheTTL = DefaultCacheTTL
 	// mgmtTimeout bounds each management call, and so how long a Create can
 	// be half done; orphanGrace must exceed it by far.
 	mgmtTimeout = 10 * time.Second
 	orphanGrace = time.Minute
 )
 
-// Keyring creates, lists, revokes and verifies API keys. It is safe for
-// concurrent use. Close stops its background work.
+// Keyring creates, lists, rolls, revokes and verifies API keys. It is safe
+// for concurrent use. Close stops its background work.
+//
+// The Keyring itself keeps keys in Redis: their records and counts, and
+// the changes made to them (manage.go, roll.go, reclaim.go, state.go). Its
+// verifier answers Verify from memory and keeps that memory true
+// (verifier.go). A change tells the verifier only what it must forget;
+// every other instance hears of it through pub/sub. So a creation or a
+// roll touches the few fields below, and the request path the verifier's.
 type Keyring struct {
-	rdb        redis.UniversalClient
-	repl       durable.Policy // the management writes' acknowledgements
-	l          layout
-	max        int
-	cacheTTL   int64 // nanoseconds, like every duration the hot path compares
-	staleTTL   int64
-	negTTL     int64
-	touchEvery int64
-	timeout    time.Duration
-	now        func() time.Time
-	log        *slog.Logger
-	pos        *posCache
-	neg        *negCache
-	flight     flight
-	limit      *lookupLimit // the bound of lookups of unknown keys
-	noLegacy   bool         // RefuseLegacyForm
-	degraded   atomic.Bool
-	retryEvery int64        // nanoseconds
-	downUntil  atomic.Int64 // unix nanoseconds; Redis is not asked before
-
-	touches     chan touch
-	renewAfter  int64 // nanoseconds: a hit on an older entry queues its renewal
-	renewWait   time.Duration
-	renewals    chan digest // renew.go
-	done        chan struct{}
-	wg          sync.WaitGroup
-	closeOnce   sync.Once
-	pubsubReady chan struct{} // closed once subscribed (or never subscribing)
-	tracer      trace.Tracer
-	stats       cacheCounters
-}
-
-type touch struct {
-	d  digest
-	at time.Time
+	rdb  redis.UniversalClient
+	repl durable.Policy // the management writes' acknowledgements
+	l    layout
+	max  int
+	now  func() time.Time
+	log  *slog.Logger
+	v    *verifier
 }
 
 // New returns a Keyring over cfg.Redis and starts its background goroutines
-// (last-used writer, revocation listener).
+// (last-used writer, renewals, revocation listener).
 func New(cfg Config) *Keyring {
 	if cfg.Redis == nil {
 		panic("authz: Config.Redis is required")
@@ -149,28 +152,12 @@ func New(cfg Config) *Keyring {
 		panic("authz: Config.Prefix must not contain braces")
 	}
 	k := &Keyring{
-		rdb:        cfg.Redis,
-		repl:       durable.Policy{Replicas: cfg.MinReplicas, Target: cfg.ReplicaTarget, Timeout: cfg.ReplicaTimeout},
-		l:          layout{p: or(cfg.Prefix, "authz:")},
-		max:        or(cfg.MaxActiveKeys, 10),
-		cacheTTL:   int64(min(or(cfg.CacheTTL, time.Second), maxCacheTTL)),
-		staleTTL:   int64(or(cfg.StaleTTL, 5*time.Minute)),
-		negTTL:     int64(or(cfg.NegativeTTL, time.Second)),
-		touchEvery: int64(or(cfg.TouchEvery, time.Minute)),
-		timeout:    or(cfg.Timeout, 250*time.Millisecond),
-		retryEvery: int64(or(cfg.RetryEvery, time.Second)),
-		now:        cfg.Now,
-		log:        cfg.Logger,
-		pos:        newPosCache(or(cfg.CacheSize, 100_000)),
-		neg:        newNegCache(or(cfg.NegativeSize, 100_000)),
-		limit: newLookupLimit(orLimit(cfg.SourceLookups, LookupLimit{Rate: 2, Burst: 20}),
-			orLimit(cfg.InstanceLookups, LookupLimit{Rate: 100, Burst: 200}), or(cfg.MaxSources, 10_000)),
-		noLegacy:    cfg.RefuseLegacyForm,
-		touches:     make(chan touch, 1024),
-		renewals:    make(chan digest, maxRenewBatch*8),
-		done:        make(chan struct{}),
-		pubsubReady: make(chan struct{}),
-		tracer:      tracing.Tracer(cfg.TracerProvider, tracerName),
+		rdb:  cfg.Redis,
+		repl: durable.Policy{Replicas: cfg.MinReplicas, Target: cfg.ReplicaTarget, Timeout: cfg.ReplicaTimeout},
+		l:    layout{p: cmp.Or(cfg.Prefix, "authz:")},
+		max:  cmp.Or(cfg.MaxActiveKeys, 10),
+		now:  cfg.Now,
+		log:  cfg.Logger,
 	}
 	if k.now == nil {
 		k.now = time.Now
@@ -178,37 +165,19 @@ func New(cfg Config) *Keyring {
 	if k.log == nil {
 		k.log = slog.Default()
 	}
-	k.renewAfter, k.renewWait = k.cacheTTL/2, max(time.Millisecond, time.Duration(k.cacheTTL)/20)
-	k.wg.Add(2)
-	go k.touchLoop()
-	go k.renewLoop()
-	if cfg.NoPubSub {
-		close(k.pubsubReady)
-	} else {
-		k.wg.Add(1)
-		go k.listen()
-	}
+	k.v = newVerifier(cfg, k.rdb, k.l, k.now, k.log)
 	return k
 }
 
 // orLimit is l with def's rate or burst where l's is zero.
 func orLimit(l, def LookupLimit) LookupLimit {
-	return LookupLimit{Rate: or(l.Rate, def.Rate), Burst: or(l.Burst, def.Burst)}
-}
-
-func or[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
+	return LookupLimit{Rate: cmp.Or(l.Rate, def.Rate), Burst: cmp.Or(l.Burst, def.Burst)}
 }
 
 // Close stops the background goroutines, flushing nothing more: last-used
 // times are best effort. It is safe to call more than once.
 func (k *Keyring) Close() error {
-	k.closeOnce.Do(func() { close(k.done) })
-	k.wg.Wait()
+	k.v.close()
 	return nil
 }
 
@@ -218,55 +187,6 @@ func (k *Keyring) Ping(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return nil
-}
-
-// listen drops revoked keys from the cache as soon as another instance
-// announces them, instead of after CacheTTL.
-func (k *Keyring) listen() {
-	defer k.wg.Done()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ps := k.rdb.Subscribe(ctx, k.l.channel())
-	ready := false
-	k.wg.Add(1)
-	go func() {
-		defer k.wg.Done()
-		<-k.done
-		cancel()
-		_ = ps.Close() // a blocked Receive ignores ctx; closing unblocks it
-	}()
-	for {
-		msg, err := ps.Receive(ctx)
-		if err != nil {
-			select {
-			case <-k.done:
-				if !ready {
-					close(k.pubsubReady)
-				}
-				return
-			default:
-			}
-			// go-redis reconnects on the next Receive; do not spin.
-			select {
-			case <-k.done:
-			case <-time.After(time.Second):
-			}
-			continue
-		}
-		switch m := msg.(type) {
-		case *redis.Subscription:
-			if !ready {
-				ready = true
-				close(k.pubsubReady)
-			}
-		case *redis.Message:
-			var d digest
-			if b, err := hex.DecodeString(m.Payload); err == nil && len(b) == len(d) {
-				copy(d[:], b)
-				k.pos.drop(&d)
-			}
-		}
-	}
 }
 
 // mgmt bounds a management call in time.

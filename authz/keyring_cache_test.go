@@ -49,7 +49,7 @@ func testRevocationPubSub(t *testing.T, rdb *redis.Client, prefix string) {
 	c := newClock()
 	a := newRing(t, rdb, prefix, c, nil)
 	b := newRing(t, rdb, prefix, c, func(cfg *Config) { cfg.NoPubSub = false })
-	<-b.pubsubReady
+	<-b.v.pubsubReady
 	key, secret := mustCreate(t, a, companyA, invoicing.Live, "invoices:read")
 	if _, err := b.Verify(ctx, secret); err != nil {
 		t.Fatal(err)
@@ -172,7 +172,7 @@ func testNegative(t *testing.T, rdb *redis.Client, prefix string) {
 	for i := 0; i < 1000; i++ {
 		k.Verify(ctx, fmt.Sprintf("igw_live_%0*d", secretBody, i))
 	}
-	if n := k.neg.len(); n > 64 {
+	if n := k.v.neg.len(); n > 64 {
 		t.Errorf("negative cache holds %d digests, bound 64", n)
 	}
 	before = p.n()

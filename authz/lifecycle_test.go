@@ -100,7 +100,7 @@ func testExpiry(t *testing.T, rdb *redis.Client, prefix string) {
 			t.Fatalf("Verify of an expired key from Redis = %v, want ErrExpiredKey", err)
 		}
 	}
-	if b.neg.len() != 0 {
+	if b.v.neg.len() != 0 {
 		t.Errorf("the expired key went to the negative cache")
 	}
 	if g, _ := a.Get(ctx, key.ID); g.Status(c.Now()) != StateExpired || g.State != StateActive {

@@ -109,7 +109,7 @@ func (k *Keyring) store(ctx context.Context, key Key, hexD string) error {
 	// Only this instance could have remembered the digest as invalid, and
 	// only if someone guessed 256 random bits; drop it all the same.
 	if d, ok := digestOf(hexD); ok {
-		k.neg.drop(&d)
+		k.v.stored(&d)
 	}
 	return nil
 }
@@ -312,9 +312,7 @@ func (k *Keyring) Revoke(ctx context.Context, keyID string) (key Key, revoked bo
 		return Key{}, false, ErrNotFound
 	}
 	if d, ok := digestOf(hexD); ok {
-		k.pos.drop(&d)
-		now := k.now().UnixNano()
-		k.neg.add(&d, now+k.negTTL, now)
+		k.v.revoked(&d)
 	}
 	if unconfirmed {
 		// In effect on the master: every instance is told at once. The

@@ -64,6 +64,26 @@ func ParseCIDRs(list []string) ([]netip.Prefix, error) {
 	return canonicalCIDRs(out), nil
 }
 
+// ParseNetworks reads a comma-separated list of networks, each as
+// ParsePrefix reads it, in their order; empty means none. It is the form of
+// the trustedProxies setting: the proxies in front of the gateway (load
+// balancers, ingress), whose X-Forwarded-For names the client a key's
+// networks are checked against.
+func ParseNetworks(csv string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range strings.Split(csv, ",") {
+		if strings.TrimSpace(s) == "" {
+			continue
+		}
+		p, err := ParsePrefix(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 // canonicalCIDRs sorts ps and drops duplicates, in place.
 func canonicalCIDRs(ps []netip.Prefix) []netip.Prefix {
 	slices.SortFunc(ps, func(a, b netip.Prefix) int {

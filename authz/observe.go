@@ -84,7 +84,9 @@ type CacheStats struct {
 }
 
 // Stats returns the cache outcome counts; cheap enough for every scrape.
-func (k *Keyring) Stats() CacheStats {
+func (k *Keyring) Stats() CacheStats { return k.v.cacheStats() }
+
+func (k *verifier) cacheStats() CacheStats {
 	return CacheStats{
 		Hits:     k.pos.hitCount(),
 		Misses:   k.stats.misses.Load(),
@@ -124,7 +126,9 @@ type LookupStats struct {
 
 // LookupStats returns the lookup and refusal counts; cheap enough for every
 // scrape.
-func (k *Keyring) LookupStats() LookupStats {
+func (k *Keyring) LookupStats() LookupStats { return k.v.lookupStats() }
+
+func (k *verifier) lookupStats() LookupStats {
 	res := func(i int) LookupResults {
 		l := &k.stats.lookups[i]
 		return LookupResults{Found: l[lookupFound].Load(), Invalid: l[lookupInvalid].Load(), Failed: l[lookupFailed].Load()}
@@ -143,7 +147,7 @@ func RefusalReasons() []string { return append([]string(nil), refusalNames[:]...
 // the caller's span records: an untraced request pays one context lookup,
 // and no allocation, for tracing. The span says how the cache answered,
 // never anything of the secret.
-func (k *Keyring) verifyTraced(ctx context.Context, secret string, src Source) (Key, error) {
+func (k *verifier) verifyTraced(ctx context.Context, secret string, src Source) (Key, error) {
 	ctx, span := k.tracer.Start(ctx, "authz.Verify")
 	defer span.End()
 	key, outcome, err := k.verify(ctx, secret, src)

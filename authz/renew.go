@@ -30,7 +30,7 @@ const maxRenewBatch = 512
 // renewSoon queues e's key for renewal, once; it never blocks: when the
 // queue is full the key is read on the request path at its TTL, as without
 // renewals.
-func (k *Keyring) renewSoon(e *entry, d *digest) {
+func (k *verifier) renewSoon(e *entry, d *digest) {
 	if e.renewing.Load() || !e.renewing.CompareAndSwap(false, true) {
 		return
 	}
@@ -41,7 +41,7 @@ func (k *Keyring) renewSoon(e *entry, d *digest) {
 	}
 }
 
-func (k *Keyring) renewLoop() {
+func (k *verifier) renewLoop() {
 	defer k.wg.Done()
 	batch := make([]digest, 0, maxRenewBatch)
 	for {
@@ -68,7 +68,7 @@ func (k *Keyring) renewLoop() {
 }
 
 // drainRenewals appends the queued renewals to batch, up to a full batch.
-func (k *Keyring) drainRenewals(batch []digest) []digest {
+func (k *verifier) drainRenewals(batch []digest) []digest {
 	for len(batch) < maxRenewBatch {
 		select {
 		case d := <-k.renewals:
@@ -85,7 +85,7 @@ func (k *Keyring) drainRenewals(batch []digest) []digest {
 // invalid. Keys evicted from the cache meanwhile are not brought back.
 // Nothing is renewed while Redis is known to be down: the request path's
 // fallback answers then.
-func (k *Keyring) renew(batch []digest) {
+func (k *verifier) renew(batch []digest) {
 	now := k.now().UnixNano()
 	if until := k.downUntil.Load(); until != 0 && now < until {
 		k.renewDone(batch)
@@ -127,7 +127,7 @@ func (k *Keyring) renew(batch []digest) {
 
 // renewDone clears the renewal marks of batch's entries that are still
 // cached, so that a later hit queues them again.
-func (k *Keyring) renewDone(batch []digest) {
+func (k *verifier) renewDone(batch []digest) {
 	for i := range batch {
 		if e := k.pos.get(&batch[i]); e != nil {
 			e.renewing.Store(false)

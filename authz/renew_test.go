@@ -15,7 +15,7 @@ import (
 // cached is the cache entry of secret, nil when none.
 func cached(k *Keyring, secret string) *entry {
 	d := digest(sha256.Sum256([]byte(secret)))
-	return k.pos.get(&d)
+	return k.v.pos.get(&d)
 }
 
 // testRenewal: a key in use is read again in the background once past half
@@ -125,7 +125,7 @@ func testRenewalBatch(t *testing.T, rdb *redis.Client, prefix string) {
 	k := newRing(t, rdb, prefix, c, nil)
 	// A window long enough for the test's five hits on any machine; set
 	// before the first renewal is queued (the queue orders it).
-	k.renewWait = 2 * time.Second
+	k.v.renewWait = 2 * time.Second
 	var secrets []string
 	for range 5 {
 		_, s := mustCreate(t, k, companyA, invoicing.Live, "invoices:read")

@@ -105,7 +105,7 @@ func (k *Keyring) Roll(ctx context.Context, keyID string, overlap time.Duration)
 		k.log.Warn("authz: rolled key's count not updated", "key_id", old.ID, "err", err)
 	}
 	if d, ok := digestOf(oldHex); ok {
-		k.pos.drop(&d)
+		k.v.forget(&d)
 	}
 	k.announce(ctx, old.ID, oldHex)
 	return Rolled{New: nk, Secret: secret, Old: after}, nil

@@ -13,7 +13,7 @@ import (
 
 // touch queues a last-used write at most once per TouchEvery per key. It
 // never blocks: when the queue is full the write is dropped.
-func (k *Keyring) touch(e *entry, d *digest, now int64) {
+func (k *verifier) touch(e *entry, d *digest, now int64) {
 	last := e.touched.Load()
 	if last != 0 && now-last < k.touchEvery {
 		return
@@ -27,7 +27,7 @@ func (k *Keyring) touch(e *entry, d *digest, now int64) {
 	}
 }
 
-func (k *Keyring) touchLoop() {
+func (k *verifier) touchLoop() {
 	defer k.wg.Done()
 	for {
 		select {
@@ -49,7 +49,7 @@ func (k *Keyring) touchLoop() {
 	}
 }
 
-func (k *Keyring) writeTouches(batch []touch) {
+func (k *verifier) writeTouches(batch []touch) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	pipe := k.rdb.Pipeline()

@@ -29,13 +29,18 @@ import (
 // ErrKeyLookupsLimited, unchecked. Verify is VerifyFrom from an unknown
 // source: all its callers share one source's bound.
 func (k *Keyring) Verify(ctx context.Context, secret string) (Key, error) {
-	return k.VerifyFrom(ctx, secret, nil)
+	return k.v.verifyFrom(ctx, secret, nil)
 }
 
 // VerifyFrom is Verify for a request from src, whose bound of lookups of
 // unknown keys applies; src is asked for its address only when such a
 // lookup is to be made. A nil src is an unknown source.
 func (k *Keyring) VerifyFrom(ctx context.Context, secret string, src Source) (Key, error) {
+	return k.v.verifyFrom(ctx, secret, src)
+}
+
+// verifyFrom is VerifyFrom, traced when the caller's span records.
+func (k *verifier) verifyFrom(ctx context.Context, secret string, src Source) (Key, error) {
 	if trace.SpanFromContext(ctx).IsRecording() {
 		return k.verifyTraced(ctx, secret, src)
 	}
@@ -45,7 +50,7 @@ func (k *Keyring) VerifyFrom(ctx context.Context, secret string, src Source) (Ke
 
 // verify is VerifyFrom, also telling how the cache answered (for spans and
 // Stats).
-func (k *Keyring) verify(ctx context.Context, secret string, src Source) (Key, cacheOutcome, error) {
+func (k *verifier) verify(ctx context.Context, secret string, src Source) (Key, cacheOutcome, error) {
 	mode, f := parseShape(secret)
 	switch {
 	case f == formMalformed:
@@ -114,7 +119,7 @@ type lookupOf struct {
 // fetch asks Redis for the digest's record and updates the caches. The
 // outcome is cacheMiss, or cacheStale when Redis failed and the copy in
 // memory answered, or cacheLimited when the bound refused the lookup.
-func (k *Keyring) fetch(ctx context.Context, d *digest, mode invoicing.Mode, now int64, lk lookupOf) (Key, cacheOutcome, error) {
+func (k *verifier) fetch(ctx context.Context, d *digest, mode invoicing.Mode, now int64, lk lookupOf) (Key, cacheOutcome, error) {
 	// Admitted before the outage check: a refusal must not take the turn
 	// of the one caller that probes Redis again.
 	var t ticket
@@ -134,7 +139,7 @@ func (k *Keyring) fetch(ctx context.Context, d *digest, mode invoicing.Mode, now
 
 // ask is fetch once admitted; res says what Redis answered, if it was
 // asked.
-func (k *Keyring) ask(ctx context.Context, d *digest, mode invoicing.Mode, now int64, known bool) (Key, cacheOutcome, lookupResult, error) {
+func (k *verifier) ask(ctx context.Context, d *digest, mode invoicing.Mode, now int64, known bool) (Key, cacheOutcome, lookupResult, error) {
 	// The caller's cancellation must not fail the other callers sharing
 	// this fetch; the timeout bounds it instead.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.timeout)
@@ -184,7 +189,7 @@ func (k *Keyring) ask(ctx context.Context, d *digest, mode invoicing.Mode, now i
 // caches: an active key of the mode is (re)cached, anything else forgotten
 // and remembered as invalid for NegativeTTL. It returns the new entry, or
 // ErrInvalidKey, or ErrExpiredKey with the entry.
-func (k *Keyring) settle(d *digest, mode invoicing.Mode, m map[string]string, now int64) (*entry, error) {
+func (k *verifier) settle(d *digest, mode invoicing.Mode, m map[string]string, now int64) (*entry, error) {
 	key, found, err := decodeRecord(m)
 	if err != nil {
 		k.log.Error("authz: unreadable key record", "err", err)

@@ -4,6 +4,17 @@
 // inserts new clients. It knows nothing of HTTP, keys or rate limits: callers pick
 // one Store per key mode (live or sandbox database) and get resources or one of
 // the sentinel errors below.
+//
+// A Store has two readers over one set of connections. The Store itself
+// serves requests: the public API's reads and its one write, the admin's
+// company search, and the connections' state. Its Changes serve the events'
+// detector: what changed, and the transactions in flight, read on the
+// primary in long background pages across companies. They are apart
+// because their rules differ (replica or primary, a request's deadline or
+// a page's) and so do their callers: the gateway's Store interface never
+// sees the detector's methods. Reads and the write stay one type: they
+// share the call's layers (ids, breaker, deadline, connection choice, in
+// that order: store.go) and read-your-writes.
 package backend
 
 import (

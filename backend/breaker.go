@@ -37,9 +37,11 @@ func (e *CircuitOpenError) Unwrap() error { return ErrUnavailable }
 // probe is already in flight.
 func (e *CircuitOpenError) RetryAfter() time.Duration { return e.retryAfter }
 
+// The breaker's defaults (Config.BreakerFailures, BreakerOpenFor,
+// BreakerFirstProbe).
 const (
-	defaultBreakerFailures   = 5
-	defaultBreakerOpenFor    = 5 * time.Second
+	DefaultBreakerFailures   = 5
+	DefaultBreakerOpenFor    = 5 * time.Second
 	defaultBreakerFirstProbe = 250 * time.Millisecond
 )
 
@@ -108,10 +110,10 @@ func newBreaker(cfg Config) *breaker {
 	b := &breaker{failures: cfg.BreakerFailures, openFor: cfg.BreakerOpenFor, firstProbe: cfg.BreakerFirstProbe,
 		now: cfg.BreakerNow, onChange: cfg.OnBreakerChange}
 	if b.failures <= 0 {
-		b.failures = defaultBreakerFailures
+		b.failures = DefaultBreakerFailures
 	}
 	if b.openFor <= 0 {
-		b.openFor = defaultBreakerOpenFor
+		b.openFor = DefaultBreakerOpenFor
 	}
 	if b.firstProbe <= 0 {
 		b.firstProbe = defaultBreakerFirstProbe
@@ -224,14 +226,14 @@ func outcomeOf(ctx context.Context, err error) outcome {
 
 // run does one Store call's database work through s's breaker. ctx is the
 // caller's: op's failure after the caller left is not counted.
-func run[T any](ctx context.Context, s *Store, op func() (T, error)) (T, error) {
-	gen, err := s.breaker.allow()
+func run[T any](ctx context.Context, b *breaker, op func() (T, error)) (T, error) {
+	gen, err := b.allow()
 	if err != nil {
 		var zero T
 		return zero, err
 	}
 	o := ignored // also if op panics: a probe must not stay in flight for ever
-	defer func() { s.breaker.done(gen, o) }()
+	defer func() { b.done(gen, o) }()
 	v, err := op()
 	o = outcomeOf(ctx, err)
 	return v, err

@@ -15,6 +15,16 @@ import (
 // longer than a request's query timeout: they are background work over many
 // companies.
 
+// Changes reads what changed in the Store's database, for the events'
+// detector (events.Source): the database's clock and its transactions in
+// flight (inflight.go), and pages of changed invoices, clients and
+// transmissions and of overdue invoices. It shares the Store's
+// connections, breaker and writes in flight.
+type Changes struct{ *core }
+
+// Changes is the Store's change feed.
+func (s *Store) Changes() *Changes { return s.changes }
+
 // backgroundTimeout bounds one page of the detector's reads.
 const backgroundTimeout = 30 * time.Second
 
@@ -23,11 +33,11 @@ const maxChangePage = 1000
 
 // DatabaseNow is the database's clock (PostgreSQL's; SQLite's is the
 // process's): the time the platform's rows record changes in.
-func (s *Store) DatabaseNow(ctx context.Context) (time.Time, error) {
+func (s *Changes) DatabaseNow(ctx context.Context) (time.Time, error) {
 	if s.d.engine != "postgres" {
 		return s.now().UTC(), nil
 	}
-	return run(ctx, s, func() (time.Time, error) {
+	return run(ctx, s.breaker, func() (time.Time, error) {
 		ctx, cancel := s.deadline(ctx)
 		defer cancel()
 		var t time.Time
@@ -60,7 +70,7 @@ func checkChange(companies []string, all bool, limit int) ([]string, bool, error
 
 // companiesWhere adds the companies' condition on column col, unless every
 // company is read (companies nil).
-func (s *Store) companiesWhere(w *where, col string, companies []string) {
+func (s *Changes) companiesWhere(w *where, col string, companies []string) {
 	if companies != nil {
 		w.add(s.d.inIDs(col), s.d.idsArg(companies))
 	}
@@ -68,7 +78,7 @@ func (s *Store) companiesWhere(w *where, col string, companies []string) {
 
 // changeWhere selects the rows of alias t (column col holds the change time)
 // of the query's companies changed in [From, To) after its position.
-func (s *Store) changeWhere(q invoicing.ChangeQuery, companies []string, t, col string) where {
+func (s *Changes) changeWhere(q invoicing.ChangeQuery, companies []string, t, col string) where {
 	var w where
 	s.companiesWhere(&w, t+".company_id", companies)
 	w.add(col+" >= "+s.d.tsP, s.d.tsArg(q.From.UTC()))
@@ -84,7 +94,7 @@ func (s *Store) changeWhere(q invoicing.ChangeQuery, companies []string, t, col 
 // ChangedInvoices reads the documents of q's companies whose updated_at is
 // in [From, To), after q.After, oldest change first, with items and
 // transmission.
-func (s *Store) ChangedInvoices(ctx context.Context, q invoicing.ChangeQuery) ([]invoicing.Changed[invoicing.Invoice], error) {
+func (s *Changes) ChangedInvoices(ctx context.Context, q invoicing.ChangeQuery) ([]invoicing.Changed[invoicing.Invoice], error) {
 	companies, read, err := checkChange(q.Companies, q.All, q.Limit)
 	if err != nil || !read {
 		return nil, err
@@ -92,7 +102,7 @@ func (s *Store) ChangedInvoices(ctx context.Context, q invoicing.ChangeQuery) ([
 	w := s.changeWhere(q, companies, "d", "d.updated_at")
 	sql := "SELECT d.company_id, " + invoiceCols(s.d) + "\nFROM documents d\nWHERE " + w.sql() +
 		"\nORDER BY d.updated_at, d.id\nLIMIT " + fmt.Sprint(q.Limit)
-	return run(ctx, s, func() ([]invoicing.Changed[invoicing.Invoice], error) {
+	return run(ctx, s.breaker, func() ([]invoicing.Changed[invoicing.Invoice], error) {
 		return s.invoicesBy(ctx, "changed invoices", s.d.rebind(sql), w.args, today(s.now()), func(r *invoiceRow) time.Time { return r.UpdatedAt })
 	})
 }
@@ -100,7 +110,7 @@ func (s *Store) ChangedInvoices(ctx context.Context, q invoicing.ChangeQuery) ([
 // OverdueInvoices reads the issued FT and ND of q's companies due in
 // [From, To), by id. Their status is judged on the day To (the day whose
 // start made them overdue).
-func (s *Store) OverdueInvoices(ctx context.Context, q invoicing.OverdueQuery) ([]invoicing.Changed[invoicing.Invoice], error) {
+func (s *Changes) OverdueInvoices(ctx context.Context, q invoicing.OverdueQuery) ([]invoicing.Changed[invoicing.Invoice], error) {
 	companies, read, err := checkChange(q.Companies, q.All, q.Limit)
 	if err != nil || !read {
 		return nil, err
@@ -118,7 +128,7 @@ func (s *Store) OverdueInvoices(ctx context.Context, q invoicing.OverdueQuery) (
 	}
 	sql := "SELECT d.company_id, " + invoiceCols(s.d) + "\nFROM documents d\nWHERE " + w.sql() +
 		"\nORDER BY d.id\nLIMIT " + fmt.Sprint(q.Limit)
-	return run(ctx, s, func() ([]invoicing.Changed[invoicing.Invoice], error) {
+	return run(ctx, s.breaker, func() ([]invoicing.Changed[invoicing.Invoice], error) {
 		return s.invoicesBy(ctx, "overdue invoices", s.d.rebind(sql), w.args, q.To, func(r *invoiceRow) time.Time { return r.UpdatedAt })
 	})
 }
@@ -132,7 +142,7 @@ func validDate(s string) bool {
 // submissions were sent or answered in [From, To) (the later of
 // submitted_at and checked_at), after q.After, in that order. A document in
 // two such submissions comes twice.
-func (s *Store) ChangedTransmissions(ctx context.Context, q invoicing.ChangeQuery) ([]invoicing.Changed[invoicing.Invoice], error) {
+func (s *Changes) ChangedTransmissions(ctx context.Context, q invoicing.ChangeQuery) ([]invoicing.Changed[invoicing.Invoice], error) {
 	companies, read, err := checkChange(q.Companies, q.All, q.Limit)
 	if err != nil || !read {
 		return nil, err
@@ -154,7 +164,7 @@ func (s *Store) ChangedTransmissions(ctx context.Context, q invoicing.ChangeQuer
 	sql := s.d.rebind("SELECT t.at, t.id, t.company_id FROM (\n" + inner + "\n) t\nWHERE " + outer.sql() +
 		"\nORDER BY t.at, t.id\nLIMIT " + fmt.Sprint(q.Limit))
 	args := append(w.args, outer.args...)
-	return run(ctx, s, func() ([]invoicing.Changed[invoicing.Invoice], error) {
+	return run(ctx, s.breaker, func() ([]invoicing.Changed[invoicing.Invoice], error) {
 		ctx, cancel := context.WithTimeout(ctx, max(s.timeout, backgroundTimeout))
 		defer cancel()
 		type hit struct {
@@ -206,7 +216,7 @@ func (s *Store) ChangedTransmissions(ctx context.Context, q invoicing.ChangeQuer
 
 // ChangedClients reads the live customers of q's companies whose updated_at
 // is in [From, To), after q.After, oldest change first.
-func (s *Store) ChangedClients(ctx context.Context, q invoicing.ChangeQuery) ([]invoicing.Changed[invoicing.Client], error) {
+func (s *Changes) ChangedClients(ctx context.Context, q invoicing.ChangeQuery) ([]invoicing.Changed[invoicing.Client], error) {
 	companies, read, err := checkChange(q.Companies, q.All, q.Limit)
 	if err != nil || !read {
 		return nil, err
@@ -215,7 +225,7 @@ func (s *Store) ChangedClients(ctx context.Context, q invoicing.ChangeQuery) ([]
 	w.add("c.deleted_at IS NULL")
 	sql := s.d.rebind("SELECT c.company_id, " + clientCols + "\nFROM customers c\nWHERE " + w.sql() +
 		"\nORDER BY c.updated_at, c.id\nLIMIT " + fmt.Sprint(q.Limit))
-	return run(ctx, s, func() ([]invoicing.Changed[invoicing.Client], error) {
+	return run(ctx, s.breaker, func() ([]invoicing.Changed[invoicing.Client], error) {
 		ctx, cancel := context.WithTimeout(ctx, max(s.timeout, backgroundTimeout))
 		defer cancel()
 		rows, err := s.db.reader(current, "").query(ctx, sql, w.args...)
@@ -245,7 +255,7 @@ func (s *Store) ChangedClients(ctx context.Context, q invoicing.ChangeQuery) ([]
 // invoicesBy runs a query of documents (company id, then invoiceCols) and
 // returns them complete: items, and the transmission of GetInvoice. at
 // gives each its change time (nil: none).
-func (s *Store) invoicesBy(ctx context.Context, op, sql string, args []any, today string, at func(*invoiceRow) time.Time) ([]invoicing.Changed[invoicing.Invoice], error) {
+func (s *Changes) invoicesBy(ctx context.Context, op, sql string, args []any, today string, at func(*invoiceRow) time.Time) ([]invoicing.Changed[invoicing.Invoice], error) {
 	ctx, cancel := context.WithTimeout(ctx, max(s.timeout, backgroundTimeout))
 	defer cancel()
 	rows, err := s.db.reader(current, "").query(ctx, sql, args...)
@@ -287,7 +297,7 @@ func (s *Store) invoicesBy(ctx context.Context, op, sql string, args []any, toda
 
 // completeInvoices adds items and transmissions to invoices read without
 // them, in two queries for the lot.
-func (s *Store) completeInvoices(ctx context.Context, op string, invs []invoicing.Changed[invoicing.Invoice]) error {
+func (s *Changes) completeInvoices(ctx context.Context, op string, invs []invoicing.Changed[invoicing.Invoice]) error {
 	ids := make([]string, len(invs))
 	byID := make(map[string]int, len(invs))
 	for i := range invs {

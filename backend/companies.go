@@ -53,7 +53,7 @@ func (s *Store) SearchCompanies(ctx context.Context, q invoicing.CompanyQuery) (
 		sql += "\nWHERE " + w.sql()
 	}
 	sql = s.d.rebind(sql + "\nORDER BY c.legal_name, c.id\nLIMIT ?")
-	return run(ctx, s, func() ([]invoicing.Company, error) {
+	return run(ctx, s.breaker, func() ([]invoicing.Company, error) {
 		ctx, cancel := s.deadline(ctx)
 		defer cancel()
 		rows, err := s.db.reader(settled, "").query(ctx, sql, append(w.args, q.Limit)...)

@@ -24,7 +24,7 @@ func testEventChanges(t *testing.T, s *backend.Store) {
 	checkChangedTransmissions(ctx, t, s, all)
 	checkChangedClients(ctx, t, s, all)
 
-	now, err := s.DatabaseNow(ctx)
+	now, err := s.Changes().DatabaseNow(ctx)
 	if err != nil || now.IsZero() {
 		t.Fatalf("DatabaseNow: %v, %v", now, err)
 	}
@@ -37,7 +37,7 @@ func testEventChanges(t *testing.T, s *backend.Store) {
 // each is as GET answers it, in (time, id) order. It returns them.
 func checkChangedInvoices(ctx context.Context, t *testing.T, s *backend.Store, all invoicing.ChangeQuery) []invoicing.Changed[invoicing.Invoice] {
 	t.Helper()
-	invs, err := s.ChangedInvoices(ctx, all)
+	invs, err := s.Changes().ChangedInvoices(ctx, all)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func checkChangedInvoicePages(ctx context.Context, t *testing.T, s *backend.Stor
 	q := all
 	q.Limit = 7
 	for {
-		page, err := s.ChangedInvoices(ctx, q)
+		page, err := s.Changes().ChangedInvoices(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,16 +99,16 @@ func checkChangedInvoicePages(ctx context.Context, t *testing.T, s *backend.Stor
 // included (at is a change's time), and that the companies are respected.
 func checkChangeWindow(ctx context.Context, t *testing.T, s *backend.Store, all invoicing.ChangeQuery, at time.Time) {
 	t.Helper()
-	if got, _ := s.ChangedInvoices(ctx, invoicing.ChangeQuery{Companies: []string{coA}, From: at, To: at, Limit: 10}); len(got) != 0 {
+	if got, _ := s.Changes().ChangedInvoices(ctx, invoicing.ChangeQuery{Companies: []string{coA}, From: at, To: at, Limit: 10}); len(got) != 0 {
 		t.Errorf("an empty window gave %d", len(got))
 	}
-	if got, _ := s.ChangedInvoices(ctx, invoicing.ChangeQuery{Companies: []string{coA}, From: at, To: at.Add(time.Microsecond), Limit: 1000}); len(got) == 0 || !got[0].At.Equal(at) {
+	if got, _ := s.Changes().ChangedInvoices(ctx, invoicing.ChangeQuery{Companies: []string{coA}, From: at, To: at.Add(time.Microsecond), Limit: 1000}); len(got) == 0 || !got[0].At.Equal(at) {
 		t.Errorf("a window starting at a change missed it: %d", len(got))
 	}
-	if got, err := s.ChangedInvoices(ctx, invoicing.ChangeQuery{From: all.From, To: all.To, Limit: 10}); err != nil || len(got) != 0 {
+	if got, err := s.Changes().ChangedInvoices(ctx, invoicing.ChangeQuery{From: all.From, To: all.To, Limit: 10}); err != nil || len(got) != 0 {
 		t.Errorf("no companies: %d, %v", len(got), err)
 	}
-	if _, err := s.ChangedInvoices(ctx, invoicing.ChangeQuery{Companies: []string{"nope"}, From: all.From, To: all.To, Limit: 10}); err == nil {
+	if _, err := s.Changes().ChangedInvoices(ctx, invoicing.ChangeQuery{Companies: []string{"nope"}, From: all.From, To: all.To, Limit: 10}); err == nil {
 		t.Error("a malformed company id was accepted")
 	}
 }
@@ -118,7 +118,7 @@ func checkChangeWindow(ctx context.Context, t *testing.T, s *backend.Store, all 
 func checkOverdueInvoices(ctx context.Context, t *testing.T, s *backend.Store) {
 	t.Helper()
 	today := fixedNow.In(luanda()).Format("2006-01-02")
-	over, err := s.OverdueInvoices(ctx, invoicing.OverdueQuery{Companies: []string{coA, coB}, From: "2026-01-01", To: today, Limit: 100})
+	over, err := s.Changes().OverdueInvoices(ctx, invoicing.OverdueQuery{Companies: []string{coA, coB}, From: "2026-01-01", To: today, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func checkOverdueInvoices(ctx context.Context, t *testing.T, s *backend.Store) {
 	if want := []string{docOverdue, docND}; !sameSet(overIDs, want) {
 		t.Errorf("overdue %v, want %v", overIDs, want)
 	}
-	if page, _ := s.OverdueInvoices(ctx, invoicing.OverdueQuery{Companies: []string{coA}, From: "2026-01-01", To: today, AfterID: over[0].Resource.ID, Limit: 100}); len(page) != len(over)-1 {
+	if page, _ := s.Changes().OverdueInvoices(ctx, invoicing.OverdueQuery{Companies: []string{coA}, From: "2026-01-01", To: today, AfterID: over[0].Resource.ID, Limit: 100}); len(page) != len(over)-1 {
 		t.Errorf("after the first, %d of %d", len(page), len(over))
 	}
 }
@@ -141,7 +141,7 @@ func checkOverdueInvoices(ctx context.Context, t *testing.T, s *backend.Store) {
 // later of its times.
 func checkChangedTransmissions(ctx context.Context, t *testing.T, s *backend.Store, all invoicing.ChangeQuery) {
 	t.Helper()
-	trs, err := s.ChangedTransmissions(ctx, all)
+	trs, err := s.Changes().ChangedTransmissions(ctx, all)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func checkChangedTransmissions(ctx context.Context, t *testing.T, s *backend.Sto
 		t.Errorf("transmission changes by document: %v", seen)
 	}
 	late := invoicing.ChangeQuery{Companies: []string{coA}, From: ts("2026-03-02T11:00:00.25Z"), To: ts("2026-03-02T11:00:00.26Z"), Limit: 10}
-	if got, _ := s.ChangedTransmissions(ctx, late); len(got) != 1 || got[0].Resource.ID != docFT || !got[0].At.Equal(ts("2026-03-02T11:00:00.25Z")) {
+	if got, _ := s.Changes().ChangedTransmissions(ctx, late); len(got) != 1 || got[0].Resource.ID != docFT || !got[0].At.Equal(ts("2026-03-02T11:00:00.25Z")) {
 		t.Errorf("AGT's answer at its checked_at: %+v", got)
 	}
 }
@@ -166,7 +166,7 @@ func checkChangedTransmissions(ctx context.Context, t *testing.T, s *backend.Sto
 // answers them.
 func checkChangedClients(ctx context.Context, t *testing.T, s *backend.Store, all invoicing.ChangeQuery) {
 	t.Helper()
-	cls, err := s.ChangedClients(ctx, all)
+	cls, err := s.Changes().ChangedClients(ctx, all)
 	if err != nil {
 		t.Fatal(err)
 	}

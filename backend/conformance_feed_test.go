@@ -22,13 +22,13 @@ func testAllCompaniesChanges(t *testing.T, s *backend.Store) {
 	every := invoicing.ChangeQuery{All: true, Companies: []string{"ignored"}, From: from, To: to, Limit: 1000}
 	reads := map[string]func(context.Context, invoicing.ChangeQuery) ([]string, error){
 		"invoices": func(ctx context.Context, q invoicing.ChangeQuery) ([]string, error) {
-			return ids(s.ChangedInvoices(ctx, q))
+			return ids(s.Changes().ChangedInvoices(ctx, q))
 		},
 		"clients": func(ctx context.Context, q invoicing.ChangeQuery) ([]string, error) {
-			return ids(s.ChangedClients(ctx, q))
+			return ids(s.Changes().ChangedClients(ctx, q))
 		},
 		"transmissions": func(ctx context.Context, q invoicing.ChangeQuery) ([]string, error) {
-			return ids(s.ChangedTransmissions(ctx, q))
+			return ids(s.Changes().ChangedTransmissions(ctx, q))
 		},
 	}
 	for name, read := range reads {
@@ -57,11 +57,11 @@ func testAllCompaniesChanges(t *testing.T, s *backend.Store) {
 		}
 	}
 	today := fixedNow.In(luanda()).Format("2006-01-02")
-	over, err := s.OverdueInvoices(ctx, invoicing.OverdueQuery{All: true, From: "2026-01-01", To: today, Limit: 100})
+	over, err := s.Changes().OverdueInvoices(ctx, invoicing.OverdueQuery{All: true, From: "2026-01-01", To: today, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	named, _ := s.OverdueInvoices(ctx, invoicing.OverdueQuery{Companies: []string{coA, coB}, From: "2026-01-01", To: today, Limit: 100})
+	named, _ := s.Changes().OverdueInvoices(ctx, invoicing.OverdueQuery{Companies: []string{coA, coB}, From: "2026-01-01", To: today, Limit: 100})
 	if len(over) < len(named) || len(named) == 0 {
 		t.Errorf("overdue of every company: %d, of A and B: %d", len(over), len(named))
 	}

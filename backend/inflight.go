@@ -41,7 +41,7 @@ LEFT JOIN pg_stat_activity a ON a.datname = current_database() AND a.pid <> pg_b
 // record (this process's clock, taken before the statement): a create that
 // waits for a connection, or runs slowly, is read at its commit all the
 // same.
-func (s *Store) InFlight(ctx context.Context) (invoicing.Horizon, error) {
+func (s *Changes) InFlight(ctx context.Context) (invoicing.Horizon, error) {
 	if s.d.engine != "postgres" {
 		h := invoicing.Horizon{Now: s.now().UTC(), Sight: invoicing.SightClock}
 		h.Open = s.writing.open(h.Open)
@@ -54,8 +54,8 @@ func (s *Store) InFlight(ctx context.Context) (invoicing.Horizon, error) {
 	return h, err
 }
 
-func (s *Store) inFlight(ctx context.Context) (invoicing.Horizon, error) {
-	return run(ctx, s, func() (invoicing.Horizon, error) {
+func (s *Changes) inFlight(ctx context.Context) (invoicing.Horizon, error) {
+	return run(ctx, s.breaker, func() (invoicing.Horizon, error) {
 		ctx, cancel := s.deadline(ctx)
 		defer cancel()
 		rows, err := s.db.reader(current, "").query(ctx, inFlightSQL)

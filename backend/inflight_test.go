@@ -76,7 +76,7 @@ func TestInFlightListsOpenTransactions(t *testing.T) {
 	if err := tx.QueryRow(ctx, `UPDATE customers SET name = 'Mudado', updated_at = now() WHERE id = 'c0000000-0000-4000-8000-000000000001' RETURNING updated_at`).Scan(&start); err != nil {
 		t.Fatal(err)
 	}
-	h, err := s.InFlight(ctx)
+	h, err := s.Changes().InFlight(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestInFlightListsOpenTransactions(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if h, err = s.InFlight(ctx); err != nil {
+	if h, err = s.Changes().InFlight(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if i := slices.IndexFunc(h.Open, func(o invoicing.OpenTransaction) bool { return o.ID == open.ID }); i >= 0 {
@@ -131,7 +131,7 @@ func TestInFlightWithoutPgMonitor(t *testing.T) {
 	if err := writer.QueryRow(ctx, `UPDATE customers SET name = 'Mudado', updated_at = now() WHERE id = 'c0000000-0000-4000-8000-000000000001' RETURNING pg_current_xact_id()::text`).Scan(&xid); err != nil {
 		t.Fatal(err)
 	}
-	h, err := s.InFlight(ctx)
+	h, err := s.Changes().InFlight(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestInFlightSQLite(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	s := openStore(t, sqliteDB(t), now)
-	h, err := s.InFlight(context.Background())
+	h, err := s.Changes().InFlight(context.Background())
 	if err != nil || h.Sight != invoicing.SightClock || !h.Now.Equal(now) || len(h.Open) != 0 {
 		t.Fatalf("reading %+v, %v; want the clock %v alone", h, err, now)
 	}
@@ -183,7 +183,7 @@ func TestInFlightListsTheStoresOwnCreates(t *testing.T) {
 	}()
 	var listedAt time.Time
 	testenv.Eventually(t, "the create listed in flight", func() error {
-		h, err := s.InFlight(ctx)
+		h, err := s.Changes().InFlight(ctx)
 		if err != nil {
 			return err
 		}
@@ -199,7 +199,7 @@ func TestInFlightListsTheStoresOwnCreates(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := <-created
-	h, err := s.InFlight(ctx)
+	h, err := s.Changes().InFlight(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ type tracedDB struct {
 	breaker func() string
 }
 
-func traceDB(s *Store, db dbConn, tp trace.TracerProvider) *tracedDB {
+func traceDB(s *core, db dbConn, tp trace.TracerProvider) *tracedDB {
 	t := &tracedDB{dbConn: db, system: attribute.String("db.system", dbSystem(s.d.engine))}
 	if tp == nil {
 		t.tracer = otel.Tracer(tracerName)
@@ -36,7 +36,7 @@ func traceDB(s *Store, db dbConn, tp trace.TracerProvider) *tracedDB {
 		t.tracer = tp.Tracer(tracerName)
 	}
 	if s.breaker != nil {
-		t.breaker = s.BreakerState
+		t.breaker = s.breaker.String
 	}
 	return t
 }

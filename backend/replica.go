@@ -36,7 +36,8 @@ import (
 // The replica is a dependency like the primary: Ping checks both, so an
 // instance whose replica is down reports not ready rather than failing reads.
 
-const defaultReadYourWritesWindow = 5 * time.Second
+// DefaultReadYourWritesWindow is Config.ReadYourWritesWindow's default.
+const DefaultReadYourWritesWindow = 5 * time.Second
 
 // freshness is what a call's reads must see of the writes made through the
 // primary; see above.
@@ -169,7 +170,7 @@ func openReplica(ctx context.Context, d *dialect, cfg Config) (dbConn, error) {
 func newRecentWrites(cfg Config) *recentWrites {
 	window := cfg.ReadYourWritesWindow
 	if window <= 0 {
-		window = defaultReadYourWritesWindow
+		window = DefaultReadYourWritesWindow
 	}
 	return &recentWrites{window: window, now: cfg.Now, last: map[string]time.Time{}}
 }

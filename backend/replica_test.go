@@ -221,7 +221,7 @@ func testReplicaReadsByFreshness(t *testing.T, mk newDB) {
 	checkInvoicesReadReplica(t, s)
 	// The events' detector reads the primary: a replica behind would let it
 	// pass a change.
-	changed, err := s.ChangedInvoices(ctx, invoicing.ChangeQuery{Companies: []string{coA},
+	changed, err := s.Changes().ChangedInvoices(ctx, invoicing.ChangeQuery{Companies: []string{coA},
 		From: ts("2025-01-01T00:00:00Z"), To: ts("2027-01-01T00:00:00Z"), Limit: 1000})
 	if err != nil {
 		t.Fatal(err)

@@ -93,8 +93,20 @@ type Config struct {
 }
 
 // Store serves the API's resources from one database (and its read
-// replica, if any). It is safe for concurrent use.
+// replica, if any): the reads and the one write (CreateClient) of the
+// public API, the companies the admin API finds, and the state of the
+// connections (Ping, PoolStats, Collector). It is safe for concurrent
+// use. What changed, for the events' detector, is Changes' (changes.go),
+// over the same connections: a background reader with rules of its own.
 type Store struct {
+	*core
+	changes *Changes
+}
+
+// core is what the Store and its Changes share: the connections and their
+// dialect, the breaker, the clock and the deadline, the counts, and the
+// Store's own writes in flight (which the detector must see).
+type core struct {
 	db      conns // primary and replica, each traced (replica.go)
 	d       *dialect
 	q       queries
@@ -128,20 +140,52 @@ type rowIter interface {
 	Close()
 }
 
+// The defaults of Config's pool and deadline (the breaker's and the
+// replica's are beside them: breaker.go, replica.go).
 const (
-	defaultMaxConns     = 10
-	defaultQueryTimeout = 2 * time.Second
+	DefaultMaxConns     = 10
+	DefaultQueryTimeout = 2 * time.Second
 )
+
+// Check refuses what Open would not take of cfg's sizes and durations (a
+// negative one: zero is the default), each as an *invoicing.SettingError
+// naming the Config field, all at once. It reads neither URL: their forms
+// are Open's to try. A configuration is checked with it when it is loaded.
+func (cfg Config) Check() error {
+	var errs []error
+	for _, f := range []struct {
+		name string
+		bad  bool
+		def  any
+	}{
+		{"MaxConns", cfg.MaxConns < 0, DefaultMaxConns},
+		{"QueryTimeout", cfg.QueryTimeout < 0, DefaultQueryTimeout},
+		{"BreakerFailures", cfg.BreakerFailures < 0, DefaultBreakerFailures},
+		{"BreakerFirstProbe", cfg.BreakerFirstProbe < 0, defaultBreakerFirstProbe},
+		{"BreakerOpenFor", cfg.BreakerOpenFor < 0, DefaultBreakerOpenFor},
+		{"ChangesSettle", cfg.ChangesSettle < 0, defaultChangesSettle},
+		{"ReadYourWritesWindow", cfg.ReadYourWritesWindow < 0, DefaultReadYourWritesWindow},
+	} {
+		if f.bad {
+			errs = append(errs, invoicing.InvalidSetting("backend", f.name, "must not be negative (zero means %v)", f.def))
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // Open connects to the database of cfg.URL and pings it, unless cfg.Lazy. A
 // database that cannot be reached gives an error wrapping ErrUnavailable
 // (the driver's error beside it: the host and the server's own message).
+// What Check refuses, Open refuses.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
-	if cfg.MaxConns <= 0 {
-		cfg.MaxConns = defaultMaxConns
+	if err := cfg.Check(); err != nil {
+		return nil, err
 	}
-	if cfg.QueryTimeout <= 0 {
-		cfg.QueryTimeout = defaultQueryTimeout
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.QueryTimeout == 0 {
+		cfg.QueryTimeout = DefaultQueryTimeout
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -162,8 +206,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.BookmarkFrom <= 0 {
 		cfg.BookmarkFrom = defaultBookmarkFrom
 	}
-	s := &Store{timeout: cfg.QueryTimeout, now: cfg.Now, breaker: newBreaker(cfg), settle: cfg.ChangesSettle,
-		counts: newCountCache(cfg.TotalMaxAge, cfg.ExactTotalBelow, cfg.Now), searchExact: cfg.SearchExactBelow}
+	s := &Store{core: &core{timeout: cfg.QueryTimeout, now: cfg.Now, breaker: newBreaker(cfg), settle: cfg.ChangesSettle,
+		counts: newCountCache(cfg.TotalMaxAge, cfg.ExactTotalBelow, cfg.Now), searchExact: cfg.SearchExactBelow}}
+	s.changes = &Changes{core: s.core}
 	if cfg.TotalMaxAge > 0 {
 		s.marks = newBookmarks(cfg.TotalMaxAge, cfg.BookmarkFrom, cfg.Now)
 	}
@@ -182,14 +227,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.db.primary = traceDB(s, primary, cfg.TracerProvider)
+	s.db.primary = traceDB(s.core, primary, cfg.TracerProvider)
 	if cfg.ReplicaURL != "" {
 		replica, err := openReplica(ctx, s.d, cfg)
 		if err != nil {
 			primary.close()
 			return nil, err
 		}
-		s.db.replica = traceDB(s, replica, cfg.TracerProvider)
+		s.db.replica = traceDB(s.core, replica, cfg.TracerProvider)
 		s.db.recent = newRecentWrites(cfg)
 	}
 	s.q = buildQueries(s.d)
@@ -231,7 +276,7 @@ func (s *Store) Company(ctx context.Context, id string) (invoicing.Company, erro
 	if !ok {
 		return invoicing.Company{}, ErrNotFound
 	}
-	return run(ctx, s, func() (invoicing.Company, error) { return s.queryCompany(ctx, id) })
+	return run(ctx, s.breaker, func() (invoicing.Company, error) { return s.queryCompany(ctx, id) })
 }
 
 // GetClient returns a live customer of the company; ErrNotFound for an
@@ -242,7 +287,7 @@ func (s *Store) GetClient(ctx context.Context, companyID, id string) (invoicing.
 	if !ok1 || !ok2 {
 		return invoicing.Client{}, ErrNotFound
 	}
-	return run(ctx, s, func() (invoicing.Client, error) { return s.queryClient(ctx, companyID, id) })
+	return run(ctx, s.breaker, func() (invoicing.Client, error) { return s.queryClient(ctx, companyID, id) })
 }
 
 // ListClients returns one page of the company's live customers, newest first
@@ -256,7 +301,7 @@ func (s *Store) ListClients(ctx context.Context, companyID string, f invoicing.C
 	if !ok {
 		return emptyPage[invoicing.Client](f.Page, f.PageSize), nil // no company, no clients
 	}
-	return run(ctx, s, func() (invoicing.Page[invoicing.Client], error) { return s.queryClients(ctx, companyID, f) })
+	return run(ctx, s.breaker, func() (invoicing.Page[invoicing.Client], error) { return s.queryClients(ctx, companyID, f) })
 }
 
 // CreateClient inserts a customer into the company and returns it as
@@ -271,7 +316,7 @@ func (s *Store) CreateClient(ctx context.Context, companyID string, c invoicing.
 	if !ok {
 		return invoicing.Client{}, ErrNotFound
 	}
-	return run(ctx, s, func() (invoicing.Client, error) { return s.insertClient(ctx, companyID, c) })
+	return run(ctx, s.breaker, func() (invoicing.Client, error) { return s.insertClient(ctx, companyID, c) })
 }
 
 // ListInvoices returns one page of the company's documents: drafts first, then
@@ -285,7 +330,7 @@ func (s *Store) ListInvoices(ctx context.Context, companyID string, f invoicing.
 	if !ok {
 		return emptyPage[invoicing.Invoice](f.Page, f.PageSize), nil
 	}
-	return run(ctx, s, func() (invoicing.Page[invoicing.Invoice], error) { return s.queryInvoices(ctx, companyID, f) })
+	return run(ctx, s.breaker, func() (invoicing.Page[invoicing.Invoice], error) { return s.queryInvoices(ctx, companyID, f) })
 }
 
 // GetInvoice returns one document of the company with its items and the
@@ -296,7 +341,7 @@ func (s *Store) GetInvoice(ctx context.Context, companyID, id string) (invoicing
 	if !ok1 || !ok2 {
 		return invoicing.Invoice{}, ErrNotFound
 	}
-	return run(ctx, s, func() (invoicing.Invoice, error) { return s.queryInvoice(ctx, companyID, id) })
+	return run(ctx, s.breaker, func() (invoicing.Invoice, error) { return s.queryInvoice(ctx, companyID, id) })
 }
 
 func isPostgresURL(u string) bool {
@@ -320,14 +365,14 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-func (s *Store) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
+func (s *core) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.timeout)
 }
 
 // fail turns a driver error into the Store's error contract. ctx is the
 // call's (deadline) context: a call cut short by it is "unavailable" whatever
 // shape the driver's error takes.
-func (s *Store) fail(ctx context.Context, op string, err error) error {
+func (s *core) fail(ctx context.Context, op string, err error) error {
 	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrNIFConflict) ||
 		errors.Is(err, ErrUnavailable) || errors.Is(err, errIDTaken) {
 		return err

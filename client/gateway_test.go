@@ -77,7 +77,7 @@ func startGateway(t *testing.T) *testGateway {
 	limits := tenants.New(tenants.Config{Redis: rdb, Prefix: prefix + "tenants:", Logger: logger,
 		LiveDefault: tenants.Limit{Rate: 1000, Burst: 1000}, TestDefault: tenants.Limit{Rate: 1000, Burst: 1000}})
 	if g.events, err = events.New(events.Config{Redis: rdb, Prefix: prefix + "events:", Logger: logger,
-		Sources: map[invoicing.Mode]events.Source{invoicing.Live: live, invoicing.Test: sandbox}}); err != nil {
+		Sources: map[invoicing.Mode]events.Source{invoicing.Live: live.Changes(), invoicing.Test: sandbox.Changes()}}); err != nil {
 		t.Fatal(err)
 	}
 	g.srv = gateway.New(gateway.Config{Live: live, Test: sandbox, Keys: keys, Limiter: limits, Logger: logger,
@@ -112,7 +112,7 @@ func (g *testGateway) api(t *testing.T, cfg client.Config) *client.API {
 	if cfg.CompanyID == "" {
 		cfg.CompanyID = gendata.DemoCompanyA
 	}
-	k, err := g.admin.CreateKey(context.Background(), "client-tests@local",
+	k, err := g.admin.Keys.CreateKey(context.Background(), "client-tests@local",
 		admin.KeySpec{CompanyID: cfg.CompanyID, Mode: invoicing.Live, Scopes: scopes, Name: "client tests"})
 	if err != nil {
 		t.Fatal(err)

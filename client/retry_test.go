@@ -54,7 +54,7 @@ func TestRetriesAfterRateLimit(t *testing.T) {
 	var s sleeps
 	a := g.api(t, client.Config{Sleep: s.sleep})
 	ctx := context.Background()
-	if _, err := g.admin.SetCompanyLimit(ctx, "client-tests@local", gendata.DemoCompanyA, "LIVE", 1, 1); err != nil {
+	if _, err := g.admin.Limits.SetCompanyLimit(ctx, "client-tests@local", gendata.DemoCompanyA, "LIVE", 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	var keys []string
@@ -92,7 +92,7 @@ func TestRetriesAfterRateLimit(t *testing.T) {
 
 	// A limit that refills in 1000 s (company B's): Retry-After is over
 	// MaxRetryWait.
-	if _, err := g.admin.SetCompanyLimit(ctx, "client-tests@local", gendata.DemoCompanyB, "LIVE", 0.001, 1); err != nil {
+	if _, err := g.admin.Limits.SetCompanyLimit(ctx, "client-tests@local", gendata.DemoCompanyB, "LIVE", 0.001, 1); err != nil {
 		t.Fatal(err)
 	}
 	b := g.api(t, client.Config{Sleep: s.sleep, CompanyID: gendata.DemoCompanyB})

@@ -155,7 +155,7 @@ func newLatencyRig(b *testing.B) *latencyRig {
 	}))
 	b.Cleanup(recv.Close)
 	rdb, prefix := testenv.Redis(b)
-	r.src = &countingSource{Source: store}
+	r.src = &countingSource{Source: store.Changes()}
 	r.s, err = New(Config{Redis: rdb, Prefix: prefix, Sources: map[invoicing.Mode]Source{invoicing.Test: r.src},
 		AllowHTTP: true, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	if err != nil {

@@ -38,7 +38,7 @@ func (s *shiftedSource) shift(d time.Duration) { s.by.Add(int64(d)) }
 
 // shifted points cfg's TEST mode at e's database through a shiftedSource.
 func (e *env) shifted(cfg *Config) *shiftedSource {
-	src := &shiftedSource{Source: e.store}
+	src := &shiftedSource{Source: e.store.Changes()}
 	cfg.Sources = map[invoicing.Mode]Source{invoicing.Test: src}
 	return src
 }

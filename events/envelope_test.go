@@ -94,7 +94,7 @@ func TestOneURLForManyCompanies(t *testing.T) {
 	companies := []string{testCompany, "b0000000-0000-4000-8000-00000000000b", "c0000000-0000-4000-8000-00000000000c"}
 	liveStore, exec := e.bothModes(companies)
 	cfg := e.config()
-	cfg.Sources[invoicing.Live] = liveStore
+	cfg.Sources[invoicing.Live] = liveStore.Changes()
 	s := e.service(cfg)
 
 	r := &router{verifiers: map[owner]*client.WebhookVerifier{}, buckets: map[owner][]string{}, notify: make(chan struct{}, 1)}

@@ -82,7 +82,7 @@ func newEnvOn(t *testing.T, rdb *redis.Client, prefix string) *env {
 // 300 ms, retries after 50, 100 and 200 ms, and loopback receivers allowed.
 func (e *env) config() Config {
 	return Config{
-		Redis: e.rdb, Prefix: e.prefix, Sources: map[invoicing.Mode]Source{invoicing.Test: e.store},
+		Redis: e.rdb, Prefix: e.prefix, Sources: map[invoicing.Mode]Source{invoicing.Test: e.store.Changes()},
 		AllowHTTP: true, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 		Timeout: 2 * time.Second, Tick: 20 * time.Millisecond, Settle: 300 * time.Millisecond, Sweep: 4 * time.Second,
 		Schedule: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}, Retention: time.Hour,

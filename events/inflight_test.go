@@ -67,7 +67,7 @@ func TestTransactionOpenTenMinutes(t *testing.T) {
 VALUES ($1, $2, 'Dez minutos', now() - interval '10 minutes', now() - interval '10 minutes') RETURNING updated_at`, cliLate, e.company).Scan(&start); err != nil {
 		t.Fatal(err)
 	}
-	src := &heldSource{Source: e.store, start: start.UTC(), open: true}
+	src := &heldSource{Source: e.store.Changes(), start: start.UTC(), open: true}
 	cfg := e.lateConfig()
 	cfg.Sources = map[invoicing.Mode]Source{invoicing.Test: src}
 	// The endpoint predates the change: nothing older than it is sent to it.
@@ -111,12 +111,12 @@ func TestWithoutPgMonitor(t *testing.T) {
 	t.Run("source", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		testWriterAtStart(t, e, writersSource{e.store})
+		testWriterAtStart(t, e, writersSource{e.store.Changes()})
 	})
 	t.Run("role", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		testWriterAtStart(t, e, e.readOnlyStore())
+		testWriterAtStart(t, e, e.readOnlyStore().Changes())
 	})
 }
 
@@ -174,7 +174,7 @@ func TestWithoutPgMonitorLateWriterFoundBySweep(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config() // a sweep every 2 s
-	cfg.Sources = map[invoicing.Mode]Source{invoicing.Test: e.readOnlyStore()}
+	cfg.Sources = map[invoicing.Mode]Source{invoicing.Test: e.readOnlyStore().Changes()}
 	var logged testenv.SyncBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 	s := e.service(cfg)

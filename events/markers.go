@@ -35,8 +35,8 @@ import (
 // 8 million, more beyond). The scripts that read and write them are in
 // queue.go.
 
-// defaultRemember is Config.Remember's default: about three months.
-const defaultRemember = 90 * 24 * time.Hour
+// DefaultRemember is Config.Remember's default: about three months.
+const DefaultRemember = 90 * 24 * time.Hour
 
 // markerShards is how many sets a generation's markers are spread over.
 const markerShards = 1 << 14

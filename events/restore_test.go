@@ -241,11 +241,11 @@ func TestStepRoutedBeforeImportLeavesTheRewind(t *testing.T) {
 	importState(t, s, exported)
 	clients := streamNamed(t, "clients")
 	wm := s.l.watermark(invoicing.Test, "clients")
-	dbNow, err := e.store.DatabaseNow(ctx)
+	dbNow, err := e.store.Changes().DatabaseNow(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.det.advance(ctx, e.store, invoicing.Test, clients, before, dbNow, dbNow); err != nil {
+	if err := s.det.advance(ctx, e.store.Changes(), invoicing.Test, clients, before, dbNow, dbNow); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.rdb.Get(ctx, wm).Val(); got != markRewind {
@@ -255,7 +255,7 @@ func TestStepRoutedBeforeImportLeavesTheRewind(t *testing.T) {
 	if err != nil || len(after.companies) != 1 {
 		t.Fatalf("targets after the import: %+v %v", after, err)
 	}
-	if err := s.det.advance(ctx, e.store, invoicing.Test, clients, after, dbNow, dbNow); err != nil {
+	if err := s.det.advance(ctx, e.store.Changes(), invoicing.Test, clients, after, dbNow, dbNow); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.rdb.Get(ctx, wm).Val(); got == markRewind {
@@ -282,11 +282,11 @@ func TestSweepRoutedBeforeAnEndpointChangeIsStale(t *testing.T) {
 	}
 	second, _ := e.endpoint(s)
 	e.insertClient(cli1, "Depois do segundo")
-	dbNow, err := e.store.DatabaseNow(ctx)
+	dbNow, err := e.store.Changes().DatabaseNow(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale, err := s.det.sweepOnce(ctx, e.store, invoicing.Test, before, dbNow, dbNow.Add(time.Second))
+	stale, err := s.det.sweepOnce(ctx, e.store.Changes(), invoicing.Test, before, dbNow, dbNow.Add(time.Second))
 	if err != nil || !stale {
 		t.Fatalf("sweep with the endpoints of before: stale %v, %v", stale, err)
 	}
@@ -297,7 +297,7 @@ func TestSweepRoutedBeforeAnEndpointChangeIsStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stale, err := s.det.sweepOnce(ctx, e.store, invoicing.Test, after, dbNow, dbNow.Add(time.Second)); err != nil || stale {
+	if stale, err := s.det.sweepOnce(ctx, e.store.Changes(), invoicing.Test, after, dbNow, dbNow.Add(time.Second)); err != nil || stale {
 		t.Fatalf("sweep with the endpoints read again: stale %v, %v", stale, err)
 	}
 	for _, ep := range []Webhook{first, second} {

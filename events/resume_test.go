@@ -100,11 +100,11 @@ func (e *env) sweepNow(s *Service, settle time.Duration) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	dbNow, err := e.store.DatabaseNow(ctx)
+	dbNow, err := e.store.Changes().DatabaseNow(ctx)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := s.det.sweepOnce(ctx, e.store, invoicing.Test, targets, dbNow, dbNow.Add(-settle)); err != nil {
+	if _, err := s.det.sweepOnce(ctx, e.store.Changes(), invoicing.Test, targets, dbNow, dbNow.Add(-settle)); err != nil {
 		e.t.Fatal(err)
 	}
 }

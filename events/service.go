@@ -50,10 +50,10 @@ type Config struct {
 	Lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 
 	// Timeout is how long a delivery may take, answer included; zero means
-	// 10 s, and more than 15 s is refused.
+	// DefaultTimeout (10 s), and more than MaxTimeout (15 s) is refused.
 	Timeout time.Duration
 	// Concurrency is how many deliveries an instance makes at once; zero
-	// means 64.
+	// means DefaultConcurrency (64).
 	Concurrency int
 	// PerEndpoint is how many deliveries to one endpoint may be in flight
 	// across every instance; zero means 8. A failing endpoint gets one, so
@@ -67,7 +67,8 @@ type Config struct {
 	// that long; zero means 72 hours.
 	DisableAfter time.Duration
 	// Retention is how long an event and its deliveries are kept (for
-	// retries, the delivery log and replays); zero means 7 days. Less than
+	// retries, the delivery log and replays); zero means DefaultRetention
+	// (7 days). Less than
 	// the schedule's length, or than Sweep+Settle (the sweep finds a change
 	// again for that long), is refused.
 	Retention time.Duration
@@ -75,7 +76,7 @@ type Config struct {
 	// past its Retention, so that finding its change again (a later,
 	// unrelated update of the row still says "paid") does not send it
 	// again; about 10 bytes of Redis per event at 100,000 events a day, more
-	// per event at fewer (markers.go). Zero means 90 days, or Retention, or
+	// per event at fewer (markers.go). Zero means DefaultRemember (90 days), or Retention, or
 	// twice Recovery, whichever is longest; less than Retention or than
 	// twice Recovery is refused.
 	Remember time.Duration
@@ -107,7 +108,8 @@ type Config struct {
 	// writer without pg_monitor); zero means 10 minutes.
 	Sweep time.Duration
 	// Recovery is how far back detection starts when it has no watermark
-	// (its first start, or its state in Redis lost); zero means 24 hours.
+	// (its first start, or its state in Redis lost); zero means
+	// DefaultRecovery (24 hours).
 	// Nothing older than an endpoint's creation is sent to it. It is also
 	// how long before the point detection has reached an issue or a
 	// creation may be and still be reported when detection reaches its row
@@ -145,6 +147,15 @@ var DefaultSchedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * tim
 
 // MaxTimeout bounds Config.Timeout.
 const MaxTimeout = 15 * time.Second
+
+// The defaults of the Config settings a configuration file sets
+// (DefaultRemember: markers.go).
+const (
+	DefaultTimeout     = 10 * time.Second
+	DefaultConcurrency = 64
+	DefaultRetention   = 7 * 24 * time.Hour
+	DefaultRecovery    = 24 * time.Hour
+)
 
 // Service detects changes and delivers events, and manages the endpoints
 // they go to. It is made of rooms that share one Redis layout, its scripts
@@ -244,45 +255,69 @@ func (cfg Config) settings() (settings, error) {
 	if strings.ContainsAny(cfg.Prefix, "{}") {
 		return settings{}, errors.New("events: Config.Prefix must not contain braces")
 	}
-	if cfg.Timeout > MaxTimeout || cfg.Timeout < 0 {
-		return settings{}, fmt.Errorf("events: Config.Timeout must be at most %s", MaxTimeout)
+	return cfg.checked()
+}
+
+// Check reports what New would refuse of cfg's durations and sizes (all
+// but Redis and Prefix), as an *invoicing.SettingError naming the field,
+// so that a configuration is checked when it is loaded.
+func (cfg Config) Check() error {
+	_, err := cfg.checked()
+	return err
+}
+
+// checked checks cfg's durations and sizes and applies the defaults.
+func (cfg Config) checked() (settings, error) {
+	bad := func(field, format string, a ...any) (settings, error) {
+		return settings{}, invoicing.InvalidSetting("events", field, format, a...)
 	}
-	st := settings{timeout: orDur(cfg.Timeout, 10*time.Second), concurrency: orInt(cfg.Concurrency, 64), perEndpoint: orInt(cfg.PerEndpoint, 8),
-		schedule: cfg.Schedule, disableAfter: orDur(cfg.DisableAfter, 72*time.Hour), retention: orDur(cfg.Retention, 7*24*time.Hour),
+	if cfg.Timeout > MaxTimeout || cfg.Timeout < 0 {
+		return bad("Timeout", "must be at most %s", MaxTimeout)
+	}
+	for _, f := range []struct {
+		name     string
+		negative bool
+	}{{"Concurrency", cfg.Concurrency < 0}, {"Retention", cfg.Retention < 0}, {"Recovery", cfg.Recovery < 0}, {"Remember", cfg.Remember < 0}} {
+		if f.negative {
+			return bad(f.name, "must not be negative (zero is its default)")
+		}
+	}
+	st := settings{timeout: orDur(cfg.Timeout, DefaultTimeout), concurrency: orInt(cfg.Concurrency, DefaultConcurrency), perEndpoint: orInt(cfg.PerEndpoint, 8),
+		schedule: cfg.Schedule, disableAfter: orDur(cfg.DisableAfter, 72*time.Hour), retention: orDur(cfg.Retention, DefaultRetention),
 		tick: orDur(cfg.Tick, 100*time.Millisecond), margin: orDur(cfg.Margin, 50*time.Millisecond), settle: orDur(cfg.Settle, time.Second),
 		sweep:    orDur(cfg.Sweep, 10*time.Minute),
-		recovery: orDur(cfg.Recovery, 24*time.Hour)}
+		recovery: orDur(cfg.Recovery, DefaultRecovery)}
 	if st.schedule == nil {
 		st.schedule = DefaultSchedule
 	}
 	var span time.Duration
 	for _, d := range st.schedule {
 		if d < 0 {
-			return settings{}, errors.New("events: Config.Schedule must not hold negative delays")
+			return bad("Schedule", "must not hold negative delays")
 		}
 		span += d
 	}
 	if st.retention < span {
-		return settings{}, fmt.Errorf("events: Config.Retention (%s) must be at least the retry schedule's length (%s)", st.retention, span)
+		return bad("Retention", "must be at least the retry schedule's length (%s), not %s", span, st.retention)
 	}
 	// An event must be kept while the sweep can find its change again.
 	if st.retention < st.sweep+st.settle {
-		return settings{}, fmt.Errorf("events: Config.Retention (%s) must be at least Sweep+Settle (%s)", st.retention, st.sweep+st.settle)
+		return bad("Retention", "must be at least Sweep+Settle (%s), not %s", st.sweep+st.settle, st.retention)
 	}
 	// Detection reports an issue or a creation up to Recovery before its
 	// position (detect.go): the ids must be remembered longer than that.
-	st.remember = max(cfg.Remember, 0)
+	st.remember = cfg.Remember
 	if st.remember == 0 {
-		st.remember = max(defaultRemember, st.retention, 2*st.recovery)
+		st.remember = max(DefaultRemember, st.retention, 2*st.recovery)
 	}
 	if st.remember < st.retention || st.remember < 2*st.recovery {
-		return settings{}, fmt.Errorf("events: Config.Remember (%s) must be at least Retention (%s) and twice Recovery (%s)", st.remember, st.retention, 2*st.recovery)
+		return bad("Remember", "must be at least Retention (%s) and twice Recovery (%s), not %s", st.retention, 2*st.recovery, st.remember)
 	}
 	if st.feedWindow = cfg.FeedWindow; st.feedWindow == 0 {
 		st.feedWindow = st.retention
 	}
 	if st.feedWindow > 0 && st.feedWindow < st.retention {
-		return settings{}, fmt.Errorf("events: Config.FeedWindow (%s) must be at least Retention (%s)", st.feedWindow, st.retention)
+		return bad("FeedWindow", "must be at least Retention (%s), 0 for the same, or negative for no feed; not %s", st.retention, st.feedWindow)
 	}
 	st.feedWindow = max(st.feedWindow, 0)
 	return st, nil

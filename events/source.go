@@ -10,8 +10,8 @@ import (
 )
 
 // Source is one mode's platform database, as the detector reads it
-// (backend.Store). Each method returns resources exactly as the API's GET
-// answers them.
+// (backend.Changes, a Store's change feed). Each method returns resources
+// exactly as the API's GET answers them.
 type Source interface {
 	// DatabaseNow is the database's clock: the changes' times are its.
 	DatabaseNow(ctx context.Context) (time.Time, error)

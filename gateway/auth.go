@@ -2,9 +2,7 @@ package gateway
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -159,22 +157,4 @@ func checkSource(st *web.State, key authz.Key) error {
 		return &web.Error{Code: "source_not_allowed", Detail: "This API key is not accepted from the network this request comes from."}
 	}
 	return nil
-}
-
-// ParseTrustedProxies reads the trustedProxies setting: comma-separated
-// CIDRs or addresses of the proxies in front of the gateway (load
-// balancers, ingress); empty means none.
-func ParseTrustedProxies(csv string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, s := range strings.Split(csv, ",") {
-		if strings.TrimSpace(s) == "" {
-			continue
-		}
-		p, err := authz.ParsePrefix(s)
-		if err != nil {
-			return nil, fmt.Errorf("trusted proxy: %w", err)
-		}
-		out = append(out, p)
-	}
-	return out, nil
 }

@@ -156,7 +156,7 @@ func benchHandler(b *testing.B, limiter string) (http.Handler, []benchKey) {
 	adm := admin.New(admin.Config{Keys: ring, Limiter: lim, Companies: store, Logger: logger})
 	var keys []benchKey
 	for i := range benchCompanies {
-		v, err := adm.CreateKey(context.Background(), "bench@local", admin.KeySpec{CompanyID: benchCompany(i), Mode: invoicing.Live, Scopes: scopes, Name: "bench"})
+		v, err := adm.Keys.CreateKey(context.Background(), "bench@local", admin.KeySpec{CompanyID: benchCompany(i), Mode: invoicing.Live, Scopes: scopes, Name: "bench"})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -20,7 +20,7 @@ func TestAuthStatuses(t *testing.T) {
 	readOnly := in.key(t, coA, invoicing.Live, "clients:read")
 	suspended := in.key(t, coS, invoicing.Live, allScopes)
 	revoked := in.key(t, coA, invoicing.Live, allScopes)
-	if _, err := in.adm.RevokeKey(t.Context(), testActor, revoked.ID, false); err != nil {
+	if _, err := in.adm.Keys.RevokeKey(t.Context(), testActor, revoked.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	unknown := "igw_live_" + strings.Repeat("a", len(full.Key)-len("igw_live_"))

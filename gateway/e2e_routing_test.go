@@ -66,7 +66,7 @@ func TestRateLimit(t *testing.T) {
 	in := w.start()
 	k := in.key(t, coA, invoicing.Live, allScopes)
 	kt := in.key(t, coA, invoicing.Test, allScopes)
-	if _, err := in.adm.SetCompanyLimit(t.Context(), testActor, coA, "LIVE", 0.5, 2); err != nil {
+	if _, err := in.adm.Limits.SetCompanyLimit(t.Context(), testActor, coA, "LIVE", 0.5, 2); err != nil {
 		t.Fatal(err)
 	}
 	q := req{Path: "/api/v1/v1/clients?pageSize=1", Key: k.Key, Company: coA}
@@ -88,7 +88,7 @@ func TestRateLimit(t *testing.T) {
 	if r := do(t, in.pub.URL, req{Path: q.Path, Key: kt.Key, Company: coA}); r.Status != 200 {
 		t.Fatalf("TEST after LIVE exhausted: %d %s", r.Status, r.Body)
 	}
-	if _, err := in.adm.ResetCompanyLimits(t.Context(), testActor, coA); err != nil {
+	if _, err := in.adm.Limits.ResetCompanyLimits(t.Context(), testActor, coA); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -145,7 +145,7 @@ func floodBenchHandler(b *testing.B, rdb *redis.Client, unbounded bool) (http.Ha
 		Guard: tenants.NewGuard(tenants.GuardConfig{}), TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	scopes, _ := authz.ParseScopes("clients:read")
 	adm := admin.New(admin.Config{Keys: ring, Limiter: lim, Companies: store, Logger: logger})
-	v, err := adm.CreateKey(context.Background(), "bench@local", admin.KeySpec{CompanyID: benchCompany(0), Mode: invoicing.Live, Scopes: scopes, Name: "bench"})
+	v, err := adm.Keys.CreateKey(context.Background(), "bench@local", admin.KeySpec{CompanyID: benchCompany(0), Mode: invoicing.Live, Scopes: scopes, Name: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,40 +4,18 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"testing"
 
+	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/backend/gendata"
 	"github.com/invoicing-ao/gateway/invoicing"
 )
-
-// The trustedProxies setting: CIDRs and addresses, as a key's networks are
-// read; anything else is refused.
-func TestParseTrustedProxies(t *testing.T) {
-	t.Parallel()
-	got, err := ParseTrustedProxies("10.0.0.0/8, 2001:db8:ffff::/48,192.0.2.1")
-	var names []string
-	for _, p := range got {
-		names = append(names, p.String())
-	}
-	if err != nil || !slices.Equal(names, []string{"10.0.0.0/8", "2001:db8:ffff::/48", "192.0.2.1/32"}) {
-		t.Errorf("ParseTrustedProxies = %v, %v", got, err)
-	}
-	for _, bad := range []string{"10.0.0.0/33", "proxy.local", "10.0.0.0/8;10.1.0.0/16"} {
-		if _, err := ParseTrustedProxies(bad); err == nil {
-			t.Errorf("ParseTrustedProxies(%q) accepted", bad)
-		}
-	}
-	if p, err := ParseTrustedProxies(" "); err != nil || len(p) != 0 {
-		t.Errorf("empty setting = %v, %v", p, err)
-	}
-}
 
 // Source networks through the public handler, on the demo's SQLite and
 // in-process Redis, with peers and headers as a load balancer would send.
 func TestSourceNetworks(t *testing.T) {
 	t.Parallel()
-	proxies, _ := ParseTrustedProxies("10.0.0.0/8")
+	proxies, _ := authz.ParseNetworks("10.0.0.0/8")
 	g := newLocalGateway(t, func(c *Config) { c.TrustedProxies = proxies })
 	co := gendata.DemoCompanyA
 	key := func(scopes string, cidrs ...string) string {

@@ -2,14 +2,57 @@ package tenants
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // GuardConfig configures a Guard.
 type GuardConfig struct {
-	PerCompany int // requests of one company in flight (or waiting) at once; zero means 8
-	Total      int // requests in flight at once on this instance; zero means 64
+	PerCompany int // requests of one company in flight (or waiting) at once; zero means DefaultPerCompany
+	Total      int // requests in flight at once on this instance; zero means DefaultTotal
+}
+
+// GuardConfig's defaults.
+const (
+	DefaultPerCompany = 8
+	DefaultTotal      = 64
+)
+
+// Validate refuses a negative cap, and a company's cap above the total
+// (defaults applied: the field set is named), each as an
+// *invoicing.SettingError naming the field:
+// NewGuard would take the one as the default and never reach the other.
+// A configuration is checked with it when it is loaded.
+func (cfg GuardConfig) Validate() error {
+	var errs []error
+	if cfg.PerCompany < 0 {
+		errs = append(errs, invoicing.InvalidSetting("tenants", "PerCompany", "must not be negative (zero means %d)", DefaultPerCompany))
+	}
+	if cfg.Total < 0 {
+		errs = append(errs, invoicing.InvalidSetting("tenants", "Total", "must not be negative (zero means %d)", DefaultTotal))
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	per, total := orInt(cfg.PerCompany, DefaultPerCompany), orInt(cfg.Total, DefaultTotal)
+	switch {
+	case per <= total:
+	case cfg.PerCompany == 0: // the total set below the default per company
+		return invoicing.InvalidSetting("tenants", "Total", "must be at least the per-company cap (%d)", per)
+	default:
+		return invoicing.InvalidSetting("tenants", "PerCompany", "must not be above the total cap (%d)", total)
+	}
+	return nil
+}
+
+func orInt(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
 }
 
 // Guard caps the requests in flight to the database on this instance, per
@@ -26,13 +69,7 @@ type Guard struct {
 
 // NewGuard returns a Guard.
 func NewGuard(cfg GuardConfig) *Guard {
-	if cfg.PerCompany <= 0 {
-		cfg.PerCompany = 8
-	}
-	if cfg.Total <= 0 {
-		cfg.Total = 64
-	}
-	return &Guard{per: cfg.PerCompany, slots: make(chan struct{}, cfg.Total), inflight: make(map[string]int)}
+	return &Guard{per: orInt(cfg.PerCompany, DefaultPerCompany), slots: make(chan struct{}, orInt(cfg.Total, DefaultTotal)), inflight: make(map[string]int)}
 }
 
 // Acquire takes a slot for one request of the company. It fails at once with

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/invoicing-ao/gateway/internal/testenv"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 func TestGuardPerCompanyCap(t *testing.T) {
@@ -120,5 +121,33 @@ func TestGuardDefaults(t *testing.T) {
 	g := NewGuard(GuardConfig{})
 	if g.per != 8 || cap(g.slots) != 64 {
 		t.Errorf("defaults: per company %d, total %d; want 8, 64", g.per, cap(g.slots))
+	}
+}
+
+// Validate refuses what NewGuard would take as the default (a negative
+// cap) or could never honour (a company's cap above the total, defaults
+// applied), naming the field; zero values are the defaults.
+func TestGuardConfigValidate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cfg   GuardConfig
+		field string // "": valid
+	}{
+		{GuardConfig{}, ""},
+		{GuardConfig{PerCompany: 64}, ""},
+		{GuardConfig{PerCompany: 65}, "PerCompany"}, // above the default total
+		{GuardConfig{PerCompany: 9, Total: 8}, "PerCompany"},
+		{GuardConfig{Total: 4}, "Total"}, // below the default 8
+		{GuardConfig{PerCompany: -1}, "PerCompany"},
+		{GuardConfig{PerCompany: 1, Total: -1}, "Total"},
+	} {
+		err := tc.cfg.Validate()
+		var fe *invoicing.SettingError
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%+v: %v, want valid", tc.cfg, err)
+		case tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field):
+			t.Errorf("%+v: %v, want an error naming %s", tc.cfg, err, tc.field)
+		}
 	}
 }

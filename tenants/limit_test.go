@@ -71,8 +71,10 @@ func TestConfigValidate(t *testing.T) {
 		{"zero values but Redis", Config{Redis: rdb}, true},
 		{"no Redis", Config{}, false},
 		{"brace in prefix", Config{Redis: rdb, Prefix: "t{x}:"}, false},
-		{"bad live default", Config{Redis: rdb, LiveDefault: Limit{Rate: 5}}, false},
-		{"bad test default", Config{Redis: rdb, TestDefault: Limit{Burst: 5}}, false},
+		{"bad live default", Config{Redis: rdb, LiveDefault: Limit{Rate: -5}}, false},
+		{"bad test default", Config{Redis: rdb, TestDefault: Limit{Burst: -5}}, false},
+		{"a live rate alone, with the default burst", Config{Redis: rdb, LiveDefault: Limit{Rate: 5}}, true},
+		{"a test burst alone, with the default rate", Config{Redis: rdb, TestDefault: Limit{Burst: 5}}, true},
 		{"negative timeout", Config{Redis: rdb, RedisTimeout: -time.Second}, false},
 		{"negative retry", Config{Redis: rdb, RetryEvery: -time.Second}, false},
 		{"negative lease TTL", Config{Redis: rdb, LeaseTTL: -time.Second}, false},
@@ -88,6 +90,11 @@ func TestConfigValidate(t *testing.T) {
 		d.RedisTimeout != 50*time.Millisecond || d.RetryEvery != time.Second || d.LeaseTTL != 500*time.Millisecond ||
 		d.Now == nil || d.Logger == nil {
 		t.Errorf("defaults: %+v", d)
+	}
+	// Each half of a default limit set alone keeps the other half's
+	// default, as a configuration that sets only liveRate expects.
+	if live, test := (Config{LiveDefault: Limit{Rate: 5}, TestDefault: Limit{Burst: 7}}).Defaults(); live != (Limit{5, 100}) || test != (Limit{10, 7}) {
+		t.Errorf("defaults of halves: %+v %+v", live, test)
 	}
 }
 

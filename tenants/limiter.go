@@ -28,8 +28,8 @@ type Config struct {
 	// ReadTimeout instead of RedisTimeout.
 	Redis        redis.UniversalClient
 	Prefix       string        // key prefix; zero means "tenants:"; must not contain '{'
-	LiveDefault  Limit         // zero means {Rate: 50, Burst: 100}
-	TestDefault  Limit         // zero means {Rate: 10, Burst: 20}
+	LiveDefault  Limit         // a zero Rate means 50, a zero Burst 100 (DefaultLive)
+	TestDefault  Limit         // a zero Rate means 10, a zero Burst 20 (DefaultTest)
 	RedisTimeout time.Duration // per-refresh Redis deadline; zero means 50ms
 	RetryEvery   time.Duration // while in fallback, how often one request probes Redis again; zero means 1s
 	// LeaseTTL is how long leased tokens may be spent after their refresh
@@ -60,16 +60,36 @@ type Config struct {
 	CountOffered bool
 }
 
+// The default limits of a company without an override, where Config sets
+// none: LiveDefault's and TestDefault's zero rate or burst.
+var (
+	DefaultLive = Limit{Rate: 50, Burst: 100}
+	DefaultTest = Limit{Rate: 10, Burst: 20}
+)
+
+// Defaults are the default limits c gives, LIVE and TEST: its own, each
+// zero rate or burst replaced by DefaultLive's or DefaultTest's. Each is
+// to pass Limit.Validate, as New requires.
+func (c Config) Defaults() (live, test Limit) {
+	return orLimit(c.LiveDefault, DefaultLive), orLimit(c.TestDefault, DefaultTest)
+}
+
+// orLimit is l, its zero rate or burst replaced by def's.
+func orLimit(l, def Limit) Limit {
+	if l.Rate == 0 {
+		l.Rate = def.Rate
+	}
+	if l.Burst == 0 {
+		l.Burst = def.Burst
+	}
+	return l
+}
+
 func (c Config) withDefaults() Config {
 	if c.Prefix == "" {
 		c.Prefix = "tenants:"
 	}
-	if c.LiveDefault == (Limit{}) {
-		c.LiveDefault = Limit{Rate: 50, Burst: 100}
-	}
-	if c.TestDefault == (Limit{}) {
-		c.TestDefault = Limit{Rate: 10, Burst: 20}
-	}
+	c.LiveDefault, c.TestDefault = c.Defaults()
 	if c.RedisTimeout == 0 {
 		c.RedisTimeout = 50 * time.Millisecond
 	}

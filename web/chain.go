@@ -33,13 +33,13 @@ type Config struct {
 	// listener, whose scrapes and calls are not the API's traffic).
 	Telemetry *Telemetry
 	// CORSAllowedOrigins are the other origins whose browser code may call
-	// the listener's GET and POST routes (canonical, see ParseOrigins);
+	// the listener's GET and POST routes (canonical, see invoicing.ParseOrigins);
 	// empty means none.
 	CORSAllowedOrigins []string
 	// HostCheck refuses (421) a request whose Host is not an IP address, a
 	// loopback name or one of Hosts, before any route (host.go): the
 	// admin listener, which browsers must not reach by a rebound name.
-	// Hosts are ParseHosts's; empty means none.
+	// Hosts are invoicing.ParseHosts's; empty means none.
 	HostCheck bool
 	Hosts     []string
 	// TrustedProxies are the networks of the proxies in front of the

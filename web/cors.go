@@ -1,16 +1,14 @@
 package web
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 )
 
 // CORS policy. The API explorer is served from the API's own origin and needs
 // no CORS at all; other origins get access only when the operator lists them
-// (Config.CORSAllowedOrigins). The answer never says "*" and never allows
+// (Config.CORSAllowedOrigins, as invoicing.ParseOrigins reads them). The answer never says "*" and never allows
 // credentials: callers authenticate with an Authorization header their own
 // code sets, never with cookies, so no browser ever sends the API ambient
 // authority, and a listed origin sees only what its own key may see.
@@ -20,31 +18,6 @@ const (
 	corsExposeHeaders = "RateLimit, RateLimit-Policy, Retry-After, X-Request-Id, Location, Idempotent-Replayed"
 	corsMaxAge        = "600" // seconds a browser may reuse a preflight answer
 )
-
-// originHost is a DNS name or a bracketed IPv6 address, with an optional port:
-// no wildcard can slip in as a host.
-var originHost = regexp.MustCompile(`^(?:[a-z0-9-]+(?:\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?$`)
-
-// ParseOrigins reads a comma-separated list of origins
-// ("https://app.example.ao, http://localhost:3000") into their canonical
-// form (scheme://host[:port], lower case). Empty input is an empty list.
-// "*", paths, queries and user info are refused: each allowed origin is named.
-func ParseOrigins(s string) ([]string, error) {
-	var out []string
-	for _, raw := range strings.Split(s, ",") {
-		o := strings.TrimSpace(raw)
-		if o == "" {
-			continue
-		}
-		u, err := url.Parse(o)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !originHost.MatchString(strings.ToLower(u.Host)) ||
-			u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(o, "/") {
-			return nil, fmt.Errorf("%q is not an origin (scheme://host[:port], e.g. https://app.example.ao; \"*\" is not allowed)", o)
-		}
-		out = append(out, strings.ToLower(u.Scheme+"://"+u.Host))
-	}
-	return out, nil
-}
 
 // withCORS answers CORS preflights for the API's routes and marks answers to
 // listed origins as readable by them. It runs before the router, because a

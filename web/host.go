@@ -1,7 +1,6 @@
 package web
 
 import (
-	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -18,44 +17,6 @@ import (
 // operator's, for the dashboard's and the scraper's way in) is refused
 // before any route. An IP address cannot be rebound: a page served from the
 // listener's own address and port is the listener's.
-
-// ParseHosts reads a list of host names such a listener answers to (the
-// adminHosts setting): comma-separated, no port, no wildcard, besides
-// loopback names and IP addresses; empty means none.
-func ParseHosts(csv string) ([]string, error) {
-	var out []string
-	for _, s := range strings.Split(csv, ",") {
-		h := strings.ToLower(strings.TrimSuffix(strings.TrimSpace(s), "."))
-		if h == "" {
-			continue
-		}
-		if !hostName(h) {
-			return nil, fmt.Errorf("%q is not a host name (letters, digits, hyphens and dots; no port, no wildcard)", s)
-		}
-		out = append(out, h)
-	}
-	return out, nil
-}
-
-// hostName reports whether h is a DNS name of letters, digits and hyphens
-// in dot-separated labels.
-func hostName(h string) bool {
-	if len(h) > 253 {
-		return false
-	}
-	for _, label := range strings.Split(h, ".") {
-		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return false
-		}
-		for i := 0; i < len(label); i++ {
-			c := label[i]
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-				return false
-			}
-		}
-	}
-	return true
-}
 
 // hostAllowed reports whether a listener with HostCheck answers a request
 // for host (the Host header or the request target's authority, with or

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // A listener with HostCheck (the admin listener) answers requests for its
@@ -12,7 +14,7 @@ import (
 // refuses any other name (a DNS-rebinding page's) with 421 before any
 // route; a listener without it (the public one) does not look.
 func TestListenerHost(t *testing.T) {
-	names, err := ParseHosts(" gw-admin.internal , Invoicing-Gateway-Admin.svc. ,")
+	names, err := invoicing.ParseHosts(" gw-admin.internal , Invoicing-Gateway-Admin.svc. ,")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,10 +53,5 @@ func TestListenerHost(t *testing.T) {
 	r.Host = "attacker.example"
 	if res, err := http.DefaultClient.Do(r); err != nil || res.StatusCode != http.StatusOK {
 		t.Errorf("public listener, another Host: %v %v", res, err)
-	}
-	for _, bad := range []string{"gw-admin.internal:8081", "*.internal", "gw admin", "-gw.internal", "http://gw"} {
-		if _, err := ParseHosts(bad); err == nil {
-			t.Errorf("ParseHosts(%q) accepted", bad)
-		}
 	}
 }

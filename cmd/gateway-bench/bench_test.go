@@ -71,7 +71,7 @@ func startGatewayEvents(t *testing.T, ev *events.Config) *target {
 	if ev != nil {
 		cfg := *ev
 		cfg.Redis, cfg.Prefix, cfg.Logger = rdb, prefix+"events:", logger
-		cfg.Sources = map[invoicing.Mode]events.Source{invoicing.Live: g.live}
+		cfg.Sources = map[invoicing.Mode]events.Source{invoicing.Live: g.live.Changes()}
 		var err error
 		if g.events, err = events.New(cfg); err != nil {
 			t.Fatal(err)

@@ -49,7 +49,7 @@ func auditFlags(fs *flag.FlagSet) action {
 func readAudit(ctx context.Context, s *admin.Service, company string, since time.Time) (admin.AuditView, error) {
 	all := admin.AuditView{CompanyID: company, Events: []auditlog.Event{}}
 	for {
-		v, err := s.CompanyAudit(ctx, company, since, auditlog.MaxRead)
+		v, err := s.Audit.CompanyAudit(ctx, company, since, auditlog.MaxRead)
 		if err != nil {
 			return all, err
 		}

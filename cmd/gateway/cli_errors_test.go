@@ -85,7 +85,7 @@ func TestSettingsCheckedBeforeConnecting(t *testing.T) {
 	for _, bad := range []map[string]string{
 		{"GATEWAY_ADDR": ":99999"},
 		{"GATEWAY_ADMIN_ADDR": "127.0.0.1:http-alt-nope"},
-		{"GATEWAY_QUERY_TIMEOUT": "0s"},
+		{"GATEWAY_QUERY_TIMEOUT": "-1s"},
 		{"GATEWAY_LOG_LEVEL": "loud"},
 		{"GATEWAY_HISTORY_DATABASE_URL": "mysql://db/gateway"},
 		{"OTEL_TRACES_EXPORTER": "console"}, // read from the process's environment, as the SDK does

@@ -157,7 +157,7 @@ func demoKeys(ctx context.Context, d *deps) ([]demoKey, error) {
 	for _, w := range wants {
 		ks := demoKeySets[w.set]
 		scopes, _ := authz.ParseScopes(ks.scopes)
-		v, err := d.admin.CreateKey(ctx, commandActor(), admin.KeySpec{CompanyID: w.company, Mode: w.mode, Scopes: scopes, Name: "demo " + ks.name})
+		v, err := d.admin.Keys.CreateKey(ctx, commandActor(), admin.KeySpec{CompanyID: w.company, Mode: w.mode, Scopes: scopes, Name: "demo " + ks.name})
 		if err != nil {
 			return nil, fmt.Errorf("demo key: %w", err)
 		}
@@ -182,7 +182,7 @@ func demoWebhooks(ctx context.Context, d *deps, w io.Writer) (string, func(), er
 	base := "http://" + ln.Addr().String() + "/webhooks"
 	var secrets []string
 	for _, m := range invoicing.Modes {
-		v, err := d.admin.CreateWebhook(ctx, commandActor(), admin.WebhookSpec{CompanyID: gendata.DemoCompanyA, Mode: m,
+		v, err := d.admin.Webhooks.CreateWebhook(ctx, commandActor(), admin.WebhookSpec{CompanyID: gendata.DemoCompanyA, Mode: m,
 			URL: base, Description: "the demo's receiver"})
 		if err != nil {
 			stop()

@@ -62,7 +62,7 @@ func eventsListenFlags(fs *flag.FlagSet) action {
 		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		until := time.Now().Add(*expire)
-		v, err := d.admin.CreateWebhook(ctx, commandActor(), admin.WebhookSpec{CompanyID: *company, Mode: invoicing.Test,
+		v, err := d.admin.Webhooks.CreateWebhook(ctx, commandActor(), admin.WebhookSpec{CompanyID: *company, Mode: invoicing.Test,
 			URL: "http://" + hostPort(ln.Addr()) + "/webhooks", Types: types, ExpiresAt: &until,
 			Description: "gateway events listen, " + commandActor()})
 		if err != nil {
@@ -75,7 +75,7 @@ func eventsListenFlags(fs *flag.FlagSet) action {
 		defer func() {
 			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if _, err := d.admin.DeleteWebhook(rctx, commandActor(), v.ID); err != nil {
+			if _, err := d.admin.Webhooks.DeleteWebhook(rctx, commandActor(), v.ID); err != nil {
 				fmt.Fprintf(c.stderr, "gateway: endpoint %s not removed (%v); it expires at %s\n", v.ID, err, until.UTC().Format(time.RFC3339))
 				return
 			}

@@ -59,7 +59,7 @@ func runEventsAhead(t *testing.T, env func(string) string, ahead time.Duration) 
 		t.Fatal(err)
 	}
 	t.Cleanup(sandbox.Close)
-	ev, err := events.New(events.Config{Redis: rdb, Prefix: env("GATEWAY_REDIS_PREFIX") + "events:", Sources: map[invoicing.Mode]events.Source{invoicing.Test: sandbox},
+	ev, err := events.New(events.Config{Redis: rdb, Prefix: env("GATEWAY_REDIS_PREFIX") + "events:", Sources: map[invoicing.Mode]events.Source{invoicing.Test: sandbox.Changes()},
 		Tick: 50 * time.Millisecond, Sweep: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now: func() time.Time { return time.Now().Add(ahead) }})
 	if err != nil {

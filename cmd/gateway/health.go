@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invoicing-ao/gateway/authz"
 	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
 )
 
@@ -128,7 +130,7 @@ type dependency struct {
 func (d *deps) dependencies(cfg config.Config) []dependency {
 	all := []dependency{
 		{"Redis", config.SettingName("RedisURL"), config.RedactURL(cfg.RedisURL),
-			"keys not verified in the last " + cfg.KeyStaleTTL.String() + " get 503 authentication_unavailable; rate limits are decided per instance",
+			"keys not verified in the last " + cmp.Or(cfg.KeyStaleTTL, authz.DefaultStaleTTL).String() + " get 503 authentication_unavailable; rate limits are decided per instance",
 			d.keys.Ping},
 		{"live database", config.SettingName("LiveDatabaseURL"), config.RedactURL(cfg.LiveDatabaseURL),
 			"LIVE keys get 503 database_unavailable; TEST keys are served", d.live.Ping},

@@ -46,7 +46,7 @@ func keysCreateFlags(fs *flag.FlagSet) action {
 			return err
 		}
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.KeyView, error) {
-			return d.admin.CreateKey(ctx, commandActor(), spec)
+			return d.admin.Keys.CreateKey(ctx, commandActor(), spec)
 		}, func(w io.Writer, v admin.KeyView) error {
 			if *quiet {
 				_, err := fmt.Fprintln(w, v.Key)
@@ -62,7 +62,7 @@ func keysCreateFlags(fs *flag.FlagSet) action {
 func keysList(company *string, asJSON *bool) action {
 	return func(ctx context.Context, c *invocation) error {
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) ([]admin.KeyView, error) {
-			return d.admin.ListKeys(ctx, *company)
+			return d.admin.Keys.ListKeys(ctx, *company)
 		}, func(w io.Writer, keys []admin.KeyView) error {
 			if len(keys) == 0 {
 				_, err := fmt.Fprintf(w, "No keys for company %s.\n", *company)
@@ -79,7 +79,7 @@ func keysRevokeFlags(fs *flag.FlagSet) action {
 	asJSON := jsonFlag(fs)
 	return func(ctx context.Context, c *invocation) error {
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.RevokedView, error) {
-			return d.admin.RevokeKey(ctx, commandActor(), c.args[0], *keep)
+			return d.admin.Keys.RevokeKey(ctx, commandActor(), c.args[0], *keep)
 		}, func(w io.Writer, v admin.RevokedView) error {
 			fmt.Fprintf(w, "Revoked key %s (%s); every gateway refuses it within a second.\n", v.ID, v.Hint)
 			for _, p := range v.AlsoRevoked {
@@ -192,7 +192,7 @@ func keysRollFlags(fs *flag.FlagSet) action {
 	asJSON := jsonFlag(fs)
 	return func(ctx context.Context, c *invocation) error {
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.RolledView, error) {
-			return d.admin.RollKey(ctx, commandActor(), c.args[0], *overlap)
+			return d.admin.Keys.RollKey(ctx, commandActor(), c.args[0], *overlap)
 		}, func(w io.Writer, v admin.RolledView) error {
 			fmt.Fprintf(w, "Rolled key %s to %s (%s, %s) for company %s%s.\n", c.args[0], v.ID, v.Mode, strings.Join(v.Scopes, ","), v.CompanyID, limitsOf(v.KeyView))
 			if end := v.Previous.ExpiresAt; end != nil {

@@ -18,7 +18,7 @@ import (
 
 func limitsGet(company *string, asJSON *bool) action {
 	return limitsAction(asJSON, func(ctx context.Context, s *admin.Service) (admin.LimitsView, error) {
-		return s.CompanyLimits(ctx, *company)
+		return s.Limits.CompanyLimits(ctx, *company)
 	})
 }
 
@@ -37,7 +37,7 @@ func limitsSetFlags(fs *flag.FlagSet) action {
 			if err := knownToThePlatform(ctx, c, d, *company); err != nil {
 				return admin.LimitsView{}, err
 			}
-			return d.admin.SetCompanyLimit(ctx, commandActor(), *company, *mode, *rate, *burst)
+			return d.admin.Limits.SetCompanyLimit(ctx, commandActor(), *company, *mode, *rate, *burst)
 		}, printLimits)
 	}
 }
@@ -108,7 +108,7 @@ func checkLimitFlags(mode string, modeOptional bool, rate float64, burst int) er
 
 func limitsReset(company *string, asJSON *bool) action {
 	return limitsAction(asJSON, func(ctx context.Context, s *admin.Service) (admin.LimitsView, error) {
-		return s.ResetCompanyLimits(ctx, commandActor(), *company)
+		return s.Limits.ResetCompanyLimits(ctx, commandActor(), *company)
 	})
 }
 

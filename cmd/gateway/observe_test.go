@@ -209,7 +209,7 @@ func startObserved(t *testing.T, extra map[string]string) *observedGateway {
 func (g *observedGateway) key(t *testing.T, company string, mode invoicing.Mode) string {
 	t.Helper()
 	sc, _ := authz.ParseScopes("invoices:read,clients:read,clients:write")
-	v, err := g.d.admin.CreateKey(context.Background(), "test@local", admin.KeySpec{CompanyID: company, Mode: mode, Scopes: sc, Name: "observability test"})
+	v, err := g.d.admin.Keys.CreateKey(context.Background(), "test@local", admin.KeySpec{CompanyID: company, Mode: mode, Scopes: sc, Name: "observability test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func TestTrustedProxiesSetting(t *testing.T) {
 	}
 	defer d.Close()
 	scopes, _ := authz.ParseScopes("clients:read")
-	k, err := d.admin.CreateKey(t.Context(), "test@local", admin.KeySpec{CompanyID: gendata.DemoCompanyA,
+	k, err := d.admin.Keys.CreateKey(t.Context(), "test@local", admin.KeySpec{CompanyID: gendata.DemoCompanyA,
 		Mode: invoicing.Live, Scopes: scopes, AllowedCIDRs: []string{"203.0.113.0/24"}})
 	if err != nil {
 		t.Fatal(err)

@@ -73,11 +73,11 @@ func smokeGateway(t *testing.T, redisURL string) *deps {
 	t.Cleanup(pub.Close)
 
 	scopes, _ := authz.ParseScopes("clients:read")
-	k, err := d.admin.CreateKey(ctx, "test@local", admin.KeySpec{CompanyID: gendata.DemoCompanyA, Mode: invoicing.Live, Scopes: scopes, Name: "smoke"})
+	k, err := d.admin.Keys.CreateKey(ctx, "test@local", admin.KeySpec{CompanyID: gendata.DemoCompanyA, Mode: invoicing.Live, Scopes: scopes, Name: "smoke"})
 	if err != nil {
 		t.Fatalf("create key through %s: %v", redisURL, err)
 	}
-	if _, err := d.admin.SetCompanyLimit(ctx, "test@local", gendata.DemoCompanyA, "LIVE", 0.01, 2); err != nil {
+	if _, err := d.admin.Limits.SetCompanyLimit(ctx, "test@local", gendata.DemoCompanyA, "LIVE", 0.01, 2); err != nil {
 		t.Fatalf("set limit through %s: %v", redisURL, err)
 	}
 	get := func(path, key string) (int, map[string]any) {

@@ -160,7 +160,7 @@ func shutdownGateway(t *testing.T, env func(string) string, drain time.Duration)
 	}
 	t.Cleanup(d.Close)
 	sc, _ := authz.ParseScopes("clients:read,invoices:read")
-	k, err := d.admin.CreateKey(ctx, "test@local", admin.KeySpec{CompanyID: gendata.DemoCompanyA, Mode: invoicing.Live, Scopes: sc, Name: "shutdown"})
+	k, err := d.admin.Keys.CreateKey(ctx, "test@local", admin.KeySpec{CompanyID: gendata.DemoCompanyA, Mode: invoicing.Live, Scopes: sc, Name: "shutdown"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -282,7 +283,7 @@ func printImport(c *invocation, doc state.Document, counts map[string]state.Coun
 		case !ok:
 		case at.IsZero():
 			fmt.Fprintf(c.stdout, "%s: the export has no resume point, so detection reads back %s (%s) for the restored webhook endpoints: "+
-				"the events of that window are sent again, under the same webhook-id where they had been sent.\n", m, cfg.EventsRecovery, config.SettingName("EventsRecovery"))
+				"the events of that window are sent again, under the same webhook-id where they had been sent.\n", m, cmp.Or(cfg.EventsRecovery, events.DefaultRecovery), config.SettingName("EventsRecovery"))
 		default:
 			fmt.Fprintf(c.stdout, "%s: detection resumes at the export's resume point, %s: the changes since are read again, "+
 				"and an event of them sent before the loss is sent again under the same webhook-id.\n", m, at.UTC().Format(time.RFC3339))

@@ -17,7 +17,7 @@ import (
 func usageShow(company *string, days *int, asJSON *bool) action {
 	return func(ctx context.Context, c *invocation) error {
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.UsageView, error) {
-			return d.admin.CompanyUsage(ctx, *company, *days)
+			return d.admin.Usage.CompanyUsage(ctx, *company, *days)
 		}, printUsage)
 	}
 }

@@ -67,7 +67,7 @@ func webhooksCreateFlags(fs *flag.FlagSet) action {
 		}
 		spec := admin.WebhookSpec{CompanyID: *company, Mode: mode, URL: *url, Types: types, Description: *description, Disabled: *disabled}
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.WebhookView, error) {
-			return d.admin.CreateWebhook(ctx, commandActor(), spec)
+			return d.admin.Webhooks.CreateWebhook(ctx, commandActor(), spec)
 		}, func(w io.Writer, v admin.WebhookView) error {
 			if *quiet {
 				_, err := fmt.Fprintln(w, v.Secret)
@@ -94,7 +94,7 @@ func describeTypes(types []events.Type) string {
 func webhooksList(company *string, asJSON *bool) action {
 	return func(ctx context.Context, c *invocation) error {
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) ([]admin.WebhookView, error) {
-			return d.admin.ListWebhooks(ctx, *company)
+			return d.admin.Webhooks.ListWebhooks(ctx, *company)
 		}, func(w io.Writer, eps []admin.WebhookView) error {
 			if len(eps) == 0 {
 				_, err := fmt.Fprintf(w, "No webhook endpoints for company %s.\n", *company)
@@ -185,7 +185,7 @@ func webhooksUpdateFlags(fs *flag.FlagSet) action {
 			return usagef("nothing to change: give --url, --types, --description, --enable or --disable")
 		}
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.WebhookView, error) {
-			return d.admin.UpdateWebhook(ctx, commandActor(), c.args[0], p)
+			return d.admin.Webhooks.UpdateWebhook(ctx, commandActor(), c.args[0], p)
 		}, func(w io.Writer, v admin.WebhookView) error {
 			printWebhooks(w, []admin.WebhookView{v})
 			return nil
@@ -202,7 +202,7 @@ func webhooksRotateFlags(fs *flag.FlagSet) action {
 			return usagef("--json and --quiet exclude each other")
 		}
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.WebhookView, error) {
-			return d.admin.RotateWebhookSecret(ctx, commandActor(), c.args[0], *overlap)
+			return d.admin.Webhooks.RotateWebhookSecret(ctx, commandActor(), c.args[0], *overlap)
 		}, func(w io.Writer, v admin.WebhookView) error {
 			if *quiet {
 				_, err := fmt.Fprintln(w, v.Secret)
@@ -221,7 +221,7 @@ func webhooksRotateFlags(fs *flag.FlagSet) action {
 func webhooksDelete(asJSON *bool) action {
 	return func(ctx context.Context, c *invocation) error {
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.WebhookView, error) {
-			return d.admin.DeleteWebhook(ctx, commandActor(), c.args[0])
+			return d.admin.Webhooks.DeleteWebhook(ctx, commandActor(), c.args[0])
 		}, func(w io.Writer, v admin.WebhookView) error {
 			fmt.Fprintf(w, "Deleted webhook endpoint %s (%s, %s) and what waited for it.\n", v.ID, v.Mode, v.URL)
 			return nil
@@ -240,7 +240,7 @@ func webhooksDeliveriesFlags(fs *flag.FlagSet) action {
 		}
 		q := events.DeliveryQuery{Limit: *limit, State: *state, Type: events.Type(*typ)}
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.DeliveriesView, error) {
-			return d.admin.WebhookDeliveries(ctx, c.args[0], q)
+			return d.admin.Deliveries.WebhookDeliveries(ctx, c.args[0], q)
 		}, func(w io.Writer, v admin.DeliveriesView) error {
 			if len(v.Data) > 0 {
 				return printDeliveries(w, v)
@@ -284,7 +284,7 @@ func printDeliveries(w io.Writer, v admin.DeliveriesView) error {
 func webhooksReplay(asJSON *bool) action {
 	return func(ctx context.Context, c *invocation) error {
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (events.Delivery, error) {
-			return d.admin.ReplayWebhook(ctx, commandActor(), c.args[0], c.args[1])
+			return d.admin.Deliveries.ReplayWebhook(ctx, commandActor(), c.args[0], c.args[1])
 		}, func(w io.Writer, v events.Delivery) error {
 			fmt.Fprintf(w, "Queued %s (%s) for %s again, now, with its id.\n", v.EventID, v.Type, c.args[0])
 			return nil
@@ -301,7 +301,7 @@ func webhooksRecoverFlags(fs *flag.FlagSet) action {
 			return err
 		}
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.RecoveredView, error) {
-			return d.admin.RecoverWebhook(ctx, commandActor(), c.args[0], from)
+			return d.admin.Deliveries.RecoverWebhook(ctx, commandActor(), c.args[0], from)
 		}, func(w io.Writer, v admin.RecoveredView) error {
 			fmt.Fprintf(w, "Queued %s of %s since %s again, now.\n", recoveredText(v.Queued, v.Failed, v.Waiting), v.EndpointID, v.Since.Format(time.RFC3339))
 			return nil
@@ -331,7 +331,7 @@ func recoveredText(queued, failed, waiting int) string {
 func webhooksTest(asJSON *bool) action {
 	return func(ctx context.Context, c *invocation) error {
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.TestSentView, error) {
-			return d.admin.TestWebhook(ctx, commandActor(), c.args[0])
+			return d.admin.Deliveries.TestWebhook(ctx, commandActor(), c.args[0])
 		}, func(w io.Writer, v admin.TestSentView) error {
 			fmt.Fprintf(w, "Queued a test delivery (%s, %s) to %s; see it with: gateway webhooks deliveries %s\n", v.Type, v.EventID, v.EndpointID, v.EndpointID)
 			return nil

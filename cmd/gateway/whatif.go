@@ -38,7 +38,7 @@ func limitsWhatIfFlags(fs *flag.FlagSet) action {
 		}
 		q := admin.WhatIfQuery{CompanyID: *company, Mode: *mode, Rate: *rate, Burst: *burst, Since: from, MaxRefused: *maxRefused / 100}
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.WhatIfView, error) {
-			return d.admin.WhatIf(ctx, q)
+			return d.admin.Limits.WhatIf(ctx, q)
 		}, func(w io.Writer, v admin.WhatIfView) error {
 			printWhatIf(w, v)
 			return nil
@@ -135,7 +135,7 @@ func limitsShapeFlags(fs *flag.FlagSet) action {
 			return usagef("--mode %q: must be LIVE or TEST", *mode)
 		}
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.ShapeView, error) {
-			return d.admin.TrafficShape(ctx, *company, *mode, from)
+			return d.admin.Limits.TrafficShape(ctx, *company, *mode, from)
 		}, printShape)
 	}
 }
@@ -189,7 +189,7 @@ func limitsHeadroomFlags(fs *flag.FlagSet) action {
 			return usagef("--top %d: must be 1 to 100", *top)
 		}
 		return invoke(ctx, c, *asJSON, func(ctx context.Context, d *deps) (admin.HeadroomView, error) {
-			return d.admin.LimitHeadroom(ctx, *mode, *top)
+			return d.admin.Limits.LimitHeadroom(ctx, *mode, *top)
 		}, printHeadroom)
 	}
 }

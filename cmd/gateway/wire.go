@@ -24,7 +24,6 @@ import (
 	"github.com/invoicing-ao/gateway/shape"
 	"github.com/invoicing-ao/gateway/tenants"
 	usagecounter "github.com/invoicing-ao/gateway/usage"
-	"github.com/invoicing-ao/gateway/web"
 )
 
 // deps is everything a running gateway (or a management command) talks to.
@@ -88,17 +87,17 @@ func connectWith(ctx context.Context, cfg config.Config, logger *slog.Logger, rd
 		d.Close()
 		return nil, err
 	}
-	origins, err := web.ParseOrigins(cfg.CORSAllowedOrigins) // validated with the configuration
+	origins, err := invoicing.ParseOrigins(cfg.CORSAllowedOrigins) // validated with the configuration
 	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("setting %s: %w", config.SettingName("CORSAllowedOrigins"), err)
 	}
-	proxies, err := gateway.ParseTrustedProxies(cfg.TrustedProxies) // validated with the configuration
+	proxies, err := authz.ParseNetworks(cfg.TrustedProxies) // validated with the configuration
 	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("setting %s: %w", config.SettingName("TrustedProxies"), err)
 	}
-	d.adminHosts, err = web.ParseHosts(cfg.AdminHosts) // validated with the configuration
+	d.adminHosts, err = invoicing.ParseHosts(cfg.AdminHosts) // validated with the configuration
 	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("setting %s: %w", config.SettingName("AdminHosts"), err)
@@ -250,10 +249,10 @@ func (d *deps) openEvents(cfg config.Config, logger *slog.Logger, o wireOptions)
 	}
 	ec.ReplicaTarget, ec.ReplicaTimeout = d.guard.target, cfg.RedisReplicaTimeout
 	if d.live != nil {
-		ec.Sources[invoicing.Live] = d.live
+		ec.Sources[invoicing.Live] = d.live.Changes()
 	}
 	if d.test != nil {
-		ec.Sources[invoicing.Test] = d.test
+		ec.Sources[invoicing.Test] = d.test.Changes()
 	}
 	d.events, err = events.New(ec) // the settings were checked: an error is a mistake of ours
 	return err

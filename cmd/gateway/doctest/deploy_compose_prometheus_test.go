@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/web"
 )
 
@@ -50,7 +51,7 @@ func checkComposePrometheus(t *testing.T, f composeFile) {
 	jobName := gatewayDownJob(t)
 	gwCfg := gatewayConfig(t, f)
 	adminPort := strconv.Itoa(portOf(t, gwCfg.AdminAddr))
-	hosts, err := web.ParseHosts(gwCfg.AdminHosts)
+	hosts, err := invoicing.ParseHosts(gwCfg.AdminHosts)
 	if err != nil {
 		t.Fatal(err)
 	}

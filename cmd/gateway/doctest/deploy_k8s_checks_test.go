@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/invoicing-ao/gateway/cmd/gateway/internal/config"
-	"github.com/invoicing-ao/gateway/web"
+	"github.com/invoicing-ao/gateway/invoicing"
 )
 
 // checkManifests checks one kustomization's objects against the
@@ -214,7 +214,7 @@ func checkServices(t *testing.T, r rendered, cfg config.Config, ports containerP
 			if s.Namespace != "" {
 				names = append(names, s.Name+"."+s.Namespace+".svc.cluster.local")
 			}
-			hosts, _ := web.ParseHosts(cfg.AdminHosts)
+			hosts, _ := invoicing.ParseHosts(cfg.AdminHosts)
 			for _, n := range names {
 				if !slices.Contains(hosts, n) {
 					t.Errorf("admin Service %s: GATEWAY_ADMIN_HOSTS %q lacks %s, the name the dashboard calls", s.Name, cfg.AdminHosts, n)

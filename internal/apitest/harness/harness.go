@@ -240,7 +240,7 @@ func (in *Instance) adapters(cfg Config, w *World, logger *slog.Logger) {
 // databases, and webhooks as cfg says.
 func eventsConfig(cfg Config, prefix string, logger *slog.Logger, live, test *backend.Store) events.Config {
 	ec := events.Config{Redis: cfg.Redis, Prefix: prefix + "events:", Logger: logger,
-		Sources:  map[invoicing.Mode]events.Source{invoicing.Live: live, invoicing.Test: test},
+		Sources:  map[invoicing.Mode]events.Source{invoicing.Live: live.Changes(), invoicing.Test: test.Changes()},
 		Schedule: cfg.Schedule, MinReplicas: cfg.Replicas, ReplicaTimeout: cfg.ReplicaTimeout}
 	if cfg.LocalWebhooks {
 		ec.AllowHTTP, ec.AllowedNetworks = true, []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
@@ -278,7 +278,7 @@ func (in *Instance) Key(t *testing.T, actor, company string, mode invoicing.Mode
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := in.Adm.CreateKey(context.Background(), actor, admin.KeySpec{CompanyID: company, Mode: mode, Scopes: sc, Name: "test"})
+	v, err := in.Adm.Keys.CreateKey(context.Background(), actor, admin.KeySpec{CompanyID: company, Mode: mode, Scopes: sc, Name: "test"})
 	if err != nil {
 		t.Fatalf("create key: %v", err)
 	}

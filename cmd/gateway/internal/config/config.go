@@ -22,7 +22,11 @@ import (
 
 // Config is the gateway's configuration: defaults, then the YAML file, then
 // the environment (each field's env tag), the later winning. Every field has
-// both a YAML key and an environment variable, and errors name both.
+// both a YAML key and an environment variable, and errors name both. A
+// setting that a component reads (the databases' pool, deadline and
+// breaker, the default limits and caps in flight, the keys' caches, the
+// events' timings) stays zero unless set, and zero is that component's
+// default, as its Config documents (docs/operators.md lists them).
 type Config struct {
 	Addr       string `yaml:"addr" env:"GATEWAY_ADDR"`              // public listener
 	AdminAddr  string `yaml:"adminAddr" env:"GATEWAY_ADMIN_ADDR"`   // internal listener: admin API
@@ -133,33 +137,19 @@ type Config struct {
 	WebhookSecretsPlaintext bool   `yaml:"webhookSecretsPlaintext" env:"GATEWAY_WEBHOOK_SECRETS_PLAINTEXT"`
 }
 
-// Default is the configuration with nothing set.
+// Default is the configuration with nothing set: the binary's own
+// defaults. A setting a component reads is zero here, and the component
+// applies its own default (its Config documents it: backend, tenants,
+// authz, events), so that each default is written once.
 func Default() Config {
 	return Config{
-		Addr:               ":8080",
-		AdminAddr:          "127.0.0.1:8081",
-		RedisURL:           "redis://127.0.0.1:6379/0",
-		RedisMinReplicas:   AutoReplicas,
-		DatabaseMaxConns:   10,
-		QueryTimeout:       2 * time.Second,
-		BreakerFailures:    5,
-		BreakerOpenFor:     5 * time.Second,
-		LiveRate:           50,
-		LiveBurst:          100,
-		TestRate:           10,
-		TestBurst:          20,
-		InflightPerCompany: 8,
-		InflightTotal:      64,
-		KeyCacheTTL:        time.Second,
-		KeyStaleTTL:        5 * time.Minute,
-		ShutdownTimeout:    15 * time.Second,
-		LogLevel:           "info",
-		EventsRun:          true,
-		EventsTimeout:      10 * time.Second,
-		EventsConcurrency:  64,
-		EventsRetention:    7 * 24 * time.Hour,
-		EventsRecovery:     24 * time.Hour,
-		EventsRemember:     90 * 24 * time.Hour,
+		Addr:             ":8080",
+		AdminAddr:        "127.0.0.1:8081",
+		RedisURL:         "redis://127.0.0.1:6379/0",
+		RedisMinReplicas: AutoReplicas,
+		ShutdownTimeout:  15 * time.Second,
+		LogLevel:         "info",
+		EventsRun:        true,
 	}
 }
 

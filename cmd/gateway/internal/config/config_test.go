@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -67,13 +68,18 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{map[string]string{"GATEWAY_QUERY_TIMEOUT": "soon"}, "GATEWAY_QUERY_TIMEOUT"},
 		{map[string]string{"GATEWAY_LIVE_RATE": "-1"}, "GATEWAY_LIVE_RATE"},
 		{map[string]string{"GATEWAY_LIVE_RATE": "1000000"}, "GATEWAY_LIVE_RATE"}, // above the limiter's bound
-		{map[string]string{"GATEWAY_LIVE_BURST": "0"}, "GATEWAY_LIVE_BURST"},
+		{map[string]string{"GATEWAY_LIVE_BURST": "-1"}, "GATEWAY_LIVE_BURST"},
+		{map[string]string{"GATEWAY_QUERY_TIMEOUT": "-1s"}, "GATEWAY_QUERY_TIMEOUT"},               // backend's check
+		{map[string]string{"GATEWAY_INFLIGHT_PER_COMPANY": "100"}, "GATEWAY_INFLIGHT_PER_COMPANY"}, // above the guard's default total
+		{map[string]string{"GATEWAY_KEY_STALE_TTL": "-1m"}, "GATEWAY_KEY_STALE_TTL"},
+		{map[string]string{"GATEWAY_EVENTS_TIMEOUT": "20s"}, "GATEWAY_EVENTS_TIMEOUT"},
 		{map[string]string{"GATEWAY_TEST_BURST": "1000000"}, "GATEWAY_TEST_BURST"},
 		{map[string]string{"GATEWAY_TEST_RATE": "0.0001"}, "GATEWAY_TEST_RATE"},
 		{map[string]string{"GATEWAY_DATABASE_MAX_CONNS": "x"}, "GATEWAY_DATABASE_MAX_CONNS"},
 		{map[string]string{"GATEWAY_KEY_CACHE_TTL": "5s"}, "GATEWAY_KEY_CACHE_TTL"},
 		{map[string]string{"GATEWAY_LOG_LEVEL": "loud"}, "GATEWAY_LOG_LEVEL"},
-		{map[string]string{"GATEWAY_EVENTS_REMEMBER": "24h"}, "GATEWAY_EVENTS_REMEMBER"}, // shorter than the retention
+		{map[string]string{"GATEWAY_EVENTS_REMEMBER": "24h"}, "GATEWAY_EVENTS_REMEMBER"},   // shorter than the retention
+		{map[string]string{"GATEWAY_EVENTS_RETENTION": "24h"}, "GATEWAY_EVENTS_RETENTION"}, // shorter than the retry schedule
 	}
 	for _, c := range cases {
 		env := map[string]string{}
@@ -123,6 +129,62 @@ func TestRedactURL(t *testing.T) {
 	} {
 		if got := RedactURL(in); got != want {
 			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The settings a component reads are zero in Default(), so that the
+// component's own default applies and is written once, in the component;
+// the binary's own settings keep theirs.
+func TestDefaultLeavesComponentsTheirDefaults(t *testing.T) {
+	d := reflect.ValueOf(Default())
+	for _, field := range []string{"DatabaseMaxConns", "QueryTimeout", "BreakerFailures", "BreakerOpenFor", "ReadYourWritesWindow",
+		"LiveRate", "LiveBurst", "TestRate", "TestBurst", "InflightPerCompany", "InflightTotal", "KeyCacheTTL", "KeyStaleTTL",
+		"EventsTimeout", "EventsConcurrency", "EventsRetention", "EventsRecovery", "EventsRemember", "EventsFeedWindow"} {
+		if f := d.FieldByName(field); !f.IsValid() || !f.IsZero() {
+			t.Errorf("Default().%s = %v: the component's default, not a copy of it, must apply", field, f)
+		}
+	}
+	if d := Default(); d.Addr == "" || d.AdminAddr == "" || d.RedisURL == "" || d.ShutdownTimeout == 0 || d.LogLevel == "" {
+		t.Errorf("the binary's own defaults are gone: %+v", d)
+	}
+}
+
+// Zero values pass the components' checks, which apply their defaults
+// first: one setting beside the others' defaults is judged against them.
+func TestComponentsJudgeWithTheirDefaults(t *testing.T) {
+	base := map[string]string{"GATEWAY_LIVE_DATABASE_URL": "postgres://db/live", "GATEWAY_TEST_DATABASE_URL": "postgres://db/test"}
+	for _, c := range []struct {
+		set map[string]string
+		ok  bool
+	}{
+		{map[string]string{}, true},
+		{map[string]string{"GATEWAY_LIVE_RATE": "5"}, true},                  // the default burst beside it
+		{map[string]string{"GATEWAY_INFLIGHT_PER_COMPANY": "64"}, true},      // the default total
+		{map[string]string{"GATEWAY_INFLIGHT_TOTAL": "4"}, false},            // below the default per company
+		{map[string]string{"GATEWAY_EVENTS_REMEMBER": "100h"}, false},        // below the default retention
+		{map[string]string{"GATEWAY_EVENTS_RECOVERY": "1000h"}, true},        // the default remember follows it
+		{map[string]string{"GATEWAY_EVENTS_FEED_WINDOW": "100h"}, false},     // below the default retention
+		{map[string]string{"GATEWAY_KEY_CACHE_TTL": "500ms"}, true},          // within the second
+		{map[string]string{"GATEWAY_READ_YOUR_WRITES_WINDOW": "-1s"}, false}, // backend's check
+		{map[string]string{"GATEWAY_EVENTS_CONCURRENCY": "-1"}, false},       // events' check
+		{map[string]string{"GATEWAY_BREAKER_OPEN_FOR": "1s", "GATEWAY_BREAKER_FAILURES": "2"}, true},
+	} {
+		env := map[string]string{}
+		for k, v := range base {
+			env[k] = v
+		}
+		for k, v := range c.set {
+			env[k] = v
+		}
+		_, err := Load("", envOf(env), NeedAll)
+		if (err == nil) != c.ok {
+			t.Errorf("%v: %v, want ok %v", c.set, err, c.ok)
+		}
+		for k := range c.set {
+			if err != nil && !strings.Contains(err.Error(), k) {
+				t.Errorf("%v: %v, want an error naming %s", c.set, err, k)
+			}
 		}
 	}
 }

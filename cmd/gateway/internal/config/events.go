@@ -30,33 +30,15 @@ func ParseNetworks(s string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// checkEvents checks the events' settings.
-func (c Config) checkEvents(bad func(field, msg string)) {
+// checkEvents checks the events' settings: their networks here, their
+// timings by the events' own check (events.Config.Check), defaults
+// applied as the events apply them.
+func (c Config) checkEvents(bad func(field, msg string), add func(error)) {
 	if _, err := ParseNetworks(c.EventsAllowedNetworks); err != nil {
 		bad("EventsAllowedNetworks", err.Error())
 	}
-	if c.EventsTimeout <= 0 || c.EventsTimeout > events.MaxTimeout {
-		bad("EventsTimeout", fmt.Sprintf("must be positive and at most %s", events.MaxTimeout))
-	}
-	if c.EventsConcurrency < 1 {
-		bad("EventsConcurrency", "must be at least 1")
-	}
-	var schedule float64
-	for _, d := range events.DefaultSchedule {
-		schedule += d.Hours()
-	}
-	if c.EventsRetention.Hours() < schedule {
-		bad("EventsRetention", fmt.Sprintf("must be at least the retry schedule's %.0fh", schedule))
-	}
-	if c.EventsRecovery <= 0 {
-		bad("EventsRecovery", "must be positive")
-	}
-	// An id forgotten while its event is kept, or while detection may read
-	// its change again after a loss of state, could be sent twice.
-	if c.EventsRemember < c.EventsRetention || c.EventsRemember < 2*c.EventsRecovery {
-		bad("EventsRemember", fmt.Sprintf("must be at least eventsRetention (%s) and twice eventsRecovery (%s)", c.EventsRetention, c.EventsRecovery))
-	}
-	if c.EventsFeedWindow > 0 && c.EventsFeedWindow < c.EventsRetention {
-		bad("EventsFeedWindow", fmt.Sprintf("must be at least eventsRetention (%s), 0 for the same, or negative for no feed", c.EventsRetention))
-	}
+	checkComponent(bad, add, events.Config{Timeout: c.EventsTimeout, Concurrency: c.EventsConcurrency, Retention: c.EventsRetention,
+		Recovery: c.EventsRecovery, Remember: c.EventsRemember, FeedWindow: c.EventsFeedWindow}.Check(),
+		map[string]string{"Timeout": "EventsTimeout", "Concurrency": "EventsConcurrency", "Retention": "EventsRetention",
+			"Recovery": "EventsRecovery", "Remember": "EventsRemember", "FeedWindow": "EventsFeedWindow"})
 }

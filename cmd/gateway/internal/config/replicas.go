@@ -40,7 +40,4 @@ func (c Config) checkReplicas(bad func(field, msg string)) {
 	if c.LiveReplicaURL != "" && c.LiveReplicaURL == c.TestReplicaURL {
 		bad("TestReplicaURL", "must differ from the live replica: TEST keys must never reach live data")
 	}
-	if c.ReadYourWritesWindow < 0 {
-		bad("ReadYourWritesWindow", "must not be negative (zero means 5s)")
-	}
 }

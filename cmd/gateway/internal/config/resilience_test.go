@@ -14,7 +14,8 @@ func TestResilienceSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.BreakerFailures != 5 || cfg.BreakerOpenFor != 5*time.Second || cfg.DrainDelay != 0 {
+	// Unset, the breaker's settings are zero: backend's defaults apply.
+	if cfg.BreakerFailures != 0 || cfg.BreakerOpenFor != 0 || cfg.DrainDelay != 0 {
 		t.Errorf("defaults: failures %d, open for %v, drain delay %v", cfg.BreakerFailures, cfg.BreakerOpenFor, cfg.DrainDelay)
 	}
 	shipped, err := Load("../../../../configs/gateway.yaml", envOf(nil), NeedAll)
@@ -25,7 +26,7 @@ func TestResilienceSettings(t *testing.T) {
 		t.Errorf("shipped: failures %d, open for %v, drain delay %v", shipped.BreakerFailures, shipped.BreakerOpenFor, shipped.DrainDelay)
 	}
 	for k, v := range map[string]string{
-		"GATEWAY_BREAKER_FAILURES": "0", "GATEWAY_BREAKER_OPEN_FOR": "0s", "GATEWAY_DRAIN_DELAY": "-1s",
+		"GATEWAY_BREAKER_FAILURES": "-1", "GATEWAY_BREAKER_OPEN_FOR": "-1s", "GATEWAY_DRAIN_DELAY": "-1s",
 	} {
 		env := map[string]string{k: v}
 		for bk, bv := range base {

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/invoicing-ao/gateway/gateway"
+	"github.com/invoicing-ao/gateway/authz"
+	"github.com/invoicing-ao/gateway/backend"
 	"github.com/invoicing-ao/gateway/invoicing"
 	"github.com/invoicing-ao/gateway/tenants"
-	"github.com/invoicing-ao/gateway/web"
 )
 
 // maxReplicaTimeout bounds RedisReplicaTimeout.
@@ -32,13 +32,13 @@ func (c Config) Validate(n Needs) error {
 	c.checkRedis(bad)
 	c.checkDatabases(bad, add, n)
 	c.checkReplicas(bad) // replicas.go
-	c.checkRequests(bad)
+	c.checkRequests(bad, add)
 	if _, err := ParseLevel(c.LogLevel); err != nil {
 		bad("LogLevel", err.Error())
 	}
-	c.checkEvents(bad)     // events.go
-	c.checkSecrets(bad, n) // secrets.go
-	c.checkAdmin(bad)      // admin.go
+	c.checkEvents(bad, add) // events.go
+	c.checkSecrets(bad, n)  // secrets.go
+	c.checkAdmin(bad)       // admin.go
 	return errors.Join(errs...)
 }
 
@@ -103,20 +103,13 @@ func (c Config) checkDatabases(bad func(field, msg string), add func(error), n N
 
 // checkRequests checks what bounds the requests: the databases' pools and
 // breakers, the default limits, the caps in flight, the keys' caches, the
-// shutdown, the origins and proxies.
-func (c Config) checkRequests(bad func(field, msg string)) {
-	if c.DatabaseMaxConns < 1 {
-		bad("DatabaseMaxConns", "must be at least 1")
-	}
-	if c.QueryTimeout <= 0 {
-		bad("QueryTimeout", "must be positive")
-	}
-	if c.BreakerFailures < 1 {
-		bad("BreakerFailures", "must be at least 1")
-	}
-	if c.BreakerOpenFor <= 0 {
-		bad("BreakerOpenFor", "must be positive")
-	}
+// shutdown, the origins and proxies. Each component's settings are checked
+// by the component (checkComponent), defaults applied as it applies them.
+func (c Config) checkRequests(bad func(field, msg string), add func(error)) {
+	checkComponent(bad, add, backend.Config{MaxConns: c.DatabaseMaxConns, QueryTimeout: c.QueryTimeout,
+		BreakerFailures: c.BreakerFailures, BreakerOpenFor: c.BreakerOpenFor, ReadYourWritesWindow: c.ReadYourWritesWindow}.Check(),
+		map[string]string{"MaxConns": "DatabaseMaxConns", "QueryTimeout": "QueryTimeout", "BreakerFailures": "BreakerFailures",
+			"BreakerOpenFor": "BreakerOpenFor", "ReadYourWritesWindow": "ReadYourWritesWindow"})
 	// The limiter's own check, here so that a setting out of its bounds is
 	// named, not found by the limiter when the gateway starts: the rate and
 	// the burst each beside a valid other half.
@@ -128,29 +121,48 @@ func (c Config) checkRequests(bad func(field, msg string)) {
 			bad(burst, fieldMessage(err))
 		}
 	}
-	checkLimit("LiveRate", "LiveBurst", tenants.Limit{Rate: c.LiveRate, Burst: c.LiveBurst})
-	checkLimit("TestRate", "TestBurst", tenants.Limit{Rate: c.TestRate, Burst: c.TestBurst})
-	if c.InflightPerCompany < 1 || c.InflightTotal < c.InflightPerCompany {
-		bad("InflightPerCompany", "per-company cap must be at least 1 and not above the total cap")
-	}
-	if c.KeyCacheTTL <= 0 || c.KeyCacheTTL > time.Second {
-		bad("KeyCacheTTL", "must be between 1ns and 1s (revocations must be seen within a second)")
-	}
-	if c.KeyStaleTTL < 0 {
-		bad("KeyStaleTTL", "must not be negative")
-	}
+	live, test := tenants.Config{LiveDefault: tenants.Limit{Rate: c.LiveRate, Burst: c.LiveBurst},
+		TestDefault: tenants.Limit{Rate: c.TestRate, Burst: c.TestBurst}}.Defaults()
+	checkLimit("LiveRate", "LiveBurst", live)
+	checkLimit("TestRate", "TestBurst", test)
+	checkComponent(bad, add, tenants.GuardConfig{PerCompany: c.InflightPerCompany, Total: c.InflightTotal}.Validate(),
+		map[string]string{"PerCompany": "InflightPerCompany", "Total": "InflightTotal"})
+	checkComponent(bad, add, authz.Config{CacheTTL: c.KeyCacheTTL, StaleTTL: c.KeyStaleTTL}.Check(),
+		map[string]string{"CacheTTL": "KeyCacheTTL", "StaleTTL": "KeyStaleTTL"})
 	if c.ShutdownTimeout <= 0 {
 		bad("ShutdownTimeout", "must be positive")
 	}
 	if c.DrainDelay < 0 {
 		bad("DrainDelay", "must not be negative")
 	}
-	if _, err := web.ParseOrigins(c.CORSAllowedOrigins); err != nil {
+	if _, err := invoicing.ParseOrigins(c.CORSAllowedOrigins); err != nil {
 		bad("CORSAllowedOrigins", err.Error())
 	}
-	if _, err := gateway.ParseTrustedProxies(c.TrustedProxies); err != nil {
-		bad("TrustedProxies", err.Error())
+	if _, err := authz.ParseNetworks(c.TrustedProxies); err != nil {
+		bad("TrustedProxies", "trusted proxy: "+err.Error())
 	}
+}
+
+// checkComponent names each field a component's check refused (an
+// *invoicing.SettingError, or several joined) by its setting: settings maps
+// the component's Config fields to ours. An error of another form, which no
+// check of ours makes, is added as it is.
+func checkComponent(bad func(field, msg string), add func(error), err error, settings map[string]string) {
+	if err == nil {
+		return
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			checkComponent(bad, add, e, settings)
+		}
+		return
+	}
+	var se *invoicing.SettingError
+	if errors.As(err, &se) && settings[se.Field] != "" {
+		bad(settings[se.Field], se.Message)
+		return
+	}
+	add(err)
 }
 
 // fieldMessage is what a value refused must be ("must be from 1 to

@@ -1,4 +1,4 @@
-package web
+package invoicing
 
 import (
 	"slices"
@@ -22,6 +22,20 @@ func TestParseOrigins(t *testing.T) {
 		"ftp://x", "https://u:p@x.ao", "https://x.ao?a=1", "null", "https://a.ao,*"} {
 		if got, err := ParseOrigins(in); err == nil {
 			t.Errorf("ParseOrigins(%q) = %v, want an error", in, got)
+		}
+	}
+}
+
+// ParseHosts reads names in their canonical form (lower case, no final
+// dot) and refuses ports, wildcards, spaces and schemes.
+func TestParseHosts(t *testing.T) {
+	names, err := ParseHosts(" gw-admin.internal , Invoicing-Gateway-Admin.svc. ,")
+	if err != nil || !slices.Equal(names, []string{"gw-admin.internal", "invoicing-gateway-admin.svc"}) {
+		t.Errorf("ParseHosts = %v, %v", names, err)
+	}
+	for _, bad := range []string{"gw-admin.internal:8081", "*.internal", "gw admin", "-gw.internal", "http://gw"} {
+		if _, err := ParseHosts(bad); err == nil {
+			t.Errorf("ParseHosts(%q) accepted", bad)
 		}
 	}
 }
