@@ -153,7 +153,8 @@ func TestDefaultLeavesComponentsTheirDefaults(t *testing.T) {
 // Zero values pass the components' checks, which apply their defaults
 // first: one setting beside the others' defaults is judged against them.
 func TestComponentsJudgeWithTheirDefaults(t *testing.T) {
-	base := map[string]string{"GATEWAY_LIVE_DATABASE_URL": "postgres://db/live", "GATEWAY_TEST_DATABASE_URL": "postgres://db/test"}
+	base := map[string]string{"GATEWAY_LIVE_DATABASE_URL": "postgres://db/live", "GATEWAY_TEST_DATABASE_URL": "postgres://db/test",
+		"GATEWAY_HISTORY_DATABASE_URL": "postgres://db/gateway"}
 	for _, c := range []struct {
 		set map[string]string
 		ok  bool
